@@ -1,0 +1,71 @@
+//! The domain's one error type.
+//!
+//! Handlers never build error bodies themselves: they return a
+//! [`DomainError`] and the HTTP layer maps it, once, to the JSON error body.
+//! Variants carry only what may be shown to a client; internal details stay
+//! in [`crate::store::StoreError`] and are logged, never sent.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::store::StoreError;
+
+/// Per-field validation messages, keyed by the request field name.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldErrors(BTreeMap<String, Vec<String>>);
+
+impl FieldErrors {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn single(field: &str, message: impl Into<String>) -> Self {
+        let mut errors = Self::new();
+        errors.add(field, message);
+        errors
+    }
+
+    pub fn add(&mut self, field: &str, message: impl Into<String>) {
+        self.0
+            .entry(field.to_owned())
+            .or_default()
+            .push(message.into());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn fields(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.0
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DomainError {
+    /// Unknown, or belonging to another tenant or site: the two are
+    /// deliberately indistinguishable.
+    #[error("not found")]
+    NotFound,
+    #[error("validation failed")]
+    Validation(FieldErrors),
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("origin not allowed")]
+    OriginNotAllowed,
+    #[error("{0}")]
+    Conflict(&'static str),
+    #[error("rate limited")]
+    RateLimited { retry_after_secs: u64 },
+    #[error("{0}")]
+    Unavailable(&'static str),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl DomainError {
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::Validation(FieldErrors::single(field, message))
+    }
+}

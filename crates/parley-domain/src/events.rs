@@ -1,0 +1,152 @@
+//! Webhook events as the outbox stores them.
+//!
+//! The envelope is rendered when the event happens, inside the transaction
+//! of its cause, so every delivery of one event carries the same body and a
+//! retry next week shows the conversation as it was, not as it is.
+
+use serde_json::{Value, json};
+
+use crate::clock::Timestamp;
+use crate::ids;
+use crate::model::{
+    Conversation, Installation, InstallationStatus, Message, Site, Tenant, Visitor,
+};
+
+/// Envelope `version` of every event this build emits.
+pub const ENVELOPE_VERSION: &str = "1";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    ConversationCreated,
+    ConversationClosed,
+    MessageCreated,
+    InstallationHealthChanged,
+    VerificationCompleted,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 5] = [
+        Self::ConversationCreated,
+        Self::ConversationClosed,
+        Self::MessageCreated,
+        Self::InstallationHealthChanged,
+        Self::VerificationCompleted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ConversationCreated => "conversation.created",
+            Self::ConversationClosed => "conversation.closed",
+            Self::MessageCreated => "message.created",
+            Self::InstallationHealthChanged => "installation.health.changed",
+            Self::VerificationCompleted => "verification.completed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// One event, ready for the outbox.
+#[derive(Clone, Debug)]
+pub struct OutboxEvent {
+    pub event_id: String,
+    pub kind: EventKind,
+    pub occurred_at: Timestamp,
+    /// The complete JSON envelope, byte for byte what partners receive.
+    pub payload: String,
+}
+
+fn envelope(tenant: &Tenant, kind: EventKind, occurred_at: Timestamp, data: Value) -> OutboxEvent {
+    let event_id = ids::event_id();
+    let payload = json!({
+        "event_id": event_id,
+        "event": kind.as_str(),
+        "version": ENVELOPE_VERSION,
+        "occurred_at": occurred_at,
+        "tenant_slug": tenant.slug,
+        "data": data,
+    })
+    .to_string();
+    OutboxEvent {
+        event_id,
+        kind,
+        occurred_at,
+        payload,
+    }
+}
+
+fn conversation_data(c: &Conversation) -> Value {
+    json!({
+        "id": c.id,
+        "public_id": c.public_id,
+        "status": c.status.as_str(),
+        "subject": c.subject,
+        "site_id": c.site_id,
+        "assignee_id": c.assignee_id,
+        "verified": c.verified_at.is_some(),
+        "created_at": c.created_at,
+        "last_message_at": c.last_message_at,
+    })
+}
+
+fn message_data(m: &Message) -> Value {
+    json!({
+        "id": m.id,
+        "conversation_id": m.conversation_id,
+        "body": m.body,
+        "created_at": m.created_at,
+        "sender": { "type": m.sender.kind.as_str(), "name": m.sender.name },
+    })
+}
+
+fn visitor_data(v: &Visitor) -> Value {
+    json!({
+        "uuid": v.uuid,
+        "name": v.profile.name,
+        "email": v.profile.email,
+        "phone": v.profile.phone,
+    })
+}
+
+pub fn conversation_created(
+    tenant: &Tenant,
+    c: &Conversation,
+    visitor: &Visitor,
+    first: &Message,
+) -> OutboxEvent {
+    let data = json!({
+        "conversation": conversation_data(c),
+        "visitor": visitor_data(visitor),
+        "message": message_data(first),
+    });
+    envelope(tenant, EventKind::ConversationCreated, c.created_at, data)
+}
+
+pub fn message_created(tenant: &Tenant, c: &Conversation, m: &Message) -> OutboxEvent {
+    let data = json!({ "conversation": conversation_data(c), "message": message_data(m) });
+    envelope(tenant, EventKind::MessageCreated, m.created_at, data)
+}
+
+pub fn installation_health_changed(
+    tenant: &Tenant,
+    site: &Site,
+    installation: &Installation,
+    previous: InstallationStatus,
+    at: Timestamp,
+) -> OutboxEvent {
+    let data = json!({
+        "installation": {
+            "id": installation.id,
+            "name": installation.name,
+            "site_id": site.id,
+            "site_name": site.name,
+            "last_seen_at": installation.last_seen_at,
+            "widget_version": installation.widget_version,
+        },
+        "previous_status": previous.as_str(),
+        "status": installation.status().as_str(),
+    });
+    envelope(tenant, EventKind::InstallationHealthChanged, at, data)
+}

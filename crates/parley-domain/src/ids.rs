@@ -1,0 +1,55 @@
+//! Random identifiers and secrets.
+//!
+//! All of them come from the operating system's CSPRNG. Public identifiers
+//! are capabilities (an installation token or a conversation `public_id` is
+//! all a visitor needs), so each carries well over 128 random bits.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+use crate::error::DomainError;
+
+pub fn random_bytes<const N: usize>() -> Result<[u8; N], DomainError> {
+    let mut buf = [0u8; N];
+    getrandom::fill(&mut buf).map_err(|_| DomainError::Unavailable("random source unavailable"))?;
+    Ok(buf)
+}
+
+fn prefixed<const N: usize>(prefix: &str) -> Result<String, DomainError> {
+    Ok(format!(
+        "{prefix}{}",
+        URL_SAFE_NO_PAD.encode(random_bytes::<N>()?)
+    ))
+}
+
+/// Public installation token: 144 random bits.
+pub fn installation_token() -> Result<String, DomainError> {
+    prefixed::<18>("inst_")
+}
+
+/// Conversation `public_id`: 144 random bits.
+pub fn conversation_public_id() -> Result<String, DomainError> {
+    prefixed::<18>("conv_")
+}
+
+/// Operator bearer token: 256 random bits. Only its hash is stored.
+pub fn operator_token() -> Result<String, DomainError> {
+    prefixed::<32>("pat_")
+}
+
+/// Webhook event id, time-ordered so logs sort naturally.
+pub fn event_id() -> String {
+    format!("evt_{}", uuid::Uuid::now_v7().simple())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tokens_are_long_and_distinct() {
+        let a = super::installation_token().unwrap();
+        let b = super::installation_token().unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), "inst_".len() + 24);
+        assert_eq!(super::operator_token().unwrap().len(), "pat_".len() + 43);
+    }
+}

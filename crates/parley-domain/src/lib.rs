@@ -1,0 +1,25 @@
+//! Parley's domain layer.
+//!
+//! Everything here is independent of HTTP and of SQL: the HTTP layer turns
+//! requests into the checked inputs of this crate, and the storage layer
+//! implements the [`store`] interface. Rules that a careful reader would look
+//! for ("who may see this conversation", "what happens when a visitor writes
+//! to a closed conversation") live in this crate and nowhere else.
+
+pub mod clock;
+pub mod error;
+pub mod events;
+pub mod health;
+pub mod ids;
+pub mod limits;
+pub mod model;
+pub mod password;
+pub mod sandbox;
+pub mod store;
+pub mod tenancy;
+pub mod validate;
+pub mod widget;
+
+pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
+pub use error::{DomainError, FieldErrors};
+pub use store::{Database, StoreError};

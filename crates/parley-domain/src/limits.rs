@@ -1,0 +1,199 @@
+//! Rate limits.
+//!
+//! Kept in memory per process (a GCRA bucket per key, from `governor`): the
+//! limits protect the service from floods, they are not billing. With
+//! several instances each enforces its own share.
+
+use std::hash::Hash;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::str::FromStr;
+use std::time::Duration;
+
+use governor::clock::{Clock as _, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+
+use crate::error::DomainError;
+use crate::model::{ConversationId, InstallationId};
+
+/// `count` events per `period`, written like `120/1m`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rate {
+    pub count: u32,
+    pub period: Duration,
+}
+
+impl FromStr for Rate {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (count, period) = s
+            .split_once('/')
+            .ok_or_else(|| format!("{s:?} is not a rate such as 120/1m"))?;
+        let count: u32 = count
+            .trim()
+            .parse()
+            .map_err(|_| format!("{count:?} is not a count"))?;
+        let period = parse_duration(period.trim())?;
+        if count == 0 || period.is_zero() {
+            return Err("a rate needs a positive count and period".into());
+        }
+        Ok(Rate { count, period })
+    }
+}
+
+/// Parses `90s`, `15m`, `24h`, `7d` and `250ms`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration such as 90s, 15m or 24h"))?;
+    let secs = match unit {
+        "ms" => return Ok(Duration::from_millis(n)),
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => return Err(format!("{s:?} is not a duration such as 90s, 15m or 24h")),
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+/// Which limits apply; `None` switches a limit off.
+#[derive(Clone, Debug)]
+pub struct RateLimitSettings {
+    /// Widget writes (ping, visitors, conversations, messages) per
+    /// installation and client address.
+    pub widget_writes: Option<Rate>,
+    /// Visitor messages per conversation.
+    pub conversation_messages: Option<Rate>,
+}
+
+impl RateLimitSettings {
+    pub fn defaults() -> Self {
+        Self {
+            widget_writes: Some(Rate {
+                count: 120,
+                period: Duration::from_secs(60),
+            }),
+            conversation_messages: Some(Rate {
+                count: 30,
+                period: Duration::from_secs(60),
+            }),
+        }
+    }
+
+    pub fn off() -> Self {
+        Self {
+            widget_writes: None,
+            conversation_messages: None,
+        }
+    }
+}
+
+struct Limiter<K: Hash + Eq + Clone> {
+    inner: DefaultKeyedRateLimiter<K>,
+    clock: DefaultClock,
+}
+
+impl<K: Hash + Eq + Clone> Limiter<K> {
+    fn new(rate: Rate) -> Option<Self> {
+        let count = NonZeroU32::new(rate.count)?;
+        let quota = Quota::with_period(rate.period / rate.count)?.allow_burst(count);
+        Some(Self {
+            inner: DefaultKeyedRateLimiter::keyed(quota),
+            clock: DefaultClock::default(),
+        })
+    }
+
+    fn check(&self, key: &K) -> Result<(), DomainError> {
+        self.inner.check_key(key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(self.clock.now());
+            DomainError::RateLimited {
+                retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+            }
+        })
+    }
+}
+
+pub struct RateLimits {
+    widget_writes: Option<Limiter<(InstallationId, IpAddr)>>,
+    conversation_messages: Option<Limiter<ConversationId>>,
+}
+
+impl RateLimits {
+    pub fn new(settings: &RateLimitSettings) -> Self {
+        Self {
+            widget_writes: settings.widget_writes.and_then(Limiter::new),
+            conversation_messages: settings.conversation_messages.and_then(Limiter::new),
+        }
+    }
+
+    pub fn widget_write(
+        &self,
+        installation: InstallationId,
+        client: IpAddr,
+    ) -> Result<(), DomainError> {
+        self.widget_writes
+            .as_ref()
+            .map_or(Ok(()), |l| l.check(&(installation, client)))
+    }
+
+    pub fn conversation_message(&self, conversation: ConversationId) -> Result<(), DomainError> {
+        self.conversation_messages
+            .as_ref()
+            .map_or(Ok(()), |l| l.check(&conversation))
+    }
+
+    /// Forgets idle keys so memory stays bounded; called by the sweeper.
+    pub fn shrink(&self) {
+        if let Some(l) = &self.widget_writes {
+            l.inner.retain_recent();
+        }
+        if let Some(l) = &self.conversation_messages {
+            l.inner.retain_recent();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rates_and_durations() {
+        assert_eq!(
+            "120/1m".parse::<Rate>().unwrap(),
+            Rate {
+                count: 120,
+                period: Duration::from_secs(60)
+            }
+        );
+        assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86_400));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        for bad in ["", "10", "m", "1.5h", "-1s", "10 s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!("0/1m".parse::<Rate>().is_err());
+    }
+
+    #[test]
+    fn refuses_after_the_burst_with_a_retry_time() {
+        let limits = RateLimits::new(&RateLimitSettings {
+            widget_writes: None,
+            conversation_messages: Some(Rate {
+                count: 2,
+                period: Duration::from_secs(3600),
+            }),
+        });
+        let c = ConversationId(1);
+        assert!(limits.conversation_message(c).is_ok());
+        assert!(limits.conversation_message(c).is_ok());
+        match limits.conversation_message(c) {
+            Err(DomainError::RateLimited { retry_after_secs }) => assert!(retry_after_secs > 0),
+            other => panic!("{other:?}"),
+        }
+        assert!(limits.conversation_message(ConversationId(2)).is_ok());
+    }
+}

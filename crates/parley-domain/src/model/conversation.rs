@@ -1,0 +1,68 @@
+use super::{ConversationId, InstallationId, OperatorId, SiteId, TenantId, VisitorId};
+use crate::clock::Timestamp;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConversationStatus {
+    Unassigned,
+    Assigned,
+    Closed,
+}
+
+impl ConversationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unassigned => "unassigned",
+            Self::Assigned => "assigned",
+            Self::Closed => "closed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "unassigned" => Self::Unassigned,
+            "assigned" => Self::Assigned,
+            "closed" => Self::Closed,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Conversation {
+    pub id: ConversationId,
+    /// The visitor's capability to read this conversation.
+    pub public_id: String,
+    pub tenant_id: TenantId,
+    pub site_id: SiteId,
+    pub installation_id: InstallationId,
+    pub visitor_id: VisitorId,
+    pub status: ConversationStatus,
+    pub subject: Option<String>,
+    pub assignee_id: Option<OperatorId>,
+    pub created_at: Timestamp,
+    pub last_message_at: Timestamp,
+    pub closed_at: Option<Timestamp>,
+    pub verified_at: Option<Timestamp>,
+}
+
+impl Conversation {
+    /// The status a visitor message leaves the conversation in: a closed
+    /// conversation reopens, to its assignee if it still has one.
+    pub fn status_after_visitor_message(&self) -> ConversationStatus {
+        match (self.status, self.assignee_id) {
+            (ConversationStatus::Closed, Some(_)) => ConversationStatus::Assigned,
+            (ConversationStatus::Closed, None) => ConversationStatus::Unassigned,
+            (status, _) => status,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct NewConversation {
+    pub public_id: String,
+    pub installation_id: InstallationId,
+    pub visitor_id: VisitorId,
+    pub subject: Option<String>,
+    pub start_url: Option<String>,
+    pub created_at: Timestamp,
+}

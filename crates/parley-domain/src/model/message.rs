@@ -1,0 +1,60 @@
+use super::{ConversationId, MessageId, OperatorId, TenantId};
+use crate::clock::Timestamp;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderKind {
+    Visitor,
+    Operator,
+    System,
+}
+
+impl SenderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Visitor => "visitor",
+            Self::Operator => "operator",
+            Self::System => "system",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "visitor" => Self::Visitor,
+            "operator" => Self::Operator,
+            "system" => Self::System,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sender {
+    pub kind: SenderKind,
+    /// Display name at the time of sending, so renaming an operator does not
+    /// rewrite history.
+    pub name: Option<String>,
+    pub operator_id: Option<OperatorId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Message {
+    /// Increases in commit order within a conversation, so `after_id`
+    /// polling never skips or repeats a message.
+    pub id: MessageId,
+    pub tenant_id: TenantId,
+    pub conversation_id: ConversationId,
+    pub sender: Sender,
+    pub body: String,
+    /// Operator-only note (a transfer note): never shown to the visitor.
+    pub internal: bool,
+    pub created_at: Timestamp,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewMessage {
+    pub conversation_id: ConversationId,
+    pub sender: Sender,
+    pub body: String,
+    pub internal: bool,
+    pub created_at: Timestamp,
+}

@@ -1,0 +1,68 @@
+//! The records Parley keeps, as the domain sees them.
+//!
+//! These are plain data: storage fills them, services apply rules to them,
+//! and the HTTP layer chooses which of their fields a client sees.
+
+mod conversation;
+mod installation;
+mod message;
+mod operator;
+mod site;
+mod tenant;
+mod visitor;
+
+pub use conversation::{Conversation, ConversationStatus, NewConversation};
+pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
+pub use message::{Message, NewMessage, Sender, SenderKind};
+pub use operator::{NewOperator, NewOperatorToken, Operator, Role};
+pub use site::{NewSite, Site, WidgetAppearance};
+pub use tenant::{NewTenant, Tenant};
+pub use visitor::{NewVisitor, Visitor, VisitorProfile};
+
+macro_rules! id_type {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+        #[serde(transparent)]
+        pub struct $name(pub i64);
+    )*};
+}
+
+id_type!(
+    TenantId,
+    SiteId,
+    InstallationId,
+    VisitorId,
+    ConversationId,
+    MessageId,
+    OperatorId,
+);
+
+/// The part of a tenant a widget request may touch: one site of one tenant.
+///
+/// It is obtained only by resolving an installation token, and every storage
+/// query that reads visitor-side data takes it, so a handler cannot read
+/// another site's conversation by forgetting a check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SiteScope {
+    pub tenant: TenantId,
+    pub site: SiteId,
+}
+
+/// An installation with the tenant and site it belongs to: what a public
+/// token resolves to.
+#[derive(Clone, Debug)]
+pub struct InstallationContext {
+    pub tenant: Tenant,
+    pub site: Site,
+    pub installation: Installation,
+}
+
+impl InstallationContext {
+    pub fn scope(&self) -> SiteScope {
+        SiteScope {
+            tenant: self.tenant.id,
+            site: self.site.id,
+        }
+    }
+}

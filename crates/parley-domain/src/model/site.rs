@@ -1,0 +1,77 @@
+use super::{SiteId, TenantId};
+use crate::clock::Timestamp;
+
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub id: SiteId,
+    pub tenant_id: TenantId,
+    pub name: String,
+    /// Host names the widget may run on. Empty means "anywhere"; otherwise a
+    /// browser `Origin` must be one of them or a subdomain of one.
+    pub domains: Vec<String>,
+    pub appearance: WidgetAppearance,
+    pub created_at: Timestamp,
+}
+
+impl Site {
+    /// Whether a page or origin host may use this site's widget.
+    pub fn allows_host(&self, host: &str) -> bool {
+        if self.domains.is_empty() {
+            return true;
+        }
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.domains.iter().any(|d| {
+            host == *d
+                || (host.len() > d.len()
+                    && host.ends_with(d.as_str())
+                    && host.as_bytes()[host.len() - d.len() - 1] == b'.')
+        })
+    }
+}
+
+/// What the widget shows; set per site so every installation of a site
+/// looks the same.
+#[derive(Clone, Debug, Default)]
+pub struct WidgetAppearance {
+    pub title: String,
+    pub greeting: String,
+    /// CSS hex colour such as `#2563eb`.
+    pub accent_color: String,
+    pub privacy_text: String,
+    pub privacy_url: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewSite {
+    pub name: String,
+    pub domains: Vec<String>,
+    pub appearance: WidgetAppearance,
+    pub created_at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(domains: &[&str]) -> Site {
+        Site {
+            id: SiteId(1),
+            tenant_id: TenantId(1),
+            name: "s".into(),
+            domains: domains.iter().map(|d| d.to_string()).collect(),
+            appearance: WidgetAppearance::default(),
+            created_at: Timestamp::from_millis(0),
+        }
+    }
+
+    #[test]
+    fn host_matching_accepts_domain_and_subdomains_only() {
+        let s = site(&["example.com"]);
+        assert!(s.allows_host("example.com"));
+        assert!(s.allows_host("WWW.Example.com"));
+        assert!(s.allows_host("a.b.example.com"));
+        assert!(!s.allows_host("badexample.com"));
+        assert!(!s.allows_host("example.com.evil.net"));
+        assert!(site(&[]).allows_host("anything.net"));
+    }
+}

@@ -1,0 +1,227 @@
+//! The storage interface.
+//!
+//! A backend runs *units of work*: closures that receive a transaction
+//! handle ([`ReadTx`] or [`WriteTx`]) and use its small, typed operations.
+//! Domain rules are written once, inside those closures, and every backend
+//! runs them unchanged. A write unit and the outbox events it records commit
+//! together or not at all.
+//!
+//! Backends are free to batch write units: the SQLite backend runs many of
+//! them in one transaction (each inside its own savepoint) and answers them
+//! all after one durable commit. That is why a write unit is synchronous and
+//! why its result is only delivered after the commit: nothing is
+//! acknowledged before it is on disk.
+//!
+//! Tenant isolation lives in the signatures: every operation that reads or
+//! changes tenant data takes a [`SiteScope`] or a [`TenantId`], and backends
+//! put it in the `WHERE` clause.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::clock::Timestamp;
+use crate::error::DomainError;
+use crate::events::OutboxEvent;
+use crate::model::*;
+
+/// What went wrong below the domain. The message is for logs only.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or is shutting down.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A uniqueness rule was broken (the named constraint or column).
+    #[error("unique constraint violated: {0}")]
+    Duplicate(String),
+    #[error("database error: {0}")]
+    Internal(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Which messages a poll wants.
+#[derive(Clone, Copy, Debug)]
+pub struct MessagePage {
+    /// Only messages with a larger id; `None` means the latest ones.
+    pub after_id: Option<MessageId>,
+    pub limit: u32,
+    /// Whether operator-only notes are included.
+    pub include_internal: bool,
+}
+
+/// Numbers about the webhook outbox for the health report.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OutboxStats {
+    pub pending: u64,
+    pub oldest_pending_at: Option<Timestamp>,
+}
+
+/// Operations available inside any unit of work.
+pub trait ReadTx {
+    /// Resolves a public installation token. The only unscoped lookup of the
+    /// widget side: its result *is* the scope for everything after it.
+    fn installation_by_token(&mut self, token: &str) -> StoreResult<Option<InstallationContext>>;
+    fn tenant_by_slug(&mut self, slug: &str) -> StoreResult<Option<Tenant>>;
+    fn sites(&mut self, tenant: TenantId) -> StoreResult<Vec<Site>>;
+    fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>>;
+    fn operator_by_email(&mut self, tenant: TenantId, email: &str)
+    -> StoreResult<Option<Operator>>;
+    fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>>;
+    fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>>;
+    fn conversation_by_public_id(
+        &mut self,
+        scope: SiteScope,
+        public_id: &str,
+    ) -> StoreResult<Option<Conversation>>;
+    fn messages(
+        &mut self,
+        scope: SiteScope,
+        conversation: ConversationId,
+        page: MessagePage,
+    ) -> StoreResult<Vec<Message>>;
+    fn outbox_stats(&mut self) -> StoreResult<OutboxStats>;
+}
+
+/// Operations that change data; only available inside a write unit.
+pub trait WriteTx: ReadTx {
+    fn insert_tenant(&mut self, tenant: &NewTenant) -> StoreResult<Tenant>;
+    fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
+    fn insert_installation(
+        &mut self,
+        scope: SiteScope,
+        installation: &NewInstallation,
+    ) -> StoreResult<Installation>;
+    fn record_heartbeat(
+        &mut self,
+        scope: SiteScope,
+        id: InstallationId,
+        heartbeat: &Heartbeat,
+        status: InstallationStatus,
+    ) -> StoreResult<()>;
+    fn insert_operator(
+        &mut self,
+        tenant: TenantId,
+        operator: &NewOperator,
+    ) -> StoreResult<Operator>;
+    fn insert_operator_token(
+        &mut self,
+        tenant: TenantId,
+        token: &NewOperatorToken,
+    ) -> StoreResult<()>;
+    fn insert_visitor(&mut self, scope: SiteScope, visitor: &NewVisitor) -> StoreResult<Visitor>;
+    fn update_visitor_profile(
+        &mut self,
+        scope: SiteScope,
+        id: VisitorId,
+        profile: &VisitorProfile,
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    fn insert_conversation(
+        &mut self,
+        scope: SiteScope,
+        conversation: &NewConversation,
+    ) -> StoreResult<Conversation>;
+    /// Saves status, assignee, activity time and closing time.
+    fn update_conversation(
+        &mut self,
+        scope: SiteScope,
+        conversation: &Conversation,
+    ) -> StoreResult<()>;
+    fn insert_message(&mut self, scope: SiteScope, message: &NewMessage) -> StoreResult<Message>;
+    /// Records a webhook event in the same transaction as its cause.
+    fn insert_event(&mut self, tenant: TenantId, event: &OutboxEvent) -> StoreResult<()>;
+}
+
+/// A read unit: receives a read handle, or the reason none could be had.
+pub type ReadJob = Box<dyn FnOnce(StoreResult<&mut dyn ReadTx>) + Send>;
+
+/// A write unit. It runs inside the backend's transaction and tells whether
+/// its changes are to be kept; `on_commit` is then called with the outcome
+/// of the commit that includes (or discards) them.
+pub type WriteJob = Box<dyn FnOnce(&mut dyn WriteTx) -> WriteOutcome + Send>;
+
+pub struct WriteOutcome {
+    pub keep: bool,
+    pub on_commit: Box<dyn FnOnce(StoreResult<()>) + Send>,
+}
+
+/// What a storage backend implements.
+pub trait Backend: Send + Sync + 'static {
+    /// Short name for logs and the health report ("sqlite", "postgres").
+    fn kind(&self) -> &'static str;
+    fn submit_read(&self, job: ReadJob);
+    fn submit_write(&self, job: WriteJob);
+    /// Stops taking work, finishes what was submitted, and returns when
+    /// everything accepted is committed.
+    fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
+}
+
+/// The handle the rest of the program holds: cheap to clone, typed results.
+#[derive(Clone)]
+pub struct Database {
+    backend: Arc<dyn Backend>,
+}
+
+impl Database {
+    pub fn new(backend: Arc<dyn Backend>) -> Self {
+        Self { backend }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.backend.kind()
+    }
+
+    /// Runs a read unit on a reader and returns its result.
+    pub async fn read<T, F>(&self, f: F) -> Result<T, DomainError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn ReadTx) -> Result<T, DomainError> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        self.backend.submit_read(Box::new(move |handle| {
+            let result = match handle {
+                Ok(handle) => run_guarded(|| f(handle)),
+                Err(e) => Err(e.into()),
+            };
+            let _ = tx.send(result);
+        }));
+        rx.await.unwrap_or_else(|_| Err(closed()))
+    }
+
+    /// Runs a write unit and returns its result once it is durably
+    /// committed. An `Err` from the unit discards its changes (and only its).
+    pub async fn write<T, F>(&self, f: F) -> Result<T, DomainError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn WriteTx) -> Result<T, DomainError> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        self.backend.submit_write(Box::new(move |handle| {
+            let result = run_guarded(|| f(handle));
+            WriteOutcome {
+                keep: result.is_ok(),
+                on_commit: Box::new(move |commit| {
+                    let _ = tx.send(commit.map_err(DomainError::from).and(result));
+                }),
+            }
+        }));
+        rx.await.unwrap_or_else(|_| Err(closed()))
+    }
+
+    pub async fn close(&self) {
+        self.backend.close().await;
+    }
+}
+
+fn closed() -> DomainError {
+    StoreError::Unavailable("the database is closed".into()).into()
+}
+
+/// A panic inside a unit of work must not take a shared database thread
+/// down with it; it becomes an internal error of that unit alone.
+fn run_guarded<T>(f: impl FnOnce() -> Result<T, DomainError>) -> Result<T, DomainError> {
+    std::panic::catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(StoreError::Internal("a unit of work panicked".into()).into()))
+}

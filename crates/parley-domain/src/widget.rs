@@ -1,0 +1,524 @@
+//! The visitor side: what the embeddable widget may do with a public
+//! installation token.
+//!
+//! Every operation first resolves the token to its tenant, site and
+//! installation, checks the browser origin against the site's domains, and
+//! from then on works inside that [`SiteScope`] only.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::clock::{Clock, Timestamp};
+use crate::error::DomainError;
+use crate::events;
+use crate::ids;
+use crate::limits::RateLimits;
+use crate::model::*;
+use crate::store::{Database, MessagePage, WriteTx};
+
+/// The widget version this build ships; older reported versions are
+/// flagged in the installation health.
+pub const CURRENT_WIDGET_VERSION: &str = "1.0.0";
+
+/// How many messages one poll returns at most.
+pub const MESSAGE_PAGE_LIMIT: u32 = 100;
+
+/// Who is calling, as far as the widget rules care.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub ip: IpAddr,
+    pub origin: Origin,
+}
+
+/// The browser `Origin` of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// No `Origin` header: not a cross-origin browser request.
+    Absent,
+    Host(String),
+    /// `null` or something unparsable: never matches a domain list.
+    Opaque,
+}
+
+#[derive(Clone, Debug)]
+pub struct WidgetSettings {
+    pub heartbeat_stale_after: Duration,
+}
+
+pub struct PingInput {
+    pub token: String,
+    pub current_url: Option<Url>,
+    pub installation_type: Option<String>,
+    pub version: Option<String>,
+}
+
+pub struct VisitorInput {
+    pub token: String,
+    pub uuid: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub current_url: Option<Url>,
+}
+
+pub struct OpenConversationInput {
+    pub token: String,
+    pub visitor_uuid: String,
+    pub message: String,
+    pub subject: Option<String>,
+    pub current_url: Option<Url>,
+}
+
+pub struct PostMessageInput {
+    pub token: String,
+    pub public_id: String,
+    pub body: String,
+    pub current_url: Option<Url>,
+}
+
+/// Whether a visitor synchronisation created the visitor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Synced {
+    Created,
+    Updated,
+}
+
+pub struct InstallationHealth {
+    pub context: InstallationContext,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone)]
+pub struct WidgetService {
+    db: Database,
+    clock: Arc<dyn Clock>,
+    limits: Arc<RateLimits>,
+    settings: WidgetSettings,
+}
+
+impl WidgetService {
+    pub fn new(
+        db: Database,
+        clock: Arc<dyn Clock>,
+        limits: Arc<RateLimits>,
+        settings: WidgetSettings,
+    ) -> Self {
+        Self {
+            db,
+            clock,
+            limits,
+            settings,
+        }
+    }
+
+    /// Resolves a token and checks the caller's origin against the site.
+    async fn resolve(
+        &self,
+        token: &str,
+        caller: &Caller,
+    ) -> Result<InstallationContext, DomainError> {
+        let token = token.to_owned();
+        let context = self
+            .db
+            .read(move |r| {
+                r.installation_by_token(&token)?
+                    .ok_or(DomainError::NotFound)
+            })
+            .await?;
+        let allowed = match &caller.origin {
+            Origin::Absent => true,
+            Origin::Host(host) => context.site.allows_host(host),
+            Origin::Opaque => context.site.domains.is_empty(),
+        };
+        if !allowed {
+            return Err(DomainError::OriginNotAllowed);
+        }
+        Ok(context)
+    }
+
+    /// Resolves for a write: also applies the per-address write limit and
+    /// refuses a disabled installation when `needs_enabled`.
+    async fn resolve_for_write(
+        &self,
+        token: &str,
+        caller: &Caller,
+        needs_enabled: bool,
+    ) -> Result<InstallationContext, DomainError> {
+        let context = self.resolve(token, caller).await?;
+        if needs_enabled && !context.installation.enabled {
+            return Err(DomainError::Forbidden("this installation is disabled"));
+        }
+        self.limits
+            .widget_write(context.installation.id, caller.ip)?;
+        Ok(context)
+    }
+
+    pub async fn config(
+        &self,
+        token: &str,
+        caller: &Caller,
+    ) -> Result<InstallationContext, DomainError> {
+        self.resolve(token, caller).await
+    }
+
+    /// The installation's health as a partner would want to read it. Open
+    /// to any origin: it explains origin problems instead of refusing them.
+    pub async fn installation_health(
+        &self,
+        token: &str,
+        current_url: Option<Url>,
+    ) -> Result<InstallationHealth, DomainError> {
+        let caller = Caller {
+            ip: IpAddr::from([0, 0, 0, 0]),
+            origin: Origin::Absent,
+        };
+        let context = self.resolve(token, &caller).await?;
+        let warnings = self.warnings(&context, current_url.as_ref());
+        Ok(InstallationHealth { context, warnings })
+    }
+
+    fn warnings(&self, ctx: &InstallationContext, current_url: Option<&Url>) -> Vec<String> {
+        let inst = &ctx.installation;
+        let mut warnings = Vec::new();
+        if !inst.enabled {
+            warnings.push("This installation is disabled: the widget accepts no new visitors or conversations until a tenant admin enables it again.".to_owned());
+        }
+        let hosts = current_url
+            .and_then(Url::host_str)
+            .map(str::to_owned)
+            .into_iter()
+            .chain(inst.page_host.clone());
+        for host in hosts {
+            if !ctx.site.allows_host(&host) {
+                warnings.push(format!(
+                    "The page host {host} is not among the site's domains ({}): add it to the site or the browser will refuse the widget.",
+                    ctx.site.domains.join(", ")
+                ));
+                break;
+            }
+        }
+        match inst.last_seen_at {
+            None => warnings.push("No heartbeat received yet: check that the embed snippet is on your pages and that the page has loaded it.".to_owned()),
+            Some(seen) => {
+                let age = self.clock.now().since(seen);
+                if age >= self.settings.heartbeat_stale_after {
+                    warnings.push(format!(
+                        "The last heartbeat was {} ago: the widget may have been removed from your pages.",
+                        human_duration(age)
+                    ));
+                }
+            }
+        }
+        if let Some(version) = &inst.widget_version
+            && version_is_older(version, CURRENT_WIDGET_VERSION)
+        {
+            warnings.push(format!(
+                "The widget reports version {version}, older than the current {CURRENT_WIDGET_VERSION}: reload the script from this server to update it."
+            ));
+        }
+        warnings
+    }
+
+    /// Records a heartbeat; the first one (or one after staleness) makes the
+    /// installation healthy and emits `installation.health.changed`.
+    pub async fn ping(
+        &self,
+        caller: &Caller,
+        input: PingInput,
+    ) -> Result<InstallationContext, DomainError> {
+        self.resolve_for_write(&input.token, caller, false).await?;
+        let now = self.clock.now();
+        let heartbeat = Heartbeat {
+            at: now,
+            version: input.version,
+            page_host: input
+                .current_url
+                .as_ref()
+                .and_then(Url::host_str)
+                .map(str::to_ascii_lowercase),
+            installation_type: input.installation_type,
+        };
+        let token = input.token;
+        self.db
+            .write(move |tx| {
+                let mut ctx = tx
+                    .installation_by_token(&token)?
+                    .ok_or(DomainError::NotFound)?;
+                let previous = ctx.installation.status();
+                tx.record_heartbeat(
+                    ctx.scope(),
+                    ctx.installation.id,
+                    &heartbeat,
+                    InstallationStatus::Healthy,
+                )?;
+                let inst = &mut ctx.installation;
+                inst.heartbeat_status = InstallationStatus::Healthy;
+                inst.last_seen_at = Some(heartbeat.at);
+                inst.widget_version = heartbeat.version.clone().or(inst.widget_version.take());
+                inst.page_host = heartbeat.page_host.clone().or(inst.page_host.take());
+                inst.reported_type = heartbeat
+                    .installation_type
+                    .clone()
+                    .or(inst.reported_type.take());
+                if inst.status() != previous {
+                    let event = events::installation_health_changed(
+                        &ctx.tenant,
+                        &ctx.site,
+                        &ctx.installation,
+                        previous,
+                        now,
+                    );
+                    tx.insert_event(ctx.tenant.id, &event)?;
+                }
+                Ok(ctx)
+            })
+            .await
+    }
+
+    /// Creates the visitor, or updates the fields it tells about itself.
+    pub async fn sync_visitor(
+        &self,
+        caller: &Caller,
+        input: VisitorInput,
+    ) -> Result<(Visitor, Synced), DomainError> {
+        let ctx = self.resolve_for_write(&input.token, caller, true).await?;
+        let scope = ctx.scope();
+        let now = self.clock.now();
+        let profile = VisitorProfile {
+            name: input.name,
+            email: input.email,
+            phone: input.phone,
+            last_url: input.current_url.map(String::from),
+        };
+        self.db
+            .write(move |tx| match tx.visitor_by_uuid(scope, &input.uuid)? {
+                Some(mut visitor) => {
+                    if visitor.profile.merge(&profile) {
+                        tx.update_visitor_profile(scope, visitor.id, &visitor.profile, now)?;
+                        visitor.updated_at = now;
+                    }
+                    Ok((visitor, Synced::Updated))
+                }
+                None => {
+                    let visitor = tx.insert_visitor(
+                        scope,
+                        &NewVisitor {
+                            uuid: input.uuid,
+                            profile,
+                            created_at: now,
+                        },
+                    )?;
+                    Ok((visitor, Synced::Created))
+                }
+            })
+            .await
+    }
+
+    /// Opens a conversation with its first message. A visitor the widget
+    /// has not registered yet is created on the way, so a browser whose
+    /// stored identifier outlived the server's data can still chat.
+    pub async fn open_conversation(
+        &self,
+        caller: &Caller,
+        input: OpenConversationInput,
+    ) -> Result<(Conversation, Vec<Message>), DomainError> {
+        let ctx = self.resolve_for_write(&input.token, caller, true).await?;
+        let scope = ctx.scope();
+        let now = self.clock.now();
+        let public_id = ids::conversation_public_id()?;
+        let tenant = ctx.tenant;
+        let installation_id = ctx.installation.id;
+        self.db
+            .write(move |tx| {
+                let visitor = visitor_for(
+                    tx,
+                    scope,
+                    &input.visitor_uuid,
+                    input.current_url.as_ref(),
+                    now,
+                )?;
+                let conversation = tx.insert_conversation(
+                    scope,
+                    &NewConversation {
+                        public_id,
+                        installation_id,
+                        visitor_id: visitor.id,
+                        subject: input.subject,
+                        start_url: input.current_url.map(String::from),
+                        created_at: now,
+                    },
+                )?;
+                let message = tx.insert_message(
+                    scope,
+                    &visitor_message(&conversation, &visitor, input.message, now),
+                )?;
+                tx.insert_event(
+                    tenant.id,
+                    &events::conversation_created(&tenant, &conversation, &visitor, &message),
+                )?;
+                tx.insert_event(
+                    tenant.id,
+                    &events::message_created(&tenant, &conversation, &message),
+                )?;
+                Ok((conversation, vec![message]))
+            })
+            .await
+    }
+
+    /// Messages for polling: after `after_id`, or the latest ones.
+    pub async fn messages(
+        &self,
+        caller: &Caller,
+        token: &str,
+        public_id: String,
+        after_id: Option<MessageId>,
+    ) -> Result<(Conversation, Vec<Message>), DomainError> {
+        let scope = self.resolve(token, caller).await?.scope();
+        self.db
+            .read(move |r| {
+                let conversation = r
+                    .conversation_by_public_id(scope, &public_id)?
+                    .ok_or(DomainError::NotFound)?;
+                let page = MessagePage {
+                    after_id,
+                    limit: MESSAGE_PAGE_LIMIT,
+                    include_internal: false,
+                };
+                let messages = r.messages(scope, conversation.id, page)?;
+                Ok((conversation, messages))
+            })
+            .await
+    }
+
+    /// Adds a visitor message; a closed conversation reopens.
+    pub async fn post_message(
+        &self,
+        caller: &Caller,
+        input: PostMessageInput,
+    ) -> Result<(Message, Conversation), DomainError> {
+        let ctx = self.resolve_for_write(&input.token, caller, false).await?;
+        let scope = ctx.scope();
+        let tenant = ctx.tenant;
+        let now = self.clock.now();
+        let limits = Arc::clone(&self.limits);
+        self.db
+            .write(move |tx| {
+                let mut conversation = tx
+                    .conversation_by_public_id(scope, &input.public_id)?
+                    .ok_or(DomainError::NotFound)?;
+                limits.conversation_message(conversation.id)?;
+                let visitor = tx
+                    .visitor(scope, conversation.visitor_id)?
+                    .ok_or(DomainError::NotFound)?;
+                let message = tx.insert_message(
+                    scope,
+                    &visitor_message(&conversation, &visitor, input.body, now),
+                )?;
+                let status = conversation.status_after_visitor_message();
+                if status != conversation.status {
+                    conversation.closed_at = None;
+                }
+                conversation.status = status;
+                conversation.last_message_at = now;
+                tx.update_conversation(scope, &conversation)?;
+                if let Some(url) = input.current_url {
+                    let mut profile = visitor.profile.clone();
+                    if profile.merge(&VisitorProfile {
+                        last_url: Some(url.into()),
+                        ..Default::default()
+                    }) {
+                        tx.update_visitor_profile(scope, visitor.id, &profile, now)?;
+                    }
+                }
+                tx.insert_event(
+                    tenant.id,
+                    &events::message_created(&tenant, &conversation, &message),
+                )?;
+                Ok((message, conversation))
+            })
+            .await
+    }
+}
+
+fn visitor_for(
+    tx: &mut dyn WriteTx,
+    scope: SiteScope,
+    uuid: &str,
+    url: Option<&Url>,
+    now: Timestamp,
+) -> Result<Visitor, DomainError> {
+    if let Some(v) = tx.visitor_by_uuid(scope, uuid)? {
+        return Ok(v);
+    }
+    let profile = VisitorProfile {
+        last_url: url.map(|u| u.to_string()),
+        ..Default::default()
+    };
+    Ok(tx.insert_visitor(
+        scope,
+        &NewVisitor {
+            uuid: uuid.to_owned(),
+            profile,
+            created_at: now,
+        },
+    )?)
+}
+
+fn visitor_message(
+    conversation: &Conversation,
+    visitor: &Visitor,
+    body: String,
+    now: Timestamp,
+) -> NewMessage {
+    NewMessage {
+        conversation_id: conversation.id,
+        sender: Sender {
+            kind: SenderKind::Visitor,
+            name: visitor.profile.name.clone(),
+            operator_id: None,
+        },
+        body,
+        internal: false,
+        created_at: now,
+    }
+}
+
+/// Compares dotted numeric versions; anything unparsable counts as current.
+fn version_is_older(reported: &str, current: &str) -> bool {
+    let parse = |v: &str| -> Option<Vec<u64>> {
+        v.trim_start_matches('v')
+            .split('.')
+            .map(|p| p.parse().ok())
+            .collect()
+    };
+    match (parse(reported), parse(current)) {
+        (Some(a), Some(b)) => a < b,
+        _ => false,
+    }
+}
+
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s} seconds"),
+        120..=7199 => format!("{} minutes", s / 60),
+        7200..=172_799 => format!("{} hours", s / 3600),
+        _ => format!("{} days", s / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert!(version_is_older("0.9.1", "1.0.0"));
+        assert!(!version_is_older("1.0.0", "1.0.0"));
+        assert!(!version_is_older("1.2", "1.0.0"));
+        assert!(!version_is_older("dev", "1.0.0"));
+    }
+}

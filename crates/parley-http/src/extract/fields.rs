@@ -1,0 +1,97 @@
+//! Field-by-field reading of a JSON object (or a query string) that
+//! collects every problem before answering, so a 422 names all bad fields.
+
+use parley_domain::FieldErrors;
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// Marks a field that failed; its message is already recorded.
+#[derive(Debug)]
+pub struct Invalid(());
+
+/// A request input read from named fields.
+pub trait FromFields: Sized {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid>;
+}
+
+pub struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    errors: FieldErrors,
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(map: &'a Map<String, Value>) -> Self {
+        Self {
+            map,
+            errors: FieldErrors::new(),
+        }
+    }
+
+    fn fail<T>(&mut self, name: &str, message: impl Into<String>) -> Result<T, Invalid> {
+        Err(self.reject(name, message))
+    }
+
+    /// Records a problem found by a rule that spans more than one check.
+    pub fn reject(&mut self, name: &str, message: impl Into<String>) -> Invalid {
+        self.errors.add(name, message);
+        Invalid(())
+    }
+
+    /// The string value of a field: `None` when absent or `null`.
+    fn string(&mut self, name: &str) -> Result<Option<&'a str>, Invalid> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => self.fail(name, "must be a string"),
+        }
+    }
+
+    pub fn required<T>(
+        &mut self,
+        name: &str,
+        check: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<T, Invalid> {
+        match self.string(name)? {
+            None => self.fail(name, "is required"),
+            Some(s) => check(s).or_else(|m| self.fail(name, m)),
+        }
+    }
+
+    pub fn optional<T>(
+        &mut self,
+        name: &str,
+        check: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, Invalid> {
+        match self.string(name)? {
+            None => Ok(None),
+            Some(s) => check(s).map(Some).or_else(|m| self.fail(name, m)),
+        }
+    }
+
+    /// For checks that may themselves answer "not given" (blank text).
+    pub fn optional_text(
+        &mut self,
+        name: &str,
+        check: impl FnOnce(&str) -> Result<Option<String>, String>,
+    ) -> Result<Option<String>, Invalid> {
+        Ok(self.optional(name, check)?.flatten())
+    }
+
+    pub fn required_bool(&mut self, name: &str) -> Result<bool, Invalid> {
+        match self.map.get(name) {
+            Some(Value::Bool(b)) => Ok(*b),
+            None | Some(Value::Null) => self.fail(name, "is required"),
+            Some(_) => self.fail(name, "must be true or false"),
+        }
+    }
+
+    /// Returns the parsed input, or every recorded problem.
+    pub fn finish<T>(self, parsed: Result<T, Invalid>) -> Result<T, ApiError> {
+        if !self.errors.is_empty() {
+            return Err(self.errors.into());
+        }
+        // `Invalid` is only made together with a recorded error.
+        parsed.map_err(|_| ApiError::Internal)
+    }
+}

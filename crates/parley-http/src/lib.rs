@@ -1,0 +1,44 @@
+//! Parley's HTTP layer: routing, extraction and error mapping, nothing more.
+//!
+//! Handlers read a request into the domain's checked input (see
+//! [`extract`] and [`requests`]), call one domain service, and turn the
+//! result into a response body ([`views`]) or an error ([`error`]).
+
+pub mod error;
+pub mod extract;
+mod middleware;
+mod requests;
+mod routes;
+mod views;
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use parley_domain::health::HealthService;
+use parley_domain::sandbox::DemoCredentials;
+use parley_domain::widget::WidgetService;
+
+pub use extract::TrustedProxies;
+pub use routes::{BODY_LIMIT, router};
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub widget: WidgetService,
+    pub health: HealthService,
+    pub proxies: TrustedProxies,
+    /// Present only under `parley demo`: mounts `/sandbox`.
+    pub sandbox: Option<Arc<SandboxInfo>>,
+}
+
+impl FromRef<AppState> for TrustedProxies {
+    fn from_ref(s: &AppState) -> Self {
+        s.proxies.clone()
+    }
+}
+
+/// What the sandbox pages show.
+pub struct SandboxInfo {
+    pub api_base: String,
+    pub credentials: DemoCredentials,
+}

@@ -1,0 +1,54 @@
+//! Layers around every route: request logs and panic containment.
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::{Method, header};
+use axum::response::{IntoResponse, Response};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::trace::{DefaultOnResponse, MakeSpan, TraceLayer};
+use tracing::{Level, Span};
+
+use crate::error::ApiError;
+
+/// Names a request by its route template, never by its URI: widget URIs
+/// carry installation tokens in the path and the query.
+#[derive(Clone, Copy)]
+pub struct RouteSpan;
+
+impl<B> MakeSpan<B> for RouteSpan {
+    fn make_span(&mut self, req: &Request<B>) -> Span {
+        let route = req
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or("unmatched", MatchedPath::as_str);
+        tracing::info_span!("request", method = %req.method(), route)
+    }
+}
+
+pub fn trace() -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RouteSpan> {
+    TraceLayer::new_for_http()
+        .make_span_with(RouteSpan)
+        .on_response(DefaultOnResponse::new().level(Level::INFO))
+}
+
+pub fn catch_panic() -> CatchPanicLayer<fn(Box<dyn std::any::Any + Send + 'static>) -> Response> {
+    CatchPanicLayer::custom(panic_response as fn(_) -> _)
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError::Internal.into_response()
+}
+
+/// CORS for the widget routes: any page may call them (the origin check
+/// against the site's domains happens per request, with a clear 403), and
+/// preflights are answered without reaching a handler.
+pub fn widget_cors() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::mirror_request())
+        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_headers([header::CONTENT_TYPE, header::ACCEPT])
+        .expose_headers([header::RETRY_AFTER])
+        .max_age(std::time::Duration::from_secs(86_400))
+}

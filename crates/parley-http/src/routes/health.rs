@@ -1,0 +1,99 @@
+//! `GET /health`: the platform health report.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use parley_domain::health::{HealthReport, Status};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::views::DateTime;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(health))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct HealthReportView {
+    /// `ok`, `degraded` or `down`.
+    #[schema(example = "ok")]
+    status: &'static str,
+    checked_at: DateTime,
+    app: AppView,
+    checks: ChecksView,
+}
+
+#[derive(Serialize, ToSchema)]
+struct AppView {
+    #[schema(example = "parley")]
+    name: &'static str,
+    version: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+struct ChecksView {
+    database: DatabaseCheckView,
+    /// Absent when the database cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    webhooks: Option<WebhookCheckView>,
+}
+
+#[derive(Serialize, ToSchema)]
+struct DatabaseCheckView {
+    status: &'static str,
+    /// `sqlite` or `postgres`.
+    backend: &'static str,
+    /// Round-trip time of a query, in milliseconds.
+    latency_ms: f64,
+}
+
+#[derive(Serialize, ToSchema)]
+struct WebhookCheckView {
+    status: &'static str,
+    /// Events recorded but not yet handed to their endpoints.
+    pending: u64,
+    oldest_pending_seconds: u64,
+}
+
+impl From<HealthReport> for HealthReportView {
+    fn from(r: HealthReport) -> Self {
+        Self {
+            status: r.status.as_str(),
+            checked_at: r.checked_at.to_rfc3339(),
+            app: AppView {
+                name: "parley",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            checks: ChecksView {
+                database: DatabaseCheckView {
+                    status: r.database.status.as_str(),
+                    backend: r.database.backend,
+                    latency_ms: r.database.latency_ms,
+                },
+                webhooks: r.webhooks.map(|w| WebhookCheckView {
+                    status: w.status.as_str(),
+                    pending: w.pending,
+                    oldest_pending_seconds: w.oldest_pending_seconds,
+                }),
+            },
+        }
+    }
+}
+
+/// The state of the platform. 200 unless the database cannot be reached, then 503.
+#[utoipa::path(get, path = "/health", operation_id = "health", tag = "health",
+    responses(
+        (status = 200, description = "ok or degraded", body = HealthReportView),
+        (status = 503, description = "down", body = HealthReportView)))]
+async fn health(State(s): State<AppState>) -> (StatusCode, Json<HealthReportView>) {
+    let report = s.health.report().await;
+    let status = if report.status == Status::Down {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    (status, Json(report.into()))
+}

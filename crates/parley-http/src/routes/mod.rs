@@ -1,0 +1,48 @@
+//! The route table.
+//!
+//! API routes are declared once, relative to their prefix, and mounted under
+//! both `/api` and `/api/v1` (the contract publishes both); `/health` is
+//! also served at the root. The OpenAPI document is collected from the same
+//! declarations, so a route cannot exist without its documentation.
+
+mod health;
+mod openapi;
+mod sandbox;
+mod widget;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::middleware;
+
+/// Largest accepted request body.
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(health::routes())
+        .merge(widget::routes())
+}
+
+pub fn router(state: AppState) -> Router {
+    let mut root = OpenApiRouter::with_openapi(openapi::base())
+        .merge(health::routes())
+        .nest("/api/v1", api())
+        .nest("/api", api());
+    if state.sandbox.is_some() {
+        root = root.merge(sandbox::routes());
+    }
+    let (router, doc) = root.split_for_parts();
+    let doc = openapi::finish(doc);
+    router
+        .merge(openapi::routes(doc))
+        .fallback(|| async { ApiError::RouteNotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state)
+        .layer(middleware::trace())
+        .layer(middleware::catch_panic())
+}

@@ -1,0 +1,167 @@
+//! The visitor widget API (public installation token).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use parley_domain::widget::{OpenConversationInput, PingInput, Synced, VisitorInput};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::openapi::{ReadErrors, WriteErrors};
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{ClientCaller, JsonBody, QueryFields};
+use crate::middleware::widget_cors;
+use crate::requests::*;
+use crate::views::*;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(config))
+        .routes(routes!(installation_health))
+        .routes(routes!(ping))
+        .routes(routes!(sync_visitor))
+        .routes(routes!(open_conversation))
+        .routes(routes!(list_messages, post_message))
+        .layer(widget_cors())
+}
+
+/// The widget's configuration: tenant, site (with what the widget shows)
+/// and installation.
+#[utoipa::path(get, path = "/widget/config/{token}", operation_id = "widget_config", tag = "widget",
+    params(("token" = String, Path, description = "Installation token")),
+    responses((status = 200, body = WidgetConfigResponse), ReadErrors))]
+async fn config(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    Path(token): Path<String>,
+) -> Result<Json<WidgetConfigResponse>, ApiError> {
+    let ctx = s.widget.config(&token, &caller).await?;
+    Ok(Json((&ctx).into()))
+}
+
+/// How the installation is doing, with warnings a partner can act on.
+/// Answers for disabled installations too, and from any origin.
+#[utoipa::path(get, path = "/widget/installations/{token}/health", operation_id = "widget_installation_health", tag = "widget",
+    params(("token" = String, Path, description = "Installation token"), HealthQuery),
+    responses((status = 200, body = InstallationHealthResponse), ReadErrors))]
+async fn installation_health(
+    State(s): State<AppState>,
+    Path(token): Path<String>,
+    QueryFields(q): QueryFields<HealthParams>,
+) -> Result<Json<InstallationHealthResponse>, ApiError> {
+    let health = s.widget.installation_health(&token, q.current_url).await?;
+    let ctx = &health.context;
+    Ok(Json(InstallationHealthResponse {
+        tenant: (&ctx.tenant).into(),
+        site: (&ctx.site).into(),
+        installation: (&ctx.installation).into(),
+        widget: (&ctx.installation).into(),
+        warnings: health.warnings,
+    }))
+}
+
+/// Heartbeat: the widget reports that it runs, where and in which version.
+#[utoipa::path(post, path = "/widget/ping", operation_id = "widget_ping", tag = "widget",
+    request_body = WidgetPingRequest,
+    responses((status = 200, description = "Heartbeat accepted", body = WidgetPingResponse), WriteErrors))]
+async fn ping(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    JsonBody(input): JsonBody<PingInput>,
+) -> Result<Json<WidgetPingResponse>, ApiError> {
+    let ctx = s.widget.ping(&caller, input).await?;
+    Ok(Json(WidgetPingResponse {
+        installation: (&ctx.installation).into(),
+        site: (&ctx.site).into(),
+    }))
+}
+
+/// Creates the visitor (201) or synchronises the fields it sends (200).
+#[utoipa::path(post, path = "/widget/visitors", operation_id = "widget_sync_visitor", tag = "widget",
+    request_body = WidgetVisitorRequest,
+    responses(
+        (status = 200, description = "Existing visitor synchronised", body = WidgetVisitorResponse),
+        (status = 201, description = "Visitor created", body = WidgetVisitorResponse),
+        WriteErrors))]
+async fn sync_visitor(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    JsonBody(input): JsonBody<VisitorInput>,
+) -> Result<(StatusCode, Json<WidgetVisitorResponse>), ApiError> {
+    let (visitor, synced) = s.widget.sync_visitor(&caller, input).await?;
+    let status = match synced {
+        Synced::Created => StatusCode::CREATED,
+        Synced::Updated => StatusCode::OK,
+    };
+    Ok((
+        status,
+        Json(WidgetVisitorResponse {
+            visitor: (&visitor).into(),
+        }),
+    ))
+}
+
+/// Opens a conversation with its first message. `privacy_accepted` must be true.
+#[utoipa::path(post, path = "/widget/conversations", operation_id = "widget_open_conversation", tag = "widget",
+    request_body = WidgetConversationRequest,
+    responses((status = 201, body = WidgetConversationResponse), WriteErrors))]
+async fn open_conversation(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    JsonBody(input): JsonBody<OpenConversationInput>,
+) -> Result<(StatusCode, Json<WidgetConversationResponse>), ApiError> {
+    let (conversation, messages) = s.widget.open_conversation(&caller, input).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(WidgetConversationResponse {
+            conversation: (&conversation).into(),
+            messages: self::messages(&messages),
+        }),
+    ))
+}
+
+/// Messages of a conversation, oldest first, at most 100: those after
+/// `after_id`, or the latest ones.
+#[utoipa::path(get, path = "/widget/conversations/{public_id}/messages", operation_id = "widget_list_messages", tag = "widget",
+    params(("public_id" = String, Path, description = "Conversation public id"), MessagesQuery),
+    responses((status = 200, body = WidgetMessagesResponse), ReadErrors))]
+async fn list_messages(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    Path(public_id): Path<String>,
+    QueryFields(q): QueryFields<MessagesParams>,
+) -> Result<Json<WidgetMessagesResponse>, ApiError> {
+    let (conversation, list) = s
+        .widget
+        .messages(&caller, &q.token, public_id, q.after_id)
+        .await?;
+    Ok(Json(WidgetMessagesResponse {
+        conversation: (&conversation).into(),
+        messages: messages(&list),
+    }))
+}
+
+/// Adds a visitor message. A closed conversation reopens.
+#[utoipa::path(post, path = "/widget/conversations/{public_id}/messages", operation_id = "widget_post_message", tag = "widget",
+    params(("public_id" = String, Path, description = "Conversation public id")),
+    request_body = WidgetMessageCreateRequest,
+    responses((status = 201, body = WidgetMessageCreateResponse), WriteErrors))]
+async fn post_message(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    Path(public_id): Path<String>,
+    JsonBody(input): JsonBody<NewVisitorMessage>,
+) -> Result<(StatusCode, Json<WidgetMessageCreateResponse>), ApiError> {
+    let (message, conversation) = s
+        .widget
+        .post_message(&caller, input.into_input(public_id))
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(WidgetMessageCreateResponse {
+            message: (&message).into(),
+            conversation: (&conversation).into(),
+        }),
+    ))
+}

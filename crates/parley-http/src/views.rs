@@ -1,0 +1,257 @@
+//! Response bodies: which fields of the domain's records a client sees.
+//!
+//! Each type documents itself in the OpenAPI document; the field sets
+//! follow `decisions.md` (a message has `id`, `body`, `created_at`,
+//! `sender`; a widget conversation has `public_id`, `status`, `subject`,
+//! `created_at`).
+
+use parley_domain::Timestamp;
+use parley_domain::model::{
+    Conversation, Installation, InstallationContext, Message, Site, Tenant, Visitor,
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// An ISO 8601 date-time in UTC.
+pub type DateTime = String;
+
+fn at(t: Timestamp) -> DateTime {
+    t.to_rfc3339()
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TenantView {
+    pub slug: String,
+    pub name: String,
+}
+
+impl From<&Tenant> for TenantView {
+    fn from(t: &Tenant) -> Self {
+        Self {
+            slug: t.slug.clone(),
+            name: t.name.clone(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WidgetAppearanceView {
+    pub title: String,
+    pub greeting: String,
+    /// CSS hex colour.
+    #[schema(example = "#2563eb")]
+    pub accent_color: String,
+    pub privacy_text: String,
+    pub privacy_url: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SiteView {
+    pub name: String,
+    /// Host names the widget may run on (and their subdomains); empty means anywhere.
+    pub domains: Vec<String>,
+    /// What the widget shows.
+    pub widget: WidgetAppearanceView,
+}
+
+impl From<&Site> for SiteView {
+    fn from(s: &Site) -> Self {
+        let a = &s.appearance;
+        Self {
+            name: s.name.clone(),
+            domains: s.domains.clone(),
+            widget: WidgetAppearanceView {
+                title: a.title.clone(),
+                greeting: a.greeting.clone(),
+                accent_color: a.accent_color.clone(),
+                privacy_text: a.privacy_text.clone(),
+                privacy_url: a.privacy_url.clone(),
+            },
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InstallationView {
+    pub name: String,
+    pub installation_type: String,
+    /// `pending`, `healthy`, `stale` or `disabled`.
+    #[schema(example = "healthy")]
+    pub status: &'static str,
+    pub enabled: bool,
+    pub last_seen_at: Option<DateTime>,
+    /// Verification methods the widget may offer.
+    pub verification_methods: Vec<String>,
+}
+
+impl From<&Installation> for InstallationView {
+    fn from(i: &Installation) -> Self {
+        Self {
+            name: i.name.clone(),
+            installation_type: i.installation_type.clone(),
+            status: i.status().as_str(),
+            enabled: i.enabled,
+            last_seen_at: i.last_seen_at.map(at),
+            verification_methods: Vec::new(),
+        }
+    }
+}
+
+/// What the widget's heartbeats reported.
+#[derive(Serialize, ToSchema)]
+pub struct WidgetReportView {
+    pub version: Option<String>,
+    pub installation_type: Option<String>,
+    pub page_host: Option<String>,
+    pub last_seen_at: Option<DateTime>,
+}
+
+impl From<&Installation> for WidgetReportView {
+    fn from(i: &Installation) -> Self {
+        Self {
+            version: i.widget_version.clone(),
+            installation_type: i.reported_type.clone(),
+            page_host: i.page_host.clone(),
+            last_seen_at: i.last_seen_at.map(at),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct VisitorView {
+    pub uuid: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub verified: bool,
+    pub created_at: DateTime,
+}
+
+impl From<&Visitor> for VisitorView {
+    fn from(v: &Visitor) -> Self {
+        Self {
+            uuid: v.uuid.clone(),
+            name: v.profile.name.clone(),
+            email: v.profile.email.clone(),
+            phone: v.profile.phone.clone(),
+            verified: v.verified_at.is_some(),
+            created_at: at(v.created_at),
+        }
+    }
+}
+
+/// A conversation as its visitor sees it.
+#[derive(Serialize, ToSchema)]
+pub struct WidgetConversationView {
+    pub public_id: String,
+    /// `unassigned`, `assigned` or `closed`.
+    #[schema(example = "unassigned")]
+    pub status: &'static str,
+    pub subject: Option<String>,
+    pub created_at: DateTime,
+}
+
+impl From<&Conversation> for WidgetConversationView {
+    fn from(c: &Conversation) -> Self {
+        Self {
+            public_id: c.public_id.clone(),
+            status: c.status.as_str(),
+            subject: c.subject.clone(),
+            created_at: at(c.created_at),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SenderView {
+    /// `visitor`, `operator` or `system`.
+    #[serde(rename = "type")]
+    #[schema(example = "visitor")]
+    pub kind: &'static str,
+    pub name: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MessageView {
+    /// Increases in creation order within a conversation; use it as `after_id`.
+    pub id: i64,
+    /// Plain text; render it as text, never as HTML.
+    pub body: String,
+    pub created_at: DateTime,
+    pub sender: SenderView,
+}
+
+impl From<&Message> for MessageView {
+    fn from(m: &Message) -> Self {
+        Self {
+            id: m.id.0,
+            body: m.body.clone(),
+            created_at: at(m.created_at),
+            sender: SenderView {
+                kind: m.sender.kind.as_str(),
+                name: m.sender.name.clone(),
+            },
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WidgetConfigResponse {
+    pub tenant: TenantView,
+    pub site: SiteView,
+    pub installation: InstallationView,
+}
+
+impl From<&InstallationContext> for WidgetConfigResponse {
+    fn from(c: &InstallationContext) -> Self {
+        Self {
+            tenant: (&c.tenant).into(),
+            site: (&c.site).into(),
+            installation: (&c.installation).into(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InstallationHealthResponse {
+    pub tenant: TenantView,
+    pub site: SiteView,
+    pub installation: InstallationView,
+    pub widget: WidgetReportView,
+    /// Plain sentences telling the partner what to fix.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WidgetPingResponse {
+    pub installation: InstallationView,
+    pub site: SiteView,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WidgetVisitorResponse {
+    pub visitor: VisitorView,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WidgetConversationResponse {
+    pub conversation: WidgetConversationView,
+    pub messages: Vec<MessageView>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WidgetMessagesResponse {
+    pub conversation: WidgetConversationView,
+    /// Oldest first, at most 100.
+    pub messages: Vec<MessageView>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WidgetMessageCreateResponse {
+    pub message: MessageView,
+    pub conversation: WidgetConversationView,
+}
+
+pub fn messages(list: &[Message]) -> Vec<MessageView> {
+    list.iter().map(MessageView::from).collect()
+}

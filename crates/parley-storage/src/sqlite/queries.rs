@@ -1,0 +1,603 @@
+//! The SQL behind `ReadTx` and `WriteTx`.
+//!
+//! Every statement that touches tenant data has the tenant (and, for the
+//! visitor side, the site) in its `WHERE` clause, taken from the scope the
+//! domain passes in.
+
+use parley_domain::Timestamp;
+use parley_domain::events::OutboxEvent;
+use parley_domain::model::*;
+use parley_domain::store::{MessagePage, OutboxStats, ReadTx, StoreError, StoreResult, WriteTx};
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::error::map;
+
+/// A unit of work's view of a connection.
+pub(super) struct Handle<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> Handle<'c> {
+    pub(super) fn new(conn: &'c Connection) -> Self {
+        Self { conn }
+    }
+
+    fn one<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> StoreResult<Option<T>> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(map)?;
+        stmt.query_row(params, f).optional().map_err(map)
+    }
+
+    fn all<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> StoreResult<Vec<T>> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(map)?;
+        let rows = stmt.query_map(params, f).map_err(map)?;
+        rows.collect::<rusqlite::Result<Vec<T>>>().map_err(map)
+    }
+
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> StoreResult<usize> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(map)?;
+        stmt.execute(params).map_err(map)
+    }
+
+    /// Inserts one row and returns its id. Scoped inserts are written as
+    /// `INSERT … SELECT … WHERE EXISTS (parent in scope)`, so a parent of
+    /// another tenant inserts nothing and fails here.
+    fn insert(&self, sql: &str, params: impl rusqlite::Params) -> StoreResult<i64> {
+        match self.exec(sql, params)? {
+            1 => Ok(self.conn.last_insert_rowid()),
+            _ => Err(StoreError::Internal(
+                "insert refused: parent row not in scope".into(),
+            )),
+        }
+    }
+
+    fn site_ids(&self, operator: OperatorId) -> StoreResult<Vec<SiteId>> {
+        self.all(
+            "SELECT site_id FROM operator_sites WHERE operator_id = ?1 ORDER BY site_id",
+            [operator.0],
+            |r| Ok(SiteId(r.get(0)?)),
+        )
+    }
+}
+
+fn ts(r: &Row<'_>, i: usize) -> rusqlite::Result<Timestamp> {
+    Ok(Timestamp::from_millis(r.get(i)?))
+}
+
+fn opt_ts(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<Timestamp>> {
+    Ok(r.get::<_, Option<i64>>(i)?.map(Timestamp::from_millis))
+}
+
+/// Reads a text column into one of the domain's enums.
+fn enum_col<T>(r: &Row<'_>, i: usize, parse: fn(&str) -> Option<T>) -> rusqlite::Result<T> {
+    let s: String = r.get(i)?;
+    parse(&s).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            Type::Text,
+            format!("unexpected value {s:?}").into(),
+        )
+    })
+}
+
+const TENANT_COLS: &str = "t.id, t.slug, t.name, t.created_at";
+fn tenant_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Tenant> {
+    Ok(Tenant {
+        id: TenantId(r.get(o)?),
+        slug: r.get(o + 1)?,
+        name: r.get(o + 2)?,
+        created_at: ts(r, o + 3)?,
+    })
+}
+
+const SITE_COLS: &str = "s.id, s.tenant_id, s.name, s.domains, s.widget_title, s.widget_greeting, s.accent_color, s.privacy_text, s.privacy_url, s.created_at";
+fn site_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Site> {
+    let domains: String = r.get(o + 3)?;
+    let domains = serde_json::from_str(&domains)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(o + 3, Type::Text, e.into()))?;
+    Ok(Site {
+        id: SiteId(r.get(o)?),
+        tenant_id: TenantId(r.get(o + 1)?),
+        name: r.get(o + 2)?,
+        domains,
+        appearance: WidgetAppearance {
+            title: r.get(o + 4)?,
+            greeting: r.get(o + 5)?,
+            accent_color: r.get(o + 6)?,
+            privacy_text: r.get(o + 7)?,
+            privacy_url: r.get(o + 8)?,
+        },
+        created_at: ts(r, o + 9)?,
+    })
+}
+
+const INSTALLATION_COLS: &str = "i.id, i.tenant_id, i.site_id, i.token, i.name, i.installation_type, i.enabled, i.heartbeat_status, \
+     i.last_seen_at, i.widget_version, i.page_host, i.reported_type, i.created_at";
+fn installation_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Installation> {
+    Ok(Installation {
+        id: InstallationId(r.get(o)?),
+        tenant_id: TenantId(r.get(o + 1)?),
+        site_id: SiteId(r.get(o + 2)?),
+        token: r.get(o + 3)?,
+        name: r.get(o + 4)?,
+        installation_type: r.get(o + 5)?,
+        enabled: r.get(o + 6)?,
+        heartbeat_status: enum_col(r, o + 7, InstallationStatus::parse)?,
+        last_seen_at: opt_ts(r, o + 8)?,
+        widget_version: r.get(o + 9)?,
+        page_host: r.get(o + 10)?,
+        reported_type: r.get(o + 11)?,
+        created_at: ts(r, o + 12)?,
+    })
+}
+
+const OPERATOR_COLS: &str = "o.id, o.tenant_id, o.email, o.name, o.role, o.active, o.created_at";
+fn operator_at(r: &Row<'_>) -> rusqlite::Result<Operator> {
+    Ok(Operator {
+        id: OperatorId(r.get(0)?),
+        tenant_id: TenantId(r.get(1)?),
+        email: r.get(2)?,
+        name: r.get(3)?,
+        role: enum_col(r, 4, Role::parse)?,
+        active: r.get(5)?,
+        site_ids: Vec::new(),
+        created_at: ts(r, 6)?,
+    })
+}
+
+const VISITOR_COLS: &str = "v.id, v.tenant_id, v.site_id, v.uuid, v.name, v.email, v.phone, v.last_url, v.verified_at, v.created_at, v.updated_at";
+fn visitor_at(r: &Row<'_>) -> rusqlite::Result<Visitor> {
+    Ok(Visitor {
+        id: VisitorId(r.get(0)?),
+        tenant_id: TenantId(r.get(1)?),
+        site_id: SiteId(r.get(2)?),
+        uuid: r.get(3)?,
+        profile: VisitorProfile {
+            name: r.get(4)?,
+            email: r.get(5)?,
+            phone: r.get(6)?,
+            last_url: r.get(7)?,
+        },
+        verified_at: opt_ts(r, 8)?,
+        created_at: ts(r, 9)?,
+        updated_at: ts(r, 10)?,
+    })
+}
+
+const CONVERSATION_COLS: &str = "c.id, c.public_id, c.tenant_id, c.site_id, c.installation_id, c.visitor_id, c.status, c.subject, \
+     c.assignee_id, c.created_at, c.last_message_at, c.closed_at, c.verified_at";
+fn conversation_at(r: &Row<'_>) -> rusqlite::Result<Conversation> {
+    Ok(Conversation {
+        id: ConversationId(r.get(0)?),
+        public_id: r.get(1)?,
+        tenant_id: TenantId(r.get(2)?),
+        site_id: SiteId(r.get(3)?),
+        installation_id: InstallationId(r.get(4)?),
+        visitor_id: VisitorId(r.get(5)?),
+        status: enum_col(r, 6, ConversationStatus::parse)?,
+        subject: r.get(7)?,
+        assignee_id: r.get::<_, Option<i64>>(8)?.map(OperatorId),
+        created_at: ts(r, 9)?,
+        last_message_at: ts(r, 10)?,
+        closed_at: opt_ts(r, 11)?,
+        verified_at: opt_ts(r, 12)?,
+    })
+}
+
+const MESSAGE_COLS: &str = "m.id, m.tenant_id, m.conversation_id, m.sender_type, m.sender_id, m.sender_name, m.body, m.internal, m.created_at";
+fn message_at(r: &Row<'_>) -> rusqlite::Result<Message> {
+    Ok(Message {
+        id: MessageId(r.get(0)?),
+        tenant_id: TenantId(r.get(1)?),
+        conversation_id: ConversationId(r.get(2)?),
+        sender: Sender {
+            kind: enum_col(r, 3, SenderKind::parse)?,
+            operator_id: r.get::<_, Option<i64>>(4)?.map(OperatorId),
+            name: r.get(5)?,
+        },
+        body: r.get(6)?,
+        internal: r.get(7)?,
+        created_at: ts(r, 8)?,
+    })
+}
+
+impl ReadTx for Handle<'_> {
+    fn installation_by_token(&mut self, token: &str) -> StoreResult<Option<InstallationContext>> {
+        let sql = format!(
+            "SELECT {TENANT_COLS}, {SITE_COLS}, {INSTALLATION_COLS}
+             FROM installations i
+             JOIN sites s ON s.id = i.site_id AND s.tenant_id = i.tenant_id
+             JOIN tenants t ON t.id = i.tenant_id
+             WHERE i.token = ?1"
+        );
+        self.one(&sql, [token], |r| {
+            Ok(InstallationContext {
+                tenant: tenant_at(r, 0)?,
+                site: site_at(r, 4)?,
+                installation: installation_at(r, 14)?,
+            })
+        })
+    }
+
+    fn tenant_by_slug(&mut self, slug: &str) -> StoreResult<Option<Tenant>> {
+        self.one(
+            &format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.slug = ?1"),
+            [slug],
+            |r| tenant_at(r, 0),
+        )
+    }
+
+    fn sites(&mut self, tenant: TenantId) -> StoreResult<Vec<Site>> {
+        self.all(
+            &format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = ?1 ORDER BY s.id"),
+            [tenant.0],
+            |r| site_at(r, 0),
+        )
+    }
+
+    fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>> {
+        let sql = format!(
+            "SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.site_id = ?2 ORDER BY i.id"
+        );
+        self.all(&sql, [scope.tenant.0, scope.site.0], |r| {
+            installation_at(r, 0)
+        })
+    }
+
+    fn operator_by_email(
+        &mut self,
+        tenant: TenantId,
+        email: &str,
+    ) -> StoreResult<Option<Operator>> {
+        let sql = format!(
+            "SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 AND o.email = ?2"
+        );
+        let Some(mut op) = self.one(&sql, params![tenant.0, email], operator_at)? else {
+            return Ok(None);
+        };
+        op.site_ids = self.site_ids(op.id)?;
+        Ok(Some(op))
+    }
+
+    fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>> {
+        let sql = format!(
+            "SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3"
+        );
+        self.one(
+            &sql,
+            params![scope.tenant.0, scope.site.0, uuid],
+            visitor_at,
+        )
+    }
+
+    fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>> {
+        let sql = format!(
+            "SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3"
+        );
+        self.one(
+            &sql,
+            params![scope.tenant.0, scope.site.0, id.0],
+            visitor_at,
+        )
+    }
+
+    fn conversation_by_public_id(
+        &mut self,
+        scope: SiteScope,
+        public_id: &str,
+    ) -> StoreResult<Option<Conversation>> {
+        let sql = format!(
+            "SELECT {CONVERSATION_COLS} FROM conversations c WHERE c.tenant_id = ?1 AND c.site_id = ?2 AND c.public_id = ?3"
+        );
+        self.one(
+            &sql,
+            params![scope.tenant.0, scope.site.0, public_id],
+            conversation_at,
+        )
+    }
+
+    fn messages(
+        &mut self,
+        scope: SiteScope,
+        conversation: ConversationId,
+        page: MessagePage,
+    ) -> StoreResult<Vec<Message>> {
+        // The join on conversations keeps the site in the query, not only
+        // the conversation id the caller happened to hold.
+        let from = "FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
+             WHERE m.tenant_id = ?1 AND c.site_id = ?2 AND m.conversation_id = ?3 AND (?4 OR m.internal = 0)";
+        let internal = page.include_internal;
+        let limit = i64::from(page.limit);
+        let base = [scope.tenant.0, scope.site.0, conversation.0];
+        match page.after_id {
+            Some(after) => {
+                let sql = format!(
+                    "SELECT {MESSAGE_COLS} {from} AND m.id > ?5 ORDER BY m.id ASC LIMIT ?6"
+                );
+                self.all(
+                    &sql,
+                    params![base[0], base[1], base[2], internal, after.0, limit],
+                    message_at,
+                )
+            }
+            None => {
+                let sql = format!("SELECT {MESSAGE_COLS} {from} ORDER BY m.id DESC LIMIT ?5");
+                let mut latest = self.all(
+                    &sql,
+                    params![base[0], base[1], base[2], internal, limit],
+                    message_at,
+                )?;
+                latest.reverse();
+                Ok(latest)
+            }
+        }
+    }
+
+    fn outbox_stats(&mut self) -> StoreResult<OutboxStats> {
+        let sql =
+            "SELECT COUNT(*), MIN(occurred_at) FROM webhook_events WHERE dispatched_at IS NULL";
+        let stats = self.one(sql, [], |r| {
+            Ok(OutboxStats {
+                pending: r.get::<_, i64>(0)?.max(0) as u64,
+                oldest_pending_at: opt_ts(r, 1)?,
+            })
+        })?;
+        Ok(stats.unwrap_or_default())
+    }
+}
+
+impl WriteTx for Handle<'_> {
+    fn insert_tenant(&mut self, t: &NewTenant) -> StoreResult<Tenant> {
+        let id = self.insert(
+            "INSERT INTO tenants (slug, name, created_at) VALUES (?1, ?2, ?3)",
+            params![t.slug, t.name, t.created_at.as_millis()],
+        )?;
+        Ok(Tenant {
+            id: TenantId(id),
+            slug: t.slug.clone(),
+            name: t.name.clone(),
+            created_at: t.created_at,
+        })
+    }
+
+    fn insert_site(&mut self, tenant: TenantId, s: &NewSite) -> StoreResult<Site> {
+        let domains =
+            serde_json::to_string(&s.domains).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let a = &s.appearance;
+        let id = self.insert(
+            "INSERT INTO sites (tenant_id, name, domains, widget_title, widget_greeting, accent_color, privacy_text, privacy_url, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![tenant.0, s.name, domains, a.title, a.greeting, a.accent_color, a.privacy_text, a.privacy_url, s.created_at.as_millis()],
+        )?;
+        Ok(Site {
+            id: SiteId(id),
+            tenant_id: tenant,
+            name: s.name.clone(),
+            domains: s.domains.clone(),
+            appearance: s.appearance.clone(),
+            created_at: s.created_at,
+        })
+    }
+
+    fn insert_installation(
+        &mut self,
+        scope: SiteScope,
+        i: &NewInstallation,
+    ) -> StoreResult<Installation> {
+        let id = self.insert(
+            "INSERT INTO installations (tenant_id, site_id, token, name, installation_type, created_at)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM sites WHERE id = ?2 AND tenant_id = ?1)",
+            params![scope.tenant.0, scope.site.0, i.token, i.name, i.installation_type, i.created_at.as_millis()],
+        )?;
+        let sql = format!(
+            "SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.id = ?2"
+        );
+        self.one(&sql, [scope.tenant.0, id], |r| installation_at(r, 0))?
+            .ok_or_else(|| StoreError::Internal("installation vanished after insert".into()))
+    }
+
+    fn record_heartbeat(
+        &mut self,
+        scope: SiteScope,
+        id: InstallationId,
+        h: &Heartbeat,
+        status: InstallationStatus,
+    ) -> StoreResult<()> {
+        self.exec(
+            "UPDATE installations SET last_seen_at = ?4, heartbeat_status = ?5,
+                 widget_version = COALESCE(?6, widget_version),
+                 page_host = COALESCE(?7, page_host),
+                 reported_type = COALESCE(?8, reported_type)
+             WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
+            params![
+                scope.tenant.0,
+                scope.site.0,
+                id.0,
+                h.at.as_millis(),
+                status.as_str(),
+                h.version,
+                h.page_host,
+                h.installation_type
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn insert_operator(&mut self, tenant: TenantId, o: &NewOperator) -> StoreResult<Operator> {
+        let id = self.insert(
+            "INSERT INTO operators (tenant_id, email, name, password_hash, role, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![tenant.0, o.email, o.name, o.password_hash, o.role.as_str(), o.created_at.as_millis()],
+        )?;
+        for site in &o.site_ids {
+            let added = self.exec(
+                "INSERT INTO operator_sites (tenant_id, operator_id, site_id)
+                 SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM sites WHERE id = ?3 AND tenant_id = ?1)",
+                params![tenant.0, id, site.0],
+            )?;
+            if added == 0 {
+                return Err(StoreError::Internal(format!(
+                    "site {} is not in tenant {}",
+                    site.0, tenant.0
+                )));
+            }
+        }
+        Ok(Operator {
+            id: OperatorId(id),
+            tenant_id: tenant,
+            email: o.email.clone(),
+            name: o.name.clone(),
+            role: o.role,
+            active: true,
+            site_ids: o.site_ids.clone(),
+            created_at: o.created_at,
+        })
+    }
+
+    fn insert_operator_token(&mut self, tenant: TenantId, t: &NewOperatorToken) -> StoreResult<()> {
+        let added = self.exec(
+            "INSERT INTO operator_tokens (tenant_id, operator_id, token_hash, device_name, created_at, expires_at)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM operators WHERE id = ?2 AND tenant_id = ?1)",
+            params![tenant.0, t.operator_id.0, t.token_hash, t.device_name, t.created_at.as_millis(), t.expires_at.as_millis()],
+        )?;
+        if added == 0 {
+            return Err(StoreError::Internal("operator not in tenant".into()));
+        }
+        Ok(())
+    }
+
+    fn insert_visitor(&mut self, scope: SiteScope, v: &NewVisitor) -> StoreResult<Visitor> {
+        let p = &v.profile;
+        let at = v.created_at.as_millis();
+        let id = self.insert(
+            "INSERT INTO visitors (tenant_id, site_id, uuid, name, email, phone, last_url, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+            params![scope.tenant.0, scope.site.0, v.uuid, p.name, p.email, p.phone, p.last_url, at],
+        )?;
+        Ok(Visitor {
+            id: VisitorId(id),
+            tenant_id: scope.tenant,
+            site_id: scope.site,
+            uuid: v.uuid.clone(),
+            profile: v.profile.clone(),
+            verified_at: None,
+            created_at: v.created_at,
+            updated_at: v.created_at,
+        })
+    }
+
+    fn update_visitor_profile(
+        &mut self,
+        scope: SiteScope,
+        id: VisitorId,
+        p: &VisitorProfile,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        self.exec(
+            "UPDATE visitors SET name = ?4, email = ?5, phone = ?6, last_url = ?7, updated_at = ?8
+             WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
+            params![
+                scope.tenant.0,
+                scope.site.0,
+                id.0,
+                p.name,
+                p.email,
+                p.phone,
+                p.last_url,
+                at.as_millis()
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn insert_conversation(
+        &mut self,
+        scope: SiteScope,
+        c: &NewConversation,
+    ) -> StoreResult<Conversation> {
+        let at = c.created_at.as_millis();
+        let id = self.insert(
+            "INSERT INTO conversations (public_id, tenant_id, site_id, installation_id, visitor_id, status, subject, start_url, created_at, last_message_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'unassigned', ?6, ?7, ?8, ?8)",
+            params![c.public_id, scope.tenant.0, scope.site.0, c.installation_id.0, c.visitor_id.0, c.subject, c.start_url, at],
+        )?;
+        Ok(Conversation {
+            id: ConversationId(id),
+            public_id: c.public_id.clone(),
+            tenant_id: scope.tenant,
+            site_id: scope.site,
+            installation_id: c.installation_id,
+            visitor_id: c.visitor_id,
+            status: ConversationStatus::Unassigned,
+            subject: c.subject.clone(),
+            assignee_id: None,
+            created_at: c.created_at,
+            last_message_at: c.created_at,
+            closed_at: None,
+            verified_at: None,
+        })
+    }
+
+    fn update_conversation(&mut self, scope: SiteScope, c: &Conversation) -> StoreResult<()> {
+        self.exec(
+            "UPDATE conversations SET status = ?4, assignee_id = ?5, last_message_at = ?6, closed_at = ?7, verified_at = ?8
+             WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
+            params![
+                scope.tenant.0,
+                scope.site.0,
+                c.id.0,
+                c.status.as_str(),
+                c.assignee_id.map(|o| o.0),
+                c.last_message_at.as_millis(),
+                c.closed_at.map(Timestamp::as_millis),
+                c.verified_at.map(Timestamp::as_millis),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn insert_message(&mut self, scope: SiteScope, m: &NewMessage) -> StoreResult<Message> {
+        let id = self.insert(
+            "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+             WHERE EXISTS (SELECT 1 FROM conversations WHERE id = ?2 AND tenant_id = ?1 AND site_id = ?9)",
+            params![
+                scope.tenant.0,
+                m.conversation_id.0,
+                m.sender.kind.as_str(),
+                m.sender.operator_id.map(|o| o.0),
+                m.sender.name,
+                m.body,
+                m.internal,
+                m.created_at.as_millis(),
+                scope.site.0,
+            ],
+        )?;
+        Ok(Message {
+            id: MessageId(id),
+            tenant_id: scope.tenant,
+            conversation_id: m.conversation_id,
+            sender: m.sender.clone(),
+            body: m.body.clone(),
+            internal: m.internal,
+            created_at: m.created_at,
+        })
+    }
+
+    fn insert_event(&mut self, tenant: TenantId, e: &OutboxEvent) -> StoreResult<()> {
+        self.exec(
+            "INSERT INTO webhook_events (event_id, tenant_id, kind, payload, occurred_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![e.event_id, tenant.0, e.kind.as_str(), e.payload, e.occurred_at.as_millis()],
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,72 @@
+//! The writer thread and its group commit.
+
+use std::sync::mpsc::Receiver;
+use std::thread::JoinHandle;
+
+use parley_domain::store::{StoreError, StoreResult, WriteJob};
+use rusqlite::Connection;
+
+use super::error::map;
+use super::queries::Handle;
+
+pub(super) fn spawn(
+    conn: Connection,
+    jobs: Receiver<WriteJob>,
+    max_batch: usize,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("sqlite-writer".into())
+        .spawn(move || {
+            // `recv` keeps returning queued jobs after every sender is gone, so
+            // everything accepted before shutdown is still committed.
+            while let Ok(first) = jobs.recv() {
+                let mut batch = Vec::with_capacity(16);
+                batch.push(first);
+                while batch.len() < max_batch {
+                    match jobs.try_recv() {
+                        Ok(job) => batch.push(job),
+                        Err(_) => break,
+                    }
+                }
+                run_batch(&conn, batch);
+            }
+            let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
+        })
+}
+
+/// Runs every unit of the batch in one transaction, each in a savepoint,
+/// then commits once and answers every unit with the commit's outcome.
+fn run_batch(conn: &Connection, batch: Vec<WriteJob>) {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        tracing::error!(error = %map(e), "could not begin a write transaction");
+        return; // dropping the jobs answers their callers "unavailable"
+    }
+    let mut finishers = Vec::with_capacity(batch.len());
+    for job in batch {
+        if conn.execute_batch("SAVEPOINT unit").is_err() {
+            continue;
+        }
+        let outcome = job(&mut Handle::new(conn));
+        let released = outcome.keep && conn.execute_batch("RELEASE unit").is_ok();
+        if !released {
+            let _ = conn.execute_batch("ROLLBACK TO unit; RELEASE unit");
+        }
+        // A unit that wanted its changes kept but lost them must hear so.
+        let lost = outcome.keep && !released;
+        finishers.push((outcome.on_commit, lost));
+    }
+    let commit: StoreResult<()> = conn.execute_batch("COMMIT").map_err(map);
+    if let Err(e) = &commit {
+        tracing::error!(error = %e, units = finishers.len(), "write batch failed to commit");
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    for (finish, lost) in finishers {
+        if lost {
+            finish(Err(StoreError::Internal(
+                "the unit's savepoint could not be released".into(),
+            )));
+        } else {
+            finish(commit.clone());
+        }
+    }
+}

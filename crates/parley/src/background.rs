@@ -1,0 +1,28 @@
+//! Background work. Each task watches the shared shutdown token and is
+//! tracked, so shutdown waits for it to finish its current step.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parley_domain::limits::RateLimits;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Periodic housekeeping: forgets idle rate-limit buckets.
+pub fn spawn_maintenance(
+    tasks: &TaskTracker,
+    shutdown: CancellationToken,
+    limits: Arc<RateLimits>,
+    every: Duration,
+) {
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tick.tick() => limits.shrink(),
+            }
+        }
+    });
+}

@@ -1,0 +1,379 @@
+//! Configuration from `PARLEY_*` variables (and an optional file of
+//! `NAME=value` lines that the environment overrides).
+//!
+//! Every variable is checked at start-up; a bad value stops the process
+//! with a message naming the variable. Secrets (SMTP credentials, gateway
+//! token) are held here but never printed: `Config` has no `Debug`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use parley_domain::limits::{Rate, RateLimitSettings, parse_duration};
+use url::Url;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+pub struct Config {
+    pub listen: SocketAddr,
+    pub database_url: String,
+    /// Base address used in links and the embed snippet; defaults to the
+    /// listening address.
+    pub public_url: Option<Url>,
+    pub smtp_url: Option<String>,
+    pub mail_from: Option<String>,
+    pub sms_gateway_url: Option<Url>,
+    pub sms_gateway_token: Option<String>,
+    pub webhook_retry_schedule: Vec<Duration>,
+    pub webhook_allow_private: bool,
+    pub mobile_token_ttl: Duration,
+    pub heartbeat_stale_after: Duration,
+    pub auto_close_after: Duration,
+    pub sweep_interval: Duration,
+    pub log_format: LogFormat,
+    pub log_filter: String,
+    pub rate_limits: RateLimitSettings,
+    pub trusted_proxies: Vec<IpNet>,
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
+
+/// Every variable this build reads, so a misspelt one can be reported.
+const KNOWN: &[&str] = &[
+    "PARLEY_LISTEN",
+    "PARLEY_DATABASE_URL",
+    "PARLEY_PUBLIC_URL",
+    "PARLEY_SMTP_URL",
+    "PARLEY_MAIL_FROM",
+    "PARLEY_SMS_GATEWAY_URL",
+    "PARLEY_SMS_GATEWAY_TOKEN",
+    "PARLEY_WEBHOOK_RETRY_SCHEDULE",
+    "PARLEY_WEBHOOK_ALLOW_PRIVATE",
+    "PARLEY_MOBILE_TOKEN_TTL",
+    "PARLEY_HEARTBEAT_STALE_AFTER",
+    "PARLEY_AUTO_CLOSE_AFTER",
+    "PARLEY_SWEEP_INTERVAL",
+    "PARLEY_LOG_FORMAT",
+    "PARLEY_LOG",
+    "PARLEY_RATE_LIMITS",
+    "PARLEY_RATE_LIMIT_WIDGET_WRITES",
+    "PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES",
+    "PARLEY_TRUSTED_PROXIES",
+    "PARLEY_METRICS_LISTEN",
+];
+
+#[derive(Debug)]
+pub struct ConfigError {
+    pub variable: String,
+    pub reason: String,
+}
+
+/// All problems found, one per line.
+#[derive(Debug)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for e in &self.0 {
+            writeln!(f, "  {}: {}", e.variable, e.reason)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+/// Reads `name` with `parse`, recording a failure under the variable name.
+struct Reader<'a> {
+    vars: &'a BTreeMap<String, String>,
+    errors: Vec<ConfigError>,
+}
+
+impl Reader<'_> {
+    fn get<T>(
+        &mut self,
+        name: &str,
+        default: T,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> T {
+        match self
+            .vars
+            .get(name)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+        {
+            None => default,
+            Some(raw) => parse(raw).unwrap_or_else(|reason| {
+                self.errors.push(ConfigError {
+                    variable: name.to_owned(),
+                    reason,
+                });
+                default
+            }),
+        }
+    }
+
+    fn duration(&mut self, name: &str, default: Duration) -> Duration {
+        self.get(name, default, |s| match parse_duration(s)? {
+            d if d.is_zero() => Err("must be longer than zero".into()),
+            d => Ok(d),
+        })
+    }
+
+    fn flag(&mut self, name: &str, default: bool) -> bool {
+        self.get(name, default, |s| match s.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Ok(true),
+            "false" | "0" | "no" | "off" => Ok(false),
+            _ => Err(format!("{s:?} is not true or false")),
+        })
+    }
+
+    fn rate(&mut self, name: &str, default: Option<Rate>) -> Option<Rate> {
+        self.get(name, default, |s| s.parse().map(Some))
+    }
+}
+
+fn http_url(s: &str) -> Result<Url, String> {
+    let url = Url::parse(s).map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("must be an http:// or https:// URL".into());
+    }
+    Ok(url)
+}
+
+impl Config {
+    /// Reads the configuration from the process environment, after the
+    /// optional file.
+    pub fn load(file: Option<&Path>) -> Result<(Self, Vec<String>), ConfigErrors> {
+        let mut vars = BTreeMap::new();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                ConfigErrors(vec![ConfigError {
+                    variable: "--config".into(),
+                    reason: format!("cannot read {}: {e}", path.display()),
+                }])
+            })?;
+            for line in text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            {
+                if let Some((k, v)) = line.split_once('=') {
+                    vars.insert(k.trim().to_owned(), v.trim().trim_matches('"').to_owned());
+                }
+            }
+        }
+        vars.extend(std::env::vars().filter(|(k, _)| k.starts_with("PARLEY_")));
+        Self::from_vars(&vars)
+    }
+
+    /// Builds the configuration; also returns warnings (unknown variables).
+    pub fn from_vars(vars: &BTreeMap<String, String>) -> Result<(Self, Vec<String>), ConfigErrors> {
+        let warnings = vars
+            .keys()
+            .filter(|k| {
+                k.starts_with("PARLEY_")
+                    && !k.starts_with("PARLEY_TEST_")
+                    && !KNOWN.contains(&k.as_str())
+            })
+            .map(|k| format!("unknown configuration variable {k} is ignored"))
+            .collect();
+        let mut r = Reader {
+            vars,
+            errors: Vec::new(),
+        };
+        let default_listen = SocketAddr::from(([127, 0, 0, 1], 8080));
+        let listen = r.get("PARLEY_LISTEN", default_listen, |s| {
+            s.parse()
+                .map_err(|_| format!("{s:?} is not an address such as 127.0.0.1:8080"))
+        });
+        let database_url = r.get(
+            "PARLEY_DATABASE_URL",
+            DEFAULT_DATABASE_URL.to_owned(),
+            |s| {
+                parley_storage::Location::parse(s)
+                    .map(|_| s.to_owned())
+                    .map_err(|e| e.to_string())
+            },
+        );
+        let public_url = r.get("PARLEY_PUBLIC_URL", None, |s| http_url(s).map(Some));
+        let smtp_url = r.get("PARLEY_SMTP_URL", None, |s| {
+            let url = Url::parse(s)
+                .map_err(|_| "is not a URL such as smtp://user:pass@host:587".to_owned())?;
+            match url.scheme() {
+                "smtp" | "smtps" if url.host_str().is_some() => Ok(Some(s.to_owned())),
+                _ => Err("must be an smtp:// or smtps:// URL with a host".into()),
+            }
+        });
+        let mail_from = r.get("PARLEY_MAIL_FROM", None, |s| {
+            if s.contains('@') {
+                Ok(Some(s.to_owned()))
+            } else {
+                Err("must contain an email address".into())
+            }
+        });
+        let sms_gateway_url = r.get("PARLEY_SMS_GATEWAY_URL", None, |s| http_url(s).map(Some));
+        let sms_gateway_token = r.get("PARLEY_SMS_GATEWAY_TOKEN", None, |s| Ok(Some(s.to_owned())));
+        let default_schedule = [
+            "5s", "30s", "2m", "10m", "30m", "1h", "3h", "6h", "12h", "24h",
+        ]
+        .iter()
+        .filter_map(|d| parse_duration(d).ok())
+        .collect();
+        let webhook_retry_schedule =
+            r.get("PARLEY_WEBHOOK_RETRY_SCHEDULE", default_schedule, |s| {
+                s.split(',').map(|d| parse_duration(d.trim())).collect()
+            });
+        let webhook_allow_private = r.flag("PARLEY_WEBHOOK_ALLOW_PRIVATE", false);
+        let mobile_token_ttl =
+            r.duration("PARLEY_MOBILE_TOKEN_TTL", Duration::from_secs(30 * 86_400));
+        let heartbeat_stale_after =
+            r.duration("PARLEY_HEARTBEAT_STALE_AFTER", Duration::from_secs(86_400));
+        let auto_close_after = r.duration("PARLEY_AUTO_CLOSE_AFTER", Duration::from_secs(86_400));
+        let sweep_interval = r.duration("PARLEY_SWEEP_INTERVAL", Duration::from_secs(60));
+        let log_format = r.get("PARLEY_LOG_FORMAT", LogFormat::Text, |s| match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(format!("{s:?} is not text or json")),
+        });
+        let log_filter = r.get("PARLEY_LOG", "info".to_owned(), |s| {
+            tracing_subscriber::EnvFilter::try_new(s)
+                .map(|_| s.to_owned())
+                .map_err(|e| e.to_string())
+        });
+        let limits_on = r.flag("PARLEY_RATE_LIMITS", true);
+        let defaults = RateLimitSettings::defaults();
+        let widget_writes = r.rate("PARLEY_RATE_LIMIT_WIDGET_WRITES", defaults.widget_writes);
+        let conversation_messages = r.rate(
+            "PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES",
+            defaults.conversation_messages,
+        );
+        let rate_limits = if limits_on {
+            RateLimitSettings {
+                widget_writes,
+                conversation_messages,
+            }
+        } else {
+            RateLimitSettings::off()
+        };
+        let trusted_proxies = r.get("PARLEY_TRUSTED_PROXIES", Vec::new(), |s| {
+            s.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(|p| {
+                    p.parse::<IpNet>()
+                        .or_else(|_| p.parse::<std::net::IpAddr>().map(IpNet::from))
+                        .map_err(|_| format!("{p:?} is not an address or CIDR block"))
+                })
+                .collect()
+        });
+        let metrics_listen = r.get("PARLEY_METRICS_LISTEN", None, |s| {
+            s.parse()
+                .map(Some)
+                .map_err(|_| format!("{s:?} is not an address"))
+        });
+        if !r.errors.is_empty() {
+            return Err(ConfigErrors(r.errors));
+        }
+        let config = Config {
+            listen,
+            database_url,
+            public_url,
+            smtp_url,
+            mail_from,
+            sms_gateway_url,
+            sms_gateway_token,
+            webhook_retry_schedule,
+            webhook_allow_private,
+            mobile_token_ttl,
+            heartbeat_stale_after,
+            auto_close_after,
+            sweep_interval,
+            log_format,
+            log_filter,
+            rate_limits,
+            trusted_proxies,
+            metrics_listen,
+        };
+        Ok((config, warnings))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let (c, warnings) = Config::from_vars(&BTreeMap::new()).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.database_url, DEFAULT_DATABASE_URL);
+        assert_eq!(c.webhook_retry_schedule.len(), 10);
+        assert_eq!(c.mobile_token_ttl, Duration::from_secs(30 * 86_400));
+        assert!(c.rate_limits.widget_writes.is_some());
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn every_bad_value_is_named() {
+        let err = Config::from_vars(&vars(&[
+            ("PARLEY_LISTEN", "nowhere"),
+            ("PARLEY_AUTO_CLOSE_AFTER", "soon"),
+            ("PARLEY_WEBHOOK_ALLOW_PRIVATE", "maybe"),
+            ("PARLEY_DATABASE_URL", "mysql://x"),
+            ("PARLEY_SMTP_URL", "http://mail"),
+            ("PARLEY_TRUSTED_PROXIES", "10.0.0.0/8, banana"),
+        ]))
+        .err()
+        .unwrap();
+        let named: Vec<_> = err.0.iter().map(|e| e.variable.as_str()).collect();
+        for v in [
+            "PARLEY_LISTEN",
+            "PARLEY_AUTO_CLOSE_AFTER",
+            "PARLEY_WEBHOOK_ALLOW_PRIVATE",
+            "PARLEY_DATABASE_URL",
+            "PARLEY_SMTP_URL",
+            "PARLEY_TRUSTED_PROXIES",
+        ] {
+            assert!(named.contains(&v), "{v} not reported in {named:?}");
+        }
+    }
+
+    #[test]
+    fn rate_limits_can_be_switched_off_and_tuned() {
+        let (c, _) = Config::from_vars(&vars(&[("PARLEY_RATE_LIMITS", "off")])).unwrap();
+        assert!(
+            c.rate_limits.widget_writes.is_none() && c.rate_limits.conversation_messages.is_none()
+        );
+        let (c, _) =
+            Config::from_vars(&vars(&[("PARLEY_RATE_LIMIT_WIDGET_WRITES", "5/1h")])).unwrap();
+        assert_eq!(
+            c.rate_limits.widget_writes,
+            Some(Rate {
+                count: 5,
+                period: Duration::from_secs(3600)
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_variables_are_warned_about() {
+        let (_, warnings) = Config::from_vars(&vars(&[("PARLEY_LISTN", "x")])).unwrap();
+        assert_eq!(warnings.len(), 1);
+    }
+}

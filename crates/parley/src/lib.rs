@@ -1,0 +1,12 @@
+//! The `parley` program: configuration, start-up, background work and the
+//! command line. The layers it wires together live in `parley-domain`,
+//! `parley-storage` and `parley-http`.
+
+pub mod background;
+pub mod cli;
+pub mod config;
+pub mod startup;
+pub mod telemetry;
+
+pub use config::Config;
+pub use startup::{Application, Mode, StartError};

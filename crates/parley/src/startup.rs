@@ -1,0 +1,159 @@
+//! Building and running the service: open storage, build the domain
+//! services, bind the listener, serve until told to stop, then drain.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use parley_domain::health::HealthService;
+use parley_domain::limits::RateLimits;
+use parley_domain::sandbox::{self, DemoCredentials};
+use parley_domain::tenancy::Tenancy;
+use parley_domain::widget::{WidgetService, WidgetSettings};
+use parley_domain::{Clock, Database, DomainError};
+use parley_http::{AppState, SandboxInfo, TrustedProxies};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::background;
+use crate::config::Config;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Serve,
+    /// Seeds the sandbox tenant and mounts `/sandbox`.
+    Demo,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot open the database: {0}")]
+    Database(#[from] parley_storage::OpenError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot seed the sandbox: {0}")]
+    Seed(DomainError),
+}
+
+pub struct Application {
+    listener: TcpListener,
+    router: axum::Router,
+    db: Database,
+    local_addr: SocketAddr,
+    public_url: String,
+    limits: Arc<RateLimits>,
+    sweep_interval: std::time::Duration,
+    demo: Option<DemoCredentials>,
+}
+
+impl Application {
+    /// Opens storage and binds the listener (port 0 picks a free port).
+    pub async fn build(
+        config: &Config,
+        mode: Mode,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, StartError> {
+        let db = parley_storage::open(&config.database_url, Default::default()).await?;
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| StartError::Listen {
+                    addr: config.listen,
+                    source,
+                })?;
+        let local_addr = listener.local_addr().map_err(|source| StartError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+        let public_url = match &config.public_url {
+            Some(url) => url.as_str().trim_end_matches('/').to_owned(),
+            None if local_addr.ip().is_unspecified() => {
+                format!("http://127.0.0.1:{}", local_addr.port())
+            }
+            None => format!("http://{local_addr}"),
+        };
+        let limits = Arc::new(RateLimits::new(&config.rate_limits));
+        let demo = match mode {
+            Mode::Serve => None,
+            Mode::Demo => {
+                let tenancy = Tenancy::new(db.clone(), Arc::clone(&clock));
+                Some(
+                    sandbox::seed(&tenancy, config.mobile_token_ttl)
+                        .await
+                        .map_err(StartError::Seed)?,
+                )
+            }
+        };
+        let state = AppState {
+            widget: WidgetService::new(
+                db.clone(),
+                Arc::clone(&clock),
+                Arc::clone(&limits),
+                WidgetSettings {
+                    heartbeat_stale_after: config.heartbeat_stale_after,
+                },
+            ),
+            health: HealthService::new(db.clone(), Arc::clone(&clock)),
+            proxies: TrustedProxies::new(config.trusted_proxies.clone()),
+            sandbox: demo.clone().map(|credentials| {
+                Arc::new(SandboxInfo {
+                    api_base: public_url.clone(),
+                    credentials,
+                })
+            }),
+        };
+        Ok(Self {
+            listener,
+            router: parley_http::router(state),
+            db,
+            local_addr,
+            public_url,
+            limits,
+            sweep_interval: config.sweep_interval,
+            demo,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
+    pub fn demo_credentials(&self) -> Option<&DemoCredentials> {
+        self.demo.as_ref()
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Serves until `shutdown` is cancelled; then lets in-flight requests
+    /// finish, stops background tasks, and closes the database after every
+    /// accepted write is committed.
+    pub async fn run(self, shutdown: CancellationToken) -> std::io::Result<()> {
+        let tasks = TaskTracker::new();
+        background::spawn_maintenance(
+            &tasks,
+            shutdown.clone(),
+            Arc::clone(&self.limits),
+            self.sweep_interval,
+        );
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        let served = axum::serve(self.listener, service)
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .await;
+        shutdown.cancel();
+        tasks.close();
+        tasks.wait().await;
+        self.db.close().await;
+        served
+    }
+}
