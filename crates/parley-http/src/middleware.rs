@@ -41,14 +41,15 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::Internal.into_response()
 }
 
-/// CORS for the widget routes: any page may call them (the origin check
-/// against the site's domains happens per request, with a clear 403), and
-/// preflights are answered without reaching a handler.
-pub fn widget_cors() -> CorsLayer {
+/// CORS around every route, outside routing so preflights are answered
+/// before method matching. Any page may call the API: the widget's origin
+/// check against the site's domains happens per request with a clear 403,
+/// and no route relies on cookies, so no credentials are allowed.
+pub fn cors() -> CorsLayer {
     CorsLayer::new()
         .allow_origin(AllowOrigin::mirror_request())
         .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
-        .allow_headers([header::CONTENT_TYPE, header::ACCEPT])
+        .allow_headers([header::CONTENT_TYPE, header::ACCEPT, header::AUTHORIZATION])
         .expose_headers([header::RETRY_AFTER])
         .max_age(std::time::Duration::from_secs(86_400))
 }

@@ -43,6 +43,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
+        .layer(middleware::cors())
         .layer(middleware::trace())
         .layer(middleware::catch_panic())
 }

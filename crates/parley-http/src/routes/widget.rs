@@ -11,7 +11,6 @@ use super::openapi::{ReadErrors, WriteErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ClientCaller, JsonBody, QueryFields};
-use crate::middleware::widget_cors;
 use crate::requests::*;
 use crate::views::*;
 
@@ -23,7 +22,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(sync_visitor))
         .routes(routes!(open_conversation))
         .routes(routes!(list_messages, post_message))
-        .layer(widget_cors())
 }
 
 /// The widget's configuration: tenant, site (with what the widget shows)

@@ -1,0 +1,310 @@
+//! The `parley` binary as an operator runs it: start-up errors, the tenant
+//! command, migrations, SIGTERM, and a kill during writes.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::Mutex;
+
+const BIN: &str = env!("CARGO_BIN_EXE_parley");
+
+fn parley(dir: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("PARLEY_LISTEN", "127.0.0.1:0")
+        .env("PARLEY_RATE_LIMITS", "off")
+        .env("PARLEY_LOG", "warn")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    cmd
+}
+
+async fn output(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().await.expect("run parley");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Starts a server process and returns it with its base URL.
+async fn start(dir: &Path, command: &str) -> (Child, String) {
+    let mut child = parley(dir)
+        .arg(command)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn parley");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let base = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.strip_prefix("Parley listening on ") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("parley exited before listening")
+    })
+    .await
+    .expect("parley starts within 30 s");
+    // Keep draining stdout so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, base)
+}
+
+#[tokio::test]
+async fn a_bad_variable_stops_start_up_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for (var, value) in [
+        ("PARLEY_LISTEN", "nowhere"),
+        ("PARLEY_AUTO_CLOSE_AFTER", "3 days"),
+        ("PARLEY_DATABASE_URL", "mysql://db"),
+    ] {
+        let (code, _, stderr) = output(parley(dir.path()).env(var, value).arg("serve")).await;
+        assert_eq!(code, 2, "{var}: {stderr}");
+        assert!(stderr.contains(var), "{var} named in: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn tenant_create_bootstraps_a_tenant_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let create = |slug: &str, email: &str, password: &str| {
+        let mut cmd = parley(dir.path());
+        cmd.args([
+            "tenant",
+            "create",
+            "--slug",
+            slug,
+            "--name",
+            "Acme",
+            "--admin-email",
+            email,
+            "--admin-password",
+            password,
+        ]);
+        cmd
+    };
+    let (code, stdout, stderr) =
+        output(&mut create("acme", "ann@acme.example", "a long password")).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Created tenant acme"), "{stdout}");
+    assert!(
+        !stdout.contains("a long password") && !stderr.contains("a long password"),
+        "the password is never printed"
+    );
+    assert!(
+        dir.path().join("parley-data/parley.sqlite3").exists(),
+        "the default database lives under ./parley-data"
+    );
+
+    let (code, _, stderr) =
+        output(&mut create("acme", "bob@acme.example", "a long password")).await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("already exists"), "{stderr}");
+
+    let (code, _, stderr) = output(&mut create("Bad Slug!", "not-an-email", "short")).await;
+    assert_eq!(code, 2);
+    for flag in ["--slug", "--admin-email", "--admin-password"] {
+        assert!(stderr.contains(flag), "{flag} named in: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn migrate_applies_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, _) = output(parley(dir.path()).arg("migrate")).await;
+    assert_eq!(code, 0);
+    assert!(stdout.contains("Applied migrations: [1]"), "{stdout}");
+    let (_, stdout, _) = output(parley(dir.path()).arg("migrate")).await;
+    assert!(stdout.contains("up to date"), "{stdout}");
+}
+
+async fn credentials(client: &reqwest::Client, base: &str) -> Value {
+    client
+        .get(format!("{base}/sandbox/credentials"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Posts messages from several tasks until told to stop; returns the
+/// bodies the server acknowledged with 201.
+fn spawn_writers(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    public_id: &str,
+    acked: &Arc<Mutex<Vec<String>>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..6)
+        .map(|w| {
+            let (client, acked) = (client.clone(), acked.clone());
+            let url = format!("{base}/api/widget/conversations/{public_id}/messages");
+            let token = token.to_owned();
+            tokio::spawn(async move {
+                for n in 0..10_000 {
+                    let body = format!("writer {w} message {n}");
+                    match client
+                        .post(&url)
+                        .json(&json!({"token": token, "body": body}))
+                        .send()
+                        .await
+                    {
+                        Ok(res) if res.status() == StatusCode::CREATED => {
+                            acked.lock().await.push(body)
+                        }
+                        _ => return,
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+async fn all_bodies(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    public_id: &str,
+) -> Vec<String> {
+    let mut bodies = Vec::new();
+    let mut after = 0;
+    loop {
+        let url = format!(
+            "{base}/api/widget/conversations/{public_id}/messages?token={token}&after_id={after}"
+        );
+        let page: Value = client.get(url).send().await.unwrap().json().await.unwrap();
+        let messages = page["messages"].as_array().unwrap();
+        let Some(last) = messages.last() else {
+            return bodies;
+        };
+        after = last["id"].as_i64().unwrap();
+        bodies.extend(
+            messages
+                .iter()
+                .map(|m| m["body"].as_str().unwrap().to_owned()),
+        );
+    }
+}
+
+async fn wait_for_acks(acked: &Arc<Mutex<Vec<String>>>, n: usize) {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while acked.lock().await.len() < n {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("writes are acknowledged");
+}
+
+/// SIGKILL in the middle of writes: after a restart every acknowledged
+/// message is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn acknowledged_messages_survive_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let (mut child, base) = start(dir.path(), "demo").await;
+    let token = credentials(&client, &base).await["widget_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let opened: Value = client
+        .post(format!("{base}/api/widget/conversations"))
+        .json(&json!({"token": token, "visitor_uuid": "v", "message": "start", "privacy_accepted": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let public_id = opened["conversation"]["public_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let writers = spawn_writers(&client, &base, &token, &public_id, &acked);
+    wait_for_acks(&acked, 300).await;
+    child.kill().await.expect("SIGKILL");
+    for w in writers {
+        let _ = w.await;
+    }
+    let acked = acked.lock().await.clone();
+
+    let (_child, base) = start(dir.path(), "demo").await;
+    let stored = all_bodies(&client, &base, &token, &public_id).await;
+    let missing: Vec<&String> = acked.iter().filter(|b| !stored.contains(b)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} acknowledged messages lost: {:?}",
+        missing.len(),
+        acked.len(),
+        &missing[..missing.len().min(5)]
+    );
+}
+
+/// SIGTERM while requests are in flight: the process finishes them, exits
+/// cleanly, and everything it acknowledged is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigterm_drains_and_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let (mut child, base) = start(dir.path(), "demo").await;
+    let token = credentials(&client, &base).await["widget_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let opened: Value = client
+        .post(format!("{base}/api/widget/conversations"))
+        .json(&json!({"token": token, "visitor_uuid": "v", "message": "start", "privacy_accepted": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let public_id = opened["conversation"]["public_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let writers = spawn_writers(&client, &base, &token, &public_id, &acked);
+    wait_for_acks(&acked, 100).await;
+
+    let pid = child.id().expect("pid").to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("exits within 30 s")
+        .unwrap();
+    assert!(status.success(), "clean exit: {status:?}");
+    for w in writers {
+        let _ = w.await;
+    }
+    let acked = acked.lock().await.clone();
+
+    let (_child, base) = start(dir.path(), "demo").await;
+    let stored = all_bodies(&client, &base, &token, &public_id).await;
+    assert!(
+        acked.iter().all(|b| stored.contains(b)),
+        "every acknowledged message is stored"
+    );
+}

@@ -1,0 +1,287 @@
+//! The test harness: a running server with its own database and clock,
+//! and fixtures that create tenants, sites and installations through the
+//! domain layer (the admin API that would do it comes later).
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parley::{Application, Config, Mode};
+use parley_domain::model::{SiteScope, WidgetAppearance};
+use parley_domain::tenancy::{NewSiteInput, NewTenantInput, Tenancy};
+use parley_domain::{Database, ManualClock, Timestamp};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Both prefixes the contract publishes; every route test runs under each.
+pub const PREFIXES: [&str; 2] = ["/api", "/api/v1"];
+
+/// 2026-01-01T00:00:00Z: tests start here and move the clock by hand.
+pub const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub db: Database,
+    pub clock: Arc<ManualClock>,
+    pub tenancy: Tenancy,
+    shutdown: CancellationToken,
+    server: Option<JoinHandle<std::io::Result<()>>>,
+    pub dir: TempDir,
+}
+
+/// One tenant with one site and one installation.
+#[derive(Clone, Debug)]
+pub struct Fixture {
+    pub slug: String,
+    pub scope: SiteScope,
+    pub token: String,
+}
+
+pub struct Spawn {
+    vars: BTreeMap<String, String>,
+    mode: Mode,
+}
+
+impl Spawn {
+    pub fn var(mut self, k: &str, v: &str) -> Self {
+        self.vars.insert(k.to_owned(), v.to_owned());
+        self
+    }
+
+    pub fn demo(mut self) -> Self {
+        self.mode = Mode::Demo;
+        self
+    }
+
+    pub async fn start(self) -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut vars = self.vars;
+        vars.insert("PARLEY_LISTEN".into(), "127.0.0.1:0".into());
+        vars.entry("PARLEY_DATABASE_URL".into())
+            .or_insert_with(|| format!("sqlite://{}/parley.sqlite3", dir.path().display()));
+        vars.entry("PARLEY_RATE_LIMITS".into())
+            .or_insert_with(|| "off".into());
+        let (config, _) = Config::from_vars(&vars).expect("test configuration");
+        let clock = ManualClock::new(START);
+        let app = Application::build(&config, self.mode, clock.clone())
+            .await
+            .expect("application starts");
+        let base = app.public_url().to_owned();
+        let db = app.database().clone();
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(app.run(shutdown.clone()));
+        let tenancy = Tenancy::new(db.clone(), clock.clone());
+        TestApp {
+            base,
+            client: reqwest::Client::new(),
+            db,
+            clock,
+            tenancy,
+            shutdown,
+            server: Some(server),
+            dir,
+        }
+    }
+}
+
+impl TestApp {
+    pub fn with() -> Spawn {
+        Spawn {
+            vars: BTreeMap::new(),
+            mode: Mode::Serve,
+        }
+    }
+
+    pub async fn spawn() -> TestApp {
+        Self::with().start().await
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// A tenant with a site (listing `domains`) and one installation.
+    pub async fn fixture(&self, slug: &str, domains: &[&str]) -> Fixture {
+        let (tenant, _) = self
+            .tenancy
+            .create_tenant(NewTenantInput {
+                slug: slug.into(),
+                name: format!("{slug} Inc."),
+                admin_email: format!("admin@{slug}.example.com"),
+                admin_password: "a long admin password".into(),
+            })
+            .await
+            .expect("tenant");
+        self.site(&tenant.slug, tenant.id, domains).await
+    }
+
+    /// Another site (with its installation) of an existing tenant.
+    pub async fn site(
+        &self,
+        slug: &str,
+        tenant: parley_domain::model::TenantId,
+        domains: &[&str],
+    ) -> Fixture {
+        let site = self
+            .tenancy
+            .create_site(
+                tenant,
+                NewSiteInput {
+                    name: format!("{slug} site"),
+                    domains: domains.iter().map(|d| d.to_string()).collect(),
+                    appearance: WidgetAppearance {
+                        title: "Talk to us".into(),
+                        greeting: "Hi!".into(),
+                        accent_color: "#0f766e".into(),
+                        privacy_text: "We keep your messages.".into(),
+                        privacy_url: Some("https://example.com/privacy".into()),
+                    },
+                },
+            )
+            .await
+            .expect("site");
+        let scope = SiteScope {
+            tenant,
+            site: site.id,
+        };
+        let installation = self
+            .tenancy
+            .create_installation(scope, "Main website".into(), "web".into())
+            .await
+            .expect("installation");
+        Fixture {
+            slug: slug.into(),
+            scope,
+            token: installation.token,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.send(Method::GET, path, None, &[]).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(Method::POST, path, Some(body), &[]).await
+    }
+
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
+        let mut req = self
+            .client
+            .request(method, self.url(path))
+            .header("accept", "application/json");
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let res = req.send().await.expect("request");
+        let status = res.status();
+        let text = res.text().await.expect("body");
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        (status, value)
+    }
+
+    /// Opens a conversation for `visitor` and returns its `public_id`.
+    pub async fn open_conversation(
+        &self,
+        prefix: &str,
+        token: &str,
+        visitor: &str,
+        message: &str,
+    ) -> String {
+        let (status, body) = self
+            .post(
+                &format!("{prefix}/widget/conversations"),
+                json!({"token": token, "visitor_uuid": visitor, "message": message, "privacy_accepted": true}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["conversation"]["public_id"]
+            .as_str()
+            .expect("public_id")
+            .to_owned()
+    }
+
+    pub async fn post_message(
+        &self,
+        prefix: &str,
+        token: &str,
+        public_id: &str,
+        text: &str,
+    ) -> (StatusCode, Value) {
+        self.post(
+            &format!("{prefix}/widget/conversations/{public_id}/messages"),
+            json!({"token": token, "body": text}),
+        )
+        .await
+    }
+
+    /// Webhook events recorded and not yet dispatched, as the health report tells.
+    pub async fn pending_events(&self) -> u64 {
+        let (_, body) = self.get("/health").await;
+        body["checks"]["webhooks"]["pending"]
+            .as_u64()
+            .expect("pending count")
+    }
+
+    /// Stops the server the way SIGTERM does and waits for it.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(server) = self.server.take() {
+            server.await.expect("server task").expect("server result");
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Asserts a JSON error body with `code`, and for validation errors that
+/// exactly `fields` are named.
+pub fn assert_error(status: StatusCode, body: &Value, expected: StatusCode, code: &str) {
+    assert_eq!(status, expected, "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+}
+
+pub fn assert_fields(status: StatusCode, body: &Value, fields: &[&str]) {
+    assert_error(
+        status,
+        body,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation_failed",
+    );
+    let named: Vec<&str> = body["error"]["fields"]
+        .as_object()
+        .expect("fields map")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = fields.to_vec();
+    expected.sort_unstable();
+    assert_eq!(named, expected, "{body}");
+}

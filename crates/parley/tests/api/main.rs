@@ -1,0 +1,18 @@
+//! Integration tests: the real HTTP stack on 127.0.0.1:0 against a real
+//! SQLite file in a temporary folder. One test binary, many modules, so the
+//! suite links once.
+
+mod helpers;
+
+mod cli;
+mod concurrency;
+mod errors;
+mod health;
+mod openapi;
+mod sandbox;
+mod storage;
+mod widget_config;
+mod widget_conversations;
+mod widget_messages;
+mod widget_ping;
+mod widget_visitors;

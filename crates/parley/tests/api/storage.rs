@@ -1,0 +1,113 @@
+//! The storage interface driven directly: batching, isolation of failing
+//! units, and scoping.
+
+use parley_domain::DomainError;
+use parley_domain::model::NewTenant;
+
+use crate::helpers::*;
+
+/// Many units submitted at once share commits; a failing unit rolls back
+/// alone and the others are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failing_unit_in_a_batch_rolls_back_alone() {
+    let app = TestApp::spawn().await;
+    let mut handles = Vec::new();
+    for n in 0..200 {
+        let db = app.db.clone();
+        handles.push(tokio::spawn(async move {
+            db.write(move |tx| {
+                tx.insert_tenant(&NewTenant {
+                    slug: format!("t{n}"),
+                    name: "n".into(),
+                    created_at: START,
+                })?;
+                if n % 3 == 0 {
+                    Err(DomainError::Conflict("refused on purpose"))
+                } else {
+                    Ok(())
+                }
+            })
+            .await
+        }));
+    }
+    let mut kept = 0;
+    for (n, h) in handles.into_iter().enumerate() {
+        let result = h.await.unwrap();
+        assert_eq!(result.is_ok(), n % 3 != 0, "unit {n}");
+        kept += usize::from(result.is_ok());
+    }
+    for n in 0..200 {
+        let exists = app
+            .db
+            .read(move |r| Ok(r.tenant_by_slug(&format!("t{n}"))?.is_some()))
+            .await
+            .unwrap();
+        assert_eq!(exists, n % 3 != 0, "tenant t{n}");
+    }
+    assert_eq!(kept, 133);
+}
+
+/// A unit that panics fails alone and the writer keeps working.
+#[tokio::test]
+async fn a_panicking_unit_does_not_stop_the_writer() {
+    let app = TestApp::spawn().await;
+    let result: Result<(), _> = app.db.write(|_| panic!("boom")).await;
+    assert!(result.is_err());
+    let ok = app
+        .db
+        .write(|tx| {
+            Ok(tx.insert_tenant(&NewTenant {
+                slug: "after".into(),
+                name: "n".into(),
+                created_at: START,
+            })?)
+        })
+        .await;
+    assert!(ok.is_ok());
+}
+
+/// Closing while writes are in flight: every write that was acknowledged
+/// is on disk, the others are refused with "unavailable", none is lost
+/// silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn close_keeps_every_acknowledged_write() {
+    let app = TestApp::spawn().await;
+    let url = format!("sqlite://{}/parley.sqlite3", app.dir.path().display());
+    let mut handles = Vec::new();
+    for n in 0..100 {
+        let db = app.db.clone();
+        handles.push(tokio::spawn(async move {
+            db.write(move |tx| {
+                Ok(tx.insert_tenant(&NewTenant {
+                    slug: format!("c{n}"),
+                    name: "n".into(),
+                    created_at: START,
+                })?)
+            })
+            .await
+        }));
+        if n == 50 {
+            app.db.close().await;
+        }
+    }
+    let mut acknowledged = Vec::new();
+    for (n, h) in handles.into_iter().enumerate() {
+        match h.await.unwrap() {
+            Ok(_) => acknowledged.push(n),
+            Err(DomainError::Store(parley_domain::StoreError::Unavailable(_))) => {}
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    assert!(acknowledged.len() < 100, "writes after close are refused");
+    let reopened = parley_storage::open(&url, Default::default())
+        .await
+        .unwrap();
+    for n in acknowledged {
+        let exists = reopened
+            .read(move |r| Ok(r.tenant_by_slug(&format!("c{n}"))?.is_some()))
+            .await
+            .unwrap();
+        assert!(exists, "acknowledged tenant c{n} is stored");
+    }
+    reopened.close().await;
+}
