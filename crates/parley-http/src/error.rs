@@ -55,141 +55,122 @@ pub struct ErrorDetail {
     pub fields: Option<BTreeMap<String, Vec<String>>>,
 }
 
+/// What an error becomes on the wire.
+struct Answer {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    fields: Option<FieldErrors>,
+    retry_after: Option<u64>,
+}
+
+impl Answer {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            fields: None,
+            retry_after: None,
+        }
+    }
+
+    fn unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "The service is temporarily unavailable.",
+        )
+    }
+
+    fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "Something went wrong on our side.",
+        )
+    }
+}
+
 impl ApiError {
-    fn parts(
-        self,
-    ) -> (
-        StatusCode,
-        &'static str,
-        String,
-        Option<FieldErrors>,
-        Option<u64>,
-    ) {
+    fn answer(self) -> Answer {
         use StatusCode as S;
         match self {
-            Self::MalformedJson(m) => (S::BAD_REQUEST, "malformed_json", m, None, None),
-            Self::PayloadTooLarge => (
+            Self::MalformedJson(m) => Answer::new(S::BAD_REQUEST, "malformed_json", m),
+            Self::PayloadTooLarge => Answer::new(
                 S::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
-                "The request body is larger than 64 KiB.".into(),
-                None,
-                None,
+                "The request body is larger than 64 KiB.",
             ),
-            Self::UnsupportedMediaType => (
+            Self::UnsupportedMediaType => Answer::new(
                 S::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",
-                "Send the body as JSON with content-type: application/json.".into(),
-                None,
-                None,
+                "Send the body as JSON with content-type: application/json.",
             ),
-            Self::MethodNotAllowed => (
+            Self::MethodNotAllowed => Answer::new(
                 S::METHOD_NOT_ALLOWED,
                 "method_not_allowed",
-                "This method is not allowed on this path.".into(),
-                None,
-                None,
+                "This method is not allowed on this path.",
             ),
-            Self::RouteNotFound => (
-                S::NOT_FOUND,
-                "not_found",
-                "No such route.".into(),
-                None,
-                None,
-            ),
-            Self::Internal => (
-                S::INTERNAL_SERVER_ERROR,
-                "internal",
-                "Something went wrong on our side.".into(),
-                None,
-                None,
-            ),
-            Self::Domain(e) => match e {
-                DomainError::NotFound => {
-                    (S::NOT_FOUND, "not_found", "Not found.".into(), None, None)
-                }
-                DomainError::Validation(fields) => (
-                    S::UNPROCESSABLE_ENTITY,
-                    "validation_failed",
-                    "Some fields are invalid.".into(),
-                    Some(fields),
-                    None,
-                ),
-                DomainError::Forbidden(m) => (S::FORBIDDEN, "forbidden", capitalise(m), None, None),
-                DomainError::OriginNotAllowed => (
-                    S::FORBIDDEN,
-                    "origin_not_allowed",
-                    "This page's origin is not among the site's domains.".into(),
-                    None,
-                    None,
-                ),
-                DomainError::Conflict(m) => (S::CONFLICT, "conflict", capitalise(m), None, None),
-                DomainError::RateLimited { retry_after_secs } => (
-                    S::TOO_MANY_REQUESTS,
-                    "rate_limited",
-                    "Too many requests; retry later.".into(),
-                    None,
-                    Some(retry_after_secs.max(1)),
-                ),
-                DomainError::Unavailable(m) => {
-                    tracing::error!(reason = m, "service unavailable");
-                    (
-                        S::SERVICE_UNAVAILABLE,
-                        "unavailable",
-                        "The service is temporarily unavailable.".into(),
-                        None,
-                        None,
-                    )
-                }
-                DomainError::Store(e) => store_parts(e),
-            },
+            Self::RouteNotFound => Answer::new(S::NOT_FOUND, "not_found", "No such route."),
+            Self::Internal => Answer::internal(),
+            Self::Domain(e) => domain_answer(e),
         }
     }
 }
 
-fn store_parts(
-    e: StoreError,
-) -> (
-    StatusCode,
-    &'static str,
-    String,
-    Option<FieldErrors>,
-    Option<u64>,
-) {
+fn domain_answer(e: DomainError) -> Answer {
+    use StatusCode as S;
     match e {
-        StoreError::Unavailable(detail) => {
+        DomainError::NotFound => Answer::new(S::NOT_FOUND, "not_found", "Not found."),
+        DomainError::Validation(fields) => Answer {
+            fields: Some(fields),
+            ..Answer::new(
+                S::UNPROCESSABLE_ENTITY,
+                "validation_failed",
+                "Some fields are invalid.",
+            )
+        },
+        DomainError::Forbidden(m) => Answer::new(S::FORBIDDEN, "forbidden", sentence(m)),
+        DomainError::OriginNotAllowed => Answer::new(
+            S::FORBIDDEN,
+            "origin_not_allowed",
+            "This page's origin is not among the site's domains.",
+        ),
+        DomainError::Conflict(m) => Answer::new(S::CONFLICT, "conflict", sentence(m)),
+        DomainError::RateLimited { retry_after_secs } => Answer {
+            retry_after: Some(retry_after_secs.max(1)),
+            ..Answer::new(
+                S::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "Too many requests; retry later.",
+            )
+        },
+        DomainError::Unavailable(reason) => {
+            tracing::error!(reason, "service unavailable");
+            Answer::unavailable()
+        }
+        DomainError::Store(StoreError::Unavailable(detail)) => {
             tracing::error!(%detail, "database unavailable");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "The service is temporarily unavailable.".into(),
-                None,
-                None,
-            )
+            Answer::unavailable()
         }
-        StoreError::Duplicate(detail) => {
+        DomainError::Store(StoreError::Duplicate(detail)) => {
             tracing::warn!(%detail, "duplicate record");
-            (
-                StatusCode::CONFLICT,
+            Answer::new(
+                S::CONFLICT,
                 "conflict",
-                "This conflicts with an existing record.".into(),
-                None,
-                None,
+                "This conflicts with an existing record.",
             )
         }
-        StoreError::Internal(detail) => {
+        DomainError::Store(StoreError::Internal(detail)) => {
             tracing::error!(%detail, "internal storage error");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "Something went wrong on our side.".into(),
-                None,
-                None,
-            )
+            Answer::internal()
         }
     }
 }
 
-fn capitalise(s: &str) -> String {
+/// Domain messages are lower-case fragments; clients get sentences.
+fn sentence(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(first) => format!("{}{}.", first.to_uppercase(), c.as_str()),
@@ -199,16 +180,16 @@ fn capitalise(s: &str) -> String {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, code, message, fields, retry_after) = self.parts();
+        let a = self.answer();
         let body = ErrorBody {
             error: ErrorDetail {
-                code,
-                message,
-                fields: fields.map(|f| f.fields().clone()),
+                code: a.code,
+                message: a.message,
+                fields: a.fields.map(|f| f.fields().clone()),
             },
         };
-        let mut response = (status, Json(body)).into_response();
-        if let Some(secs) = retry_after {
+        let mut response = (a.status, Json(body)).into_response();
+        if let Some(secs) = a.retry_after {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));

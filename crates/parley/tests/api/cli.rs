@@ -129,15 +129,31 @@ async fn migrate_applies_once() {
     assert!(stdout.contains("up to date"), "{stdout}");
 }
 
-async fn credentials(client: &reqwest::Client, base: &str) -> Value {
-    client
+/// Reads the demo widget token and opens a conversation with it.
+async fn open_demo_conversation(client: &reqwest::Client, base: &str) -> (String, String) {
+    let creds: Value = client
         .get(format!("{base}/sandbox/credentials"))
         .send()
         .await
         .unwrap()
         .json()
         .await
+        .unwrap();
+    let token = creds["widget_token"].as_str().unwrap().to_owned();
+    let opened: Value = client
+        .post(format!("{base}/api/widget/conversations"))
+        .json(&json!({"token": token, "visitor_uuid": "v", "message": "start", "privacy_accepted": true}))
+        .send()
+        .await
         .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let public_id = opened["conversation"]["public_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (token, public_id)
 }
 
 /// Posts messages from several tasks until told to stop; returns the
@@ -217,23 +233,7 @@ async fn acknowledged_messages_survive_a_kill() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let (mut child, base) = start(dir.path(), "demo").await;
-    let token = credentials(&client, &base).await["widget_token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let opened: Value = client
-        .post(format!("{base}/api/widget/conversations"))
-        .json(&json!({"token": token, "visitor_uuid": "v", "message": "start", "privacy_accepted": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let public_id = opened["conversation"]["public_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (token, public_id) = open_demo_conversation(&client, &base).await;
 
     let acked = Arc::new(Mutex::new(Vec::new()));
     let writers = spawn_writers(&client, &base, &token, &public_id, &acked);
@@ -263,23 +263,7 @@ async fn sigterm_drains_and_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let (mut child, base) = start(dir.path(), "demo").await;
-    let token = credentials(&client, &base).await["widget_token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let opened: Value = client
-        .post(format!("{base}/api/widget/conversations"))
-        .json(&json!({"token": token, "visitor_uuid": "v", "message": "start", "privacy_accepted": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let public_id = opened["conversation"]["public_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (token, public_id) = open_demo_conversation(&client, &base).await;
     let acked = Arc::new(Mutex::new(Vec::new()));
     let writers = spawn_writers(&client, &base, &token, &public_id, &acked);
     wait_for_acks(&acked, 100).await;
