@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 /// Milliseconds since the Unix epoch, UTC. Stored as an integer in every
 /// backend so SQLite and PostgreSQL keep identical values.
@@ -45,20 +44,22 @@ impl Timestamp {
         Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))
     }
 
-    /// ISO 8601 / RFC 3339 in UTC with millisecond precision, the form every
-    /// `date-time` field of the API uses.
+    /// ISO 8601 / RFC 3339 in UTC, always with three fractional digits
+    /// (`2026-01-01T00:00:00.000Z`), so the strings also sort by time.
     pub fn to_rfc3339(self) -> String {
         let nanos = i128::from(self.0) * 1_000_000;
-        match OffsetDateTime::from_unix_timestamp_nanos(nanos) {
-            Ok(t) => {
-                let t = t
-                    .replace_nanosecond((t.millisecond() as u32) * 1_000_000)
-                    .unwrap_or(t);
-                t.format(&Rfc3339)
-                    .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
-            }
-            Err(_) => "1970-01-01T00:00:00Z".to_owned(),
-        }
+        let t =
+            OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second(),
+            t.millisecond()
+        )
     }
 
     pub fn unix_seconds(self) -> i64 {
@@ -121,7 +122,7 @@ mod tests {
     fn formats_utc_with_milliseconds() {
         assert_eq!(
             Timestamp::from_millis(0).to_rfc3339(),
-            "1970-01-01T00:00:00Z"
+            "1970-01-01T00:00:00.000Z"
         );
         assert_eq!(
             Timestamp::from_millis(1_700_000_000_123).to_rfc3339(),

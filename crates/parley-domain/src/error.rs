@@ -50,6 +50,12 @@ pub enum DomainError {
     NotFound,
     #[error("validation failed")]
     Validation(FieldErrors),
+    /// No valid bearer token: missing, malformed, expired or revoked.
+    #[error("unauthenticated")]
+    Unauthenticated,
+    /// Unknown email or wrong password, deliberately indistinguishable.
+    #[error("invalid credentials")]
+    InvalidCredentials,
     #[error("{0}")]
     Forbidden(&'static str),
     #[error("origin not allowed")]

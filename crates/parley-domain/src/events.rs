@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::clock::Timestamp;
 use crate::ids;
 use crate::model::{
-    Conversation, Installation, InstallationStatus, Message, Site, Tenant, Visitor,
+    Conversation, Installation, InstallationStatus, Message, Operator, Site, Tenant, Visitor,
 };
 
 /// Envelope `version` of every event this build emits.
@@ -149,4 +149,29 @@ pub fn installation_health_changed(
         "status": installation.status().as_str(),
     });
     envelope(tenant, EventKind::InstallationHealthChanged, at, data)
+}
+
+/// Who closed a conversation.
+pub enum ClosedBy<'a> {
+    Operator(&'a Operator),
+    Automation,
+}
+
+pub fn conversation_closed(
+    tenant: &Tenant,
+    c: &Conversation,
+    by: ClosedBy<'_>,
+    at: crate::clock::Timestamp,
+) -> OutboxEvent {
+    let data = match by {
+        ClosedBy::Operator(op) => json!({
+            "conversation": conversation_data(c),
+            "closed_by": "operator",
+            "operator": {"id": op.id, "name": op.name},
+        }),
+        ClosedBy::Automation => {
+            json!({ "conversation": conversation_data(c), "closed_by": "automation" })
+        }
+    };
+    envelope(tenant, EventKind::ConversationClosed, at, data)
 }

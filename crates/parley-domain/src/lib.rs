@@ -6,11 +6,14 @@
 //! for ("who may see this conversation", "what happens when a visitor writes
 //! to a closed conversation") live in this crate and nowhere else.
 
+pub mod admin;
+pub mod auth;
 pub mod clock;
 pub mod error;
 pub mod events;
 pub mod health;
 pub mod ids;
+pub mod inbox;
 pub mod limits;
 pub mod model;
 pub mod password;

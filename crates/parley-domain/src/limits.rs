@@ -10,9 +10,13 @@ use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::time::Duration;
 
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
 use governor::clock::{Clock as _, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
+use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::model::{ConversationId, InstallationId};
 
@@ -68,6 +72,10 @@ pub struct RateLimitSettings {
     pub widget_writes: Option<Rate>,
     /// Visitor messages per conversation.
     pub conversation_messages: Option<Rate>,
+    /// Failed logins per email.
+    pub login_failures_per_email: Option<Rate>,
+    /// Failed logins per client address.
+    pub login_failures_per_address: Option<Rate>,
 }
 
 impl RateLimitSettings {
@@ -81,6 +89,14 @@ impl RateLimitSettings {
                 count: 30,
                 period: Duration::from_secs(60),
             }),
+            login_failures_per_email: Some(Rate {
+                count: 5,
+                period: Duration::from_secs(15 * 60),
+            }),
+            login_failures_per_address: Some(Rate {
+                count: 20,
+                period: Duration::from_secs(15 * 60),
+            }),
         }
     }
 
@@ -88,6 +104,8 @@ impl RateLimitSettings {
         Self {
             widget_writes: None,
             conversation_messages: None,
+            login_failures_per_email: None,
+            login_failures_per_address: None,
         }
     }
 }
@@ -157,6 +175,72 @@ impl RateLimits {
     }
 }
 
+/// Counts failures (not attempts) per key in a sliding window, on the
+/// injected clock: "5 failed logins per email in 15 minutes" refuses the
+/// sixth attempt whatever its password, and forgets each failure exactly
+/// when it leaves the window. GCRA buckets cannot express "only failures
+/// count" without consuming a cell on every attempt, hence this small log.
+pub struct FailureWindow<K: Hash + Eq + Clone> {
+    rate: Option<Rate>,
+    failures: Mutex<HashMap<K, VecDeque<Timestamp>>>,
+}
+
+impl<K: Hash + Eq + Clone> FailureWindow<K> {
+    pub fn new(rate: Option<Rate>) -> Self {
+        Self {
+            rate,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<K, VecDeque<Timestamp>>) -> T) -> T {
+        match self.failures.lock() {
+            Ok(mut map) => f(&mut map),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    /// Refuses when `key` already has the allowed number of failures.
+    pub fn check(&self, key: &K, now: Timestamp) -> Result<(), DomainError> {
+        let Some(rate) = self.rate else { return Ok(()) };
+        self.with(|map| {
+            let Some(log) = map.get_mut(key) else {
+                return Ok(());
+            };
+            while log.front().is_some_and(|t| now.since(*t) >= rate.period) {
+                log.pop_front();
+            }
+            match log.front() {
+                Some(oldest) if log.len() >= rate.count as usize => {
+                    let wait = rate.period.saturating_sub(now.since(*oldest));
+                    Err(DomainError::RateLimited {
+                        retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+                    })
+                }
+                _ => Ok(()),
+            }
+        })
+    }
+
+    pub fn record(&self, key: K, now: Timestamp) {
+        if self.rate.is_some() {
+            self.with(|map| map.entry(key).or_default().push_back(now));
+        }
+    }
+
+    pub fn clear(&self, key: &K) {
+        self.with(|map| map.remove(key));
+    }
+
+    /// Drops keys whose failures have all left the window.
+    pub fn shrink(&self, now: Timestamp) {
+        let Some(rate) = self.rate else { return };
+        self.with(|map| {
+            map.retain(|_, log| log.back().is_some_and(|t| now.since(*t) < rate.period))
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,8 +263,33 @@ mod tests {
     }
 
     #[test]
+    fn failure_windows_forget_each_failure_when_it_leaves_the_window() {
+        let w = FailureWindow::new(Some(Rate {
+            count: 2,
+            period: Duration::from_secs(900),
+        }));
+        let t0 = Timestamp::from_millis(0);
+        w.record("a", t0);
+        assert!(w.check(&"a", t0).is_ok());
+        w.record("a", t0.plus(Duration::from_secs(60)));
+        match w.check(&"a", t0.plus(Duration::from_secs(120))) {
+            Err(DomainError::RateLimited { retry_after_secs }) => assert_eq!(retry_after_secs, 780),
+            other => panic!("{other:?}"),
+        }
+        assert!(w.check(&"b", t0).is_ok(), "other keys are unaffected");
+        assert!(
+            w.check(&"a", t0.plus(Duration::from_secs(900))).is_ok(),
+            "the first failure has left the window"
+        );
+        w.clear(&"a");
+        w.shrink(t0.plus(Duration::from_secs(10_000)));
+    }
+
+    #[test]
     fn refuses_after_the_burst_with_a_retry_time() {
         let limits = RateLimits::new(&RateLimitSettings {
+            login_failures_per_email: None,
+            login_failures_per_address: None,
             widget_writes: None,
             conversation_messages: Some(Rate {
                 count: 2,

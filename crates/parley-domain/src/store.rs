@@ -63,21 +63,56 @@ pub trait ReadTx {
     /// Resolves a public installation token. The only unscoped lookup of the
     /// widget side: its result *is* the scope for everything after it.
     fn installation_by_token(&mut self, token: &str) -> StoreResult<Option<InstallationContext>>;
+    /// Resolves a bearer token digest: the entry point of the operator side.
+    fn session(&mut self, token_hash: &[u8]) -> StoreResult<Option<Session>>;
+    /// Finds an operator and its password hash by email, for login only.
+    fn login_operator(&mut self, email: &str) -> StoreResult<Option<(Operator, String)>>;
     fn tenant_by_slug(&mut self, slug: &str) -> StoreResult<Option<Tenant>>;
     fn sites(&mut self, tenant: TenantId) -> StoreResult<Vec<Site>>;
+    fn site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>>;
     fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>>;
+    fn installation(
+        &mut self,
+        tenant: TenantId,
+        id: InstallationId,
+    ) -> StoreResult<Option<Installation>>;
+    fn operators(&mut self, tenant: TenantId) -> StoreResult<Vec<Operator>>;
+    fn operator(&mut self, tenant: TenantId, id: OperatorId) -> StoreResult<Option<Operator>>;
     fn operator_by_email(&mut self, tenant: TenantId, email: &str)
     -> StoreResult<Option<Operator>>;
     fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>>;
     fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>>;
     fn conversation_by_public_id(
         &mut self,
-        scope: SiteScope,
+        scope: ConversationScope,
         public_id: &str,
     ) -> StoreResult<Option<Conversation>>;
+    fn conversation(
+        &mut self,
+        scope: ConversationScope,
+        id: ConversationId,
+    ) -> StoreResult<Option<Conversation>>;
+    fn conversation_details(
+        &mut self,
+        scope: ConversationScope,
+        id: ConversationId,
+    ) -> StoreResult<Option<ConversationDetails>>;
+    /// Most recent activity first.
+    fn conversations(
+        &mut self,
+        scope: ConversationScope,
+        filter: StatusFilter,
+        offset: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<ConversationDetails>>;
+    fn count_conversations(
+        &mut self,
+        scope: ConversationScope,
+        filter: StatusFilter,
+    ) -> StoreResult<u64>;
     fn messages(
         &mut self,
-        scope: SiteScope,
+        scope: ConversationScope,
         conversation: ConversationId,
         page: MessagePage,
     ) -> StoreResult<Vec<Message>>;
@@ -93,6 +128,12 @@ pub trait WriteTx: ReadTx {
         scope: SiteScope,
         installation: &NewInstallation,
     ) -> StoreResult<Installation>;
+    fn set_installation_enabled(
+        &mut self,
+        tenant: TenantId,
+        id: InstallationId,
+        enabled: bool,
+    ) -> StoreResult<()>;
     fn record_heartbeat(
         &mut self,
         scope: SiteScope,
@@ -105,10 +146,24 @@ pub trait WriteTx: ReadTx {
         tenant: TenantId,
         operator: &NewOperator,
     ) -> StoreResult<Operator>;
+    fn update_operator(
+        &mut self,
+        tenant: TenantId,
+        id: OperatorId,
+        changes: &OperatorChanges,
+    ) -> StoreResult<()>;
     fn insert_operator_token(
         &mut self,
         tenant: TenantId,
         token: &NewOperatorToken,
+    ) -> StoreResult<()>;
+    fn revoke_token(&mut self, tenant: TenantId, token_id: i64, at: Timestamp) -> StoreResult<()>;
+    /// Revokes every live token of an operator at once.
+    fn revoke_operator_tokens(
+        &mut self,
+        tenant: TenantId,
+        operator: OperatorId,
+        at: Timestamp,
     ) -> StoreResult<()>;
     fn insert_visitor(&mut self, scope: SiteScope, visitor: &NewVisitor) -> StoreResult<Visitor>;
     fn update_visitor_profile(
@@ -126,10 +181,14 @@ pub trait WriteTx: ReadTx {
     /// Saves status, assignee, activity time and closing time.
     fn update_conversation(
         &mut self,
-        scope: SiteScope,
+        scope: ConversationScope,
         conversation: &Conversation,
     ) -> StoreResult<()>;
-    fn insert_message(&mut self, scope: SiteScope, message: &NewMessage) -> StoreResult<Message>;
+    fn insert_message(
+        &mut self,
+        scope: ConversationScope,
+        message: &NewMessage,
+    ) -> StoreResult<Message>;
     /// Records a webhook event in the same transaction as its cause.
     fn insert_event(&mut self, tenant: TenantId, event: &OutboxEvent) -> StoreResult<()>;
 }

@@ -26,6 +26,13 @@ pub const CURRENT_WIDGET_VERSION: &str = "1.0.0";
 /// How many messages one poll returns at most.
 pub const MESSAGE_PAGE_LIMIT: u32 = 100;
 
+/// The `<script>` element a partner pastes into its pages.
+pub fn embed_snippet(public_url: &str, token: &str) -> String {
+    format!(
+        r#"<script async src="{public_url}/widget.js" data-api-base="{public_url}" data-installation-token="{token}"></script>"#
+    )
+}
+
 /// Who is calling, as far as the widget rules care.
 #[derive(Clone, Debug)]
 pub struct Caller {
@@ -352,7 +359,7 @@ impl WidgetService {
                     },
                 )?;
                 let message = tx.insert_message(
-                    scope,
+                    scope.into(),
                     &visitor_message(&conversation, &visitor, input.message, now),
                 )?;
                 tx.insert_event(
@@ -380,14 +387,14 @@ impl WidgetService {
         self.db
             .read(move |r| {
                 let conversation = r
-                    .conversation_by_public_id(scope, &public_id)?
+                    .conversation_by_public_id(scope.into(), &public_id)?
                     .ok_or(DomainError::NotFound)?;
                 let page = MessagePage {
                     after_id,
                     limit: MESSAGE_PAGE_LIMIT,
                     include_internal: false,
                 };
-                let messages = r.messages(scope, conversation.id, page)?;
+                let messages = r.messages(scope.into(), conversation.id, page)?;
                 Ok((conversation, messages))
             })
             .await
@@ -407,23 +414,23 @@ impl WidgetService {
         self.db
             .write(move |tx| {
                 let mut conversation = tx
-                    .conversation_by_public_id(scope, &input.public_id)?
+                    .conversation_by_public_id(scope.into(), &input.public_id)?
                     .ok_or(DomainError::NotFound)?;
                 limits.conversation_message(conversation.id)?;
                 let visitor = tx
                     .visitor(scope, conversation.visitor_id)?
                     .ok_or(DomainError::NotFound)?;
                 let message = tx.insert_message(
-                    scope,
+                    scope.into(),
                     &visitor_message(&conversation, &visitor, input.body, now),
                 )?;
-                let status = conversation.status_after_visitor_message();
+                let status = conversation.status_after_message();
                 if status != conversation.status {
                     conversation.closed_at = None;
                 }
                 conversation.status = status;
                 conversation.last_message_at = now;
-                tx.update_conversation(scope, &conversation)?;
+                tx.update_conversation(scope.into(), &conversation)?;
                 if let Some(url) = input.current_url {
                     let mut profile = visitor.profile.clone();
                     if profile.merge(&VisitorProfile {

@@ -62,6 +62,8 @@ struct Answer {
     message: String,
     fields: Option<FieldErrors>,
     retry_after: Option<u64>,
+    /// Ask for a bearer token (RFC 6750) on a 401.
+    www_authenticate: bool,
 }
 
 impl Answer {
@@ -72,6 +74,7 @@ impl Answer {
             message: message.into(),
             fields: None,
             retry_after: None,
+            www_authenticate: false,
         }
     }
 
@@ -131,6 +134,19 @@ fn domain_answer(e: DomainError) -> Answer {
                 "Some fields are invalid.",
             )
         },
+        DomainError::Unauthenticated => Answer {
+            www_authenticate: true,
+            ..Answer::new(
+                S::UNAUTHORIZED,
+                "unauthenticated",
+                "A valid bearer token is required.",
+            )
+        },
+        DomainError::InvalidCredentials => Answer::new(
+            S::UNAUTHORIZED,
+            "invalid_credentials",
+            "The email or password is wrong.",
+        ),
         DomainError::Forbidden(m) => Answer::new(S::FORBIDDEN, "forbidden", sentence(m)),
         DomainError::OriginNotAllowed => Answer::new(
             S::FORBIDDEN,
@@ -193,6 +209,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if a.www_authenticate {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }

@@ -14,7 +14,10 @@ mod views;
 use std::sync::Arc;
 
 use axum::extract::FromRef;
+use parley_domain::admin::AdminService;
+use parley_domain::auth::AuthService;
 use parley_domain::health::HealthService;
+use parley_domain::inbox::InboxService;
 use parley_domain::sandbox::DemoCredentials;
 use parley_domain::widget::WidgetService;
 
@@ -26,6 +29,9 @@ pub use routes::{BODY_LIMIT, router};
 pub struct AppState {
     pub widget: WidgetService,
     pub health: HealthService,
+    pub auth: AuthService,
+    pub inbox: InboxService,
+    pub admin: AdminService,
     pub proxies: TrustedProxies,
     /// Present only under `parley demo`: mounts `/sandbox`.
     pub sandbox: Option<Arc<SandboxInfo>>,

@@ -4,15 +4,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use parley_domain::auth::AuthService;
 use parley_domain::limits::RateLimits;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Periodic housekeeping: forgets idle rate-limit buckets.
+/// Periodic housekeeping: forgets idle rate-limit buckets and expired
+/// login failures, so their memory stays bounded.
 pub fn spawn_maintenance(
     tasks: &TaskTracker,
     shutdown: CancellationToken,
     limits: Arc<RateLimits>,
+    auth: AuthService,
     every: Duration,
 ) {
     tasks.spawn(async move {
@@ -21,7 +24,10 @@ pub fn spawn_maintenance(
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = tick.tick() => limits.shrink(),
+                _ = tick.tick() => {
+                    limits.shrink();
+                    auth.shrink();
+                }
             }
         }
     });

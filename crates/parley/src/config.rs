@@ -66,6 +66,8 @@ const KNOWN: &[&str] = &[
     "PARLEY_RATE_LIMITS",
     "PARLEY_RATE_LIMIT_WIDGET_WRITES",
     "PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES",
+    "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL",
+    "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS",
     "PARLEY_TRUSTED_PROXIES",
     "PARLEY_METRICS_LISTEN",
 ];
@@ -256,10 +258,20 @@ impl Config {
             "PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES",
             defaults.conversation_messages,
         );
+        let login_failures_per_email = r.rate(
+            "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL",
+            defaults.login_failures_per_email,
+        );
+        let login_failures_per_address = r.rate(
+            "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS",
+            defaults.login_failures_per_address,
+        );
         let rate_limits = if limits_on {
             RateLimitSettings {
                 widget_writes,
                 conversation_messages,
+                login_failures_per_email,
+                login_failures_per_address,
             }
         } else {
             RateLimitSettings::off()

@@ -4,7 +4,10 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use parley_domain::admin::AdminService;
+use parley_domain::auth::AuthService;
 use parley_domain::health::HealthService;
+use parley_domain::inbox::InboxService;
 use parley_domain::limits::RateLimits;
 use parley_domain::sandbox::{self, DemoCredentials};
 use parley_domain::tenancy::Tenancy;
@@ -45,6 +48,7 @@ pub struct Application {
     local_addr: SocketAddr,
     public_url: String,
     limits: Arc<RateLimits>,
+    auth: AuthService,
     sweep_interval: std::time::Duration,
     demo: Option<DemoCredentials>,
 }
@@ -87,6 +91,12 @@ impl Application {
                 )
             }
         };
+        let auth = AuthService::new(
+            db.clone(),
+            Arc::clone(&clock),
+            config.mobile_token_ttl,
+            &config.rate_limits,
+        );
         let state = AppState {
             widget: WidgetService::new(
                 db.clone(),
@@ -97,6 +107,9 @@ impl Application {
                 },
             ),
             health: HealthService::new(db.clone(), Arc::clone(&clock)),
+            auth: auth.clone(),
+            inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
+            admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
             sandbox: demo.clone().map(|credentials| {
                 Arc::new(SandboxInfo {
@@ -112,6 +125,7 @@ impl Application {
             local_addr,
             public_url,
             limits,
+            auth,
             sweep_interval: config.sweep_interval,
             demo,
         })
@@ -142,6 +156,7 @@ impl Application {
             &tasks,
             shutdown.clone(),
             Arc::clone(&self.limits),
+            self.auth.clone(),
             self.sweep_interval,
         );
         let service = self

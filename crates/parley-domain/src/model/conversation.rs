@@ -1,4 +1,4 @@
-use super::{ConversationId, InstallationId, OperatorId, SiteId, TenantId, VisitorId};
+use super::{ConversationId, InstallationId, OperatorId, SiteId, TenantId, Visitor, VisitorId};
 use crate::clock::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,9 +46,9 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    /// The status a visitor message leaves the conversation in: a closed
-    /// conversation reopens, to its assignee if it still has one.
-    pub fn status_after_visitor_message(&self) -> ConversationStatus {
+    /// The status a visitor or operator message leaves the conversation in:
+    /// a closed conversation reopens, to its assignee if it still has one.
+    pub fn status_after_message(&self) -> ConversationStatus {
         match (self.status, self.assignee_id) {
             (ConversationStatus::Closed, Some(_)) => ConversationStatus::Assigned,
             (ConversationStatus::Closed, None) => ConversationStatus::Unassigned,
@@ -65,4 +65,44 @@ pub struct NewConversation {
     pub subject: Option<String>,
     pub start_url: Option<String>,
     pub created_at: Timestamp,
+}
+
+/// Which conversations a list wants, by status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusFilter {
+    All,
+    Only(ConversationStatus),
+    /// Unassigned or assigned.
+    Open,
+}
+
+impl StatusFilter {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "open" => Some(Self::Open),
+            other => ConversationStatus::parse(other).map(Self::Only),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SiteRef {
+    pub id: SiteId,
+    pub name: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct OperatorRef {
+    pub id: OperatorId,
+    pub name: String,
+    pub email: String,
+}
+
+/// A conversation with what an operator's inbox shows next to it.
+#[derive(Clone, Debug)]
+pub struct ConversationDetails {
+    pub conversation: Conversation,
+    pub visitor: Visitor,
+    pub site: SiteRef,
+    pub assignee: Option<OperatorRef>,
 }

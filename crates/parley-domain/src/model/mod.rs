@@ -11,10 +11,15 @@ mod site;
 mod tenant;
 mod visitor;
 
-pub use conversation::{Conversation, ConversationStatus, NewConversation};
+pub use conversation::{
+    Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, SiteRef,
+    StatusFilter,
+};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
 pub use message::{Message, NewMessage, Sender, SenderKind};
-pub use operator::{NewOperator, NewOperatorToken, Operator, Role};
+pub use operator::{
+    NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, Role, Session,
+};
 pub use site::{NewSite, Site, WidgetAppearance};
 pub use tenant::{NewTenant, Tenant};
 pub use visitor::{NewVisitor, Visitor, VisitorProfile};
@@ -63,6 +68,37 @@ impl InstallationContext {
         SiteScope {
             tenant: self.tenant.id,
             site: self.site.id,
+        }
+    }
+}
+
+/// Which conversations a query may see: those of one tenant, narrowed to
+/// one site (a widget request) and/or to what one operator may see (an
+/// admin sees the tenant's, an agent those of its sites). Storage puts all
+/// of it into the query itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConversationScope {
+    pub tenant: TenantId,
+    pub site: Option<SiteId>,
+    pub operator: Option<(OperatorId, Role)>,
+}
+
+impl From<SiteScope> for ConversationScope {
+    fn from(s: SiteScope) -> Self {
+        Self {
+            tenant: s.tenant,
+            site: Some(s.site),
+            operator: None,
+        }
+    }
+}
+
+impl From<OperatorScope> for ConversationScope {
+    fn from(s: OperatorScope) -> Self {
+        Self {
+            tenant: s.tenant,
+            site: None,
+            operator: Some((s.operator, s.role)),
         }
     }
 }

@@ -1,4 +1,4 @@
-use super::{OperatorId, SiteId, TenantId};
+use super::{OperatorId, SiteId, Tenant, TenantId};
 use crate::clock::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,4 +57,46 @@ pub struct NewOperatorToken {
     pub device_name: Option<String>,
     pub created_at: Timestamp,
     pub expires_at: Timestamp,
+}
+
+impl Operator {
+    /// Whether this operator may see conversations of `site`.
+    pub fn can_see_site(&self, site: SiteId) -> bool {
+        self.role == Role::Admin || self.site_ids.contains(&site)
+    }
+
+    pub fn scope(&self) -> OperatorScope {
+        OperatorScope {
+            tenant: self.tenant_id,
+            operator: self.id,
+            role: self.role,
+        }
+    }
+}
+
+/// What an operator's bearer token grants: the operator's own view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperatorScope {
+    pub tenant: TenantId,
+    pub operator: OperatorId,
+    pub role: Role,
+}
+
+/// A signed-in operator: the token in use, its owner and tenant.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub token_id: i64,
+    pub operator: Operator,
+    pub tenant: Tenant,
+    pub expires_at: Timestamp,
+}
+
+/// Changes an admin makes to an operator; `None` leaves a field alone.
+#[derive(Clone, Debug, Default)]
+pub struct OperatorChanges {
+    pub name: Option<String>,
+    pub role: Option<Role>,
+    pub active: Option<bool>,
+    pub password_hash: Option<String>,
+    pub site_ids: Option<Vec<SiteId>>,
 }

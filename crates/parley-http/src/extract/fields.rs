@@ -86,6 +86,61 @@ impl<'a> Fields<'a> {
         }
     }
 
+    pub fn optional_bool(&mut self, name: &str) -> Result<Option<bool>, Invalid> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => self.fail(name, "must be true or false"),
+        }
+    }
+
+    /// A positive integer id given as a JSON number.
+    pub fn optional_id(&mut self, name: &str) -> Result<Option<i64>, Invalid> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => match v.as_i64() {
+                Some(n) if n > 0 => Ok(Some(n)),
+                _ => self.fail(name, "must be a positive integer id"),
+            },
+        }
+    }
+
+    pub fn required_id(&mut self, name: &str) -> Result<i64, Invalid> {
+        match self.optional_id(name)? {
+            Some(id) => Ok(id),
+            None => self.fail(name, "is required"),
+        }
+    }
+
+    /// A JSON array whose items each pass `check`; `None` when absent.
+    pub fn optional_list<T>(
+        &mut self,
+        name: &str,
+        mut check: impl FnMut(&Value) -> Result<T, String>,
+    ) -> Result<Option<Vec<T>>, Invalid> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                let mut problems = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    match check(item) {
+                        Ok(v) => out.push(v),
+                        Err(m) => problems.push(format!("item {i}: {m}")),
+                    }
+                }
+                if problems.is_empty() {
+                    return Ok(Some(out));
+                }
+                for p in problems {
+                    self.errors.add(name, p);
+                }
+                Err(Invalid(()))
+            }
+            Some(_) => self.fail(name, "must be an array"),
+        }
+    }
+
     /// Returns the parsed input, or every recorded problem.
     pub fn finish<T>(self, parsed: Result<T, Invalid>) -> Result<T, ApiError> {
         if !self.errors.is_empty() {

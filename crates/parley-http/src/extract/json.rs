@@ -5,7 +5,7 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use serde_json::{Map, Value};
 
 use super::fields::{Fields, FromFields};
@@ -13,8 +13,8 @@ use crate::error::ApiError;
 
 pub struct JsonBody<T>(pub T);
 
-fn is_json(parts_ct: Option<&axum::http::HeaderValue>) -> bool {
-    let Some(ct) = parts_ct.and_then(|v| v.to_str().ok()) else {
+fn is_json(content_type: Option<&HeaderValue>) -> bool {
+    let Some(ct) = content_type.and_then(|v| v.to_str().ok()) else {
         return false;
     };
     let mime = ct
@@ -26,6 +26,29 @@ fn is_json(parts_ct: Option<&axum::http::HeaderValue>) -> bool {
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
+async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge
+        } else {
+            ApiError::MalformedJson("The request body could not be read.".into())
+        }
+    })
+}
+
+fn parse<T: FromFields>(bytes: &[u8]) -> Result<T, ApiError> {
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::MalformedJson(format!("The body is not valid JSON: {e}.")))?;
+    let Value::Object(map) = value else {
+        return Err(ApiError::MalformedJson(
+            "The body must be a JSON object.".into(),
+        ));
+    };
+    let mut fields = Fields::new(&map);
+    let parsed = T::from_fields(&mut fields);
+    fields.finish(parsed)
+}
+
 impl<S: Send + Sync, T: FromFields> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
@@ -33,23 +56,28 @@ impl<S: Send + Sync, T: FromFields> FromRequest<S> for JsonBody<T> {
         if !is_json(req.headers().get(header::CONTENT_TYPE)) {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge
-            } else {
-                ApiError::MalformedJson("The request body could not be read.".into())
-            }
-        })?;
-        let value: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| ApiError::MalformedJson(format!("The body is not valid JSON: {e}.")))?;
-        let Value::Object(map) = value else {
-            return Err(ApiError::MalformedJson(
-                "The body must be a JSON object.".into(),
-            ));
-        };
-        let mut fields = Fields::new(&map);
-        let parsed = T::from_fields(&mut fields);
-        fields.finish(parsed).map(JsonBody)
+        let bytes = read_body(req, state).await?;
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+/// A body that may be left out entirely (empty, with or without a content
+/// type); when present it must be a JSON object like any other.
+pub struct OptionalJsonBody<T>(pub Option<T>);
+
+impl<S: Send + Sync, T: FromFields> FromRequest<S> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let json = is_json(req.headers().get(header::CONTENT_TYPE));
+        let bytes = read_body(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(None));
+        }
+        if !json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        parse(&bytes).map(|t| Self(Some(t)))
     }
 }
 

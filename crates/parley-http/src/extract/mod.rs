@@ -1,9 +1,11 @@
 //! Request extractors: everything that turns raw HTTP into domain input.
 
+mod bearer;
 mod caller;
 mod fields;
 mod json;
 
+pub use bearer::{Authenticated, PathId};
 pub use caller::{ClientCaller, TrustedProxies};
 pub use fields::{Fields, FromFields, Invalid};
-pub use json::{JsonBody, QueryFields};
+pub use json::{JsonBody, OptionalJsonBody, QueryFields};

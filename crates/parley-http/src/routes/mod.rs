@@ -5,7 +5,9 @@
 //! also served at the root. The OpenAPI document is collected from the same
 //! declarations, so a route cannot exist without its documentation.
 
+mod admin;
 mod health;
+mod mobile;
 mod openapi;
 mod sandbox;
 mod widget;
@@ -25,6 +27,8 @@ fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(health::routes())
         .merge(widget::routes())
+        .merge(mobile::routes())
+        .merge(admin::routes())
 }
 
 pub fn router(state: AppState) -> Router {

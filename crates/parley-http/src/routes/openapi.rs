@@ -7,6 +7,7 @@ use axum::Router;
 use axum::http::header;
 use axum::routing::get;
 use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Content, OpenApi as Doc, Ref, RefOr};
 use utoipa::{IntoResponses, OpenApi};
 
@@ -25,6 +26,8 @@ use crate::error::{ErrorBody, ErrorDetail};
     tags(
         (name = "health", description = "Platform health"),
         (name = "widget", description = "Visitor widget API, authorised by the public installation token"),
+        (name = "mobile", description = "Operator mobile API, authorised by a bearer token from `/mobile/login`"),
+        (name = "admin", description = "Tenant administration, for operators with the admin role"),
         (name = "sandbox", description = "Demo credentials (only under `parley demo`)"),
     )
 )]
@@ -65,6 +68,78 @@ const INVALID: (&str, &str) = (
 );
 const UNAVAILABLE: (&str, &str) = ("503", "`unavailable`: the database cannot be reached");
 
+const BODY_ERRORS: [(&str, &str); 3] = [
+    ("400", "`malformed_json`: the body is not a JSON object"),
+    ("413", "`payload_too_large`: the body is over 64 KiB"),
+    (
+        "415",
+        "`unsupported_media_type`: the content type is not application/json",
+    ),
+];
+const UNAUTHENTICATED: (&str, &str) = (
+    "401",
+    "`unauthenticated`: missing, malformed, expired or revoked bearer token",
+);
+
+/// Errors of the login route.
+pub struct LoginErrors;
+
+impl IntoResponses for LoginErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            ("401", "`invalid_credentials`: unknown email or wrong password (the same answer for both)"),
+            INVALID,
+            ("429", "`rate_limited`: too many failed logins for this email or address; see `Retry-After`"),
+            UNAVAILABLE,
+        ]);
+        errors(&list)
+    }
+}
+
+/// Errors of the operator routes.
+pub struct OperatorErrors;
+
+impl IntoResponses for OperatorErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            UNAUTHENTICATED,
+            (
+                "404",
+                "`not_found`: no such conversation, or not visible to this operator",
+            ),
+            (
+                "409",
+                "`conflict`: assign or transfer on a closed conversation",
+            ),
+            (
+                "422",
+                "`validation_failed`, with `fields`; also an impossible assignee",
+            ),
+            UNAVAILABLE,
+        ]);
+        errors(&list)
+    }
+}
+
+/// Errors of the administration routes.
+pub struct AdminErrors;
+
+impl IntoResponses for AdminErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            UNAUTHENTICATED,
+            ("403", "`forbidden`: the operator is not an admin"),
+            ("404", "`not_found`: no such record in this tenant"),
+            INVALID,
+            UNAVAILABLE,
+        ]);
+        errors(&list)
+    }
+}
+
 /// Errors of widget routes that only read.
 pub struct ReadErrors;
 
@@ -99,6 +174,15 @@ impl IntoResponses for WriteErrors {
 /// as OpenAPI requires them to be unique.
 pub fn finish(mut doc: Doc) -> Doc {
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    let bearer = SecurityScheme::Http(
+        HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .description(Some("Token from `POST /api/v1/mobile/login`"))
+            .build(),
+    );
+    doc.components
+        .get_or_insert_with(Default::default)
+        .add_security_scheme("bearer", bearer);
     for (path, item) in doc.paths.paths.iter_mut() {
         let suffix = if path.starts_with("/api/v1/") {
             ""

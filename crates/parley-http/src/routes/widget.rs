@@ -11,8 +11,8 @@ use super::openapi::{ReadErrors, WriteErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ClientCaller, JsonBody, QueryFields};
-use crate::requests::*;
-use crate::views::*;
+use crate::requests::widget::*;
+use crate::views::widget::*;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -61,6 +61,29 @@ impl<'c> Handle<'c> {
         }
     }
 
+    /// Adds site memberships; a site of another tenant is refused.
+    fn add_memberships(
+        &self,
+        tenant: TenantId,
+        operator: OperatorId,
+        sites: &[SiteId],
+    ) -> StoreResult<()> {
+        for site in sites {
+            let added = self.exec(
+                "INSERT INTO operator_sites (tenant_id, operator_id, site_id)
+                 SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM sites WHERE id = ?3 AND tenant_id = ?1)",
+                params![tenant.0, operator.0, site.0],
+            )?;
+            if added == 0 {
+                return Err(StoreError::Internal(format!(
+                    "site {} is not in tenant {}",
+                    site.0, tenant.0
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn site_ids(&self, operator: OperatorId) -> StoreResult<Vec<SiteId>> {
         self.all(
             "SELECT site_id FROM operator_sites WHERE operator_id = ?1 ORDER BY site_id",
@@ -156,21 +179,21 @@ fn operator_at(r: &Row<'_>) -> rusqlite::Result<Operator> {
 }
 
 const VISITOR_COLS: &str = "v.id, v.tenant_id, v.site_id, v.uuid, v.name, v.email, v.phone, v.last_url, v.verified_at, v.created_at, v.updated_at";
-fn visitor_at(r: &Row<'_>) -> rusqlite::Result<Visitor> {
+fn visitor_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Visitor> {
     Ok(Visitor {
-        id: VisitorId(r.get(0)?),
-        tenant_id: TenantId(r.get(1)?),
-        site_id: SiteId(r.get(2)?),
-        uuid: r.get(3)?,
+        id: VisitorId(r.get(o)?),
+        tenant_id: TenantId(r.get(o + 1)?),
+        site_id: SiteId(r.get(o + 2)?),
+        uuid: r.get(o + 3)?,
         profile: VisitorProfile {
-            name: r.get(4)?,
-            email: r.get(5)?,
-            phone: r.get(6)?,
-            last_url: r.get(7)?,
+            name: r.get(o + 4)?,
+            email: r.get(o + 5)?,
+            phone: r.get(o + 6)?,
+            last_url: r.get(o + 7)?,
         },
-        verified_at: opt_ts(r, 8)?,
-        created_at: ts(r, 9)?,
-        updated_at: ts(r, 10)?,
+        verified_at: opt_ts(r, o + 8)?,
+        created_at: ts(r, o + 9)?,
+        updated_at: ts(r, o + 10)?,
     })
 }
 
@@ -193,6 +216,62 @@ fn conversation_at(r: &Row<'_>) -> rusqlite::Result<Conversation> {
         verified_at: opt_ts(r, 12)?,
     })
 }
+
+/// A conversation row followed by its visitor, site and assignee columns.
+fn details_at(r: &Row<'_>) -> rusqlite::Result<ConversationDetails> {
+    let assignee = match r.get::<_, Option<i64>>(26)? {
+        Some(id) => Some(OperatorRef {
+            id: OperatorId(id),
+            name: r.get(27)?,
+            email: r.get(28)?,
+        }),
+        None => None,
+    };
+    Ok(ConversationDetails {
+        conversation: conversation_at(r)?,
+        visitor: visitor_at(r, 13)?,
+        site: SiteRef {
+            id: SiteId(r.get(24)?),
+            name: r.get(25)?,
+        },
+        assignee,
+    })
+}
+
+/// The conversation columns, visitor columns, site and assignee of
+/// `details_at`, joined within the conversation's tenant.
+const DETAILS_FROM: &str = "FROM conversations c
+     JOIN visitors v ON v.id = c.visitor_id AND v.tenant_id = c.tenant_id
+     JOIN sites s ON s.id = c.site_id AND s.tenant_id = c.tenant_id
+     LEFT JOIN operators a ON a.id = c.assignee_id AND a.tenant_id = c.tenant_id";
+
+/// The visibility rule of `ConversationScope`, bound as ?1 to ?4: tenant,
+/// site (or NULL), operator (or NULL), and whether that operator is an
+/// admin. An agent sees only the sites it is a member of, read from the
+/// membership table at query time.
+const CONVERSATION_SCOPE: &str = "c.tenant_id = ?1 AND (?2 IS NULL OR c.site_id = ?2)
+     AND (?3 IS NULL OR ?4 OR c.site_id IN (SELECT os.site_id FROM operator_sites os WHERE os.operator_id = ?3 AND os.tenant_id = ?1))";
+
+fn scope_params(s: ConversationScope) -> (i64, Option<i64>, Option<i64>, bool) {
+    (
+        s.tenant.0,
+        s.site.map(|x| x.0),
+        s.operator.map(|(o, _)| o.0),
+        matches!(s.operator, Some((_, Role::Admin))),
+    )
+}
+
+fn filter_param(f: StatusFilter) -> &'static str {
+    match f {
+        StatusFilter::All => "all",
+        StatusFilter::Open => "open",
+        StatusFilter::Only(s) => s.as_str(),
+    }
+}
+
+/// Binds ?5 (`'all'`, `'open'` or a status).
+const STATUS_FILTER: &str =
+    "(?5 = 'all' OR (?5 = 'open' AND c.status <> 'closed') OR c.status = ?5)";
 
 const MESSAGE_COLS: &str = "m.id, m.tenant_id, m.conversation_id, m.sender_type, m.sender_id, m.sender_name, m.body, m.internal, m.created_at";
 fn message_at(r: &Row<'_>) -> rusqlite::Result<Message> {
@@ -273,74 +352,218 @@ impl ReadTx for Handle<'_> {
         let sql = format!(
             "SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3"
         );
-        self.one(
-            &sql,
-            params![scope.tenant.0, scope.site.0, uuid],
-            visitor_at,
-        )
+        self.one(&sql, params![scope.tenant.0, scope.site.0, uuid], |r| {
+            visitor_at(r, 0)
+        })
     }
 
     fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>> {
         let sql = format!(
             "SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3"
         );
-        self.one(
-            &sql,
-            params![scope.tenant.0, scope.site.0, id.0],
-            visitor_at,
-        )
+        self.one(&sql, params![scope.tenant.0, scope.site.0, id.0], |r| {
+            visitor_at(r, 0)
+        })
     }
 
     fn conversation_by_public_id(
         &mut self,
-        scope: SiteScope,
+        scope: ConversationScope,
         public_id: &str,
     ) -> StoreResult<Option<Conversation>> {
+        let (t, site, op, admin) = scope_params(scope);
         let sql = format!(
-            "SELECT {CONVERSATION_COLS} FROM conversations c WHERE c.tenant_id = ?1 AND c.site_id = ?2 AND c.public_id = ?3"
+            "SELECT {CONVERSATION_COLS} FROM conversations c WHERE {CONVERSATION_SCOPE} AND c.public_id = ?5"
         );
         self.one(
             &sql,
-            params![scope.tenant.0, scope.site.0, public_id],
+            params![t, site, op, admin, public_id],
             conversation_at,
         )
     }
 
+    fn conversation(
+        &mut self,
+        scope: ConversationScope,
+        id: ConversationId,
+    ) -> StoreResult<Option<Conversation>> {
+        let (t, site, op, admin) = scope_params(scope);
+        let sql = format!(
+            "SELECT {CONVERSATION_COLS} FROM conversations c WHERE {CONVERSATION_SCOPE} AND c.id = ?5"
+        );
+        self.one(&sql, params![t, site, op, admin, id.0], conversation_at)
+    }
+
+    fn conversation_details(
+        &mut self,
+        scope: ConversationScope,
+        id: ConversationId,
+    ) -> StoreResult<Option<ConversationDetails>> {
+        let (t, site, op, admin) = scope_params(scope);
+        let sql = format!(
+            "SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, s.id, s.name, a.id, a.name, a.email {DETAILS_FROM}
+             WHERE {CONVERSATION_SCOPE} AND c.id = ?5"
+        );
+        self.one(&sql, params![t, site, op, admin, id.0], details_at)
+    }
+
+    fn conversations(
+        &mut self,
+        scope: ConversationScope,
+        filter: StatusFilter,
+        offset: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<ConversationDetails>> {
+        let (t, site, op, admin) = scope_params(scope);
+        let sql = format!(
+            "SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, s.id, s.name, a.id, a.name, a.email {DETAILS_FROM}
+             WHERE {CONVERSATION_SCOPE} AND {STATUS_FILTER}
+             ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?6 OFFSET ?7"
+        );
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        self.all(
+            &sql,
+            params![
+                t,
+                site,
+                op,
+                admin,
+                filter_param(filter),
+                i64::from(limit),
+                offset
+            ],
+            details_at,
+        )
+    }
+
+    fn count_conversations(
+        &mut self,
+        scope: ConversationScope,
+        filter: StatusFilter,
+    ) -> StoreResult<u64> {
+        let (t, site, op, admin) = scope_params(scope);
+        let sql = format!(
+            "SELECT COUNT(*) FROM conversations c WHERE {CONVERSATION_SCOPE} AND {STATUS_FILTER}"
+        );
+        let n: Option<i64> = self.one(
+            &sql,
+            params![t, site, op, admin, filter_param(filter)],
+            |r| r.get(0),
+        )?;
+        Ok(n.unwrap_or(0).max(0) as u64)
+    }
+
     fn messages(
         &mut self,
-        scope: SiteScope,
+        scope: ConversationScope,
         conversation: ConversationId,
         page: MessagePage,
     ) -> StoreResult<Vec<Message>> {
-        // The join on conversations keeps the site in the query, not only
-        // the conversation id the caller happened to hold.
-        let from = "FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
-             WHERE m.tenant_id = ?1 AND c.site_id = ?2 AND m.conversation_id = ?3 AND (?4 OR m.internal = 0)";
-        let internal = page.include_internal;
-        let limit = i64::from(page.limit);
-        let base = [scope.tenant.0, scope.site.0, conversation.0];
+        // The join keeps the caller's whole scope in the query, not only the
+        // conversation id it happened to hold.
+        let from = format!(
+            "FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
+             WHERE {CONVERSATION_SCOPE} AND m.conversation_id = ?5 AND (?6 OR m.internal = 0)"
+        );
+        let (t, site, op, admin) = scope_params(scope);
+        let (internal, limit) = (page.include_internal, i64::from(page.limit));
         match page.after_id {
             Some(after) => {
                 let sql = format!(
-                    "SELECT {MESSAGE_COLS} {from} AND m.id > ?5 ORDER BY m.id ASC LIMIT ?6"
+                    "SELECT {MESSAGE_COLS} {from} AND m.id > ?7 ORDER BY m.id ASC LIMIT ?8"
                 );
                 self.all(
                     &sql,
-                    params![base[0], base[1], base[2], internal, after.0, limit],
+                    params![t, site, op, admin, conversation.0, internal, after.0, limit],
                     message_at,
                 )
             }
             None => {
-                let sql = format!("SELECT {MESSAGE_COLS} {from} ORDER BY m.id DESC LIMIT ?5");
+                let sql = format!("SELECT {MESSAGE_COLS} {from} ORDER BY m.id DESC LIMIT ?7");
                 let mut latest = self.all(
                     &sql,
-                    params![base[0], base[1], base[2], internal, limit],
+                    params![t, site, op, admin, conversation.0, internal, limit],
                     message_at,
                 )?;
                 latest.reverse();
                 Ok(latest)
             }
         }
+    }
+
+    fn session(&mut self, token_hash: &[u8]) -> StoreResult<Option<Session>> {
+        let sql = format!(
+            "SELECT {OPERATOR_COLS}, {TENANT_COLS}, tok.id, tok.expires_at
+             FROM operator_tokens tok
+             JOIN operators o ON o.id = tok.operator_id AND o.tenant_id = tok.tenant_id
+             JOIN tenants t ON t.id = tok.tenant_id
+             WHERE tok.token_hash = ?1 AND tok.revoked_at IS NULL"
+        );
+        let found = self.one(&sql, [token_hash], |r| {
+            Ok(Session {
+                operator: operator_at(r)?,
+                tenant: tenant_at(r, 7)?,
+                token_id: r.get(11)?,
+                expires_at: ts(r, 12)?,
+            })
+        })?;
+        let Some(mut session) = found else {
+            return Ok(None);
+        };
+        session.operator.site_ids = self.site_ids(session.operator.id)?;
+        Ok(Some(session))
+    }
+
+    fn login_operator(&mut self, email: &str) -> StoreResult<Option<(Operator, String)>> {
+        let sql =
+            format!("SELECT {OPERATOR_COLS}, o.password_hash FROM operators o WHERE o.email = ?1");
+        let Some((mut op, hash)) = self.one(&sql, [email], |r| {
+            Ok((operator_at(r)?, r.get::<_, String>(7)?))
+        })?
+        else {
+            return Ok(None);
+        };
+        op.site_ids = self.site_ids(op.id)?;
+        Ok(Some((op, hash)))
+    }
+
+    fn site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>> {
+        self.one(
+            &format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = ?1 AND s.id = ?2"),
+            [tenant.0, id.0],
+            |r| site_at(r, 0),
+        )
+    }
+
+    fn installation(
+        &mut self,
+        tenant: TenantId,
+        id: InstallationId,
+    ) -> StoreResult<Option<Installation>> {
+        let sql = format!(
+            "SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.id = ?2"
+        );
+        self.one(&sql, [tenant.0, id.0], |r| installation_at(r, 0))
+    }
+
+    fn operators(&mut self, tenant: TenantId) -> StoreResult<Vec<Operator>> {
+        let sql =
+            format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 ORDER BY o.id");
+        let mut list = self.all(&sql, [tenant.0], operator_at)?;
+        for op in &mut list {
+            op.site_ids = self.site_ids(op.id)?;
+        }
+        Ok(list)
+    }
+
+    fn operator(&mut self, tenant: TenantId, id: OperatorId) -> StoreResult<Option<Operator>> {
+        let sql =
+            format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 AND o.id = ?2");
+        let Some(mut op) = self.one(&sql, [tenant.0, id.0], operator_at)? else {
+            return Ok(None);
+        };
+        op.site_ids = self.site_ids(op.id)?;
+        Ok(Some(op))
     }
 
     fn outbox_stats(&mut self) -> StoreResult<OutboxStats> {
@@ -438,19 +661,7 @@ impl WriteTx for Handle<'_> {
             "INSERT INTO operators (tenant_id, email, name, password_hash, role, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![tenant.0, o.email, o.name, o.password_hash, o.role.as_str(), o.created_at.as_millis()],
         )?;
-        for site in &o.site_ids {
-            let added = self.exec(
-                "INSERT INTO operator_sites (tenant_id, operator_id, site_id)
-                 SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM sites WHERE id = ?3 AND tenant_id = ?1)",
-                params![tenant.0, id, site.0],
-            )?;
-            if added == 0 {
-                return Err(StoreError::Internal(format!(
-                    "site {} is not in tenant {}",
-                    site.0, tenant.0
-                )));
-            }
-        }
+        self.add_memberships(tenant, OperatorId(id), &o.site_ids)?;
         Ok(Operator {
             id: OperatorId(id),
             tenant_id: tenant,
@@ -547,13 +758,23 @@ impl WriteTx for Handle<'_> {
         })
     }
 
-    fn update_conversation(&mut self, scope: SiteScope, c: &Conversation) -> StoreResult<()> {
-        self.exec(
-            "UPDATE conversations SET status = ?4, assignee_id = ?5, last_message_at = ?6, closed_at = ?7, verified_at = ?8
-             WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
+    fn update_conversation(
+        &mut self,
+        scope: ConversationScope,
+        c: &Conversation,
+    ) -> StoreResult<()> {
+        let (t, site, op, admin) = scope_params(scope);
+        let sql = format!(
+            "UPDATE conversations AS c SET status = ?6, assignee_id = ?7, last_message_at = ?8, closed_at = ?9, verified_at = ?10
+             WHERE {CONVERSATION_SCOPE} AND c.id = ?5"
+        );
+        let changed = self.exec(
+            &sql,
             params![
-                scope.tenant.0,
-                scope.site.0,
+                t,
+                site,
+                op,
+                admin,
                 c.id.0,
                 c.status.as_str(),
                 c.assignee_id.map(|o| o.0),
@@ -562,16 +783,28 @@ impl WriteTx for Handle<'_> {
                 c.verified_at.map(Timestamp::as_millis),
             ],
         )?;
+        if changed != 1 {
+            return Err(StoreError::Internal(
+                "update refused: conversation not in scope".into(),
+            ));
+        }
         Ok(())
     }
 
-    fn insert_message(&mut self, scope: SiteScope, m: &NewMessage) -> StoreResult<Message> {
-        let id = self.insert(
+    fn insert_message(&mut self, scope: ConversationScope, m: &NewMessage) -> StoreResult<Message> {
+        let (t, site, op, admin) = scope_params(scope);
+        let sql = format!(
             "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at)
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
-             WHERE EXISTS (SELECT 1 FROM conversations WHERE id = ?2 AND tenant_id = ?1 AND site_id = ?9)",
+             SELECT ?1, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+             WHERE EXISTS (SELECT 1 FROM conversations c WHERE {CONVERSATION_SCOPE} AND c.id = ?5)"
+        );
+        let id = self.insert(
+            &sql,
             params![
-                scope.tenant.0,
+                t,
+                site,
+                op,
+                admin,
                 m.conversation_id.0,
                 m.sender.kind.as_str(),
                 m.sender.operator_id.map(|o| o.0),
@@ -579,7 +812,6 @@ impl WriteTx for Handle<'_> {
                 m.body,
                 m.internal,
                 m.created_at.as_millis(),
-                scope.site.0,
             ],
         )?;
         Ok(Message {
@@ -591,6 +823,62 @@ impl WriteTx for Handle<'_> {
             internal: m.internal,
             created_at: m.created_at,
         })
+    }
+
+    fn set_installation_enabled(
+        &mut self,
+        tenant: TenantId,
+        id: InstallationId,
+        enabled: bool,
+    ) -> StoreResult<()> {
+        self.exec(
+            "UPDATE installations SET enabled = ?3 WHERE tenant_id = ?1 AND id = ?2",
+            params![tenant.0, id.0, enabled],
+        )?;
+        Ok(())
+    }
+
+    fn update_operator(
+        &mut self,
+        tenant: TenantId,
+        id: OperatorId,
+        ch: &OperatorChanges,
+    ) -> StoreResult<()> {
+        self.exec(
+            "UPDATE operators SET name = COALESCE(?3, name), role = COALESCE(?4, role), active = COALESCE(?5, active),
+                 password_hash = COALESCE(?6, password_hash)
+             WHERE tenant_id = ?1 AND id = ?2",
+            params![tenant.0, id.0, ch.name, ch.role.map(Role::as_str), ch.active, ch.password_hash],
+        )?;
+        if let Some(sites) = &ch.site_ids {
+            self.exec(
+                "DELETE FROM operator_sites WHERE tenant_id = ?1 AND operator_id = ?2",
+                [tenant.0, id.0],
+            )?;
+            self.add_memberships(tenant, id, sites)?;
+        }
+        Ok(())
+    }
+
+    fn revoke_token(&mut self, tenant: TenantId, token_id: i64, at: Timestamp) -> StoreResult<()> {
+        self.exec(
+            "UPDATE operator_tokens SET revoked_at = ?3 WHERE tenant_id = ?1 AND id = ?2 AND revoked_at IS NULL",
+            params![tenant.0, token_id, at.as_millis()],
+        )?;
+        Ok(())
+    }
+
+    fn revoke_operator_tokens(
+        &mut self,
+        tenant: TenantId,
+        operator: OperatorId,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        self.exec(
+            "UPDATE operator_tokens SET revoked_at = ?3 WHERE tenant_id = ?1 AND operator_id = ?2 AND revoked_at IS NULL",
+            params![tenant.0, operator.0, at.as_millis()],
+        )?;
+        Ok(())
     }
 
     fn insert_event(&mut self, tenant: TenantId, e: &OutboxEvent) -> StoreResult<()> {

@@ -12,7 +12,7 @@ async fn health_report_has_the_contract_shape_at_every_path() {
         assert_eq!(body["app"]["name"], "parley");
         assert!(body["app"]["version"].as_str().is_some());
         assert_eq!(
-            body["checked_at"], "2026-01-01T00:00:00Z",
+            body["checked_at"], "2026-01-01T00:00:00.000Z",
             "checked_at comes from the injected clock"
         );
         assert_eq!(body["checks"]["database"]["status"], "ok");

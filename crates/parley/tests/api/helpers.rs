@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parley::{Application, Config, Mode};
-use parley_domain::model::{SiteScope, WidgetAppearance};
+use parley_domain::model::{Role, SiteId, SiteScope, WidgetAppearance};
 use parley_domain::tenancy::{NewSiteInput, NewTenantInput, Tenancy};
 use parley_domain::{Database, ManualClock, Timestamp};
 use reqwest::{Method, StatusCode};
@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+/// The password every test operator gets.
+pub const PASSWORD: &str = "a long test password";
 
 /// Both prefixes the contract publishes; every route test runs under each.
 pub const PREFIXES: [&str; 2] = ["/api", "/api/v1"];
@@ -113,7 +116,7 @@ impl TestApp {
                 slug: slug.into(),
                 name: format!("{slug} Inc."),
                 admin_email: format!("admin@{slug}.example.com"),
-                admin_password: "a long admin password".into(),
+                admin_password: PASSWORD.into(),
             })
             .await
             .expect("tenant");
@@ -230,6 +233,48 @@ impl TestApp {
             json!({"token": token, "body": text}),
         )
         .await
+    }
+
+    /// Creates an operator directly in the domain; returns its id.
+    pub async fn operator(&self, f: &Fixture, email: &str, role: Role, sites: &[SiteId]) -> i64 {
+        let op = self
+            .tenancy
+            .create_operator(
+                f.scope.tenant,
+                email.into(),
+                email.split('@').next().unwrap_or("op").into(),
+                PASSWORD.into(),
+                role,
+                sites.to_vec(),
+            )
+            .await
+            .expect("operator");
+        op.id.0
+    }
+
+    /// Logs in with the shared test password and returns the bearer token.
+    pub async fn login(&self, email: &str) -> String {
+        let (status, body) = self
+            .post(
+                "/api/v1/mobile/login",
+                json!({"email": email, "password": PASSWORD}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "login {email}: {body}");
+        body["token"].as_str().expect("token").to_owned()
+    }
+
+    /// A request with a bearer token.
+    pub async fn authed(
+        &self,
+        method: Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let auth = format!("Bearer {token}");
+        self.send(method, path, body, &[("authorization", auth.as_str())])
+            .await
     }
 
     /// Webhook events recorded and not yet dispatched, as the health report tells.

@@ -4,10 +4,14 @@
 
 mod helpers;
 
+mod admin;
 mod cli;
 mod concurrency;
 mod errors;
 mod health;
+mod isolation;
+mod mobile_auth;
+mod mobile_inbox;
 mod openapi;
 mod sandbox;
 mod storage;

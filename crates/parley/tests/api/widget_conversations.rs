@@ -28,7 +28,7 @@ async fn opening_a_conversation_returns_it_with_the_first_message() {
         );
         assert_eq!(c["status"], "unassigned");
         assert_eq!(c["subject"], "Order 42");
-        assert_eq!(c["created_at"], "2026-01-01T00:00:00Z");
+        assert_eq!(c["created_at"], "2026-01-01T00:00:00.000Z");
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 1);
         assert_eq!(messages[0]["body"], "Where is my order?");

@@ -21,9 +21,9 @@ async fn ping_records_the_heartbeat_and_makes_the_installation_healthy() {
         assert_eq!(body["installation"]["status"], "healthy");
         assert_eq!(body["site"]["name"], "acme site");
         let expected_seen = if n == 0 {
-            "2026-01-01T00:01:00Z"
+            "2026-01-01T00:01:00.000Z"
         } else {
-            "2026-01-01T00:02:00Z"
+            "2026-01-01T00:02:00.000Z"
         };
         assert_eq!(body["installation"]["last_seen_at"], expected_seen);
 

@@ -1,10 +1,4 @@
-//! Request bodies and queries.
-//!
-//! Each request has a schema type (what the OpenAPI document shows) and a
-//! [`FromFields`] reading into the domain's checked input. The schema types
-//! are never built at run time: the readers below are the source of truth,
-//! and the integration tests check that each documented required field is
-//! enforced.
+//! The widget's requests.
 #![allow(dead_code)]
 
 use parley_domain::model::MessageId;
@@ -175,10 +169,7 @@ pub struct MessagesParams {
 impl FromFields for MessagesParams {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let token = f.required("token", validate::token);
-        let after_id = f.optional("after_id", |s| match s.parse::<i64>() {
-            Ok(n) if n >= 0 => Ok(MessageId(n)),
-            _ => Err("must be a non-negative integer".into()),
-        });
+        let after_id = f.optional("after_id", after_id);
         Ok(Self {
             token: token?,
             after_id: after_id?,
@@ -202,5 +193,13 @@ impl FromFields for HealthParams {
         Ok(Self {
             current_url: f.optional("current_url", validate::page_url)?,
         })
+    }
+}
+
+/// An `after_id` query value: a non-negative integer.
+pub fn after_id(s: &str) -> Result<MessageId, String> {
+    match s.parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(MessageId(n)),
+        _ => Err("must be a non-negative integer".into()),
     }
 }

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 /// An ISO 8601 date-time in UTC.
 pub type DateTime = String;
 
-fn at(t: Timestamp) -> DateTime {
+pub fn at(t: Timestamp) -> DateTime {
     t.to_rfc3339()
 }
 

@@ -1,0 +1,246 @@
+//! Tenant administration: sites, installations and operators, for
+//! operators with the admin role only.
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::error::{DomainError, FieldErrors};
+use crate::events;
+use crate::model::*;
+use crate::password;
+use crate::store::{Database, StoreError};
+use crate::tenancy::{NewSiteInput, Tenancy};
+use crate::widget::embed_snippet;
+
+pub struct NewInstallationInput {
+    pub name: Option<String>,
+    pub installation_type: Option<String>,
+}
+
+pub struct NewOperatorInput {
+    pub email: String,
+    pub name: String,
+    pub password: String,
+    pub role: Role,
+    pub site_ids: Vec<SiteId>,
+}
+
+#[derive(Default)]
+pub struct OperatorPatch {
+    pub name: Option<String>,
+    pub password: Option<String>,
+    pub role: Option<Role>,
+    pub active: Option<bool>,
+    pub site_ids: Option<Vec<SiteId>>,
+}
+
+#[derive(Clone)]
+pub struct AdminService {
+    db: Database,
+    clock: Arc<dyn Clock>,
+    tenancy: Tenancy,
+    public_url: String,
+}
+
+fn require_admin(session: &Session) -> Result<TenantId, DomainError> {
+    match session.operator.role {
+        Role::Admin => Ok(session.tenant.id),
+        Role::Agent => Err(DomainError::Forbidden(
+            "this needs an operator with the admin role",
+        )),
+    }
+}
+
+/// Refuses site ids that are not the tenant's, naming the field.
+fn check_sites(sites: &[Site], ids: &[SiteId]) -> Result<(), DomainError> {
+    match ids.iter().find(|id| !sites.iter().any(|s| s.id == **id)) {
+        Some(id) => Err(DomainError::invalid(
+            "site_ids",
+            format!("site {} does not exist", id.0),
+        )),
+        None => Ok(()),
+    }
+}
+
+impl AdminService {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, public_url: String) -> Self {
+        let tenancy = Tenancy::new(db.clone(), Arc::clone(&clock));
+        Self {
+            db,
+            clock,
+            tenancy,
+            public_url,
+        }
+    }
+
+    pub fn embed_snippet(&self, installation: &Installation) -> String {
+        embed_snippet(&self.public_url, &installation.token)
+    }
+
+    pub async fn sites(&self, session: &Session) -> Result<Vec<Site>, DomainError> {
+        let tenant = require_admin(session)?;
+        self.db.read(move |r| Ok(r.sites(tenant)?)).await
+    }
+
+    pub async fn create_site(
+        &self,
+        session: &Session,
+        input: NewSiteInput,
+    ) -> Result<Site, DomainError> {
+        let tenant = require_admin(session)?;
+        self.tenancy.create_site(tenant, input).await
+    }
+
+    pub async fn installations(
+        &self,
+        session: &Session,
+        site: SiteId,
+    ) -> Result<Vec<Installation>, DomainError> {
+        let tenant = require_admin(session)?;
+        self.db
+            .read(move |r| {
+                r.site(tenant, site)?.ok_or(DomainError::NotFound)?;
+                Ok(r.installations(SiteScope { tenant, site })?)
+            })
+            .await
+    }
+
+    pub async fn create_installation(
+        &self,
+        session: &Session,
+        site: SiteId,
+        input: NewInstallationInput,
+    ) -> Result<Installation, DomainError> {
+        let tenant = require_admin(session)?;
+        self.db
+            .read(move |r| r.site(tenant, site)?.ok_or(DomainError::NotFound))
+            .await?;
+        let name = input.name.unwrap_or_else(|| "Website".to_owned());
+        let installation_type = input.installation_type.unwrap_or_else(|| "web".to_owned());
+        self.tenancy
+            .create_installation(SiteScope { tenant, site }, name, installation_type)
+            .await
+    }
+
+    /// Enables or disables an installation; a change of its status emits
+    /// `installation.health.changed`.
+    pub async fn set_installation_enabled(
+        &self,
+        session: &Session,
+        id: InstallationId,
+        enabled: bool,
+    ) -> Result<Installation, DomainError> {
+        let tenant = require_admin(session)?;
+        let tenant_record = session.tenant.clone();
+        let now = self.clock.now();
+        self.db
+            .write(move |tx| {
+                let mut installation = tx.installation(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let previous = installation.status();
+                if installation.enabled != enabled {
+                    tx.set_installation_enabled(tenant, id, enabled)?;
+                    installation.enabled = enabled;
+                    let site = tx
+                        .site(tenant, installation.site_id)?
+                        .ok_or(DomainError::NotFound)?;
+                    let event = events::installation_health_changed(
+                        &tenant_record,
+                        &site,
+                        &installation,
+                        previous,
+                        now,
+                    );
+                    tx.insert_event(tenant, &event)?;
+                }
+                Ok(installation)
+            })
+            .await
+    }
+
+    pub async fn operators(&self, session: &Session) -> Result<Vec<Operator>, DomainError> {
+        let tenant = require_admin(session)?;
+        self.db.read(move |r| Ok(r.operators(tenant)?)).await
+    }
+
+    pub async fn create_operator(
+        &self,
+        session: &Session,
+        input: NewOperatorInput,
+    ) -> Result<Operator, DomainError> {
+        let tenant = require_admin(session)?;
+        let ids = input.site_ids.clone();
+        self.db
+            .read(move |r| check_sites(&r.sites(tenant)?, &ids))
+            .await?;
+        self.tenancy
+            .create_operator(
+                tenant,
+                input.email,
+                input.name,
+                input.password,
+                input.role,
+                input.site_ids,
+            )
+            .await
+            .map_err(|e| match e {
+                DomainError::Store(StoreError::Duplicate(_)) => {
+                    DomainError::invalid("email", "is already in use")
+                }
+                e => e,
+            })
+    }
+
+    /// Changes an operator. Disabling it or changing its password revokes
+    /// all its tokens in the same transaction. An admin cannot disable or
+    /// demote itself, so a tenant always keeps the admin making changes.
+    pub async fn update_operator(
+        &self,
+        session: &Session,
+        id: OperatorId,
+        patch: OperatorPatch,
+    ) -> Result<Operator, DomainError> {
+        let tenant = require_admin(session)?;
+        if id == session.operator.id {
+            let mut errors = FieldErrors::new();
+            if patch.active == Some(false) {
+                errors.add("active", "you cannot disable your own account");
+            }
+            if patch.role == Some(Role::Agent) {
+                errors.add("role", "you cannot remove your own admin role");
+            }
+            if !errors.is_empty() {
+                return Err(DomainError::Validation(errors));
+            }
+        }
+        let password_hash = match patch.password {
+            Some(p) => Some(
+                tokio::task::spawn_blocking(move || password::hash_password(&p))
+                    .await
+                    .map_err(|_| DomainError::Unavailable("password hashing failed"))??,
+            ),
+            None => None,
+        };
+        let now = self.clock.now();
+        self.db
+            .write(move |tx| {
+                tx.operator(tenant, id)?.ok_or(DomainError::NotFound)?;
+                if let Some(ids) = &patch.site_ids {
+                    check_sites(&tx.sites(tenant)?, ids)?;
+                }
+                let revoke = patch.active == Some(false) || password_hash.is_some();
+                let changes = OperatorChanges {
+                    name: patch.name,
+                    role: patch.role,
+                    active: patch.active,
+                    password_hash,
+                    site_ids: patch.site_ids,
+                };
+                tx.update_operator(tenant, id, &changes)?;
+                if revoke {
+                    tx.revoke_operator_tokens(tenant, id, now)?;
+                }
+                tx.operator(tenant, id)?.ok_or(DomainError::NotFound)
+            })
+            .await
+    }
+}

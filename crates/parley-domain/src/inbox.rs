@@ -1,0 +1,352 @@
+//! The operator side of conversations: the inbox, replies, and the state
+//! machine of assign, transfer and close.
+//!
+//! Every query runs in the operator's own scope (an admin sees the tenant's
+//! conversations, an agent those of its sites), so a conversation out of
+//! sight is simply not found.
+//!
+//! States: `unassigned` -> `assigned` (assign or transfer) -> `closed`
+//! (close); a visitor or operator message reopens a closed conversation to
+//! `assigned` if it still has an assignee, else `unassigned`. Assign and
+//! transfer on a closed conversation are conflicts; closing a closed one
+//! changes nothing.
+
+use std::sync::Arc;
+
+use crate::clock::{Clock, Timestamp};
+use crate::error::DomainError;
+use crate::events::{self, ClosedBy};
+use crate::model::*;
+use crate::store::{Database, MessagePage, WriteTx};
+use crate::widget::MESSAGE_PAGE_LIMIT;
+
+/// A page of a list, both numbers already checked (page from 1, per_page
+/// 1 to 100).
+#[derive(Clone, Copy, Debug)]
+pub struct PageRequest {
+    pub page: u32,
+    pub per_page: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageMeta {
+    pub current_page: u32,
+    pub per_page: u32,
+    pub total: u64,
+    pub last_page: u64,
+}
+
+impl PageMeta {
+    pub fn new(page: PageRequest, total: u64) -> Self {
+        let last_page = total.div_ceil(u64::from(page.per_page)).max(1);
+        Self {
+            current_page: page.page,
+            per_page: page.per_page,
+            total,
+            last_page,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct InboxService {
+    db: Database,
+    clock: Arc<dyn Clock>,
+}
+
+impl InboxService {
+    pub fn new(db: Database, clock: Arc<dyn Clock>) -> Self {
+        Self { db, clock }
+    }
+
+    pub async fn list(
+        &self,
+        session: &Session,
+        filter: StatusFilter,
+        page: PageRequest,
+    ) -> Result<(Vec<ConversationDetails>, PageMeta), DomainError> {
+        let scope: ConversationScope = session.operator.scope().into();
+        self.db
+            .read(move |r| {
+                let total = r.count_conversations(scope, filter)?;
+                let offset = u64::from(page.page - 1) * u64::from(page.per_page);
+                let list = r.conversations(scope, filter, offset, page.per_page)?;
+                Ok((list, PageMeta::new(page, total)))
+            })
+            .await
+    }
+
+    pub async fn get(
+        &self,
+        session: &Session,
+        id: ConversationId,
+    ) -> Result<ConversationDetails, DomainError> {
+        let scope: ConversationScope = session.operator.scope().into();
+        self.db
+            .read(move |r| {
+                r.conversation_details(scope, id)?
+                    .ok_or(DomainError::NotFound)
+            })
+            .await
+    }
+
+    /// Messages for the operator, operator-only notes included.
+    pub async fn messages(
+        &self,
+        session: &Session,
+        id: ConversationId,
+        after_id: Option<MessageId>,
+    ) -> Result<Vec<Message>, DomainError> {
+        let scope: ConversationScope = session.operator.scope().into();
+        self.db
+            .read(move |r| {
+                let conversation = r.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                let page = MessagePage {
+                    after_id,
+                    limit: MESSAGE_PAGE_LIMIT,
+                    include_internal: true,
+                };
+                Ok(r.messages(scope, conversation.id, page)?)
+            })
+            .await
+    }
+
+    /// An operator reply. A closed conversation reopens, as for a visitor.
+    pub async fn reply(
+        &self,
+        session: &Session,
+        id: ConversationId,
+        body: String,
+    ) -> Result<(Message, ConversationDetails), DomainError> {
+        let (actor, tenant, now) = (
+            session.operator.clone(),
+            session.tenant.clone(),
+            self.clock.now(),
+        );
+        self.db
+            .write(move |tx| {
+                let scope: ConversationScope = actor.scope().into();
+                let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                let message =
+                    tx.insert_message(scope, &operator_message(&c, &actor, body, false, now))?;
+                let status = c.status_after_message();
+                if status != c.status {
+                    c.closed_at = None;
+                }
+                c.status = status;
+                c.last_message_at = now;
+                tx.update_conversation(scope, &c)?;
+                tx.insert_event(tenant.id, &events::message_created(&tenant, &c, &message))?;
+                Ok((message, details(tx, scope, id)?))
+            })
+            .await
+    }
+
+    /// Assigns to `target`, or to the caller when `target` is `None`.
+    pub async fn assign(
+        &self,
+        session: &Session,
+        id: ConversationId,
+        target: Option<OperatorId>,
+    ) -> Result<ConversationDetails, DomainError> {
+        let (actor, now) = (session.operator.clone(), self.clock.now());
+        self.db
+            .write(move |tx| {
+                let scope: ConversationScope = actor.scope().into();
+                let mut c = open_conversation(tx, scope, id)?;
+                let target = assignable(tx, &actor, &c, target.unwrap_or(actor.id))?;
+                let text = if target.id == actor.id {
+                    format!("{} joined the conversation", actor.name)
+                } else {
+                    format!(
+                        "{} assigned the conversation to {}",
+                        actor.name, target.name
+                    )
+                };
+                c.status = ConversationStatus::Assigned;
+                c.assignee_id = Some(target.id);
+                tx.update_conversation(scope, &c)?;
+                tx.insert_message(scope, &system_message(&c, text, now))?;
+                details(tx, scope, id)
+            })
+            .await
+    }
+
+    /// Hands the conversation to `target`, with an optional note that only
+    /// operators see.
+    pub async fn transfer(
+        &self,
+        session: &Session,
+        id: ConversationId,
+        target: OperatorId,
+        note: Option<String>,
+    ) -> Result<ConversationDetails, DomainError> {
+        let (actor, now) = (session.operator.clone(), self.clock.now());
+        self.db
+            .write(move |tx| {
+                let scope: ConversationScope = actor.scope().into();
+                let mut c = open_conversation(tx, scope, id)?;
+                let target = assignable(tx, &actor, &c, target)?;
+                c.status = ConversationStatus::Assigned;
+                c.assignee_id = Some(target.id);
+                tx.update_conversation(scope, &c)?;
+                let text = format!(
+                    "{} transferred the conversation to {}",
+                    actor.name, target.name
+                );
+                tx.insert_message(scope, &system_message(&c, text, now))?;
+                if let Some(note) = note {
+                    tx.insert_message(scope, &operator_message(&c, &actor, note, true, now))?;
+                }
+                details(tx, scope, id)
+            })
+            .await
+    }
+
+    /// Closes the conversation; closing a closed one changes nothing and
+    /// emits nothing.
+    pub async fn close(
+        &self,
+        session: &Session,
+        id: ConversationId,
+    ) -> Result<ConversationDetails, DomainError> {
+        let (actor, tenant, now) = (
+            session.operator.clone(),
+            session.tenant.clone(),
+            self.clock.now(),
+        );
+        self.db
+            .write(move |tx| {
+                let scope: ConversationScope = actor.scope().into();
+                let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                if c.status != ConversationStatus::Closed {
+                    c.status = ConversationStatus::Closed;
+                    c.closed_at = Some(now);
+                    tx.update_conversation(scope, &c)?;
+                    tx.insert_message(
+                        scope,
+                        &system_message(&c, format!("{} closed the conversation", actor.name), now),
+                    )?;
+                    tx.insert_event(
+                        tenant.id,
+                        &events::conversation_closed(&tenant, &c, ClosedBy::Operator(&actor), now),
+                    )?;
+                }
+                details(tx, scope, id)
+            })
+            .await
+    }
+}
+
+/// The conversation, refusing a closed one with a conflict.
+fn open_conversation(
+    tx: &mut dyn WriteTx,
+    scope: ConversationScope,
+    id: ConversationId,
+) -> Result<Conversation, DomainError> {
+    let c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+    if c.status == ConversationStatus::Closed {
+        return Err(DomainError::Conflict("the conversation is closed"));
+    }
+    Ok(c)
+}
+
+/// Checks that `target` can take the conversation: of the same tenant,
+/// active, able to see its site, and not already its assignee.
+fn assignable(
+    tx: &mut dyn WriteTx,
+    actor: &Operator,
+    c: &Conversation,
+    target: OperatorId,
+) -> Result<Operator, DomainError> {
+    let problem = |m: &str| DomainError::invalid("operator_id", m);
+    let operator = tx
+        .operator(actor.tenant_id, target)?
+        .ok_or_else(|| problem("no such operator"))?;
+    if !operator.active {
+        return Err(problem("this operator is disabled"));
+    }
+    if !operator.can_see_site(c.site_id) {
+        return Err(problem("this operator cannot see the conversation's site"));
+    }
+    if c.assignee_id == Some(operator.id) {
+        return Err(problem(
+            "the conversation is already assigned to this operator",
+        ));
+    }
+    Ok(operator)
+}
+
+fn details(
+    tx: &mut dyn WriteTx,
+    scope: ConversationScope,
+    id: ConversationId,
+) -> Result<ConversationDetails, DomainError> {
+    tx.conversation_details(scope, id)?
+        .ok_or(DomainError::NotFound)
+}
+
+fn operator_message(
+    c: &Conversation,
+    actor: &Operator,
+    body: String,
+    internal: bool,
+    now: Timestamp,
+) -> NewMessage {
+    NewMessage {
+        conversation_id: c.id,
+        sender: Sender {
+            kind: SenderKind::Operator,
+            name: Some(actor.name.clone()),
+            operator_id: Some(actor.id),
+        },
+        body,
+        internal,
+        created_at: now,
+    }
+}
+
+fn system_message(c: &Conversation, body: String, now: Timestamp) -> NewMessage {
+    NewMessage {
+        conversation_id: c.id,
+        sender: Sender {
+            kind: SenderKind::System,
+            name: None,
+            operator_id: None,
+        },
+        body,
+        internal: false,
+        created_at: now,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_meta() {
+        let m = PageMeta::new(
+            PageRequest {
+                page: 2,
+                per_page: 20,
+            },
+            41,
+        );
+        assert_eq!(
+            (m.current_page, m.per_page, m.total, m.last_page),
+            (2, 20, 41, 3)
+        );
+        assert_eq!(
+            PageMeta::new(
+                PageRequest {
+                    page: 1,
+                    per_page: 20
+                },
+                0
+            )
+            .last_page,
+            1
+        );
+    }
+}

@@ -1,0 +1,49 @@
+//! Operator authentication and integer path ids.
+
+use axum::extract::{FromRequestParts, Path};
+use axum::http::header;
+use axum::http::request::Parts;
+use parley_domain::model::Session;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// The signed-in operator of a request, from `Authorization: Bearer …`.
+/// A missing, malformed, expired or revoked token is 401 `unauthenticated`.
+pub struct Authenticated(pub Session);
+
+impl FromRequestParts<AppState> for Authenticated {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let token = header
+            .and_then(|h| h.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|t| !t.is_empty())
+            .ok_or(parley_domain::DomainError::Unauthenticated)?;
+        Ok(Self(state.auth.authenticate(token).await?))
+    }
+}
+
+/// A positive integer id in the last path segment named `id`. Anything
+/// else cannot name a record, so it is a 404 like an unknown id.
+pub struct PathId(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::Domain(parley_domain::DomainError::NotFound))?;
+        match raw.parse::<i64>() {
+            Ok(id) if id > 0 => Ok(Self(id)),
+            _ => Err(ApiError::Domain(parley_domain::DomainError::NotFound)),
+        }
+    }
+}

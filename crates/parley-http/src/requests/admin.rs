@@ -1,0 +1,180 @@
+//! The tenant administration API's requests.
+#![allow(dead_code)]
+
+use parley_domain::admin::{NewInstallationInput, NewOperatorInput, OperatorPatch};
+use parley_domain::model::{Role, SiteId, WidgetAppearance};
+use parley_domain::tenancy::NewSiteInput;
+use parley_domain::validate;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::extract::{Fields, FromFields, Invalid};
+
+#[derive(ToSchema)]
+pub struct SiteCreateRequest {
+    /// At most 255 characters.
+    name: String,
+    /// Host names the widget may run on (subdomains included). Empty or absent: anywhere.
+    domains: Option<Vec<String>>,
+    /// Widget title; defaults to the site name.
+    widget_title: Option<String>,
+    widget_greeting: Option<String>,
+    /// `#rrggbb`; default `#2563eb`.
+    accent_color: Option<String>,
+    privacy_text: Option<String>,
+    #[schema(format = "uri")]
+    privacy_url: Option<String>,
+}
+
+fn required_name(s: &str) -> Result<String, String> {
+    validate::name(s)?.ok_or_else(|| "must not be blank".to_owned())
+}
+
+fn colour(s: &str) -> Result<String, String> {
+    let hex = s.strip_prefix('#').unwrap_or("");
+    if hex.len() == 6 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err("must be a colour such as #2563eb".into())
+    }
+}
+
+fn text(s: &str) -> Result<Option<String>, String> {
+    validate::optional_text(s, 1_000)
+}
+
+fn site_id(v: &Value) -> Result<SiteId, String> {
+    v.as_i64()
+        .filter(|n| *n > 0)
+        .map(SiteId)
+        .ok_or_else(|| "must be a positive integer id".into())
+}
+
+fn role(s: &str) -> Result<Role, String> {
+    Role::parse(s).ok_or_else(|| "must be admin or agent".into())
+}
+
+impl FromFields for NewSiteInput {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let name = f.required("name", required_name);
+        let domains = f.optional_list("domains", |v| {
+            v.as_str()
+                .ok_or_else(|| "must be a string".to_owned())
+                .and_then(validate::domain)
+        });
+        let title = f.optional_text("widget_title", validate::name);
+        let greeting = f.optional_text("widget_greeting", text);
+        let accent = f.optional("accent_color", colour);
+        let privacy_text = f.optional_text("privacy_text", text);
+        let privacy_url = f.optional("privacy_url", validate::page_url);
+        let name = name?;
+        Ok(Self {
+            domains: domains?.unwrap_or_default(),
+            appearance: WidgetAppearance {
+                title: title?.unwrap_or_else(|| name.clone()),
+                greeting: greeting?.unwrap_or_else(|| "Hi! How can we help?".to_owned()),
+                accent_color: accent?.unwrap_or_else(|| "#2563eb".to_owned()),
+                privacy_text: privacy_text?
+                    .unwrap_or_else(|| "We keep your messages to answer you.".to_owned()),
+                privacy_url: privacy_url?.map(String::from),
+            },
+            name,
+        })
+    }
+}
+
+#[derive(ToSchema)]
+pub struct InstallationCreateRequest {
+    /// Default `Website`.
+    name: Option<String>,
+    /// Default `web`.
+    installation_type: Option<String>,
+}
+
+impl FromFields for NewInstallationInput {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let name = f.optional_text("name", validate::name);
+        let installation_type = f.optional_text("installation_type", |s| {
+            validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS)
+        });
+        Ok(Self {
+            name: name?,
+            installation_type: installation_type?,
+        })
+    }
+}
+
+#[derive(ToSchema)]
+pub struct InstallationPatchRequest {
+    enabled: bool,
+}
+
+pub struct InstallationPatch {
+    pub enabled: bool,
+}
+
+impl FromFields for InstallationPatch {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        Ok(Self {
+            enabled: f.required_bool("enabled")?,
+        })
+    }
+}
+
+#[derive(ToSchema)]
+pub struct OperatorCreateRequest {
+    #[schema(format = Email)]
+    email: String,
+    name: String,
+    /// 10 to 1,024 characters.
+    password: String,
+    /// `admin` or `agent`.
+    role: String,
+    /// Sites whose conversations an agent sees.
+    site_ids: Option<Vec<i64>>,
+}
+
+impl FromFields for NewOperatorInput {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let email = f.required("email", validate::email);
+        let name = f.required("name", required_name);
+        let password = f.required("password", validate::new_password);
+        let role = f.required("role", role);
+        let site_ids = f.optional_list("site_ids", site_id);
+        Ok(Self {
+            email: email?,
+            name: name?,
+            password: password?,
+            role: role?,
+            site_ids: site_ids?.unwrap_or_default(),
+        })
+    }
+}
+
+/// Every field is optional; only those sent change. Disabling an operator
+/// or changing its password signs it out everywhere.
+#[derive(ToSchema)]
+pub struct OperatorPatchRequest {
+    name: Option<String>,
+    password: Option<String>,
+    role: Option<String>,
+    active: Option<bool>,
+    site_ids: Option<Vec<i64>>,
+}
+
+impl FromFields for OperatorPatch {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let name = f.optional("name", required_name);
+        let password = f.optional("password", validate::new_password);
+        let role = f.optional("role", role);
+        let active = f.optional_bool("active");
+        let site_ids = f.optional_list("site_ids", site_id);
+        Ok(Self {
+            name: name?,
+            password: password?,
+            role: role?,
+            active: active?,
+            site_ids: site_ids?,
+        })
+    }
+}

@@ -1,0 +1,166 @@
+//! Tenant administration (bearer token of an admin operator).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use parley_domain::admin::{NewInstallationInput, NewOperatorInput, OperatorPatch};
+use parley_domain::model::{InstallationId, OperatorId, SiteId};
+use parley_domain::tenancy::NewSiteInput;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::openapi::AdminErrors;
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{Authenticated, JsonBody, PathId};
+use crate::requests::admin::*;
+use crate::views::admin::*;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_sites, create_site))
+        .routes(routes!(list_installations, create_installation))
+        .routes(routes!(update_installation))
+        .routes(routes!(list_operators, create_operator))
+        .routes(routes!(update_operator))
+}
+
+/// The tenant's sites.
+#[utoipa::path(get, path = "/admin/sites", operation_id = "admin_list_sites", tag = "admin",
+    security(("bearer" = [])), responses((status = 200, body = SiteListResponse), AdminErrors))]
+async fn list_sites(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+) -> Result<Json<SiteListResponse>, ApiError> {
+    let sites = s.admin.sites(&session).await?;
+    Ok(Json(SiteListResponse {
+        sites: sites.iter().map(Into::into).collect(),
+    }))
+}
+
+/// Creates a site.
+#[utoipa::path(post, path = "/admin/sites", operation_id = "admin_create_site", tag = "admin",
+    security(("bearer" = [])), request_body = SiteCreateRequest,
+    responses((status = 201, body = SiteResponse), AdminErrors))]
+async fn create_site(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    JsonBody(input): JsonBody<NewSiteInput>,
+) -> Result<(StatusCode, Json<SiteResponse>), ApiError> {
+    let site = s.admin.create_site(&session, input).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(SiteResponse {
+            site: (&site).into(),
+        }),
+    ))
+}
+
+/// The site's installations.
+#[utoipa::path(get, path = "/admin/sites/{id}/installations", operation_id = "admin_list_installations", tag = "admin",
+    security(("bearer" = [])), params(("id" = i64, Path, description = "Site id")),
+    responses((status = 200, body = InstallationListResponse), AdminErrors))]
+async fn list_installations(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+) -> Result<Json<InstallationListResponse>, ApiError> {
+    let list = s.admin.installations(&session, SiteId(id)).await?;
+    Ok(Json(InstallationListResponse {
+        installations: list.iter().map(Into::into).collect(),
+    }))
+}
+
+/// Creates an installation and returns its embed snippet.
+#[utoipa::path(post, path = "/admin/sites/{id}/installations", operation_id = "admin_create_installation", tag = "admin",
+    security(("bearer" = [])), params(("id" = i64, Path, description = "Site id")), request_body = InstallationCreateRequest,
+    responses((status = 201, body = InstallationCreatedResponse), AdminErrors))]
+async fn create_installation(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    JsonBody(input): JsonBody<NewInstallationInput>,
+) -> Result<(StatusCode, Json<InstallationCreatedResponse>), ApiError> {
+    let installation = s
+        .admin
+        .create_installation(&session, SiteId(id), input)
+        .await?;
+    let embed_snippet = s.admin.embed_snippet(&installation);
+    Ok((
+        StatusCode::CREATED,
+        Json(InstallationCreatedResponse {
+            installation: (&installation).into(),
+            embed_snippet,
+        }),
+    ))
+}
+
+/// Enables or disables an installation.
+#[utoipa::path(patch, path = "/admin/installations/{id}", operation_id = "admin_update_installation", tag = "admin",
+    security(("bearer" = [])), params(("id" = i64, Path)), request_body = InstallationPatchRequest,
+    responses((status = 200, body = InstallationResponse), AdminErrors))]
+async fn update_installation(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    JsonBody(input): JsonBody<InstallationPatch>,
+) -> Result<Json<InstallationResponse>, ApiError> {
+    let installation = s
+        .admin
+        .set_installation_enabled(&session, InstallationId(id), input.enabled)
+        .await?;
+    Ok(Json(InstallationResponse {
+        installation: (&installation).into(),
+    }))
+}
+
+/// The tenant's operators.
+#[utoipa::path(get, path = "/admin/operators", operation_id = "admin_list_operators", tag = "admin",
+    security(("bearer" = [])), responses((status = 200, body = OperatorListResponse), AdminErrors))]
+async fn list_operators(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+) -> Result<Json<OperatorListResponse>, ApiError> {
+    let list = s.admin.operators(&session).await?;
+    Ok(Json(OperatorListResponse {
+        operators: list.iter().map(Into::into).collect(),
+    }))
+}
+
+/// Creates an operator.
+#[utoipa::path(post, path = "/admin/operators", operation_id = "admin_create_operator", tag = "admin",
+    security(("bearer" = [])), request_body = OperatorCreateRequest,
+    responses((status = 201, body = OperatorResponse), AdminErrors))]
+async fn create_operator(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    JsonBody(input): JsonBody<NewOperatorInput>,
+) -> Result<(StatusCode, Json<OperatorResponse>), ApiError> {
+    let operator = s.admin.create_operator(&session, input).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(OperatorResponse {
+            operator: (&operator).into(),
+        }),
+    ))
+}
+
+/// Changes an operator: name, password, role, sites, or `active`.
+/// Disabling it or changing its password revokes all its tokens.
+#[utoipa::path(patch, path = "/admin/operators/{id}", operation_id = "admin_update_operator", tag = "admin",
+    security(("bearer" = [])), params(("id" = i64, Path)), request_body = OperatorPatchRequest,
+    responses((status = 200, body = OperatorResponse), AdminErrors))]
+async fn update_operator(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    JsonBody(input): JsonBody<OperatorPatch>,
+) -> Result<Json<OperatorResponse>, ApiError> {
+    let operator = s
+        .admin
+        .update_operator(&session, OperatorId(id), input)
+        .await?;
+    Ok(Json(OperatorResponse {
+        operator: (&operator).into(),
+    }))
+}

@@ -1,0 +1,194 @@
+//! The operator mobile API (bearer token).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use parley_domain::auth::LoginInput;
+use parley_domain::model::ConversationId;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::openapi::{LoginErrors, OperatorErrors};
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{
+    Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields,
+};
+use crate::requests::mobile::*;
+use crate::views::at;
+use crate::views::mobile::*;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(login))
+        .routes(routes!(logout))
+        .routes(routes!(me))
+        .routes(routes!(list_conversations))
+        .routes(routes!(get_conversation))
+        .routes(routes!(list_messages, reply))
+        .routes(routes!(assign))
+        .routes(routes!(transfer))
+        .routes(routes!(close))
+}
+
+/// Signs an operator in and returns a bearer token.
+#[utoipa::path(post, path = "/mobile/login", operation_id = "mobile_login", tag = "mobile",
+    request_body = MobileLoginRequest,
+    responses((status = 200, body = MobileLoginResponse), LoginErrors))]
+async fn login(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    JsonBody(input): JsonBody<LoginInput>,
+) -> Result<Json<MobileLoginResponse>, ApiError> {
+    let outcome = s.auth.login(caller.ip, input).await?;
+    let session = &outcome.session;
+    Ok(Json(MobileLoginResponse {
+        token: outcome.token,
+        token_type: "Bearer",
+        expires_at: at(session.expires_at),
+        user: (&session.operator).into(),
+        tenant: (&session.tenant).into(),
+    }))
+}
+
+/// Revokes the token in use.
+#[utoipa::path(post, path = "/mobile/logout", operation_id = "mobile_logout", tag = "mobile",
+    security(("bearer" = [])),
+    responses((status = 204, description = "Signed out"), OperatorErrors))]
+async fn logout(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+) -> Result<StatusCode, ApiError> {
+    s.auth.logout(&session).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The signed-in operator and its tenant.
+#[utoipa::path(get, path = "/mobile/me", operation_id = "mobile_me", tag = "mobile",
+    security(("bearer" = [])),
+    responses((status = 200, body = MobileMeResponse), OperatorErrors))]
+async fn me(Authenticated(session): Authenticated) -> Json<MobileMeResponse> {
+    Json((&session).into())
+}
+
+/// The conversations visible to the operator, most recent activity first.
+#[utoipa::path(get, path = "/mobile/conversations", operation_id = "mobile_list_conversations", tag = "mobile",
+    security(("bearer" = [])), params(ConversationListQuery),
+    responses((status = 200, body = MobileConversationListResponse), OperatorErrors))]
+async fn list_conversations(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    QueryFields(q): QueryFields<ConversationListParams>,
+) -> Result<Json<MobileConversationListResponse>, ApiError> {
+    let (list, meta) = s.inbox.list(&session, q.status, q.page).await?;
+    Ok(Json(MobileConversationListResponse {
+        conversations: list.iter().map(Into::into).collect(),
+        meta: meta.into(),
+    }))
+}
+
+/// One conversation.
+#[utoipa::path(get, path = "/mobile/conversations/{id}", operation_id = "mobile_get_conversation", tag = "mobile",
+    security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 200, body = MobileConversationResponse), OperatorErrors))]
+async fn get_conversation(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+) -> Result<Json<MobileConversationResponse>, ApiError> {
+    let details = s.inbox.get(&session, ConversationId(id)).await?;
+    Ok(Json(MobileConversationResponse {
+        conversation: (&details).into(),
+    }))
+}
+
+/// Messages of a conversation, operator-only notes included; `after_id`
+/// polling as in the widget.
+#[utoipa::path(get, path = "/mobile/conversations/{id}/messages", operation_id = "mobile_list_messages", tag = "mobile",
+    security(("bearer" = [])), params(("id" = i64, Path), OperatorMessagesQuery),
+    responses((status = 200, body = MobileMessagesResponse), OperatorErrors))]
+async fn list_messages(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    QueryFields(q): QueryFields<OperatorMessagesParams>,
+) -> Result<Json<MobileMessagesResponse>, ApiError> {
+    let list = s
+        .inbox
+        .messages(&session, ConversationId(id), q.after_id)
+        .await?;
+    Ok(Json(MobileMessagesResponse {
+        messages: list.iter().map(Into::into).collect(),
+    }))
+}
+
+/// Sends an operator message. A closed conversation reopens.
+#[utoipa::path(post, path = "/mobile/conversations/{id}/messages", operation_id = "mobile_reply", tag = "mobile",
+    security(("bearer" = [])), params(("id" = i64, Path)), request_body = MobileMessageRequest,
+    responses((status = 200, description = "Message recorded", body = MobileMessageResponse), OperatorErrors))]
+async fn reply(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    JsonBody(input): JsonBody<Reply>,
+) -> Result<Json<MobileMessageResponse>, ApiError> {
+    let (message, details) = s
+        .inbox
+        .reply(&session, ConversationId(id), input.body)
+        .await?;
+    Ok(Json(MobileMessageResponse {
+        message: (&message).into(),
+        conversation: (&details).into(),
+    }))
+}
+
+/// Takes the conversation (no body) or assigns it to `operator_id`.
+#[utoipa::path(post, path = "/mobile/conversations/{id}/assign", operation_id = "mobile_assign", tag = "mobile",
+    security(("bearer" = [])), params(("id" = i64, Path)), request_body(content = Option<AssignRequest>),
+    responses((status = 200, description = "Conversation assigned", body = MobileConversationResponse), OperatorErrors))]
+async fn assign(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    OptionalJsonBody(input): OptionalJsonBody<Assign>,
+) -> Result<Json<MobileConversationResponse>, ApiError> {
+    let target = input.and_then(|a| a.operator_id);
+    let details = s.inbox.assign(&session, ConversationId(id), target).await?;
+    Ok(Json(MobileConversationResponse {
+        conversation: (&details).into(),
+    }))
+}
+
+/// Hands the conversation to another operator, with an optional note for operators.
+#[utoipa::path(post, path = "/mobile/conversations/{id}/transfer", operation_id = "mobile_transfer", tag = "mobile",
+    security(("bearer" = [])), params(("id" = i64, Path)), request_body = TransferRequest,
+    responses((status = 200, description = "Conversation transferred", body = MobileConversationResponse), OperatorErrors))]
+async fn transfer(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    JsonBody(input): JsonBody<Transfer>,
+) -> Result<Json<MobileConversationResponse>, ApiError> {
+    let details = s
+        .inbox
+        .transfer(&session, ConversationId(id), input.operator_id, input.note)
+        .await?;
+    Ok(Json(MobileConversationResponse {
+        conversation: (&details).into(),
+    }))
+}
+
+/// Closes the conversation; closing a closed conversation changes nothing.
+#[utoipa::path(post, path = "/mobile/conversations/{id}/close", operation_id = "mobile_close", tag = "mobile",
+    security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 200, description = "Conversation closed", body = MobileConversationResponse), OperatorErrors))]
+async fn close(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+) -> Result<Json<MobileConversationResponse>, ApiError> {
+    let details = s.inbox.close(&session, ConversationId(id)).await?;
+    Ok(Json(MobileConversationResponse {
+        conversation: (&details).into(),
+    }))
+}

@@ -1,0 +1,7 @@
+//! Response bodies: which fields of the domain's records a client sees.
+
+pub mod admin;
+pub mod mobile;
+pub mod widget;
+
+pub use widget::{DateTime, at};
