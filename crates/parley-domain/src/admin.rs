@@ -42,7 +42,7 @@ pub struct AdminService {
     public_url: String,
 }
 
-fn require_admin(session: &Session) -> Result<TenantId, DomainError> {
+pub(crate) fn require_admin(session: &Session) -> Result<TenantId, DomainError> {
     match session.operator.role {
         Role::Admin => Ok(session.tenant.id),
         Role::Agent => Err(DomainError::Forbidden(

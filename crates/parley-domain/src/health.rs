@@ -33,9 +33,10 @@ pub struct DatabaseCheck {
 #[derive(Clone, Debug)]
 pub struct WebhookCheck {
     pub status: Status,
-    /// Events recorded but not yet handed to their endpoints.
+    /// Deliveries waiting for a first or next attempt.
     pub pending: u64,
     pub oldest_pending_seconds: u64,
+    pub failing_endpoints: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -78,6 +79,7 @@ impl HealthService {
                     oldest_pending_seconds: stats
                         .oldest_pending_at
                         .map_or(0, |t| now.since(t).as_secs()),
+                    failing_endpoints: stats.failing_endpoints,
                 }),
             },
             Err(e) => {

@@ -21,6 +21,7 @@ pub mod sandbox;
 pub mod store;
 pub mod tenancy;
 pub mod validate;
+pub mod webhooks;
 pub mod widget;
 
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};

@@ -25,6 +25,7 @@ use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::events::OutboxEvent;
 use crate::model::*;
+use crate::webhooks::{AttemptRecord, ClaimedDelivery, Delivery, NewWebhook, Webhook};
 
 /// What went wrong below the domain. The message is for logs only.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -51,11 +52,14 @@ pub struct MessagePage {
     pub include_internal: bool,
 }
 
-/// Numbers about the webhook outbox for the health report.
+/// Numbers about webhook deliveries for the health report.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OutboxStats {
+    /// Deliveries waiting for a (first or next) attempt.
     pub pending: u64,
     pub oldest_pending_at: Option<Timestamp>,
+    /// Enabled endpoints whose pending deliveries have already failed once.
+    pub failing_endpoints: u64,
 }
 
 /// Operations available inside any unit of work.
@@ -117,6 +121,28 @@ pub trait ReadTx {
         page: MessagePage,
     ) -> StoreResult<Vec<Message>>;
     fn outbox_stats(&mut self) -> StoreResult<OutboxStats>;
+    /// The tenant's most recent events, oldest of them first.
+    fn recent_events(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxEvent>>;
+    fn webhooks(&mut self, tenant: TenantId) -> StoreResult<Vec<Webhook>>;
+    fn webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<Option<Webhook>>;
+    /// Newest first, each with its attempts.
+    fn deliveries(
+        &mut self,
+        tenant: TenantId,
+        endpoint: WebhookId,
+        offset: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<Delivery>>;
+    fn count_deliveries(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<u64>;
+    fn delivery(
+        &mut self,
+        tenant: TenantId,
+        endpoint: WebhookId,
+        id: i64,
+    ) -> StoreResult<Option<Delivery>>;
+    /// When the next pending delivery falls due, across all tenants (for
+    /// the worker, which serves every tenant).
+    fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>>;
 }
 
 /// Operations that change data; only available inside a write unit.
@@ -189,8 +215,40 @@ pub trait WriteTx: ReadTx {
         scope: ConversationScope,
         message: &NewMessage,
     ) -> StoreResult<Message>;
-    /// Records a webhook event in the same transaction as its cause.
+    /// Records a webhook event in the same transaction as its cause, with a
+    /// pending delivery for every enabled endpoint subscribed to its kind.
     fn insert_event(&mut self, tenant: TenantId, event: &OutboxEvent) -> StoreResult<()>;
+    fn insert_webhook(&mut self, tenant: TenantId, webhook: &NewWebhook) -> StoreResult<Webhook>;
+    /// Deletes an endpoint with its deliveries; false if there was none.
+    fn delete_webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<bool>;
+    fn rotate_webhook_secret(
+        &mut self,
+        tenant: TenantId,
+        id: WebhookId,
+        secret: &str,
+        previous_expires_at: Timestamp,
+    ) -> StoreResult<()>;
+    /// A new pending delivery of the same event to the same endpoint.
+    fn redeliver(
+        &mut self,
+        tenant: TenantId,
+        endpoint: WebhookId,
+        delivery: i64,
+        at: Timestamp,
+    ) -> StoreResult<Option<i64>>;
+    /// Leases up to `limit` due deliveries of enabled endpoints (at most
+    /// `per_endpoint` of each) until `lease_until`; deliveries whose lease
+    /// ran out (a worker died) are due again.
+    fn claim_deliveries(
+        &mut self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: u32,
+        per_endpoint: u32,
+    ) -> StoreResult<Vec<ClaimedDelivery>>;
+    /// Logs an attempt and applies its consequence: delivered, retry,
+    /// failed, or the endpoint disabled with its pending deliveries failed.
+    fn record_attempt(&mut self, record: &AttemptRecord) -> StoreResult<()>;
 }
 
 /// A read unit: receives a read handle, or the reason none could be had.
@@ -215,6 +273,9 @@ pub trait Backend: Send + Sync + 'static {
     /// Stops taking work, finishes what was submitted, and returns when
     /// everything accepted is committed.
     fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
+    /// Notified after every commit that added webhook deliveries, so the
+    /// delivery worker wakes at once instead of polling.
+    fn deliveries_signal(&self) -> Arc<tokio::sync::Notify>;
 }
 
 /// The handle the rest of the program holds: cheap to clone, typed results.
@@ -271,6 +332,10 @@ impl Database {
 
     pub async fn close(&self) {
         self.backend.close().await;
+    }
+
+    pub fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.backend.deliveries_signal()
     }
 }
 

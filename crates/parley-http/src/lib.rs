@@ -19,6 +19,7 @@ use parley_domain::auth::AuthService;
 use parley_domain::health::HealthService;
 use parley_domain::inbox::InboxService;
 use parley_domain::sandbox::DemoCredentials;
+use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::WidgetService;
 
 pub use extract::TrustedProxies;
@@ -32,6 +33,7 @@ pub struct AppState {
     pub auth: AuthService,
     pub inbox: InboxService,
     pub admin: AdminService,
+    pub webhooks: WebhookService,
     pub proxies: TrustedProxies,
     /// Present only under `parley demo`: mounts `/sandbox`.
     pub sandbox: Option<Arc<SandboxInfo>>,

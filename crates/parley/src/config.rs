@@ -33,6 +33,10 @@ pub struct Config {
     pub sms_gateway_token: Option<String>,
     pub webhook_retry_schedule: Vec<Duration>,
     pub webhook_allow_private: bool,
+    pub webhook_timeout: Duration,
+    pub webhook_lease: Duration,
+    pub webhook_poll_interval: Duration,
+    pub webhook_concurrency: usize,
     pub mobile_token_ttl: Duration,
     pub heartbeat_stale_after: Duration,
     pub auto_close_after: Duration,
@@ -57,6 +61,10 @@ const KNOWN: &[&str] = &[
     "PARLEY_SMS_GATEWAY_TOKEN",
     "PARLEY_WEBHOOK_RETRY_SCHEDULE",
     "PARLEY_WEBHOOK_ALLOW_PRIVATE",
+    "PARLEY_WEBHOOK_TIMEOUT",
+    "PARLEY_WEBHOOK_LEASE",
+    "PARLEY_WEBHOOK_POLL_INTERVAL",
+    "PARLEY_WEBHOOK_CONCURRENCY",
     "PARLEY_MOBILE_TOKEN_TTL",
     "PARLEY_HEARTBEAT_STALE_AFTER",
     "PARLEY_AUTO_CLOSE_AFTER",
@@ -235,6 +243,22 @@ impl Config {
                 s.split(',').map(|d| parse_duration(d.trim())).collect()
             });
         let webhook_allow_private = r.flag("PARLEY_WEBHOOK_ALLOW_PRIVATE", false);
+        let webhook_timeout = r.duration("PARLEY_WEBHOOK_TIMEOUT", Duration::from_secs(10));
+        let webhook_lease = r.duration("PARLEY_WEBHOOK_LEASE", Duration::from_secs(60));
+        let webhook_poll_interval =
+            r.duration("PARLEY_WEBHOOK_POLL_INTERVAL", Duration::from_secs(1));
+        let webhook_concurrency = r.get("PARLEY_WEBHOOK_CONCURRENCY", 128, |s| {
+            match s.parse::<usize>() {
+                Ok(n) if (1..=4096).contains(&n) => Ok(n),
+                _ => Err(format!("{s:?} is not a number from 1 to 4096")),
+            }
+        });
+        if webhook_lease <= webhook_timeout {
+            r.errors.push(ConfigError {
+                variable: "PARLEY_WEBHOOK_LEASE".into(),
+                reason: "must be longer than PARLEY_WEBHOOK_TIMEOUT".into(),
+            });
+        }
         let mobile_token_ttl =
             r.duration("PARLEY_MOBILE_TOKEN_TTL", Duration::from_secs(30 * 86_400));
         let heartbeat_stale_after =
@@ -305,6 +329,10 @@ impl Config {
             sms_gateway_token,
             webhook_retry_schedule,
             webhook_allow_private,
+            webhook_timeout,
+            webhook_lease,
+            webhook_poll_interval,
+            webhook_concurrency,
             mobile_token_ttl,
             heartbeat_stale_after,
             auto_close_after,

@@ -2,7 +2,6 @@
 //! command line. The layers it wires together live in `parley-domain`,
 //! `parley-storage` and `parley-http`.
 
-pub mod background;
 pub mod cli;
 pub mod config;
 pub mod startup;

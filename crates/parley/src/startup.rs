@@ -11,14 +11,15 @@ use parley_domain::inbox::InboxService;
 use parley_domain::limits::RateLimits;
 use parley_domain::sandbox::{self, DemoCredentials};
 use parley_domain::tenancy::Tenancy;
+use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::{WidgetService, WidgetSettings};
 use parley_domain::{Clock, Database, DomainError};
 use parley_http::{AppState, SandboxInfo, TrustedProxies};
+use parley_worker::webhooks::{DeliverySettings, WebhookWorker};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::background;
 use crate::config::Config;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +40,8 @@ pub enum StartError {
     },
     #[error("cannot seed the sandbox: {0}")]
     Seed(DomainError),
+    #[error("cannot build the webhook client: {0}")]
+    WebhookClient(String),
 }
 
 pub struct Application {
@@ -49,6 +52,7 @@ pub struct Application {
     public_url: String,
     limits: Arc<RateLimits>,
     auth: AuthService,
+    webhook_worker: Arc<WebhookWorker>,
     sweep_interval: std::time::Duration,
     demo: Option<DemoCredentials>,
 }
@@ -91,6 +95,18 @@ impl Application {
                 )
             }
         };
+        let delivery = DeliverySettings {
+            timeout: config.webhook_timeout,
+            lease: config.webhook_lease,
+            poll_interval: config.webhook_poll_interval,
+            concurrency: config.webhook_concurrency,
+            ..DeliverySettings::new(
+                config.webhook_retry_schedule.clone(),
+                config.webhook_allow_private,
+            )
+        };
+        let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery)
+            .map_err(|e| StartError::WebhookClient(e.to_string()))?;
         let auth = AuthService::new(
             db.clone(),
             Arc::clone(&clock),
@@ -110,6 +126,11 @@ impl Application {
             auth: auth.clone(),
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
             admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
+            webhooks: WebhookService::new(
+                db.clone(),
+                Arc::clone(&clock),
+                config.webhook_allow_private,
+            ),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
             sandbox: demo.clone().map(|credentials| {
                 Arc::new(SandboxInfo {
@@ -126,6 +147,7 @@ impl Application {
             public_url,
             limits,
             auth,
+            webhook_worker,
             sweep_interval: config.sweep_interval,
             demo,
         })
@@ -152,7 +174,8 @@ impl Application {
     /// accepted write is committed.
     pub async fn run(self, shutdown: CancellationToken) -> std::io::Result<()> {
         let tasks = TaskTracker::new();
-        background::spawn_maintenance(
+        tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
+        parley_worker::maintenance::spawn(
             &tasks,
             shutdown.clone(),
             Arc::clone(&self.limits),

@@ -41,6 +41,7 @@ id_type!(
     ConversationId,
     MessageId,
     OperatorId,
+    WebhookId,
 );
 
 /// The part of a tenant a widget request may touch: one site of one tenant.

@@ -47,3 +47,24 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
         }
     }
 }
+
+fn positive(raw: &str) -> Result<i64, ApiError> {
+    match raw.parse::<i64>() {
+        Ok(id) if id > 0 => Ok(id),
+        _ => Err(ApiError::Domain(parley_domain::DomainError::NotFound)),
+    }
+}
+
+/// Two positive integer ids in the path, such as `/webhooks/{id}/deliveries/{delivery_id}`.
+pub struct PathIds(pub i64, pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathIds {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path((a, b)) = Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::Domain(parley_domain::DomainError::NotFound))?;
+        Ok(Self(positive(&a)?, positive(&b)?))
+    }
+}

@@ -5,7 +5,7 @@ mod caller;
 mod fields;
 mod json;
 
-pub use bearer::{Authenticated, PathId};
+pub use bearer::{Authenticated, PathId, PathIds};
 pub use caller::{ClientCaller, TrustedProxies};
 pub use fields::{Fields, FromFields, Invalid};
 pub use json::{JsonBody, OptionalJsonBody, QueryFields};

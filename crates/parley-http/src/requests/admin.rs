@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use parley_domain::admin::{NewInstallationInput, NewOperatorInput, OperatorPatch};
+use parley_domain::events::EventKind;
 use parley_domain::model::{Role, SiteId, WidgetAppearance};
 use parley_domain::tenancy::NewSiteInput;
 use parley_domain::validate;
@@ -175,6 +176,51 @@ impl FromFields for OperatorPatch {
             role: role?,
             active: active?,
             site_ids: site_ids?,
+        })
+    }
+}
+
+#[derive(ToSchema)]
+pub struct WebhookCreateRequest {
+    /// http or https; must not point inside the network (unless allowed by configuration).
+    #[schema(format = "uri")]
+    url: String,
+    /// Kinds to receive; all kinds when absent.
+    events: Option<Vec<String>>,
+}
+
+/// A webhook registration before its URL's host is checked.
+pub struct WebhookCreate {
+    pub url: String,
+    pub events: Option<Vec<EventKind>>,
+}
+
+impl FromFields for WebhookCreate {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let url = f.required("url", |s| {
+            if s.trim().is_empty() {
+                Err("must not be empty".into())
+            } else {
+                Ok(s.trim().to_owned())
+            }
+        });
+        let events = f.optional_list("events", |v| {
+            let name = v.as_str().ok_or_else(|| "must be a string".to_owned())?;
+            EventKind::parse(name).ok_or_else(|| {
+                let kinds: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+                format!("{name:?} is not one of {}", kinds.join(", "))
+            })
+        });
+        let events = match events {
+            Ok(Some(list)) if list.is_empty() => Err(f.reject(
+                "events",
+                "must name at least one kind, or be left out for all",
+            )),
+            other => other,
+        };
+        Ok(Self {
+            url: url?,
+            events: events?,
         })
     }
 }

@@ -53,6 +53,30 @@ pub struct ConversationListParams {
     pub status: StatusFilter,
 }
 
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// From 1; default 1.
+    #[param(minimum = 1)]
+    page: Option<u32>,
+    /// 1 to 100; default 20.
+    #[param(minimum = 1, maximum = 100)]
+    per_page: Option<u32>,
+}
+
+/// A plain listing query: `page` and `per_page`.
+pub struct PageParams {
+    pub page: PageRequest,
+}
+
+impl FromFields for PageParams {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        Ok(Self {
+            page: page_request(f)?,
+        })
+    }
+}
+
 /// Reads `page` and `per_page` of a listing query.
 pub fn page_request(f: &mut Fields<'_>) -> Result<PageRequest, Invalid> {
     let page = f.optional("page", |s| match s.parse::<u32>() {

@@ -53,9 +53,12 @@ struct DatabaseCheckView {
 #[derive(Serialize, ToSchema)]
 struct WebhookCheckView {
     status: &'static str,
-    /// Events recorded but not yet handed to their endpoints.
+    /// Deliveries waiting for a first or next attempt.
     pending: u64,
+    /// Age of the oldest of them.
     oldest_pending_seconds: u64,
+    /// Endpoints whose pending deliveries have failed at least once.
+    failing_endpoints: u64,
 }
 
 impl From<HealthReport> for HealthReportView {
@@ -77,6 +80,7 @@ impl From<HealthReport> for HealthReportView {
                     status: w.status.as_str(),
                     pending: w.pending,
                     oldest_pending_seconds: w.oldest_pending_seconds,
+                    failing_endpoints: w.failing_endpoints,
                 }),
             },
         }

@@ -10,6 +10,7 @@ mod health;
 mod mobile;
 mod openapi;
 mod sandbox;
+mod webhooks;
 mod widget;
 
 use axum::Router;
@@ -29,6 +30,7 @@ fn api() -> OpenApiRouter<AppState> {
         .merge(widget::routes())
         .merge(mobile::routes())
         .merge(admin::routes())
+        .merge(webhooks::routes())
 }
 
 pub fn router(state: AppState) -> Router {

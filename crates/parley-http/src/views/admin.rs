@@ -1,6 +1,8 @@
 //! What tenant admins see.
 
+use parley_domain::events::EventKind;
 use parley_domain::model::{Installation, Site};
+use parley_domain::webhooks::{Delivery, Webhook};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -96,4 +98,108 @@ pub struct OperatorListResponse {
 #[derive(Serialize, ToSchema)]
 pub struct OperatorResponse {
     pub operator: UserView,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WebhookView {
+    pub id: i64,
+    pub url: String,
+    /// The kinds this endpoint receives.
+    pub events: Vec<&'static str>,
+    /// False once the endpoint answered 410 Gone.
+    pub enabled: bool,
+    pub disabled_reason: Option<String>,
+    pub created_at: DateTime,
+    /// The signing secret: only in the answers of create and rotate-secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+impl WebhookView {
+    pub fn new(w: &Webhook, with_secret: bool) -> Self {
+        let events = match &w.events {
+            Some(kinds) => kinds.iter().map(|k| k.as_str()).collect(),
+            None => EventKind::ALL.iter().map(|k| k.as_str()).collect(),
+        };
+        Self {
+            id: w.id.0,
+            url: w.url.clone(),
+            events,
+            enabled: w.enabled,
+            disabled_reason: w.disabled_reason.clone(),
+            created_at: at(w.created_at),
+            secret: with_secret.then(|| w.secret.clone()),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WebhookListResponse {
+    pub webhooks: Vec<WebhookView>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WebhookResponse {
+    pub webhook: WebhookView,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AttemptView {
+    pub attempted_at: DateTime,
+    pub duration_ms: u64,
+    /// Absent when no response came.
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeliveryView {
+    pub id: i64,
+    pub event_id: String,
+    pub event: &'static str,
+    /// `pending`, `delivered` or `failed`.
+    pub status: &'static str,
+    /// When the next attempt is due, while pending.
+    pub next_attempt_at: Option<DateTime>,
+    pub last_error: Option<String>,
+    pub created_at: DateTime,
+    pub finished_at: Option<DateTime>,
+    pub attempts: Vec<AttemptView>,
+}
+
+impl From<&Delivery> for DeliveryView {
+    fn from(d: &Delivery) -> Self {
+        Self {
+            id: d.id,
+            event_id: d.event_id.clone(),
+            event: d.kind.as_str(),
+            status: d.status.as_str(),
+            next_attempt_at: d.next_attempt_at.map(at),
+            last_error: d.last_error.clone(),
+            created_at: at(d.created_at),
+            finished_at: d.finished_at.map(at),
+            attempts: d
+                .attempts
+                .iter()
+                .map(|a| AttemptView {
+                    attempted_at: at(a.attempted_at),
+                    duration_ms: a.duration_ms,
+                    status_code: a.status_code,
+                    error: a.error.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeliveryListResponse {
+    /// Newest first.
+    pub deliveries: Vec<DeliveryView>,
+    pub meta: super::mobile::PageMetaView,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeliveryResponse {
+    pub delivery: DeliveryView,
 }

@@ -46,6 +46,7 @@ impl Default for SqliteOptions {
 }
 
 struct SqliteBackend {
+    deliveries: Arc<tokio::sync::Notify>,
     writes: Mutex<Option<Sender<WriteJob>>>,
     reads: Mutex<Option<Sender<ReadJob>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -79,9 +80,17 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
         tracing::info!(?applied, path = %path.display(), "applied database migrations");
     }
     let mut threads = Vec::new();
+    let deliveries = Arc::new(tokio::sync::Notify::new());
     let (write_tx, write_rx) = std::sync::mpsc::channel();
-    threads
-        .push(writer::spawn(conn, write_rx, options.max_batch.max(1)).map_err(|e| io(&path, e))?);
+    threads.push(
+        writer::spawn(
+            conn,
+            write_rx,
+            options.max_batch.max(1),
+            Arc::clone(&deliveries),
+        )
+        .map_err(|e| io(&path, e))?,
+    );
     let (read_tx, read_rx) = std::sync::mpsc::channel();
     let read_rx = Arc::new(Mutex::new(read_rx));
     for n in 0..options.readers.max(1) {
@@ -89,6 +98,7 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
         threads.push(readers::spawn(n, conn, Arc::clone(&read_rx)).map_err(|e| io(&path, e))?);
     }
     let backend = SqliteBackend {
+        deliveries,
         writes: Mutex::new(Some(write_tx)),
         reads: Mutex::new(Some(read_tx)),
         threads: Mutex::new(threads),
@@ -127,6 +137,10 @@ impl Backend for SqliteBackend {
         if let Some(sender) = sender {
             let _ = sender.send(job);
         }
+    }
+
+    fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.deliveries)
     }
 
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {

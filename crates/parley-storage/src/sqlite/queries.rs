@@ -5,9 +5,14 @@
 //! domain passes in.
 
 use parley_domain::Timestamp;
+use parley_domain::events::EventKind;
 use parley_domain::events::OutboxEvent;
 use parley_domain::model::*;
 use parley_domain::store::{MessagePage, OutboxStats, ReadTx, StoreError, StoreResult, WriteTx};
+use parley_domain::webhooks::{
+    Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, NewWebhook, NextStep,
+    Webhook,
+};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -16,11 +21,17 @@ use super::error::map;
 /// A unit of work's view of a connection.
 pub(super) struct Handle<'c> {
     conn: &'c Connection,
+    /// Webhook deliveries this unit created; the writer wakes the delivery
+    /// worker after committing them.
+    pub(super) deliveries_added: usize,
 }
 
 impl<'c> Handle<'c> {
     pub(super) fn new(conn: &'c Connection) -> Self {
-        Self { conn }
+        Self {
+            conn,
+            deliveries_added: 0,
+        }
     }
 
     fn one<T>(
@@ -59,6 +70,21 @@ impl<'c> Handle<'c> {
                 "insert refused: parent row not in scope".into(),
             )),
         }
+    }
+
+    fn attempts(&self, tenant: TenantId, delivery: i64) -> StoreResult<Vec<Attempt>> {
+        self.all(
+            "SELECT attempted_at, duration_ms, status_code, error FROM webhook_attempts WHERE tenant_id = ?1 AND delivery_id = ?2 ORDER BY id",
+            [tenant.0, delivery],
+            |r| {
+                Ok(Attempt {
+                    attempted_at: ts(r, 0)?,
+                    duration_ms: r.get::<_, i64>(1)?.max(0) as u64,
+                    status_code: r.get(2)?,
+                    error: r.get(3)?,
+                })
+            },
+        )
     }
 
     /// Adds site memberships; a site of another tenant is refused.
@@ -161,6 +187,54 @@ fn installation_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Installation> {
         page_host: r.get(o + 10)?,
         reported_type: r.get(o + 11)?,
         created_at: ts(r, o + 12)?,
+    })
+}
+
+const WEBHOOK_COLS: &str = "w.id, w.tenant_id, w.url, w.events, w.secret, w.previous_secret, w.previous_secret_expires_at, \
+     w.enabled, w.disabled_reason, w.created_at";
+fn webhook_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Webhook> {
+    let events = match r.get::<_, Option<String>>(o + 3)? {
+        Some(json) => {
+            let names: Vec<String> = serde_json::from_str(&json).map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(o + 3, Type::Text, e.into())
+            })?;
+            Some(names.iter().filter_map(|n| EventKind::parse(n)).collect())
+        }
+        None => None,
+    };
+    Ok(Webhook {
+        id: WebhookId(r.get(o)?),
+        tenant_id: TenantId(r.get(o + 1)?),
+        url: r.get(o + 2)?,
+        events,
+        secret: r.get(o + 4)?,
+        previous_secret: r.get(o + 5)?,
+        previous_secret_expires_at: opt_ts(r, o + 6)?,
+        enabled: r.get(o + 7)?,
+        disabled_reason: r.get(o + 8)?,
+        created_at: ts(r, o + 9)?,
+    })
+}
+
+const DELIVERY_COLS: &str = "d.id, d.endpoint_id, ev.event_id, ev.kind, d.status, d.next_attempt_at, d.last_error, d.created_at, d.finished_at";
+const DELIVERY_FROM: &str = "FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id";
+fn delivery_at(r: &Row<'_>) -> rusqlite::Result<Delivery> {
+    let status = enum_col(r, 4, DeliveryStatus::parse)?;
+    Ok(Delivery {
+        id: r.get(0)?,
+        endpoint_id: WebhookId(r.get(1)?),
+        event_id: r.get(2)?,
+        kind: enum_col(r, 3, EventKind::parse)?,
+        next_attempt_at: if status == DeliveryStatus::Pending {
+            Some(ts(r, 5)?)
+        } else {
+            None
+        },
+        status,
+        last_error: r.get(6)?,
+        created_at: ts(r, 7)?,
+        finished_at: opt_ts(r, 8)?,
+        attempts: Vec::new(),
     })
 }
 
@@ -567,15 +641,90 @@ impl ReadTx for Handle<'_> {
     }
 
     fn outbox_stats(&mut self) -> StoreResult<OutboxStats> {
-        let sql =
-            "SELECT COUNT(*), MIN(occurred_at) FROM webhook_events WHERE dispatched_at IS NULL";
+        let sql = "SELECT COUNT(*), MIN(created_at), COUNT(DISTINCT CASE WHEN attempts > 0 THEN endpoint_id END)
+                   FROM webhook_deliveries WHERE status = 'pending'";
         let stats = self.one(sql, [], |r| {
             Ok(OutboxStats {
                 pending: r.get::<_, i64>(0)?.max(0) as u64,
                 oldest_pending_at: opt_ts(r, 1)?,
+                failing_endpoints: r.get::<_, i64>(2)?.max(0) as u64,
             })
         })?;
         Ok(stats.unwrap_or_default())
+    }
+
+    fn recent_events(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxEvent>> {
+        let mut list = self.all(
+            "SELECT event_id, kind, occurred_at, payload FROM webhook_events WHERE tenant_id = ?1 ORDER BY id DESC LIMIT ?2",
+            params![tenant.0, i64::from(limit)],
+            |r| Ok(OutboxEvent { event_id: r.get(0)?, kind: enum_col(r, 1, EventKind::parse)?, occurred_at: ts(r, 2)?, payload: r.get(3)? }),
+        )?;
+        list.reverse();
+        Ok(list)
+    }
+
+    fn webhooks(&mut self, tenant: TenantId) -> StoreResult<Vec<Webhook>> {
+        self.all(&format!("SELECT {WEBHOOK_COLS} FROM webhook_endpoints w WHERE w.tenant_id = ?1 ORDER BY w.id"), [tenant.0], |r| webhook_at(r, 0))
+    }
+
+    fn webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<Option<Webhook>> {
+        self.one(&format!("SELECT {WEBHOOK_COLS} FROM webhook_endpoints w WHERE w.tenant_id = ?1 AND w.id = ?2"), [tenant.0, id.0], |r| {
+            webhook_at(r, 0)
+        })
+    }
+
+    fn deliveries(
+        &mut self,
+        tenant: TenantId,
+        endpoint: WebhookId,
+        offset: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<Delivery>> {
+        let sql = format!(
+            "SELECT {DELIVERY_COLS} {DELIVERY_FROM} WHERE d.tenant_id = ?1 AND d.endpoint_id = ?2 ORDER BY d.id DESC LIMIT ?3 OFFSET ?4"
+        );
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        let mut list = self.all(
+            &sql,
+            params![tenant.0, endpoint.0, i64::from(limit), offset],
+            delivery_at,
+        )?;
+        for d in &mut list {
+            d.attempts = self.attempts(tenant, d.id)?;
+        }
+        Ok(list)
+    }
+
+    fn count_deliveries(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<u64> {
+        let n: Option<i64> = self.one(
+            "SELECT COUNT(*) FROM webhook_deliveries WHERE tenant_id = ?1 AND endpoint_id = ?2",
+            [tenant.0, endpoint.0],
+            |r| r.get(0),
+        )?;
+        Ok(n.unwrap_or(0).max(0) as u64)
+    }
+
+    fn delivery(
+        &mut self,
+        tenant: TenantId,
+        endpoint: WebhookId,
+        id: i64,
+    ) -> StoreResult<Option<Delivery>> {
+        let sql = format!(
+            "SELECT {DELIVERY_COLS} {DELIVERY_FROM} WHERE d.tenant_id = ?1 AND d.endpoint_id = ?2 AND d.id = ?3"
+        );
+        let Some(mut d) = self.one(&sql, params![tenant.0, endpoint.0, id], delivery_at)? else {
+            return Ok(None);
+        };
+        d.attempts = self.attempts(tenant, d.id)?;
+        Ok(Some(d))
+    }
+
+    fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>> {
+        let sql = "SELECT MIN(MAX(d.next_attempt_at, COALESCE(d.lease_until, 0)))
+                   FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled = 1
+                   WHERE d.status = 'pending'";
+        Ok(self.one(sql, [], |r| opt_ts(r, 0))?.flatten())
     }
 }
 
@@ -882,10 +1031,184 @@ impl WriteTx for Handle<'_> {
     }
 
     fn insert_event(&mut self, tenant: TenantId, e: &OutboxEvent) -> StoreResult<()> {
-        self.exec(
-            "INSERT INTO webhook_events (event_id, tenant_id, kind, payload, occurred_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![e.event_id, tenant.0, e.kind.as_str(), e.payload, e.occurred_at.as_millis()],
+        let at = e.occurred_at.as_millis();
+        let row = self.insert(
+            "INSERT INTO webhook_events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            params![e.event_id, tenant.0, e.kind.as_str(), e.payload, at],
         )?;
+        let added = self.exec(
+            "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
+             SELECT ?1, w.id, ?2, ?4, ?4 FROM webhook_endpoints w
+             WHERE w.tenant_id = ?1 AND w.enabled = 1
+               AND (w.events IS NULL OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE json_each.value = ?3))",
+            params![tenant.0, row, e.kind.as_str(), at],
+        )?;
+        self.deliveries_added += added;
+        Ok(())
+    }
+
+    fn insert_webhook(&mut self, tenant: TenantId, w: &NewWebhook) -> StoreResult<Webhook> {
+        let events = match &w.events {
+            Some(kinds) => Some(
+                serde_json::to_string(&kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())
+                    .map_err(|e| StoreError::Internal(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let id = self.insert(
+            "INSERT INTO webhook_endpoints (tenant_id, url, events, secret, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![tenant.0, w.url, events, w.secret, w.created_at.as_millis()],
+        )?;
+        self.webhook(tenant, WebhookId(id))?
+            .ok_or_else(|| StoreError::Internal("webhook vanished after insert".into()))
+    }
+
+    fn delete_webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<bool> {
+        Ok(self.exec(
+            "DELETE FROM webhook_endpoints WHERE tenant_id = ?1 AND id = ?2",
+            [tenant.0, id.0],
+        )? == 1)
+    }
+
+    fn rotate_webhook_secret(
+        &mut self,
+        tenant: TenantId,
+        id: WebhookId,
+        secret: &str,
+        previous_expires_at: Timestamp,
+    ) -> StoreResult<()> {
+        self.exec(
+            "UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = ?4, secret = ?3
+             WHERE tenant_id = ?1 AND id = ?2",
+            params![tenant.0, id.0, secret, previous_expires_at.as_millis()],
+        )?;
+        Ok(())
+    }
+
+    fn redeliver(
+        &mut self,
+        tenant: TenantId,
+        endpoint: WebhookId,
+        delivery: i64,
+        at: Timestamp,
+    ) -> StoreResult<Option<i64>> {
+        let added = self.exec(
+            "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
+             SELECT d.tenant_id, d.endpoint_id, d.event_id, ?4, ?4 FROM webhook_deliveries d
+             WHERE d.tenant_id = ?1 AND d.endpoint_id = ?2 AND d.id = ?3",
+            params![tenant.0, endpoint.0, delivery, at.as_millis()],
+        )?;
+        if added != 1 {
+            return Ok(None);
+        }
+        self.deliveries_added += 1;
+        Ok(Some(self.conn.last_insert_rowid()))
+    }
+
+    fn claim_deliveries(
+        &mut self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: u32,
+        per_endpoint: u32,
+    ) -> StoreResult<Vec<ClaimedDelivery>> {
+        // The inner scan walks the due index in order and stops early, so a
+        // large backlog does not make every claim slow.
+        let sql = format!(
+            "SELECT d.id, d.tenant_id, d.attempts, {WEBHOOK_COLS}, ev.event_id, ev.kind, ev.payload
+             FROM (SELECT d.*, ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
+                   FROM (SELECT * FROM webhook_deliveries
+                         WHERE status = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)
+                         ORDER BY next_attempt_at, id LIMIT 4096) d) d
+             JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.tenant_id = d.tenant_id AND w.enabled = 1
+             JOIN webhook_events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id
+             WHERE d.rn <= ?3
+             ORDER BY d.next_attempt_at, d.id LIMIT ?2"
+        );
+        let claimed = self.all(
+            &sql,
+            params![now.as_millis(), i64::from(limit), i64::from(per_endpoint)],
+            |r| {
+                Ok(ClaimedDelivery {
+                    delivery_id: r.get(0)?,
+                    tenant_id: TenantId(r.get(1)?),
+                    attempts: r.get(2)?,
+                    webhook: webhook_at(r, 3)?,
+                    event_id: r.get(13)?,
+                    kind: enum_col(r, 14, EventKind::parse)?,
+                    payload: r.get(15)?,
+                })
+            },
+        )?;
+        for c in &claimed {
+            self.exec(
+                "UPDATE webhook_deliveries SET lease_until = ?2 WHERE id = ?1",
+                params![c.delivery_id, lease_until.as_millis()],
+            )?;
+        }
+        Ok(claimed)
+    }
+
+    fn record_attempt(&mut self, rec: &AttemptRecord) -> StoreResult<()> {
+        let a = &rec.attempt;
+        let (tenant, at) = (rec.tenant_id.0, a.attempted_at.as_millis());
+        self.exec(
+            "INSERT INTO webhook_attempts (tenant_id, delivery_id, attempted_at, duration_ms, status_code, error)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?2 AND tenant_id = ?1)",
+            params![tenant, rec.delivery_id, at, i64::try_from(a.duration_ms).unwrap_or(i64::MAX), a.status_code, a.error],
+        )?;
+        let error = a
+            .error
+            .clone()
+            .or_else(|| a.status_code.map(|c| format!("HTTP {c}")));
+        // Only a pending delivery changes: if its lease ran out and another
+        // worker finished it meanwhile, this attempt is logged and no more.
+        let update = "UPDATE webhook_deliveries SET status = ?3, attempts = attempts + 1, next_attempt_at = ?4, lease_until = NULL,
+                          last_error = ?5, finished_at = ?6
+                      WHERE tenant_id = ?1 AND id = ?2 AND status = 'pending'";
+        match &rec.next {
+            NextStep::Delivered => self.exec(
+                update,
+                params![
+                    tenant,
+                    rec.delivery_id,
+                    "delivered",
+                    at,
+                    Option::<String>::None,
+                    at
+                ],
+            )?,
+            NextStep::RetryAt(t) => self.exec(
+                update,
+                params![
+                    tenant,
+                    rec.delivery_id,
+                    "pending",
+                    t.as_millis(),
+                    error,
+                    Option::<i64>::None
+                ],
+            )?,
+            NextStep::Failed => self.exec(
+                update,
+                params![tenant, rec.delivery_id, "failed", at, error, at],
+            )?,
+            NextStep::DisableEndpoint => {
+                self.exec(
+                    update,
+                    params![tenant, rec.delivery_id, "failed", at, error, at],
+                )?;
+                self.exec(
+                    "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = 'the endpoint answered 410 Gone' WHERE tenant_id = ?1 AND id = ?2",
+                    params![tenant, rec.endpoint_id.0],
+                )?;
+                self.exec(
+                    "UPDATE webhook_deliveries SET status = 'failed', last_error = 'endpoint disabled', finished_at = ?3, lease_until = NULL
+                     WHERE tenant_id = ?1 AND endpoint_id = ?2 AND status = 'pending'",
+                    params![tenant, rec.endpoint_id.0, at],
+                )?
+            }
+        };
         Ok(())
     }
 }

@@ -1,10 +1,12 @@
 //! The writer thread and its group commit.
 
+use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
 use parley_domain::store::{StoreError, StoreResult, WriteJob};
 use rusqlite::Connection;
+use tokio::sync::Notify;
 
 use super::error::map;
 use super::queries::Handle;
@@ -13,6 +15,7 @@ pub(super) fn spawn(
     conn: Connection,
     jobs: Receiver<WriteJob>,
     max_batch: usize,
+    deliveries: Arc<Notify>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("sqlite-writer".into())
@@ -28,7 +31,7 @@ pub(super) fn spawn(
                         Err(_) => break,
                     }
                 }
-                run_batch(&conn, batch);
+                run_batch(&conn, batch, &deliveries);
             }
             let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
         })
@@ -36,26 +39,34 @@ pub(super) fn spawn(
 
 /// Runs every unit of the batch in one transaction, each in a savepoint,
 /// then commits once and answers every unit with the commit's outcome.
-fn run_batch(conn: &Connection, batch: Vec<WriteJob>) {
+fn run_batch(conn: &Connection, batch: Vec<WriteJob>, deliveries: &Notify) {
     if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
         tracing::error!(error = %map(e), "could not begin a write transaction");
         return; // dropping the jobs answers their callers "unavailable"
     }
     let mut finishers = Vec::with_capacity(batch.len());
+    let mut deliveries_added = 0;
     for job in batch {
         if conn.execute_batch("SAVEPOINT unit").is_err() {
             continue;
         }
-        let outcome = job(&mut Handle::new(conn));
+        let mut handle = Handle::new(conn);
+        let outcome = job(&mut handle);
         let released = outcome.keep && conn.execute_batch("RELEASE unit").is_ok();
         if !released {
             let _ = conn.execute_batch("ROLLBACK TO unit; RELEASE unit");
         }
         // A unit that wanted its changes kept but lost them must hear so.
         let lost = outcome.keep && !released;
+        if released {
+            deliveries_added += handle.deliveries_added;
+        }
         finishers.push((outcome.on_commit, lost));
     }
     let commit: StoreResult<()> = conn.execute_batch("COMMIT").map_err(map);
+    if commit.is_ok() && deliveries_added > 0 {
+        deliveries.notify_one();
+    }
     if let Err(e) = &commit {
         tracing::error!(error = %e, units = finishers.len(), "write batch failed to commit");
         let _ = conn.execute_batch("ROLLBACK");

@@ -38,7 +38,12 @@ async fn output(cmd: &mut Command) -> (i32, String, String) {
 
 /// Starts a server process and returns it with its base URL.
 async fn start(dir: &Path, command: &str) -> (Child, String) {
+    start_with(dir, command, &[]).await
+}
+
+async fn start_with(dir: &Path, command: &str, env: &[(&str, &str)]) -> (Child, String) {
     let mut child = parley(dir)
+        .envs(env.iter().copied())
         .arg(command)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -124,7 +129,7 @@ async fn migrate_applies_once() {
     let dir = tempfile::tempdir().unwrap();
     let (code, stdout, _) = output(parley(dir.path()).arg("migrate")).await;
     assert_eq!(code, 0);
-    assert!(stdout.contains("Applied migrations: [1]"), "{stdout}");
+    assert!(stdout.contains("Applied migrations: [1, 2]"), "{stdout}");
     let (_, stdout, _) = output(parley(dir.path()).arg("migrate")).await;
     assert!(stdout.contains("up to date"), "{stdout}");
 }
@@ -231,7 +236,7 @@ async fn wait_for_acks(acked: &Arc<Mutex<Vec<String>>>, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn acknowledged_messages_survive_a_kill() {
     let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     let (mut child, base) = start(dir.path(), "demo").await;
     let (token, public_id) = open_demo_conversation(&client, &base).await;
 
@@ -261,7 +266,7 @@ async fn acknowledged_messages_survive_a_kill() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigterm_drains_and_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     let (mut child, base) = start(dir.path(), "demo").await;
     let (token, public_id) = open_demo_conversation(&client, &base).await;
     let acked = Arc::new(Mutex::new(Vec::new()));
@@ -290,5 +295,85 @@ async fn sigterm_drains_and_exits_cleanly() {
     assert!(
         acked.iter().all(|b| stored.contains(b)),
         "every acknowledged message is stored"
+    );
+}
+
+/// A webhook delivery in flight when the process is killed is made again,
+/// with the same event id, once its lease runs out after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_delivery_in_flight_when_the_process_dies_is_made_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = crate::helpers::http_client();
+    let env = [
+        ("PARLEY_WEBHOOK_LEASE", "2s"),
+        ("PARLEY_WEBHOOK_TIMEOUT", "1s"),
+        ("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms"),
+    ];
+    let receiver = crate::receiver::Receiver::start().await;
+    receiver.reply(&[crate::receiver::Reply::Hang]);
+
+    let (mut child, base) = start_with(dir.path(), "demo", &env).await;
+    let creds: Value = client
+        .get(format!("{base}/sandbox/credentials"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let admin = creds["mobile_token"].as_str().unwrap();
+    let res = client
+        .post(format!("{base}/api/v1/admin/webhooks"))
+        .bearer_auth(admin)
+        .json(&json!({"url": receiver.url, "events": ["conversation.created"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let hook: Value = res.json().await.unwrap();
+    open_demo_conversation(&client, &base).await;
+    let first = receiver.next().await;
+    child
+        .kill()
+        .await
+        .expect("SIGKILL while the delivery hangs");
+
+    let (_child, base) = start_with(dir.path(), "demo", &env).await;
+    let again = receiver.next().await;
+    assert_eq!(again.json()["event_id"], first.json()["event_id"]);
+    assert_eq!(again.body, first.body);
+
+    let creds: Value = client
+        .get(format!("{base}/sandbox/credentials"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let admin = creds["mobile_token"].as_str().unwrap().to_owned();
+    let url = format!(
+        "{base}/api/v1/admin/webhooks/{}/deliveries",
+        hook["webhook"]["id"]
+    );
+    let deliveries = crate::helpers::eventually(|| {
+        let (client, url, admin) = (client.clone(), url.clone(), admin.clone());
+        async move {
+            let body: Value = client
+                .get(&url)
+                .bearer_auth(&admin)
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            (body["deliveries"][0]["status"] == "delivered").then_some(body)
+        }
+    })
+    .await;
+    assert_eq!(
+        deliveries["meta"]["total"], 1,
+        "one delivery, made again: none lost, none doubled"
     );
 }

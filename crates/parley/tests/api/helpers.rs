@@ -81,7 +81,7 @@ impl Spawn {
         let tenancy = Tenancy::new(db.clone(), clock.clone());
         TestApp {
             base,
-            client: reqwest::Client::new(),
+            client: http_client(),
             db,
             clock,
             tenancy,
@@ -277,12 +277,21 @@ impl TestApp {
             .await
     }
 
-    /// Webhook events recorded and not yet dispatched, as the health report tells.
-    pub async fn pending_events(&self) -> u64 {
-        let (_, body) = self.get("/health").await;
-        body["checks"]["webhooks"]["pending"]
-            .as_u64()
-            .expect("pending count")
+    /// The kinds of the webhook events recorded for a tenant, oldest first.
+    pub async fn events(&self, slug: &str) -> Vec<String> {
+        let slug = slug.to_owned();
+        self.db
+            .read(move |r| {
+                let tenant = r
+                    .tenant_by_slug(&slug)?
+                    .ok_or(parley_domain::DomainError::NotFound)?;
+                Ok(r.recent_events(tenant.id, 10_000)?
+                    .into_iter()
+                    .map(|e| e.kind.as_str().to_owned())
+                    .collect())
+            })
+            .await
+            .expect("events")
     }
 
     /// Stops the server the way SIGTERM does and waits for it.
@@ -329,4 +338,31 @@ pub fn assert_fields(status: StatusCode, body: &Value, fields: &[&str]) {
     let mut expected = fields.to_vec();
     expected.sort_unstable();
     assert_eq!(named, expected, "{body}");
+}
+
+/// A plain HTTP client for tests (the workspace builds reqwest without a
+/// default TLS provider, so one is installed first).
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
+/// Polls `check` until it returns `Some`, for at most 10 seconds: waiting
+/// for the background worker to reach a state, never for a fixed time.
+pub async fn eventually<T, F, Fut>(mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not reached within 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }

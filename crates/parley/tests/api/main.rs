@@ -3,6 +3,7 @@
 //! suite links once.
 
 mod helpers;
+mod receiver;
 
 mod admin;
 mod cli;
@@ -15,6 +16,7 @@ mod mobile_inbox;
 mod openapi;
 mod sandbox;
 mod storage;
+mod webhooks;
 mod widget_config;
 mod widget_conversations;
 mod widget_messages;

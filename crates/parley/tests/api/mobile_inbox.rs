@@ -250,7 +250,7 @@ async fn the_whole_lifecycle() {
         .open_conversation("/api", &f.token, "visitor", "Hello?")
         .await;
     assert_eq!(
-        app.pending_events().await,
+        app.events("acme").await.len(),
         2,
         "conversation.created and message.created"
     );
@@ -288,7 +288,7 @@ async fn the_whole_lifecycle() {
     );
     assert_eq!(body["conversation"]["id"], id);
     assert_eq!(
-        app.pending_events().await,
+        app.events("acme").await.len(),
         3,
         "message.created for the reply"
     );
@@ -346,7 +346,15 @@ async fn the_whole_lifecycle() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["conversation"]["status"], "closed");
-    assert_eq!(app.pending_events().await, 4, "conversation.closed");
+    assert_eq!(
+        app.events("acme").await,
+        [
+            "conversation.created",
+            "message.created",
+            "message.created",
+            "conversation.closed"
+        ]
+    );
     let count = widget_messages(&app, &f.token, &public_id).await.len();
 
     let (status, body) = app
@@ -359,7 +367,7 @@ async fn the_whole_lifecycle() {
         .await;
     assert_eq!(status, StatusCode::OK, "closing again is fine");
     assert_eq!(body["conversation"]["status"], "closed");
-    assert_eq!(app.pending_events().await, 4, "and emits nothing");
+    assert_eq!(app.events("acme").await.len(), 4, "and emits nothing");
     assert_eq!(
         widget_messages(&app, &f.token, &public_id).await.len(),
         count,

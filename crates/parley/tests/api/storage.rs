@@ -111,3 +111,42 @@ async fn close_keeps_every_acknowledged_write() {
     }
     reopened.close().await;
 }
+
+/// An event recorded by a unit that then fails is rolled back with it: no
+/// event, no delivery.
+#[tokio::test]
+async fn a_rolled_back_change_emits_nothing() {
+    let app = TestApp::with()
+        .var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true")
+        .start()
+        .await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (status, _) = app
+        .authed(
+            reqwest::Method::POST,
+            "/api/admin/webhooks",
+            &admin,
+            Some(serde_json::json!({"url": "http://127.0.0.1:9/hook"})),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED);
+    let tenant = f.scope.tenant;
+    let result: Result<(), _> = app
+        .db
+        .write(move |tx| {
+            let event = parley_domain::events::OutboxEvent {
+                event_id: "evt_rolled_back".into(),
+                kind: parley_domain::events::EventKind::ConversationClosed,
+                occurred_at: START,
+                payload: "{}".into(),
+            };
+            tx.insert_event(tenant, &event)?;
+            Err(DomainError::Conflict("changed my mind"))
+        })
+        .await;
+    assert!(result.is_err());
+    assert!(app.events("acme").await.is_empty(), "no event");
+    let (_, health) = app.get("/health").await;
+    assert_eq!(health["checks"]["webhooks"]["pending"], 0, "no delivery");
+}

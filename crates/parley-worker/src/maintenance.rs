@@ -1,5 +1,5 @@
-//! Background work. Each task watches the shared shutdown token and is
-//! tracked, so shutdown waits for it to finish its current step.
+//! Periodic housekeeping: forgets idle rate-limit buckets and expired login
+//! failures, so their memory stays bounded.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,9 +9,7 @@ use parley_domain::limits::RateLimits;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Periodic housekeeping: forgets idle rate-limit buckets and expired
-/// login failures, so their memory stays bounded.
-pub fn spawn_maintenance(
+pub fn spawn(
     tasks: &TaskTracker,
     shutdown: CancellationToken,
     limits: Arc<RateLimits>,

@@ -1,0 +1,139 @@
+//! Registering webhook endpoints and reading their delivery log: the
+//! tenant admin's side of webhooks.
+
+use std::sync::Arc;
+
+use super::{Delivery, NewWebhook, ROTATION_OVERLAP, Webhook, signing, target};
+use crate::admin::require_admin;
+use crate::clock::Clock;
+use crate::error::DomainError;
+use crate::events::EventKind;
+use crate::inbox::{PageMeta, PageRequest};
+use crate::model::{Session, WebhookId};
+use crate::store::Database;
+
+pub struct NewWebhookInput {
+    pub url: String,
+    /// `None`: every kind.
+    pub events: Option<Vec<EventKind>>,
+}
+
+#[derive(Clone)]
+pub struct WebhookService {
+    db: Database,
+    clock: Arc<dyn Clock>,
+    /// `PARLEY_WEBHOOK_ALLOW_PRIVATE`: endpoints on this network are allowed.
+    allow_private: bool,
+}
+
+impl WebhookService {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, allow_private: bool) -> Self {
+        Self {
+            db,
+            clock,
+            allow_private,
+        }
+    }
+
+    /// Registers an endpoint; the returned webhook carries its secret, shown this once.
+    pub async fn create(
+        &self,
+        session: &Session,
+        input: NewWebhookInput,
+    ) -> Result<Webhook, DomainError> {
+        let tenant = require_admin(session)?;
+        let url = target::check_url(&input.url, self.allow_private)
+            .await
+            .map_err(|m| DomainError::invalid("url", m))?;
+        let new = NewWebhook {
+            url: url.into(),
+            events: input.events,
+            secret: signing::new_secret()?,
+            created_at: self.clock.now(),
+        };
+        self.db
+            .write(move |tx| Ok(tx.insert_webhook(tenant, &new)?))
+            .await
+    }
+
+    pub async fn list(&self, session: &Session) -> Result<Vec<Webhook>, DomainError> {
+        let tenant = require_admin(session)?;
+        self.db.read(move |r| Ok(r.webhooks(tenant)?)).await
+    }
+
+    pub async fn delete(&self, session: &Session, id: WebhookId) -> Result<(), DomainError> {
+        let tenant = require_admin(session)?;
+        let deleted = self
+            .db
+            .write(move |tx| Ok(tx.delete_webhook(tenant, id)?))
+            .await?;
+        if deleted {
+            Ok(())
+        } else {
+            Err(DomainError::NotFound)
+        }
+    }
+
+    /// Replaces the secret; the old one keeps signing for 24 hours so the
+    /// partner can switch without losing a delivery.
+    pub async fn rotate_secret(
+        &self,
+        session: &Session,
+        id: WebhookId,
+    ) -> Result<Webhook, DomainError> {
+        let tenant = require_admin(session)?;
+        let secret = signing::new_secret()?;
+        let until = self.clock.now().plus(ROTATION_OVERLAP);
+        self.db
+            .write(move |tx| {
+                tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
+                tx.rotate_webhook_secret(tenant, id, &secret, until)?;
+                tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)
+            })
+            .await
+    }
+
+    pub async fn deliveries(
+        &self,
+        session: &Session,
+        id: WebhookId,
+        page: PageRequest,
+    ) -> Result<(Vec<Delivery>, PageMeta), DomainError> {
+        let tenant = require_admin(session)?;
+        self.db
+            .read(move |r| {
+                r.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let total = r.count_deliveries(tenant, id)?;
+                let offset = u64::from(page.page - 1) * u64::from(page.per_page);
+                Ok((
+                    r.deliveries(tenant, id, offset, page.per_page)?,
+                    PageMeta::new(page, total),
+                ))
+            })
+            .await
+    }
+
+    /// Queues the delivery's event again for the same endpoint, due now.
+    pub async fn redeliver(
+        &self,
+        session: &Session,
+        id: WebhookId,
+        delivery: i64,
+    ) -> Result<Delivery, DomainError> {
+        let tenant = require_admin(session)?;
+        let now = self.clock.now();
+        self.db
+            .write(move |tx| {
+                let webhook = tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
+                if !webhook.enabled {
+                    return Err(DomainError::Conflict("the endpoint is disabled"));
+                }
+                let new_id = tx
+                    .redeliver(tenant, id, delivery, now)?
+                    .ok_or(DomainError::NotFound)?;
+                tx.delivery(tenant, id, new_id)?
+                    .ok_or(DomainError::NotFound)
+            })
+            .await
+    }
+}

@@ -1,0 +1,122 @@
+//! Sends one delivery: the envelope as recorded, with both signature
+//! schemes, to the endpoint; redirects are never followed.
+
+use std::time::Duration;
+
+use parley_domain::Timestamp;
+use parley_domain::webhooks::ClaimedDelivery;
+use parley_domain::webhooks::schedule::{Response, parse_retry_after};
+use parley_domain::webhooks::signing::{service_signature, standard_signature};
+use parley_domain::webhooks::target::forbidden_ip;
+use reqwest::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+
+use super::resolver::CheckedResolver;
+
+/// How much of a response body is read (and thrown away) so the connection
+/// can be reused.
+const MAX_BODY_READ: usize = 64 * 1024;
+
+#[derive(Clone)]
+pub struct Sender {
+    client: reqwest::Client,
+    allow_private: bool,
+}
+
+impl Sender {
+    pub fn new(timeout: Duration, allow_private: bool) -> Result<Self, reqwest::Error> {
+        // Several crates could install a TLS provider; the first one wins.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .no_proxy()
+            .pool_max_idle_per_host(32)
+            .user_agent(concat!("Parley-Webhooks/", env!("CARGO_PKG_VERSION")));
+        if !allow_private {
+            builder = builder.dns_resolver(CheckedResolver);
+        }
+        Ok(Self {
+            client: builder.build()?,
+            allow_private,
+        })
+    }
+
+    /// Makes one attempt. Returns how it ended and, for failures, a short
+    /// reason for the delivery log (never the URL, which may hold credentials).
+    pub async fn send(&self, c: &ClaimedDelivery, now: Timestamp) -> (Response, Option<String>) {
+        if !self.allow_private && ip_literal_forbidden(&c.webhook.url) {
+            return (
+                Response::NoResponse,
+                Some("the endpoint address is not allowed".into()),
+            );
+        }
+        let ts = now.unix_seconds();
+        let body = c.payload.as_bytes();
+        let secrets = c.webhook.signing_secrets(now);
+        let request = self
+            .client
+            .post(&c.webhook.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(
+                USER_AGENT,
+                concat!("Parley-Webhooks/", env!("CARGO_PKG_VERSION")),
+            )
+            .header("X-Service-Event", c.kind.as_str())
+            .header("X-Service-Timestamp", ts.to_string())
+            .header("X-Service-Signature", service_signature(&secrets, ts, body))
+            .header("webhook-id", c.event_id.as_str())
+            .header("webhook-timestamp", ts.to_string())
+            .header(
+                "webhook-signature",
+                standard_signature(&secrets, &c.event_id, ts, body),
+            )
+            .body(c.payload.clone());
+        match request.send().await {
+            Ok(mut res) => {
+                let code = res.status().as_u16();
+                let retry_after = res
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| parse_retry_after(v, now));
+                let mut read = 0;
+                while read < MAX_BODY_READ {
+                    match res.chunk().await {
+                        Ok(Some(chunk)) => read += chunk.len(),
+                        _ => break,
+                    }
+                }
+                let error = (!(200..300).contains(&code)).then(|| format!("HTTP {code}"));
+                (Response::Status { code, retry_after }, error)
+            }
+            Err(e) => (Response::NoResponse, Some(describe(&e))),
+        }
+    }
+}
+
+fn ip_literal_forbidden(url: &str) -> bool {
+    match url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host().map(|h| h.to_owned()))
+    {
+        Some(url::Host::Ipv4(ip)) => forbidden_ip(ip.into()),
+        Some(url::Host::Ipv6(ip)) => forbidden_ip(ip.into()),
+        Some(url::Host::Domain(_)) => false,
+        None => true,
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timed out".into()
+    } else if e.is_connect() {
+        "could not connect".into()
+    } else {
+        let mut text = e.to_string();
+        if let Some(url) = e.url() {
+            text = text.replace(url.as_str(), "the endpoint");
+        }
+        text
+    }
+}
