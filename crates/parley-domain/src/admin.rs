@@ -45,19 +45,14 @@ pub struct AdminService {
 pub(crate) fn require_admin(session: &Session) -> Result<TenantId, DomainError> {
     match session.operator.role {
         Role::Admin => Ok(session.tenant.id),
-        Role::Agent => Err(DomainError::Forbidden(
-            "this needs an operator with the admin role",
-        )),
+        Role::Agent => Err(DomainError::Forbidden("this needs an operator with the admin role")),
     }
 }
 
 /// Refuses site ids that are not the tenant's, naming the field.
 fn check_sites(sites: &[Site], ids: &[SiteId]) -> Result<(), DomainError> {
     match ids.iter().find(|id| !sites.iter().any(|s| s.id == **id)) {
-        Some(id) => Err(DomainError::invalid(
-            "site_ids",
-            format!("site {} does not exist", id.0),
-        )),
+        Some(id) => Err(DomainError::invalid("site_ids", format!("site {} does not exist", id.0))),
         None => Ok(()),
     }
 }
@@ -65,12 +60,7 @@ fn check_sites(sites: &[Site], ids: &[SiteId]) -> Result<(), DomainError> {
 impl AdminService {
     pub fn new(db: Database, clock: Arc<dyn Clock>, public_url: String) -> Self {
         let tenancy = Tenancy::new(db.clone(), Arc::clone(&clock));
-        Self {
-            db,
-            clock,
-            tenancy,
-            public_url,
-        }
+        Self { db, clock, tenancy, public_url }
     }
 
     pub fn embed_snippet(&self, installation: &Installation) -> String {
@@ -82,20 +72,12 @@ impl AdminService {
         self.db.read(move |r| Ok(r.sites(tenant)?)).await
     }
 
-    pub async fn create_site(
-        &self,
-        session: &Session,
-        input: NewSiteInput,
-    ) -> Result<Site, DomainError> {
+    pub async fn create_site(&self, session: &Session, input: NewSiteInput) -> Result<Site, DomainError> {
         let tenant = require_admin(session)?;
         self.tenancy.create_site(tenant, input).await
     }
 
-    pub async fn installations(
-        &self,
-        session: &Session,
-        site: SiteId,
-    ) -> Result<Vec<Installation>, DomainError> {
+    pub async fn installations(&self, session: &Session, site: SiteId) -> Result<Vec<Installation>, DomainError> {
         let tenant = require_admin(session)?;
         self.db
             .read(move |r| {
@@ -112,14 +94,10 @@ impl AdminService {
         input: NewInstallationInput,
     ) -> Result<Installation, DomainError> {
         let tenant = require_admin(session)?;
-        self.db
-            .read(move |r| r.site(tenant, site)?.ok_or(DomainError::NotFound))
-            .await?;
+        self.db.read(move |r| r.site(tenant, site)?.ok_or(DomainError::NotFound)).await?;
         let name = input.name.unwrap_or_else(|| "Website".to_owned());
         let installation_type = input.installation_type.unwrap_or_else(|| "web".to_owned());
-        self.tenancy
-            .create_installation(SiteScope { tenant, site }, name, installation_type)
-            .await
+        self.tenancy.create_installation(SiteScope { tenant, site }, name, installation_type).await
     }
 
     /// Enables or disables an installation; a change of its status emits
@@ -140,16 +118,8 @@ impl AdminService {
                 if installation.enabled != enabled {
                     tx.set_installation_enabled(tenant, id, enabled)?;
                     installation.enabled = enabled;
-                    let site = tx
-                        .site(tenant, installation.site_id)?
-                        .ok_or(DomainError::NotFound)?;
-                    let event = events::installation_health_changed(
-                        &tenant_record,
-                        &site,
-                        &installation,
-                        previous,
-                        now,
-                    );
+                    let site = tx.site(tenant, installation.site_id)?.ok_or(DomainError::NotFound)?;
+                    let event = events::installation_health_changed(&tenant_record, &site, &installation, previous, now);
                     tx.insert_event(tenant, &event)?;
                 }
                 Ok(installation)
@@ -162,43 +132,21 @@ impl AdminService {
         self.db.read(move |r| Ok(r.operators(tenant)?)).await
     }
 
-    pub async fn create_operator(
-        &self,
-        session: &Session,
-        input: NewOperatorInput,
-    ) -> Result<Operator, DomainError> {
+    pub async fn create_operator(&self, session: &Session, input: NewOperatorInput) -> Result<Operator, DomainError> {
         let tenant = require_admin(session)?;
         let ids = input.site_ids.clone();
-        self.db
-            .read(move |r| check_sites(&r.sites(tenant)?, &ids))
-            .await?;
-        self.tenancy
-            .create_operator(
-                tenant,
-                input.email,
-                input.name,
-                input.password,
-                input.role,
-                input.site_ids,
-            )
-            .await
-            .map_err(|e| match e {
-                DomainError::Store(StoreError::Duplicate(_)) => {
-                    DomainError::invalid("email", "is already in use")
-                }
-                e => e,
-            })
+        self.db.read(move |r| check_sites(&r.sites(tenant)?, &ids)).await?;
+        self.tenancy.create_operator(tenant, input.email, input.name, input.password, input.role, input.site_ids).await.map_err(|e| match e
+        {
+            DomainError::Store(StoreError::Duplicate(_)) => DomainError::invalid("email", "is already in use"),
+            e => e,
+        })
     }
 
     /// Changes an operator. Disabling it or changing its password revokes
     /// all its tokens in the same transaction. An admin cannot disable or
     /// demote itself, so a tenant always keeps the admin making changes.
-    pub async fn update_operator(
-        &self,
-        session: &Session,
-        id: OperatorId,
-        patch: OperatorPatch,
-    ) -> Result<Operator, DomainError> {
+    pub async fn update_operator(&self, session: &Session, id: OperatorId, patch: OperatorPatch) -> Result<Operator, DomainError> {
         let tenant = require_admin(session)?;
         if id == session.operator.id {
             let mut errors = FieldErrors::new();
@@ -228,13 +176,8 @@ impl AdminService {
                     check_sites(&tx.sites(tenant)?, ids)?;
                 }
                 let revoke = patch.active == Some(false) || password_hash.is_some();
-                let changes = OperatorChanges {
-                    name: patch.name,
-                    role: patch.role,
-                    active: patch.active,
-                    password_hash,
-                    site_ids: patch.site_ids,
-                };
+                let changes =
+                    OperatorChanges { name: patch.name, role: patch.role, active: patch.active, password_hash, site_ids: patch.site_ids };
                 tx.update_operator(tenant, id, &changes)?;
                 if revoke {
                     tx.revoke_operator_tokens(tenant, id, now)?;

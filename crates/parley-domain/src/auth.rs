@@ -46,20 +46,13 @@ pub struct AuthService {
 fn dummy_hash() -> &'static str {
     static DUMMY: OnceLock<String> = OnceLock::new();
     DUMMY.get_or_init(|| {
-        let secret = crate::ids::random_bytes::<16>()
-            .map(|b| format!("{b:?}"))
-            .unwrap_or_default();
+        let secret = crate::ids::random_bytes::<16>().map(|b| format!("{b:?}")).unwrap_or_default();
         password::hash_password(&secret).unwrap_or_default()
     })
 }
 
 impl AuthService {
-    pub fn new(
-        db: Database,
-        clock: Arc<dyn Clock>,
-        token_ttl: Duration,
-        limits: &RateLimitSettings,
-    ) -> Self {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, token_ttl: Duration, limits: &RateLimitSettings) -> Self {
         let tenancy = Tenancy::new(db.clone(), Arc::clone(&clock));
         Self {
             db,
@@ -71,11 +64,7 @@ impl AuthService {
         }
     }
 
-    pub async fn login(
-        &self,
-        client: IpAddr,
-        input: LoginInput,
-    ) -> Result<LoginOutcome, DomainError> {
+    pub async fn login(&self, client: IpAddr, input: LoginInput) -> Result<LoginOutcome, DomainError> {
         let now = self.clock.now();
         let email_key = input.email.to_lowercase();
         self.by_email.check(&email_key, now)?;
@@ -88,10 +77,9 @@ impl AuthService {
             None => (None, dummy_hash().to_owned()),
         };
         let password = input.password;
-        let matches =
-            tokio::task::spawn_blocking(move || password::verify_password(&password, &hash))
-                .await
-                .map_err(|_| DomainError::Unavailable("password check failed"))?;
+        let matches = tokio::task::spawn_blocking(move || password::verify_password(&password, &hash))
+            .await
+            .map_err(|_| DomainError::Unavailable("password check failed"))?;
         let operator = match operator {
             Some(op) if matches && op.active => op,
             _ => {
@@ -102,10 +90,7 @@ impl AuthService {
         };
         self.by_email.clear(&email_key);
 
-        let token = self
-            .tenancy
-            .issue_operator_token(&operator, input.device_name, self.token_ttl)
-            .await?;
+        let token = self.tenancy.issue_operator_token(&operator, input.device_name, self.token_ttl).await?;
         let session = self.session(&token).await?;
         Ok(LoginOutcome { token, session })
     }
@@ -125,17 +110,13 @@ impl AuthService {
 
     async fn session(&self, token: &str) -> Result<Session, DomainError> {
         let digest = password::token_digest(token);
-        self.db
-            .read(move |r| r.session(&digest)?.ok_or(DomainError::Unauthenticated))
-            .await
+        self.db.read(move |r| r.session(&digest)?.ok_or(DomainError::Unauthenticated)).await
     }
 
     /// Revokes the token in use.
     pub async fn logout(&self, session: &Session) -> Result<(), DomainError> {
         let (tenant, token_id, now) = (session.tenant.id, session.token_id, self.clock.now());
-        self.db
-            .write(move |tx| Ok(tx.revoke_token(tenant, token_id, now)?))
-            .await
+        self.db.write(move |tx| Ok(tx.revoke_token(tenant, token_id, now)?)).await
     }
 
     /// Forgets failures that have left their window; called by the sweeper.

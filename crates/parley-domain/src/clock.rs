@@ -26,17 +26,11 @@ impl Timestamp {
     }
 
     pub fn plus(self, d: Duration) -> Self {
-        Self(
-            self.0
-                .saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-        )
+        Self(self.0.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
     }
 
     pub fn minus(self, d: Duration) -> Self {
-        Self(
-            self.0
-                .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-        )
+        Self(self.0.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
     }
 
     /// Time elapsed from `earlier` to `self`, zero when `earlier` is later.
@@ -48,8 +42,7 @@ impl Timestamp {
     /// (`2026-01-01T00:00:00.000Z`), so the strings also sort by time.
     pub fn to_rfc3339(self) -> String {
         let nanos = i128::from(self.0) * 1_000_000;
-        let t =
-            OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+        let t = OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(OffsetDateTime::UNIX_EPOCH);
         format!(
             "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
             t.year(),
@@ -120,13 +113,7 @@ mod tests {
 
     #[test]
     fn formats_utc_with_milliseconds() {
-        assert_eq!(
-            Timestamp::from_millis(0).to_rfc3339(),
-            "1970-01-01T00:00:00.000Z"
-        );
-        assert_eq!(
-            Timestamp::from_millis(1_700_000_000_123).to_rfc3339(),
-            "2023-11-14T22:13:20.123Z"
-        );
+        assert_eq!(Timestamp::from_millis(0).to_rfc3339(), "1970-01-01T00:00:00.000Z");
+        assert_eq!(Timestamp::from_millis(1_700_000_000_123).to_rfc3339(), "2023-11-14T22:13:20.123Z");
     }
 }

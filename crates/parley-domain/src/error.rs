@@ -27,10 +27,7 @@ impl FieldErrors {
     }
 
     pub fn add(&mut self, field: &str, message: impl Into<String>) {
-        self.0
-            .entry(field.to_owned())
-            .or_default()
-            .push(message.into());
+        self.0.entry(field.to_owned()).or_default().push(message.into());
     }
 
     pub fn is_empty(&self) -> bool {

@@ -8,9 +8,7 @@ use serde_json::{Value, json};
 
 use crate::clock::Timestamp;
 use crate::ids;
-use crate::model::{
-    Conversation, Installation, InstallationStatus, Message, Operator, Site, Tenant, Visitor,
-};
+use crate::model::{Conversation, Installation, InstallationStatus, Message, Operator, Site, Tenant, Visitor};
 
 /// Envelope `version` of every event this build emits.
 pub const ENVELOPE_VERSION: &str = "1";
@@ -69,12 +67,7 @@ fn envelope(tenant: &Tenant, kind: EventKind, occurred_at: Timestamp, data: Valu
         "data": data,
     })
     .to_string();
-    OutboxEvent {
-        event_id,
-        kind,
-        occurred_at,
-        payload,
-    }
+    OutboxEvent { event_id, kind, occurred_at, payload }
 }
 
 fn conversation_data(c: &Conversation) -> Value {
@@ -110,12 +103,7 @@ fn visitor_data(v: &Visitor) -> Value {
     })
 }
 
-pub fn conversation_created(
-    tenant: &Tenant,
-    c: &Conversation,
-    visitor: &Visitor,
-    first: &Message,
-) -> OutboxEvent {
+pub fn conversation_created(tenant: &Tenant, c: &Conversation, visitor: &Visitor, first: &Message) -> OutboxEvent {
     let data = json!({
         "conversation": conversation_data(c),
         "visitor": visitor_data(visitor),
@@ -157,12 +145,7 @@ pub enum ClosedBy<'a> {
     Automation,
 }
 
-pub fn conversation_closed(
-    tenant: &Tenant,
-    c: &Conversation,
-    by: ClosedBy<'_>,
-    at: crate::clock::Timestamp,
-) -> OutboxEvent {
+pub fn conversation_closed(tenant: &Tenant, c: &Conversation, by: ClosedBy<'_>, at: crate::clock::Timestamp) -> OutboxEvent {
     let data = match by {
         ClosedBy::Operator(op) => json!({
             "conversation": conversation_data(c),

@@ -68,17 +68,11 @@ impl HealthService {
             Ok(stats) => HealthReport {
                 status: Status::Ok,
                 checked_at: now,
-                database: DatabaseCheck {
-                    status: Status::Ok,
-                    backend,
-                    latency_ms,
-                },
+                database: DatabaseCheck { status: Status::Ok, backend, latency_ms },
                 webhooks: Some(WebhookCheck {
                     status: Status::Ok,
                     pending: stats.pending,
-                    oldest_pending_seconds: stats
-                        .oldest_pending_at
-                        .map_or(0, |t| now.since(t).as_secs()),
+                    oldest_pending_seconds: stats.oldest_pending_at.map_or(0, |t| now.since(t).as_secs()),
                     failing_endpoints: stats.failing_endpoints,
                 }),
             },
@@ -87,11 +81,7 @@ impl HealthService {
                 HealthReport {
                     status: Status::Down,
                     checked_at: now,
-                    database: DatabaseCheck {
-                        status: Status::Down,
-                        backend,
-                        latency_ms,
-                    },
+                    database: DatabaseCheck { status: Status::Down, backend, latency_ms },
                     webhooks: None,
                 }
             }

@@ -16,10 +16,7 @@ pub fn random_bytes<const N: usize>() -> Result<[u8; N], DomainError> {
 }
 
 fn prefixed<const N: usize>(prefix: &str) -> Result<String, DomainError> {
-    Ok(format!(
-        "{prefix}{}",
-        URL_SAFE_NO_PAD.encode(random_bytes::<N>()?)
-    ))
+    Ok(format!("{prefix}{}", URL_SAFE_NO_PAD.encode(random_bytes::<N>()?)))
 }
 
 /// Public installation token: 144 random bits.

@@ -39,12 +39,7 @@ pub struct PageMeta {
 impl PageMeta {
     pub fn new(page: PageRequest, total: u64) -> Self {
         let last_page = total.div_ceil(u64::from(page.per_page)).max(1);
-        Self {
-            current_page: page.page,
-            per_page: page.per_page,
-            total,
-            last_page,
-        }
+        Self { current_page: page.page, per_page: page.per_page, total, last_page }
     }
 }
 
@@ -76,59 +71,31 @@ impl InboxService {
             .await
     }
 
-    pub async fn get(
-        &self,
-        session: &Session,
-        id: ConversationId,
-    ) -> Result<ConversationDetails, DomainError> {
+    pub async fn get(&self, session: &Session, id: ConversationId) -> Result<ConversationDetails, DomainError> {
         let scope: ConversationScope = session.operator.scope().into();
-        self.db
-            .read(move |r| {
-                r.conversation_details(scope, id)?
-                    .ok_or(DomainError::NotFound)
-            })
-            .await
+        self.db.read(move |r| r.conversation_details(scope, id)?.ok_or(DomainError::NotFound)).await
     }
 
     /// Messages for the operator, operator-only notes included.
-    pub async fn messages(
-        &self,
-        session: &Session,
-        id: ConversationId,
-        after_id: Option<MessageId>,
-    ) -> Result<Vec<Message>, DomainError> {
+    pub async fn messages(&self, session: &Session, id: ConversationId, after_id: Option<MessageId>) -> Result<Vec<Message>, DomainError> {
         let scope: ConversationScope = session.operator.scope().into();
         self.db
             .read(move |r| {
                 let conversation = r.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                let page = MessagePage {
-                    after_id,
-                    limit: MESSAGE_PAGE_LIMIT,
-                    include_internal: true,
-                };
+                let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: true };
                 Ok(r.messages(scope, conversation.id, page)?)
             })
             .await
     }
 
     /// An operator reply. A closed conversation reopens, as for a visitor.
-    pub async fn reply(
-        &self,
-        session: &Session,
-        id: ConversationId,
-        body: String,
-    ) -> Result<(Message, ConversationDetails), DomainError> {
-        let (actor, tenant, now) = (
-            session.operator.clone(),
-            session.tenant.clone(),
-            self.clock.now(),
-        );
+    pub async fn reply(&self, session: &Session, id: ConversationId, body: String) -> Result<(Message, ConversationDetails), DomainError> {
+        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
         self.db
             .write(move |tx| {
                 let scope: ConversationScope = actor.scope().into();
                 let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                let message =
-                    tx.insert_message(scope, &operator_message(&c, &actor, body, false, now))?;
+                let message = tx.insert_message(scope, &operator_message(&c, &actor, body, false, now))?;
                 let status = c.status_after_message();
                 if status != c.status {
                     c.closed_at = None;
@@ -158,10 +125,7 @@ impl InboxService {
                 let text = if target.id == actor.id {
                     format!("{} joined the conversation", actor.name)
                 } else {
-                    format!(
-                        "{} assigned the conversation to {}",
-                        actor.name, target.name
-                    )
+                    format!("{} assigned the conversation to {}", actor.name, target.name)
                 };
                 c.status = ConversationStatus::Assigned;
                 c.assignee_id = Some(target.id);
@@ -190,10 +154,7 @@ impl InboxService {
                 c.status = ConversationStatus::Assigned;
                 c.assignee_id = Some(target.id);
                 tx.update_conversation(scope, &c)?;
-                let text = format!(
-                    "{} transferred the conversation to {}",
-                    actor.name, target.name
-                );
+                let text = format!("{} transferred the conversation to {}", actor.name, target.name);
                 tx.insert_message(scope, &system_message(&c, text, now))?;
                 if let Some(note) = note {
                     tx.insert_message(scope, &operator_message(&c, &actor, note, true, now))?;
@@ -205,16 +166,8 @@ impl InboxService {
 
     /// Closes the conversation; closing a closed one changes nothing and
     /// emits nothing.
-    pub async fn close(
-        &self,
-        session: &Session,
-        id: ConversationId,
-    ) -> Result<ConversationDetails, DomainError> {
-        let (actor, tenant, now) = (
-            session.operator.clone(),
-            session.tenant.clone(),
-            self.clock.now(),
-        );
+    pub async fn close(&self, session: &Session, id: ConversationId) -> Result<ConversationDetails, DomainError> {
+        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
         self.db
             .write(move |tx| {
                 let scope: ConversationScope = actor.scope().into();
@@ -223,14 +176,8 @@ impl InboxService {
                     c.status = ConversationStatus::Closed;
                     c.closed_at = Some(now);
                     tx.update_conversation(scope, &c)?;
-                    tx.insert_message(
-                        scope,
-                        &system_message(&c, format!("{} closed the conversation", actor.name), now),
-                    )?;
-                    tx.insert_event(
-                        tenant.id,
-                        &events::conversation_closed(&tenant, &c, ClosedBy::Operator(&actor), now),
-                    )?;
+                    tx.insert_message(scope, &system_message(&c, format!("{} closed the conversation", actor.name), now))?;
+                    tx.insert_event(tenant.id, &events::conversation_closed(&tenant, &c, ClosedBy::Operator(&actor), now))?;
                 }
                 details(tx, scope, id)
             })
@@ -239,11 +186,7 @@ impl InboxService {
 }
 
 /// The conversation, refusing a closed one with a conflict.
-fn open_conversation(
-    tx: &mut dyn WriteTx,
-    scope: ConversationScope,
-    id: ConversationId,
-) -> Result<Conversation, DomainError> {
+fn open_conversation(tx: &mut dyn WriteTx, scope: ConversationScope, id: ConversationId) -> Result<Conversation, DomainError> {
     let c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
     if c.status == ConversationStatus::Closed {
         return Err(DomainError::Conflict("the conversation is closed"));
@@ -253,16 +196,9 @@ fn open_conversation(
 
 /// Checks that `target` can take the conversation: of the same tenant,
 /// active, able to see its site, and not already its assignee.
-fn assignable(
-    tx: &mut dyn WriteTx,
-    actor: &Operator,
-    c: &Conversation,
-    target: OperatorId,
-) -> Result<Operator, DomainError> {
+fn assignable(tx: &mut dyn WriteTx, actor: &Operator, c: &Conversation, target: OperatorId) -> Result<Operator, DomainError> {
     let problem = |m: &str| DomainError::invalid("operator_id", m);
-    let operator = tx
-        .operator(actor.tenant_id, target)?
-        .ok_or_else(|| problem("no such operator"))?;
+    let operator = tx.operator(actor.tenant_id, target)?.ok_or_else(|| problem("no such operator"))?;
     if !operator.active {
         return Err(problem("this operator is disabled"));
     }
@@ -270,36 +206,19 @@ fn assignable(
         return Err(problem("this operator cannot see the conversation's site"));
     }
     if c.assignee_id == Some(operator.id) {
-        return Err(problem(
-            "the conversation is already assigned to this operator",
-        ));
+        return Err(problem("the conversation is already assigned to this operator"));
     }
     Ok(operator)
 }
 
-fn details(
-    tx: &mut dyn WriteTx,
-    scope: ConversationScope,
-    id: ConversationId,
-) -> Result<ConversationDetails, DomainError> {
-    tx.conversation_details(scope, id)?
-        .ok_or(DomainError::NotFound)
+fn details(tx: &mut dyn WriteTx, scope: ConversationScope, id: ConversationId) -> Result<ConversationDetails, DomainError> {
+    tx.conversation_details(scope, id)?.ok_or(DomainError::NotFound)
 }
 
-fn operator_message(
-    c: &Conversation,
-    actor: &Operator,
-    body: String,
-    internal: bool,
-    now: Timestamp,
-) -> NewMessage {
+fn operator_message(c: &Conversation, actor: &Operator, body: String, internal: bool, now: Timestamp) -> NewMessage {
     NewMessage {
         conversation_id: c.id,
-        sender: Sender {
-            kind: SenderKind::Operator,
-            name: Some(actor.name.clone()),
-            operator_id: Some(actor.id),
-        },
+        sender: Sender { kind: SenderKind::Operator, name: Some(actor.name.clone()), operator_id: Some(actor.id) },
         body,
         internal,
         created_at: now,
@@ -309,11 +228,7 @@ fn operator_message(
 fn system_message(c: &Conversation, body: String, now: Timestamp) -> NewMessage {
     NewMessage {
         conversation_id: c.id,
-        sender: Sender {
-            kind: SenderKind::System,
-            name: None,
-            operator_id: None,
-        },
+        sender: Sender { kind: SenderKind::System, name: None, operator_id: None },
         body,
         internal: false,
         created_at: now,
@@ -326,27 +241,8 @@ mod tests {
 
     #[test]
     fn page_meta() {
-        let m = PageMeta::new(
-            PageRequest {
-                page: 2,
-                per_page: 20,
-            },
-            41,
-        );
-        assert_eq!(
-            (m.current_page, m.per_page, m.total, m.last_page),
-            (2, 20, 41, 3)
-        );
-        assert_eq!(
-            PageMeta::new(
-                PageRequest {
-                    page: 1,
-                    per_page: 20
-                },
-                0
-            )
-            .last_page,
-            1
-        );
+        let m = PageMeta::new(PageRequest { page: 2, per_page: 20 }, 41);
+        assert_eq!((m.current_page, m.per_page, m.total, m.last_page), (2, 20, 41, 3));
+        assert_eq!(PageMeta::new(PageRequest { page: 1, per_page: 20 }, 0).last_page, 1);
     }
 }

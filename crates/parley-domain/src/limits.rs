@@ -31,13 +31,8 @@ impl FromStr for Rate {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        let (count, period) = s
-            .split_once('/')
-            .ok_or_else(|| format!("{s:?} is not a rate such as 120/1m"))?;
-        let count: u32 = count
-            .trim()
-            .parse()
-            .map_err(|_| format!("{count:?} is not a count"))?;
+        let (count, period) = s.split_once('/').ok_or_else(|| format!("{s:?} is not a rate such as 120/1m"))?;
+        let count: u32 = count.trim().parse().map_err(|_| format!("{count:?} is not a count"))?;
         let period = parse_duration(period.trim())?;
         if count == 0 || period.is_zero() {
             return Err("a rate needs a positive count and period".into());
@@ -50,9 +45,7 @@ impl FromStr for Rate {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (n, unit) = s.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration such as 90s, 15m or 24h"))?;
+    let n: u64 = n.parse().map_err(|_| format!("{s:?} is not a duration such as 90s, 15m or 24h"))?;
     let secs = match unit {
         "ms" => return Ok(Duration::from_millis(n)),
         "s" => n,
@@ -81,32 +74,15 @@ pub struct RateLimitSettings {
 impl RateLimitSettings {
     pub fn defaults() -> Self {
         Self {
-            widget_writes: Some(Rate {
-                count: 120,
-                period: Duration::from_secs(60),
-            }),
-            conversation_messages: Some(Rate {
-                count: 30,
-                period: Duration::from_secs(60),
-            }),
-            login_failures_per_email: Some(Rate {
-                count: 5,
-                period: Duration::from_secs(15 * 60),
-            }),
-            login_failures_per_address: Some(Rate {
-                count: 20,
-                period: Duration::from_secs(15 * 60),
-            }),
+            widget_writes: Some(Rate { count: 120, period: Duration::from_secs(60) }),
+            conversation_messages: Some(Rate { count: 30, period: Duration::from_secs(60) }),
+            login_failures_per_email: Some(Rate { count: 5, period: Duration::from_secs(15 * 60) }),
+            login_failures_per_address: Some(Rate { count: 20, period: Duration::from_secs(15 * 60) }),
         }
     }
 
     pub fn off() -> Self {
-        Self {
-            widget_writes: None,
-            conversation_messages: None,
-            login_failures_per_email: None,
-            login_failures_per_address: None,
-        }
+        Self { widget_writes: None, conversation_messages: None, login_failures_per_email: None, login_failures_per_address: None }
     }
 }
 
@@ -119,18 +95,13 @@ impl<K: Hash + Eq + Clone> Limiter<K> {
     fn new(rate: Rate) -> Option<Self> {
         let count = NonZeroU32::new(rate.count)?;
         let quota = Quota::with_period(rate.period / rate.count)?.allow_burst(count);
-        Some(Self {
-            inner: DefaultKeyedRateLimiter::keyed(quota),
-            clock: DefaultClock::default(),
-        })
+        Some(Self { inner: DefaultKeyedRateLimiter::keyed(quota), clock: DefaultClock::default() })
     }
 
     fn check(&self, key: &K) -> Result<(), DomainError> {
         self.inner.check_key(key).map_err(|not_until| {
             let wait = not_until.wait_time_from(self.clock.now());
-            DomainError::RateLimited {
-                retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
-            }
+            DomainError::RateLimited { retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0) }
         })
     }
 }
@@ -148,20 +119,12 @@ impl RateLimits {
         }
     }
 
-    pub fn widget_write(
-        &self,
-        installation: InstallationId,
-        client: IpAddr,
-    ) -> Result<(), DomainError> {
-        self.widget_writes
-            .as_ref()
-            .map_or(Ok(()), |l| l.check(&(installation, client)))
+    pub fn widget_write(&self, installation: InstallationId, client: IpAddr) -> Result<(), DomainError> {
+        self.widget_writes.as_ref().map_or(Ok(()), |l| l.check(&(installation, client)))
     }
 
     pub fn conversation_message(&self, conversation: ConversationId) -> Result<(), DomainError> {
-        self.conversation_messages
-            .as_ref()
-            .map_or(Ok(()), |l| l.check(&conversation))
+        self.conversation_messages.as_ref().map_or(Ok(()), |l| l.check(&conversation))
     }
 
     /// Forgets idle keys so memory stays bounded; called by the sweeper.
@@ -187,10 +150,7 @@ pub struct FailureWindow<K: Hash + Eq + Clone> {
 
 impl<K: Hash + Eq + Clone> FailureWindow<K> {
     pub fn new(rate: Option<Rate>) -> Self {
-        Self {
-            rate,
-            failures: Mutex::new(HashMap::new()),
-        }
+        Self { rate, failures: Mutex::new(HashMap::new()) }
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut HashMap<K, VecDeque<Timestamp>>) -> T) -> T {
@@ -213,9 +173,7 @@ impl<K: Hash + Eq + Clone> FailureWindow<K> {
             match log.front() {
                 Some(oldest) if log.len() >= rate.count as usize => {
                     let wait = rate.period.saturating_sub(now.since(*oldest));
-                    Err(DomainError::RateLimited {
-                        retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
-                    })
+                    Err(DomainError::RateLimited { retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0) })
                 }
                 _ => Ok(()),
             }
@@ -235,9 +193,7 @@ impl<K: Hash + Eq + Clone> FailureWindow<K> {
     /// Drops keys whose failures have all left the window.
     pub fn shrink(&self, now: Timestamp) {
         let Some(rate) = self.rate else { return };
-        self.with(|map| {
-            map.retain(|_, log| log.back().is_some_and(|t| now.since(*t) < rate.period))
-        });
+        self.with(|map| map.retain(|_, log| log.back().is_some_and(|t| now.since(*t) < rate.period)));
     }
 }
 
@@ -247,13 +203,7 @@ mod tests {
 
     #[test]
     fn parses_rates_and_durations() {
-        assert_eq!(
-            "120/1m".parse::<Rate>().unwrap(),
-            Rate {
-                count: 120,
-                period: Duration::from_secs(60)
-            }
-        );
+        assert_eq!("120/1m".parse::<Rate>().unwrap(), Rate { count: 120, period: Duration::from_secs(60) });
         assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86_400));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         for bad in ["", "10", "m", "1.5h", "-1s", "10 s"] {
@@ -264,10 +214,7 @@ mod tests {
 
     #[test]
     fn failure_windows_forget_each_failure_when_it_leaves_the_window() {
-        let w = FailureWindow::new(Some(Rate {
-            count: 2,
-            period: Duration::from_secs(900),
-        }));
+        let w = FailureWindow::new(Some(Rate { count: 2, period: Duration::from_secs(900) }));
         let t0 = Timestamp::from_millis(0);
         w.record("a", t0);
         assert!(w.check(&"a", t0).is_ok());
@@ -277,10 +224,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(w.check(&"b", t0).is_ok(), "other keys are unaffected");
-        assert!(
-            w.check(&"a", t0.plus(Duration::from_secs(900))).is_ok(),
-            "the first failure has left the window"
-        );
+        assert!(w.check(&"a", t0.plus(Duration::from_secs(900))).is_ok(), "the first failure has left the window");
         w.clear(&"a");
         w.shrink(t0.plus(Duration::from_secs(10_000)));
     }
@@ -291,10 +235,7 @@ mod tests {
             login_failures_per_email: None,
             login_failures_per_address: None,
             widget_writes: None,
-            conversation_messages: Some(Rate {
-                count: 2,
-                period: Duration::from_secs(3600),
-            }),
+            conversation_messages: Some(Rate { count: 2, period: Duration::from_secs(3600) }),
         });
         let c = ConversationId(1);
         assert!(limits.conversation_message(c).is_ok());

@@ -11,17 +11,14 @@ use sha2::{Digest, Sha256};
 use crate::error::DomainError;
 
 fn hasher() -> Result<Argon2<'static>, DomainError> {
-    let params = Params::new(19 * 1024, 2, 1, None)
-        .map_err(|_| DomainError::Unavailable("password hashing misconfigured"))?;
+    let params = Params::new(19 * 1024, 2, 1, None).map_err(|_| DomainError::Unavailable("password hashing misconfigured"))?;
     Ok(Argon2::new(Algorithm::Argon2id, Version::V0x13, params))
 }
 
 /// Hashes a password into a PHC string. CPU-heavy: call it off the async
 /// executor.
 pub fn hash_password(password: &str) -> Result<String, DomainError> {
-    let hash = hasher()?
-        .hash_password(password.as_bytes())
-        .map_err(|_| DomainError::Unavailable("password hashing failed"))?;
+    let hash = hasher()?.hash_password(password.as_bytes()).map_err(|_| DomainError::Unavailable("password hashing failed"))?;
     Ok(hash.to_string())
 }
 

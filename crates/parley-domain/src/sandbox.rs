@@ -15,16 +15,8 @@ pub const SANDBOX_SLUG: &str = "sandbox";
 
 /// Demo logins. They guard demo data only, which is why they may be fixed.
 pub const DEMO_OPERATORS: [(&str, &str, Role); 2] = [
-    (
-        "admin@sandbox.parley.test",
-        "sandbox-admin-password",
-        Role::Admin,
-    ),
-    (
-        "agent@sandbox.parley.test",
-        "sandbox-agent-password",
-        Role::Agent,
-    ),
+    ("admin@sandbox.parley.test", "sandbox-admin-password", Role::Admin),
+    ("agent@sandbox.parley.test", "sandbox-agent-password", Role::Agent),
 ];
 
 #[derive(Clone, Debug)]
@@ -35,10 +27,7 @@ pub struct DemoCredentials {
     pub operators: Vec<(String, String, Role)>,
 }
 
-pub async fn seed(
-    tenancy: &Tenancy,
-    mobile_token_ttl: Duration,
-) -> Result<DemoCredentials, DomainError> {
+pub async fn seed(tenancy: &Tenancy, mobile_token_ttl: Duration) -> Result<DemoCredentials, DomainError> {
     let db = tenancy.database();
     let existing = db.read(|r| Ok(r.tenant_by_slug(SANDBOX_SLUG)?)).await?;
     let tenant = match existing {
@@ -48,36 +37,18 @@ pub async fn seed(
     let tenant_id = tenant.id;
     let (widget_token, admin) = db
         .read(move |r| {
-            let site = r
-                .sites(tenant_id)?
-                .into_iter()
-                .next()
-                .ok_or(DomainError::NotFound)?;
-            let scope = SiteScope {
-                tenant: tenant_id,
-                site: site.id,
-            };
-            let installation = r
-                .installations(scope)?
-                .into_iter()
-                .next()
-                .ok_or(DomainError::NotFound)?;
-            let admin = r
-                .operator_by_email(tenant_id, DEMO_OPERATORS[0].0)?
-                .ok_or(DomainError::NotFound)?;
+            let site = r.sites(tenant_id)?.into_iter().next().ok_or(DomainError::NotFound)?;
+            let scope = SiteScope { tenant: tenant_id, site: site.id };
+            let installation = r.installations(scope)?.into_iter().next().ok_or(DomainError::NotFound)?;
+            let admin = r.operator_by_email(tenant_id, DEMO_OPERATORS[0].0)?.ok_or(DomainError::NotFound)?;
             Ok((installation.token, admin))
         })
         .await?;
-    let mobile_token = tenancy
-        .issue_operator_token(&admin, Some("sandbox".into()), mobile_token_ttl)
-        .await?;
+    let mobile_token = tenancy.issue_operator_token(&admin, Some("sandbox".into()), mobile_token_ttl).await?;
     Ok(DemoCredentials {
         widget_token,
         mobile_token,
-        operators: DEMO_OPERATORS
-            .iter()
-            .map(|(e, p, r)| (e.to_string(), p.to_string(), *r))
-            .collect(),
+        operators: DEMO_OPERATORS.iter().map(|(e, p, r)| (e.to_string(), p.to_string(), *r)).collect(),
     })
 }
 
@@ -107,23 +78,11 @@ async fn create(tenancy: &Tenancy) -> Result<Tenant, DomainError> {
             },
         )
         .await?;
-    let scope = SiteScope {
-        tenant: tenant.id,
-        site: site.id,
-    };
-    tenancy
-        .create_installation(scope, "Sandbox page".into(), "web".into())
-        .await?;
+    let scope = SiteScope { tenant: tenant.id, site: site.id };
+    tenancy.create_installation(scope, "Sandbox page".into(), "web".into()).await?;
     let (agent_email, agent_password, _) = DEMO_OPERATORS[1];
     tenancy
-        .create_operator(
-            tenant.id,
-            agent_email.into(),
-            "Sandbox Agent".into(),
-            agent_password.into(),
-            Role::Agent,
-            vec![site.id],
-        )
+        .create_operator(tenant.id, agent_email.into(), "Sandbox Agent".into(), agent_password.into(), Role::Agent, vec![site.id])
         .await?;
     Ok(tenant)
 }

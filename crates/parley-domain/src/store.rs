@@ -75,32 +75,15 @@ pub trait ReadTx {
     fn sites(&mut self, tenant: TenantId) -> StoreResult<Vec<Site>>;
     fn site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>>;
     fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>>;
-    fn installation(
-        &mut self,
-        tenant: TenantId,
-        id: InstallationId,
-    ) -> StoreResult<Option<Installation>>;
+    fn installation(&mut self, tenant: TenantId, id: InstallationId) -> StoreResult<Option<Installation>>;
     fn operators(&mut self, tenant: TenantId) -> StoreResult<Vec<Operator>>;
     fn operator(&mut self, tenant: TenantId, id: OperatorId) -> StoreResult<Option<Operator>>;
-    fn operator_by_email(&mut self, tenant: TenantId, email: &str)
-    -> StoreResult<Option<Operator>>;
+    fn operator_by_email(&mut self, tenant: TenantId, email: &str) -> StoreResult<Option<Operator>>;
     fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>>;
     fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>>;
-    fn conversation_by_public_id(
-        &mut self,
-        scope: ConversationScope,
-        public_id: &str,
-    ) -> StoreResult<Option<Conversation>>;
-    fn conversation(
-        &mut self,
-        scope: ConversationScope,
-        id: ConversationId,
-    ) -> StoreResult<Option<Conversation>>;
-    fn conversation_details(
-        &mut self,
-        scope: ConversationScope,
-        id: ConversationId,
-    ) -> StoreResult<Option<ConversationDetails>>;
+    fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>>;
+    fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>>;
+    fn conversation_details(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<ConversationDetails>>;
     /// Most recent activity first.
     fn conversations(
         &mut self,
@@ -109,37 +92,17 @@ pub trait ReadTx {
         offset: u64,
         limit: u32,
     ) -> StoreResult<Vec<ConversationDetails>>;
-    fn count_conversations(
-        &mut self,
-        scope: ConversationScope,
-        filter: StatusFilter,
-    ) -> StoreResult<u64>;
-    fn messages(
-        &mut self,
-        scope: ConversationScope,
-        conversation: ConversationId,
-        page: MessagePage,
-    ) -> StoreResult<Vec<Message>>;
+    fn count_conversations(&mut self, scope: ConversationScope, filter: StatusFilter) -> StoreResult<u64>;
+    fn messages(&mut self, scope: ConversationScope, conversation: ConversationId, page: MessagePage) -> StoreResult<Vec<Message>>;
     fn outbox_stats(&mut self) -> StoreResult<OutboxStats>;
     /// The tenant's most recent events, oldest of them first.
     fn recent_events(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxEvent>>;
     fn webhooks(&mut self, tenant: TenantId) -> StoreResult<Vec<Webhook>>;
     fn webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<Option<Webhook>>;
     /// Newest first, each with its attempts.
-    fn deliveries(
-        &mut self,
-        tenant: TenantId,
-        endpoint: WebhookId,
-        offset: u64,
-        limit: u32,
-    ) -> StoreResult<Vec<Delivery>>;
+    fn deliveries(&mut self, tenant: TenantId, endpoint: WebhookId, offset: u64, limit: u32) -> StoreResult<Vec<Delivery>>;
     fn count_deliveries(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<u64>;
-    fn delivery(
-        &mut self,
-        tenant: TenantId,
-        endpoint: WebhookId,
-        id: i64,
-    ) -> StoreResult<Option<Delivery>>;
+    fn delivery(&mut self, tenant: TenantId, endpoint: WebhookId, id: i64) -> StoreResult<Option<Delivery>>;
     /// When the next pending delivery falls due, across all tenants (for
     /// the worker, which serves every tenant).
     fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>>;
@@ -149,17 +112,8 @@ pub trait ReadTx {
 pub trait WriteTx: ReadTx {
     fn insert_tenant(&mut self, tenant: &NewTenant) -> StoreResult<Tenant>;
     fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
-    fn insert_installation(
-        &mut self,
-        scope: SiteScope,
-        installation: &NewInstallation,
-    ) -> StoreResult<Installation>;
-    fn set_installation_enabled(
-        &mut self,
-        tenant: TenantId,
-        id: InstallationId,
-        enabled: bool,
-    ) -> StoreResult<()>;
+    fn insert_installation(&mut self, scope: SiteScope, installation: &NewInstallation) -> StoreResult<Installation>;
+    fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()>;
     fn record_heartbeat(
         &mut self,
         scope: SiteScope,
@@ -167,84 +121,38 @@ pub trait WriteTx: ReadTx {
         heartbeat: &Heartbeat,
         status: InstallationStatus,
     ) -> StoreResult<()>;
-    fn insert_operator(
-        &mut self,
-        tenant: TenantId,
-        operator: &NewOperator,
-    ) -> StoreResult<Operator>;
-    fn update_operator(
-        &mut self,
-        tenant: TenantId,
-        id: OperatorId,
-        changes: &OperatorChanges,
-    ) -> StoreResult<()>;
-    fn insert_operator_token(
-        &mut self,
-        tenant: TenantId,
-        token: &NewOperatorToken,
-    ) -> StoreResult<()>;
+    fn insert_operator(&mut self, tenant: TenantId, operator: &NewOperator) -> StoreResult<Operator>;
+    fn update_operator(&mut self, tenant: TenantId, id: OperatorId, changes: &OperatorChanges) -> StoreResult<()>;
+    fn insert_operator_token(&mut self, tenant: TenantId, token: &NewOperatorToken) -> StoreResult<()>;
     fn revoke_token(&mut self, tenant: TenantId, token_id: i64, at: Timestamp) -> StoreResult<()>;
     /// Revokes every live token of an operator at once.
-    fn revoke_operator_tokens(
-        &mut self,
-        tenant: TenantId,
-        operator: OperatorId,
-        at: Timestamp,
-    ) -> StoreResult<()>;
+    fn revoke_operator_tokens(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()>;
     fn insert_visitor(&mut self, scope: SiteScope, visitor: &NewVisitor) -> StoreResult<Visitor>;
-    fn update_visitor_profile(
-        &mut self,
-        scope: SiteScope,
-        id: VisitorId,
-        profile: &VisitorProfile,
-        at: Timestamp,
-    ) -> StoreResult<()>;
-    fn insert_conversation(
-        &mut self,
-        scope: SiteScope,
-        conversation: &NewConversation,
-    ) -> StoreResult<Conversation>;
+    fn update_visitor_profile(&mut self, scope: SiteScope, id: VisitorId, profile: &VisitorProfile, at: Timestamp) -> StoreResult<()>;
+    fn insert_conversation(&mut self, scope: SiteScope, conversation: &NewConversation) -> StoreResult<Conversation>;
     /// Saves status, assignee, activity time and closing time.
-    fn update_conversation(
-        &mut self,
-        scope: ConversationScope,
-        conversation: &Conversation,
-    ) -> StoreResult<()>;
-    fn insert_message(
-        &mut self,
-        scope: ConversationScope,
-        message: &NewMessage,
-    ) -> StoreResult<Message>;
+    fn update_conversation(&mut self, scope: ConversationScope, conversation: &Conversation) -> StoreResult<()>;
+    fn insert_message(&mut self, scope: ConversationScope, message: &NewMessage) -> StoreResult<Message>;
     /// Records a webhook event in the same transaction as its cause, with a
     /// pending delivery for every enabled endpoint subscribed to its kind.
     fn insert_event(&mut self, tenant: TenantId, event: &OutboxEvent) -> StoreResult<()>;
     fn insert_webhook(&mut self, tenant: TenantId, webhook: &NewWebhook) -> StoreResult<Webhook>;
     /// Deletes an endpoint with its deliveries; false if there was none.
     fn delete_webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<bool>;
-    fn rotate_webhook_secret(
-        &mut self,
-        tenant: TenantId,
-        id: WebhookId,
-        secret: &str,
-        previous_expires_at: Timestamp,
-    ) -> StoreResult<()>;
+    fn rotate_webhook_secret(&mut self, tenant: TenantId, id: WebhookId, secret: &str, previous_expires_at: Timestamp) -> StoreResult<()>;
     /// A new pending delivery of the same event to the same endpoint.
-    fn redeliver(
-        &mut self,
-        tenant: TenantId,
-        endpoint: WebhookId,
-        delivery: i64,
-        at: Timestamp,
-    ) -> StoreResult<Option<i64>>;
+    fn redeliver(&mut self, tenant: TenantId, endpoint: WebhookId, delivery: i64, at: Timestamp) -> StoreResult<Option<i64>>;
     /// Leases up to `limit` due deliveries of enabled endpoints (at most
-    /// `per_endpoint` of each) until `lease_until`; deliveries whose lease
-    /// ran out (a worker died) are due again.
+    /// `per_endpoint` of each, none of the `busy` ones) until
+    /// `lease_until`; deliveries whose lease ran out (a worker died) are
+    /// due again.
     fn claim_deliveries(
         &mut self,
         now: Timestamp,
         lease_until: Timestamp,
         limit: u32,
         per_endpoint: u32,
+        busy: &[WebhookId],
     ) -> StoreResult<Vec<ClaimedDelivery>>;
     /// Logs an attempt and applies its consequence: delivered, retry,
     /// failed, or the endpoint disabled with its pending deliveries failed.
@@ -346,6 +254,5 @@ fn closed() -> DomainError {
 /// A panic inside a unit of work must not take a shared database thread
 /// down with it; it becomes an internal error of that unit alone.
 fn run_guarded<T>(f: impl FnOnce() -> Result<T, DomainError>) -> Result<T, DomainError> {
-    std::panic::catch_unwind(AssertUnwindSafe(f))
-        .unwrap_or_else(|_| Err(StoreError::Internal("a unit of work panicked".into()).into()))
+    std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| Err(StoreError::Internal("a unit of work panicked".into()).into()))
 }

@@ -41,14 +41,9 @@ impl Tenancy {
     }
 
     /// Creates a tenant and its first admin in one transaction.
-    pub async fn create_tenant(
-        &self,
-        input: NewTenantInput,
-    ) -> Result<(Tenant, Operator), DomainError> {
+    pub async fn create_tenant(&self, input: NewTenantInput) -> Result<(Tenant, Operator), DomainError> {
         let mut errors = FieldErrors::new();
-        let slug = validate::slug(&input.slug)
-            .map_err(|e| errors.add("slug", e))
-            .ok();
+        let slug = validate::slug(&input.slug).map_err(|e| errors.add("slug", e)).ok();
         let name = match validate::name(&input.name) {
             Ok(Some(n)) => Some(n),
             Ok(None) => {
@@ -60,14 +55,9 @@ impl Tenancy {
                 None
             }
         };
-        let email = validate::email(&input.admin_email)
-            .map_err(|e| errors.add("admin_email", e))
-            .ok();
-        let password = validate::new_password(&input.admin_password)
-            .map_err(|e| errors.add("admin_password", e))
-            .ok();
-        let (Some(slug), Some(name), Some(email), Some(password)) = (slug, name, email, password)
-        else {
+        let email = validate::email(&input.admin_email).map_err(|e| errors.add("admin_email", e)).ok();
+        let password = validate::new_password(&input.admin_password).map_err(|e| errors.add("admin_password", e)).ok();
+        let (Some(slug), Some(name), Some(email), Some(password)) = (slug, name, email, password) else {
             return Err(DomainError::Validation(errors));
         };
         let password_hash = hash_off_executor(password).await?;
@@ -75,15 +65,9 @@ impl Tenancy {
         self.db
             .write(move |tx| {
                 if tx.tenant_by_slug(&slug)?.is_some() {
-                    return Err(DomainError::Conflict(
-                        "a tenant with this slug already exists",
-                    ));
+                    return Err(DomainError::Conflict("a tenant with this slug already exists"));
                 }
-                let tenant = tx.insert_tenant(&NewTenant {
-                    slug,
-                    name,
-                    created_at: now,
-                })?;
+                let tenant = tx.insert_tenant(&NewTenant { slug, name, created_at: now })?;
                 let operator = tx
                     .insert_operator(
                         tenant.id,
@@ -97,9 +81,7 @@ impl Tenancy {
                         },
                     )
                     .map_err(|e| match e {
-                        StoreError::Duplicate(_) => {
-                            DomainError::Conflict("an operator with this email already exists")
-                        }
+                        StoreError::Duplicate(_) => DomainError::Conflict("an operator with this email already exists"),
                         e => e.into(),
                     })?;
                 Ok((tenant, operator))
@@ -107,11 +89,7 @@ impl Tenancy {
             .await
     }
 
-    pub async fn create_site(
-        &self,
-        tenant: TenantId,
-        input: NewSiteInput,
-    ) -> Result<Site, DomainError> {
+    pub async fn create_site(&self, tenant: TenantId, input: NewSiteInput) -> Result<Site, DomainError> {
         let mut errors = FieldErrors::new();
         let mut domains = Vec::new();
         for d in &input.domains {
@@ -124,15 +102,8 @@ impl Tenancy {
         if !errors.is_empty() {
             return Err(DomainError::Validation(errors));
         }
-        let site = NewSite {
-            name: input.name,
-            domains,
-            appearance: input.appearance,
-            created_at: self.clock.now(),
-        };
-        self.db
-            .write(move |tx| Ok(tx.insert_site(tenant, &site)?))
-            .await
+        let site = NewSite { name: input.name, domains, appearance: input.appearance, created_at: self.clock.now() };
+        self.db.write(move |tx| Ok(tx.insert_site(tenant, &site)?)).await
     }
 
     pub async fn create_installation(
@@ -141,15 +112,8 @@ impl Tenancy {
         name: String,
         installation_type: String,
     ) -> Result<Installation, DomainError> {
-        let new = NewInstallation {
-            token: ids::installation_token()?,
-            name,
-            installation_type,
-            created_at: self.clock.now(),
-        };
-        self.db
-            .write(move |tx| Ok(tx.insert_installation(scope, &new)?))
-            .await
+        let new = NewInstallation { token: ids::installation_token()?, name, installation_type, created_at: self.clock.now() };
+        self.db.write(move |tx| Ok(tx.insert_installation(scope, &new)?)).await
     }
 
     pub async fn create_operator(
@@ -162,17 +126,8 @@ impl Tenancy {
         site_ids: Vec<SiteId>,
     ) -> Result<Operator, DomainError> {
         let password_hash = hash_off_executor(password).await?;
-        let new = NewOperator {
-            email,
-            name,
-            password_hash,
-            role,
-            site_ids,
-            created_at: self.clock.now(),
-        };
-        self.db
-            .write(move |tx| Ok(tx.insert_operator(tenant, &new)?))
-            .await
+        let new = NewOperator { email, name, password_hash, role, site_ids, created_at: self.clock.now() };
+        self.db.write(move |tx| Ok(tx.insert_operator(tenant, &new)?)).await
     }
 
     /// Issues a bearer token for an operator and returns it; only its digest
@@ -193,9 +148,7 @@ impl Tenancy {
             expires_at: now.plus(ttl),
         };
         let tenant = operator.tenant_id;
-        self.db
-            .write(move |tx| Ok(tx.insert_operator_token(tenant, &new)?))
-            .await?;
+        self.db.write(move |tx| Ok(tx.insert_operator_token(tenant, &new)?)).await?;
         Ok(token)
     }
 }

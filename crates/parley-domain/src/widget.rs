@@ -28,9 +28,7 @@ pub const MESSAGE_PAGE_LIMIT: u32 = 100;
 
 /// The `<script>` element a partner pastes into its pages.
 pub fn embed_snippet(public_url: &str, token: &str) -> String {
-    format!(
-        r#"<script async src="{public_url}/widget.js" data-api-base="{public_url}" data-installation-token="{token}"></script>"#
-    )
+    format!(r#"<script async src="{public_url}/widget.js" data-api-base="{public_url}" data-installation-token="{token}"></script>"#)
 }
 
 /// Who is calling, as far as the widget rules care.
@@ -107,34 +105,14 @@ pub struct WidgetService {
 }
 
 impl WidgetService {
-    pub fn new(
-        db: Database,
-        clock: Arc<dyn Clock>,
-        limits: Arc<RateLimits>,
-        settings: WidgetSettings,
-    ) -> Self {
-        Self {
-            db,
-            clock,
-            limits,
-            settings,
-        }
+    pub fn new(db: Database, clock: Arc<dyn Clock>, limits: Arc<RateLimits>, settings: WidgetSettings) -> Self {
+        Self { db, clock, limits, settings }
     }
 
     /// Resolves a token and checks the caller's origin against the site.
-    async fn resolve(
-        &self,
-        token: &str,
-        caller: &Caller,
-    ) -> Result<InstallationContext, DomainError> {
+    async fn resolve(&self, token: &str, caller: &Caller) -> Result<InstallationContext, DomainError> {
         let token = token.to_owned();
-        let context = self
-            .db
-            .read(move |r| {
-                r.installation_by_token(&token)?
-                    .ok_or(DomainError::NotFound)
-            })
-            .await?;
+        let context = self.db.read(move |r| r.installation_by_token(&token)?.ok_or(DomainError::NotFound)).await?;
         let allowed = match &caller.origin {
             Origin::Absent => true,
             Origin::Host(host) => context.site.allows_host(host),
@@ -148,40 +126,23 @@ impl WidgetService {
 
     /// Resolves for a write: also applies the per-address write limit and
     /// refuses a disabled installation when `needs_enabled`.
-    async fn resolve_for_write(
-        &self,
-        token: &str,
-        caller: &Caller,
-        needs_enabled: bool,
-    ) -> Result<InstallationContext, DomainError> {
+    async fn resolve_for_write(&self, token: &str, caller: &Caller, needs_enabled: bool) -> Result<InstallationContext, DomainError> {
         let context = self.resolve(token, caller).await?;
         if needs_enabled && !context.installation.enabled {
             return Err(DomainError::Forbidden("this installation is disabled"));
         }
-        self.limits
-            .widget_write(context.installation.id, caller.ip)?;
+        self.limits.widget_write(context.installation.id, caller.ip)?;
         Ok(context)
     }
 
-    pub async fn config(
-        &self,
-        token: &str,
-        caller: &Caller,
-    ) -> Result<InstallationContext, DomainError> {
+    pub async fn config(&self, token: &str, caller: &Caller) -> Result<InstallationContext, DomainError> {
         self.resolve(token, caller).await
     }
 
     /// The installation's health as a partner would want to read it. Open
     /// to any origin: it explains origin problems instead of refusing them.
-    pub async fn installation_health(
-        &self,
-        token: &str,
-        current_url: Option<Url>,
-    ) -> Result<InstallationHealth, DomainError> {
-        let caller = Caller {
-            ip: IpAddr::from([0, 0, 0, 0]),
-            origin: Origin::Absent,
-        };
+    pub async fn installation_health(&self, token: &str, current_url: Option<Url>) -> Result<InstallationHealth, DomainError> {
+        let caller = Caller { ip: IpAddr::from([0, 0, 0, 0]), origin: Origin::Absent };
         let context = self.resolve(token, &caller).await?;
         let warnings = self.warnings(&context, current_url.as_ref());
         Ok(InstallationHealth { context, warnings })
@@ -191,13 +152,12 @@ impl WidgetService {
         let inst = &ctx.installation;
         let mut warnings = Vec::new();
         if !inst.enabled {
-            warnings.push("This installation is disabled: the widget accepts no new visitors or conversations until a tenant admin enables it again.".to_owned());
+            warnings.push(
+                "This installation is disabled: the widget accepts no new visitors or conversations until a tenant admin enables it again."
+                    .to_owned(),
+            );
         }
-        let hosts = current_url
-            .and_then(Url::host_str)
-            .map(str::to_owned)
-            .into_iter()
-            .chain(inst.page_host.clone());
+        let hosts = current_url.and_then(Url::host_str).map(str::to_owned).into_iter().chain(inst.page_host.clone());
         for host in hosts {
             if !ctx.site.allows_host(&host) {
                 warnings.push(format!(
@@ -208,7 +168,9 @@ impl WidgetService {
             }
         }
         match inst.last_seen_at {
-            None => warnings.push("No heartbeat received yet: check that the embed snippet is on your pages and that the page has loaded it.".to_owned()),
+            None => warnings.push(
+                "No heartbeat received yet: check that the embed snippet is on your pages and that the page has loaded it.".to_owned(),
+            ),
             Some(seen) => {
                 let age = self.clock.now().since(seen);
                 if age >= self.settings.heartbeat_stale_after {
@@ -231,53 +193,29 @@ impl WidgetService {
 
     /// Records a heartbeat; the first one (or one after staleness) makes the
     /// installation healthy and emits `installation.health.changed`.
-    pub async fn ping(
-        &self,
-        caller: &Caller,
-        input: PingInput,
-    ) -> Result<InstallationContext, DomainError> {
+    pub async fn ping(&self, caller: &Caller, input: PingInput) -> Result<InstallationContext, DomainError> {
         self.resolve_for_write(&input.token, caller, false).await?;
         let now = self.clock.now();
         let heartbeat = Heartbeat {
             at: now,
             version: input.version,
-            page_host: input
-                .current_url
-                .as_ref()
-                .and_then(Url::host_str)
-                .map(str::to_ascii_lowercase),
+            page_host: input.current_url.as_ref().and_then(Url::host_str).map(str::to_ascii_lowercase),
             installation_type: input.installation_type,
         };
         let token = input.token;
         self.db
             .write(move |tx| {
-                let mut ctx = tx
-                    .installation_by_token(&token)?
-                    .ok_or(DomainError::NotFound)?;
+                let mut ctx = tx.installation_by_token(&token)?.ok_or(DomainError::NotFound)?;
                 let previous = ctx.installation.status();
-                tx.record_heartbeat(
-                    ctx.scope(),
-                    ctx.installation.id,
-                    &heartbeat,
-                    InstallationStatus::Healthy,
-                )?;
+                tx.record_heartbeat(ctx.scope(), ctx.installation.id, &heartbeat, InstallationStatus::Healthy)?;
                 let inst = &mut ctx.installation;
                 inst.heartbeat_status = InstallationStatus::Healthy;
                 inst.last_seen_at = Some(heartbeat.at);
                 inst.widget_version = heartbeat.version.clone().or(inst.widget_version.take());
                 inst.page_host = heartbeat.page_host.clone().or(inst.page_host.take());
-                inst.reported_type = heartbeat
-                    .installation_type
-                    .clone()
-                    .or(inst.reported_type.take());
+                inst.reported_type = heartbeat.installation_type.clone().or(inst.reported_type.take());
                 if inst.status() != previous {
-                    let event = events::installation_health_changed(
-                        &ctx.tenant,
-                        &ctx.site,
-                        &ctx.installation,
-                        previous,
-                        now,
-                    );
+                    let event = events::installation_health_changed(&ctx.tenant, &ctx.site, &ctx.installation, previous, now);
                     tx.insert_event(ctx.tenant.id, &event)?;
                 }
                 Ok(ctx)
@@ -286,20 +224,12 @@ impl WidgetService {
     }
 
     /// Creates the visitor, or updates the fields it tells about itself.
-    pub async fn sync_visitor(
-        &self,
-        caller: &Caller,
-        input: VisitorInput,
-    ) -> Result<(Visitor, Synced), DomainError> {
+    pub async fn sync_visitor(&self, caller: &Caller, input: VisitorInput) -> Result<(Visitor, Synced), DomainError> {
         let ctx = self.resolve_for_write(&input.token, caller, true).await?;
         let scope = ctx.scope();
         let now = self.clock.now();
-        let profile = VisitorProfile {
-            name: input.name,
-            email: input.email,
-            phone: input.phone,
-            last_url: input.current_url.map(String::from),
-        };
+        let profile =
+            VisitorProfile { name: input.name, email: input.email, phone: input.phone, last_url: input.current_url.map(String::from) };
         self.db
             .write(move |tx| match tx.visitor_by_uuid(scope, &input.uuid)? {
                 Some(mut visitor) => {
@@ -310,14 +240,7 @@ impl WidgetService {
                     Ok((visitor, Synced::Updated))
                 }
                 None => {
-                    let visitor = tx.insert_visitor(
-                        scope,
-                        &NewVisitor {
-                            uuid: input.uuid,
-                            profile,
-                            created_at: now,
-                        },
-                    )?;
+                    let visitor = tx.insert_visitor(scope, &NewVisitor { uuid: input.uuid, profile, created_at: now })?;
                     Ok((visitor, Synced::Created))
                 }
             })
@@ -340,13 +263,7 @@ impl WidgetService {
         let installation_id = ctx.installation.id;
         self.db
             .write(move |tx| {
-                let visitor = visitor_for(
-                    tx,
-                    scope,
-                    &input.visitor_uuid,
-                    input.current_url.as_ref(),
-                    now,
-                )?;
+                let visitor = visitor_for(tx, scope, &input.visitor_uuid, input.current_url.as_ref(), now)?;
                 let conversation = tx.insert_conversation(
                     scope,
                     &NewConversation {
@@ -358,18 +275,9 @@ impl WidgetService {
                         created_at: now,
                     },
                 )?;
-                let message = tx.insert_message(
-                    scope.into(),
-                    &visitor_message(&conversation, &visitor, input.message, now),
-                )?;
-                tx.insert_event(
-                    tenant.id,
-                    &events::conversation_created(&tenant, &conversation, &visitor, &message),
-                )?;
-                tx.insert_event(
-                    tenant.id,
-                    &events::message_created(&tenant, &conversation, &message),
-                )?;
+                let message = tx.insert_message(scope.into(), &visitor_message(&conversation, &visitor, input.message, now))?;
+                tx.insert_event(tenant.id, &events::conversation_created(&tenant, &conversation, &visitor, &message))?;
+                tx.insert_event(tenant.id, &events::message_created(&tenant, &conversation, &message))?;
                 Ok((conversation, vec![message]))
             })
             .await
@@ -386,14 +294,8 @@ impl WidgetService {
         let scope = self.resolve(token, caller).await?.scope();
         self.db
             .read(move |r| {
-                let conversation = r
-                    .conversation_by_public_id(scope.into(), &public_id)?
-                    .ok_or(DomainError::NotFound)?;
-                let page = MessagePage {
-                    after_id,
-                    limit: MESSAGE_PAGE_LIMIT,
-                    include_internal: false,
-                };
+                let conversation = r.conversation_by_public_id(scope.into(), &public_id)?.ok_or(DomainError::NotFound)?;
+                let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: false };
                 let messages = r.messages(scope.into(), conversation.id, page)?;
                 Ok((conversation, messages))
             })
@@ -401,11 +303,7 @@ impl WidgetService {
     }
 
     /// Adds a visitor message; a closed conversation reopens.
-    pub async fn post_message(
-        &self,
-        caller: &Caller,
-        input: PostMessageInput,
-    ) -> Result<(Message, Conversation), DomainError> {
+    pub async fn post_message(&self, caller: &Caller, input: PostMessageInput) -> Result<(Message, Conversation), DomainError> {
         let ctx = self.resolve_for_write(&input.token, caller, false).await?;
         let scope = ctx.scope();
         let tenant = ctx.tenant;
@@ -413,17 +311,10 @@ impl WidgetService {
         let limits = Arc::clone(&self.limits);
         self.db
             .write(move |tx| {
-                let mut conversation = tx
-                    .conversation_by_public_id(scope.into(), &input.public_id)?
-                    .ok_or(DomainError::NotFound)?;
+                let mut conversation = tx.conversation_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
                 limits.conversation_message(conversation.id)?;
-                let visitor = tx
-                    .visitor(scope, conversation.visitor_id)?
-                    .ok_or(DomainError::NotFound)?;
-                let message = tx.insert_message(
-                    scope.into(),
-                    &visitor_message(&conversation, &visitor, input.body, now),
-                )?;
+                let visitor = tx.visitor(scope, conversation.visitor_id)?.ok_or(DomainError::NotFound)?;
+                let message = tx.insert_message(scope.into(), &visitor_message(&conversation, &visitor, input.body, now))?;
                 let status = conversation.status_after_message();
                 if status != conversation.status {
                     conversation.closed_at = None;
@@ -433,60 +324,29 @@ impl WidgetService {
                 tx.update_conversation(scope.into(), &conversation)?;
                 if let Some(url) = input.current_url {
                     let mut profile = visitor.profile.clone();
-                    if profile.merge(&VisitorProfile {
-                        last_url: Some(url.into()),
-                        ..Default::default()
-                    }) {
+                    if profile.merge(&VisitorProfile { last_url: Some(url.into()), ..Default::default() }) {
                         tx.update_visitor_profile(scope, visitor.id, &profile, now)?;
                     }
                 }
-                tx.insert_event(
-                    tenant.id,
-                    &events::message_created(&tenant, &conversation, &message),
-                )?;
+                tx.insert_event(tenant.id, &events::message_created(&tenant, &conversation, &message))?;
                 Ok((message, conversation))
             })
             .await
     }
 }
 
-fn visitor_for(
-    tx: &mut dyn WriteTx,
-    scope: SiteScope,
-    uuid: &str,
-    url: Option<&Url>,
-    now: Timestamp,
-) -> Result<Visitor, DomainError> {
+fn visitor_for(tx: &mut dyn WriteTx, scope: SiteScope, uuid: &str, url: Option<&Url>, now: Timestamp) -> Result<Visitor, DomainError> {
     if let Some(v) = tx.visitor_by_uuid(scope, uuid)? {
         return Ok(v);
     }
-    let profile = VisitorProfile {
-        last_url: url.map(|u| u.to_string()),
-        ..Default::default()
-    };
-    Ok(tx.insert_visitor(
-        scope,
-        &NewVisitor {
-            uuid: uuid.to_owned(),
-            profile,
-            created_at: now,
-        },
-    )?)
+    let profile = VisitorProfile { last_url: url.map(|u| u.to_string()), ..Default::default() };
+    Ok(tx.insert_visitor(scope, &NewVisitor { uuid: uuid.to_owned(), profile, created_at: now })?)
 }
 
-fn visitor_message(
-    conversation: &Conversation,
-    visitor: &Visitor,
-    body: String,
-    now: Timestamp,
-) -> NewMessage {
+fn visitor_message(conversation: &Conversation, visitor: &Visitor, body: String, now: Timestamp) -> NewMessage {
     NewMessage {
         conversation_id: conversation.id,
-        sender: Sender {
-            kind: SenderKind::Visitor,
-            name: visitor.profile.name.clone(),
-            operator_id: None,
-        },
+        sender: Sender { kind: SenderKind::Visitor, name: visitor.profile.name.clone(), operator_id: None },
         body,
         internal: false,
         created_at: now,
@@ -495,12 +355,7 @@ fn visitor_message(
 
 /// Compares dotted numeric versions; anything unparsable counts as current.
 fn version_is_older(reported: &str, current: &str) -> bool {
-    let parse = |v: &str| -> Option<Vec<u64>> {
-        v.trim_start_matches('v')
-            .split('.')
-            .map(|p| p.parse().ok())
-            .collect()
-    };
+    let parse = |v: &str| -> Option<Vec<u64>> { v.trim_start_matches('v').split('.').map(|p| p.parse().ok()).collect() };
     match (parse(reported), parse(current)) {
         (Some(a), Some(b)) => a < b,
         _ => false,

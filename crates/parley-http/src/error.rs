@@ -68,30 +68,15 @@ struct Answer {
 
 impl Answer {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-            fields: None,
-            retry_after: None,
-            www_authenticate: false,
-        }
+        Self { status, code, message: message.into(), fields: None, retry_after: None, www_authenticate: false }
     }
 
     fn unavailable() -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "The service is temporarily unavailable.",
-        )
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "The service is temporarily unavailable.")
     }
 
     fn internal() -> Self {
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "Something went wrong on our side.",
-        )
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "Something went wrong on our side.")
     }
 }
 
@@ -100,21 +85,13 @@ impl ApiError {
         use StatusCode as S;
         match self {
             Self::MalformedJson(m) => Answer::new(S::BAD_REQUEST, "malformed_json", m),
-            Self::PayloadTooLarge => Answer::new(
-                S::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                "The request body is larger than 64 KiB.",
-            ),
+            Self::PayloadTooLarge => Answer::new(S::PAYLOAD_TOO_LARGE, "payload_too_large", "The request body is larger than 64 KiB."),
             Self::UnsupportedMediaType => Answer::new(
                 S::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",
                 "Send the body as JSON with content-type: application/json.",
             ),
-            Self::MethodNotAllowed => Answer::new(
-                S::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
-                "This method is not allowed on this path.",
-            ),
+            Self::MethodNotAllowed => Answer::new(S::METHOD_NOT_ALLOWED, "method_not_allowed", "This method is not allowed on this path."),
             Self::RouteNotFound => Answer::new(S::NOT_FOUND, "not_found", "No such route."),
             Self::Internal => Answer::internal(),
             Self::Domain(e) => domain_answer(e),
@@ -126,41 +103,21 @@ fn domain_answer(e: DomainError) -> Answer {
     use StatusCode as S;
     match e {
         DomainError::NotFound => Answer::new(S::NOT_FOUND, "not_found", "Not found."),
-        DomainError::Validation(fields) => Answer {
-            fields: Some(fields),
-            ..Answer::new(
-                S::UNPROCESSABLE_ENTITY,
-                "validation_failed",
-                "Some fields are invalid.",
-            )
-        },
-        DomainError::Unauthenticated => Answer {
-            www_authenticate: true,
-            ..Answer::new(
-                S::UNAUTHORIZED,
-                "unauthenticated",
-                "A valid bearer token is required.",
-            )
-        },
-        DomainError::InvalidCredentials => Answer::new(
-            S::UNAUTHORIZED,
-            "invalid_credentials",
-            "The email or password is wrong.",
-        ),
+        DomainError::Validation(fields) => {
+            Answer { fields: Some(fields), ..Answer::new(S::UNPROCESSABLE_ENTITY, "validation_failed", "Some fields are invalid.") }
+        }
+        DomainError::Unauthenticated => {
+            Answer { www_authenticate: true, ..Answer::new(S::UNAUTHORIZED, "unauthenticated", "A valid bearer token is required.") }
+        }
+        DomainError::InvalidCredentials => Answer::new(S::UNAUTHORIZED, "invalid_credentials", "The email or password is wrong."),
         DomainError::Forbidden(m) => Answer::new(S::FORBIDDEN, "forbidden", sentence(m)),
-        DomainError::OriginNotAllowed => Answer::new(
-            S::FORBIDDEN,
-            "origin_not_allowed",
-            "This page's origin is not among the site's domains.",
-        ),
+        DomainError::OriginNotAllowed => {
+            Answer::new(S::FORBIDDEN, "origin_not_allowed", "This page's origin is not among the site's domains.")
+        }
         DomainError::Conflict(m) => Answer::new(S::CONFLICT, "conflict", sentence(m)),
         DomainError::RateLimited { retry_after_secs } => Answer {
             retry_after: Some(retry_after_secs.max(1)),
-            ..Answer::new(
-                S::TOO_MANY_REQUESTS,
-                "rate_limited",
-                "Too many requests; retry later.",
-            )
+            ..Answer::new(S::TOO_MANY_REQUESTS, "rate_limited", "Too many requests; retry later.")
         },
         DomainError::Unavailable(reason) => {
             tracing::error!(reason, "service unavailable");
@@ -172,11 +129,7 @@ fn domain_answer(e: DomainError) -> Answer {
         }
         DomainError::Store(StoreError::Duplicate(detail)) => {
             tracing::warn!(%detail, "duplicate record");
-            Answer::new(
-                S::CONFLICT,
-                "conflict",
-                "This conflicts with an existing record.",
-            )
+            Answer::new(S::CONFLICT, "conflict", "This conflicts with an existing record.")
         }
         DomainError::Store(StoreError::Internal(detail)) => {
             tracing::error!(%detail, "internal storage error");
@@ -197,23 +150,13 @@ fn sentence(s: &str) -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let a = self.answer();
-        let body = ErrorBody {
-            error: ErrorDetail {
-                code: a.code,
-                message: a.message,
-                fields: a.fields.map(|f| f.fields().clone()),
-            },
-        };
+        let body = ErrorBody { error: ErrorDetail { code: a.code, message: a.message, fields: a.fields.map(|f| f.fields().clone()) } };
         let mut response = (a.status, Json(body)).into_response();
         if let Some(secs) = a.retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if a.www_authenticate {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }

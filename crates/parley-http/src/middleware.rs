@@ -18,18 +18,13 @@ pub struct RouteSpan;
 
 impl<B> MakeSpan<B> for RouteSpan {
     fn make_span(&mut self, req: &Request<B>) -> Span {
-        let route = req
-            .extensions()
-            .get::<MatchedPath>()
-            .map_or("unmatched", MatchedPath::as_str);
+        let route = req.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str);
         tracing::info_span!("request", method = %req.method(), route)
     }
 }
 
 pub fn trace() -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RouteSpan> {
-    TraceLayer::new_for_http()
-        .make_span_with(RouteSpan)
-        .on_response(DefaultOnResponse::new().level(Level::INFO))
+    TraceLayer::new_for_http().make_span_with(RouteSpan).on_response(DefaultOnResponse::new().level(Level::INFO))
 }
 
 pub fn catch_panic() -> CatchPanicLayer<fn(Box<dyn std::any::Any + Send + 'static>) -> Response> {

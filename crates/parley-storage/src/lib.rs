@@ -69,18 +69,9 @@ mod tests {
 
     #[test]
     fn parses_urls() {
-        assert_eq!(
-            Location::parse("sqlite://./a/b.db").unwrap(),
-            Location::Sqlite("./a/b.db".into())
-        );
-        assert_eq!(
-            Location::parse("sqlite:///tmp/x.db").unwrap(),
-            Location::Sqlite("/tmp/x.db".into())
-        );
-        assert!(matches!(
-            Location::parse("postgres://u@h/db").unwrap(),
-            Location::Postgres(_)
-        ));
+        assert_eq!(Location::parse("sqlite://./a/b.db").unwrap(), Location::Sqlite("./a/b.db".into()));
+        assert_eq!(Location::parse("sqlite:///tmp/x.db").unwrap(), Location::Sqlite("/tmp/x.db".into()));
+        assert!(matches!(Location::parse("postgres://u@h/db").unwrap(), Location::Postgres(_)));
         assert!(Location::parse("mysql://x").is_err());
         assert!(Location::parse("sqlite://").is_err());
     }

@@ -9,13 +9,7 @@ use parley_domain::limits::RateLimits;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub fn spawn(
-    tasks: &TaskTracker,
-    shutdown: CancellationToken,
-    limits: Arc<RateLimits>,
-    auth: AuthService,
-    every: Duration,
-) {
+pub fn spawn(tasks: &TaskTracker, shutdown: CancellationToken, limits: Arc<RateLimits>, auth: AuthService, every: Duration) {
     tasks.spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -5,11 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "parley",
-    version,
-    about = "Parley: a self-hosted, multi-tenant customer chat platform"
-)]
+#[command(name = "parley", version, about = "Parley: a self-hosted, multi-tenant customer chat platform")]
 pub struct Cli {
     /// A file of PARLEY_* = value lines; the environment overrides it.
     #[arg(long, global = true, value_name = "FILE")]

@@ -108,24 +108,11 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn get<T>(
-        &mut self,
-        name: &str,
-        default: T,
-        parse: impl FnOnce(&str) -> Result<T, String>,
-    ) -> T {
-        match self
-            .vars
-            .get(name)
-            .map(|v| v.trim())
-            .filter(|v| !v.is_empty())
-        {
+    fn get<T>(&mut self, name: &str, default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> T {
+        match self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
             None => default,
             Some(raw) => parse(raw).unwrap_or_else(|reason| {
-                self.errors.push(ConfigError {
-                    variable: name.to_owned(),
-                    reason,
-                });
+                self.errors.push(ConfigError { variable: name.to_owned(), reason });
                 default
             }),
         }
@@ -166,16 +153,9 @@ impl Config {
         let mut vars = BTreeMap::new();
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|e| {
-                ConfigErrors(vec![ConfigError {
-                    variable: "--config".into(),
-                    reason: format!("cannot read {}: {e}", path.display()),
-                }])
+                ConfigErrors(vec![ConfigError { variable: "--config".into(), reason: format!("cannot read {}: {e}", path.display()) }])
             })?;
-            for line in text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            {
+            for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
                 if let Some((k, v)) = line.split_once('=') {
                     vars.insert(k.trim().to_owned(), v.trim().trim_matches('"').to_owned());
                 }
@@ -189,80 +169,47 @@ impl Config {
     pub fn from_vars(vars: &BTreeMap<String, String>) -> Result<(Self, Vec<String>), ConfigErrors> {
         let warnings = vars
             .keys()
-            .filter(|k| {
-                k.starts_with("PARLEY_")
-                    && !k.starts_with("PARLEY_TEST_")
-                    && !KNOWN.contains(&k.as_str())
-            })
+            .filter(|k| k.starts_with("PARLEY_") && !k.starts_with("PARLEY_TEST_") && !KNOWN.contains(&k.as_str()))
             .map(|k| format!("unknown configuration variable {k} is ignored"))
             .collect();
-        let mut r = Reader {
-            vars,
-            errors: Vec::new(),
-        };
+        let mut r = Reader { vars, errors: Vec::new() };
         let default_listen = SocketAddr::from(([127, 0, 0, 1], 8080));
-        let listen = r.get("PARLEY_LISTEN", default_listen, |s| {
-            s.parse()
-                .map_err(|_| format!("{s:?} is not an address such as 127.0.0.1:8080"))
+        let listen =
+            r.get("PARLEY_LISTEN", default_listen, |s| s.parse().map_err(|_| format!("{s:?} is not an address such as 127.0.0.1:8080")));
+        let database_url = r.get("PARLEY_DATABASE_URL", DEFAULT_DATABASE_URL.to_owned(), |s| {
+            parley_storage::Location::parse(s).map(|_| s.to_owned()).map_err(|e| e.to_string())
         });
-        let database_url = r.get(
-            "PARLEY_DATABASE_URL",
-            DEFAULT_DATABASE_URL.to_owned(),
-            |s| {
-                parley_storage::Location::parse(s)
-                    .map(|_| s.to_owned())
-                    .map_err(|e| e.to_string())
-            },
-        );
         let public_url = r.get("PARLEY_PUBLIC_URL", None, |s| http_url(s).map(Some));
         let smtp_url = r.get("PARLEY_SMTP_URL", None, |s| {
-            let url = Url::parse(s)
-                .map_err(|_| "is not a URL such as smtp://user:pass@host:587".to_owned())?;
+            let url = Url::parse(s).map_err(|_| "is not a URL such as smtp://user:pass@host:587".to_owned())?;
             match url.scheme() {
                 "smtp" | "smtps" if url.host_str().is_some() => Ok(Some(s.to_owned())),
                 _ => Err("must be an smtp:// or smtps:// URL with a host".into()),
             }
         });
         let mail_from = r.get("PARLEY_MAIL_FROM", None, |s| {
-            if s.contains('@') {
-                Ok(Some(s.to_owned()))
-            } else {
-                Err("must contain an email address".into())
-            }
+            if s.contains('@') { Ok(Some(s.to_owned())) } else { Err("must contain an email address".into()) }
         });
         let sms_gateway_url = r.get("PARLEY_SMS_GATEWAY_URL", None, |s| http_url(s).map(Some));
         let sms_gateway_token = r.get("PARLEY_SMS_GATEWAY_TOKEN", None, |s| Ok(Some(s.to_owned())));
-        let default_schedule = [
-            "5s", "30s", "2m", "10m", "30m", "1h", "3h", "6h", "12h", "24h",
-        ]
-        .iter()
-        .filter_map(|d| parse_duration(d).ok())
-        .collect();
+        let default_schedule =
+            ["5s", "30s", "2m", "10m", "30m", "1h", "3h", "6h", "12h", "24h"].iter().filter_map(|d| parse_duration(d).ok()).collect();
         let webhook_retry_schedule =
-            r.get("PARLEY_WEBHOOK_RETRY_SCHEDULE", default_schedule, |s| {
-                s.split(',').map(|d| parse_duration(d.trim())).collect()
-            });
+            r.get("PARLEY_WEBHOOK_RETRY_SCHEDULE", default_schedule, |s| s.split(',').map(|d| parse_duration(d.trim())).collect());
         let webhook_allow_private = r.flag("PARLEY_WEBHOOK_ALLOW_PRIVATE", false);
         let webhook_timeout = r.duration("PARLEY_WEBHOOK_TIMEOUT", Duration::from_secs(10));
         let webhook_lease = r.duration("PARLEY_WEBHOOK_LEASE", Duration::from_secs(60));
-        let webhook_poll_interval =
-            r.duration("PARLEY_WEBHOOK_POLL_INTERVAL", Duration::from_secs(1));
-        let webhook_concurrency = r.get("PARLEY_WEBHOOK_CONCURRENCY", 128, |s| {
-            match s.parse::<usize>() {
-                Ok(n) if (1..=4096).contains(&n) => Ok(n),
-                _ => Err(format!("{s:?} is not a number from 1 to 4096")),
-            }
+        let webhook_poll_interval = r.duration("PARLEY_WEBHOOK_POLL_INTERVAL", Duration::from_secs(1));
+        let webhook_concurrency = r.get("PARLEY_WEBHOOK_CONCURRENCY", 128, |s| match s.parse::<usize>() {
+            Ok(n) if (1..=4096).contains(&n) => Ok(n),
+            _ => Err(format!("{s:?} is not a number from 1 to 4096")),
         });
         if webhook_lease <= webhook_timeout {
-            r.errors.push(ConfigError {
-                variable: "PARLEY_WEBHOOK_LEASE".into(),
-                reason: "must be longer than PARLEY_WEBHOOK_TIMEOUT".into(),
-            });
+            r.errors
+                .push(ConfigError { variable: "PARLEY_WEBHOOK_LEASE".into(), reason: "must be longer than PARLEY_WEBHOOK_TIMEOUT".into() });
         }
-        let mobile_token_ttl =
-            r.duration("PARLEY_MOBILE_TOKEN_TTL", Duration::from_secs(30 * 86_400));
-        let heartbeat_stale_after =
-            r.duration("PARLEY_HEARTBEAT_STALE_AFTER", Duration::from_secs(86_400));
+        let mobile_token_ttl = r.duration("PARLEY_MOBILE_TOKEN_TTL", Duration::from_secs(30 * 86_400));
+        let heartbeat_stale_after = r.duration("PARLEY_HEARTBEAT_STALE_AFTER", Duration::from_secs(86_400));
         let auto_close_after = r.duration("PARLEY_AUTO_CLOSE_AFTER", Duration::from_secs(86_400));
         let sweep_interval = r.duration("PARLEY_SWEEP_INTERVAL", Duration::from_secs(60));
         let log_format = r.get("PARLEY_LOG_FORMAT", LogFormat::Text, |s| match s {
@@ -271,32 +218,16 @@ impl Config {
             _ => Err(format!("{s:?} is not text or json")),
         });
         let log_filter = r.get("PARLEY_LOG", "info".to_owned(), |s| {
-            tracing_subscriber::EnvFilter::try_new(s)
-                .map(|_| s.to_owned())
-                .map_err(|e| e.to_string())
+            tracing_subscriber::EnvFilter::try_new(s).map(|_| s.to_owned()).map_err(|e| e.to_string())
         });
         let limits_on = r.flag("PARLEY_RATE_LIMITS", true);
         let defaults = RateLimitSettings::defaults();
         let widget_writes = r.rate("PARLEY_RATE_LIMIT_WIDGET_WRITES", defaults.widget_writes);
-        let conversation_messages = r.rate(
-            "PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES",
-            defaults.conversation_messages,
-        );
-        let login_failures_per_email = r.rate(
-            "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL",
-            defaults.login_failures_per_email,
-        );
-        let login_failures_per_address = r.rate(
-            "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS",
-            defaults.login_failures_per_address,
-        );
+        let conversation_messages = r.rate("PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES", defaults.conversation_messages);
+        let login_failures_per_email = r.rate("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL", defaults.login_failures_per_email);
+        let login_failures_per_address = r.rate("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS", defaults.login_failures_per_address);
         let rate_limits = if limits_on {
-            RateLimitSettings {
-                widget_writes,
-                conversation_messages,
-                login_failures_per_email,
-                login_failures_per_address,
-            }
+            RateLimitSettings { widget_writes, conversation_messages, login_failures_per_email, login_failures_per_address }
         } else {
             RateLimitSettings::off()
         };
@@ -311,11 +242,7 @@ impl Config {
                 })
                 .collect()
         });
-        let metrics_listen = r.get("PARLEY_METRICS_LISTEN", None, |s| {
-            s.parse()
-                .map(Some)
-                .map_err(|_| format!("{s:?} is not an address"))
-        });
+        let metrics_listen = r.get("PARLEY_METRICS_LISTEN", None, |s| s.parse().map(Some).map_err(|_| format!("{s:?} is not an address")));
         if !r.errors.is_empty() {
             return Err(ConfigErrors(r.errors));
         }
@@ -352,10 +279,7 @@ mod tests {
     use super::*;
 
     fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
@@ -397,18 +321,9 @@ mod tests {
     #[test]
     fn rate_limits_can_be_switched_off_and_tuned() {
         let (c, _) = Config::from_vars(&vars(&[("PARLEY_RATE_LIMITS", "off")])).unwrap();
-        assert!(
-            c.rate_limits.widget_writes.is_none() && c.rate_limits.conversation_messages.is_none()
-        );
-        let (c, _) =
-            Config::from_vars(&vars(&[("PARLEY_RATE_LIMIT_WIDGET_WRITES", "5/1h")])).unwrap();
-        assert_eq!(
-            c.rate_limits.widget_writes,
-            Some(Rate {
-                count: 5,
-                period: Duration::from_secs(3600)
-            })
-        );
+        assert!(c.rate_limits.widget_writes.is_none() && c.rate_limits.conversation_messages.is_none());
+        let (c, _) = Config::from_vars(&vars(&[("PARLEY_RATE_LIMIT_WIDGET_WRITES", "5/1h")])).unwrap();
+        assert_eq!(c.rate_limits.widget_writes, Some(Rate { count: 5, period: Duration::from_secs(3600) }));
     }
 
     #[test]

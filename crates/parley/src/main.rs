@@ -26,10 +26,7 @@ fn main() -> ExitCode {
     for w in warnings {
         tracing::warn!("{w}");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("parley: cannot start the async runtime: {e}");
@@ -94,15 +91,14 @@ async fn stop_on_signal(shutdown: CancellationToken) {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    shutdown.cancel();
-                    return;
-                }
-            };
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                shutdown.cancel();
+                return;
+            }
+        };
         tokio::select! {
             _ = ctrl_c => {},
             _ = term.recv() => {},
@@ -140,20 +136,12 @@ async fn create_tenant(config: &Config, args: parley::cli::TenantCreate) -> Exit
         }
     };
     let tenancy = Tenancy::new(db.clone(), Arc::new(SystemClock));
-    let input = NewTenantInput {
-        slug: args.slug,
-        name: args.name,
-        admin_email: args.admin_email,
-        admin_password: args.admin_password,
-    };
+    let input = NewTenantInput { slug: args.slug, name: args.name, admin_email: args.admin_email, admin_password: args.admin_password };
     let result = tenancy.create_tenant(input).await;
     db.close().await;
     match result {
         Ok((tenant, admin)) => {
-            println!(
-                "Created tenant {} ({}) with admin {} (operator id {}).",
-                tenant.slug, tenant.name, admin.email, admin.id.0
-            );
+            println!("Created tenant {} ({}) with admin {} (operator id {}).", tenant.slug, tenant.name, admin.email, admin.id.0);
             ExitCode::SUCCESS
         }
         Err(DomainError::Validation(fields)) => {

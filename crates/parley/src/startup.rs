@@ -34,10 +34,7 @@ pub enum StartError {
     #[error("cannot open the database: {0}")]
     Database(#[from] parley_storage::OpenError),
     #[error("cannot listen on {addr}: {source}")]
-    Listen {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
+    Listen { addr: SocketAddr, source: std::io::Error },
     #[error("cannot seed the sandbox: {0}")]
     Seed(DomainError),
     #[error("cannot build the webhook client: {0}")]
@@ -59,23 +56,10 @@ pub struct Application {
 
 impl Application {
     /// Opens storage and binds the listener (port 0 picks a free port).
-    pub async fn build(
-        config: &Config,
-        mode: Mode,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Self, StartError> {
+    pub async fn build(config: &Config, mode: Mode, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
         let db = parley_storage::open(&config.database_url, Default::default()).await?;
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| StartError::Listen {
-                    addr: config.listen,
-                    source,
-                })?;
-        let local_addr = listener.local_addr().map_err(|source| StartError::Listen {
-            addr: config.listen,
-            source,
-        })?;
+        let listener = TcpListener::bind(config.listen).await.map_err(|source| StartError::Listen { addr: config.listen, source })?;
+        let local_addr = listener.local_addr().map_err(|source| StartError::Listen { addr: config.listen, source })?;
         let public_url = match &config.public_url {
             Some(url) => url.as_str().trim_end_matches('/').to_owned(),
             None if local_addr.ip().is_unspecified() => {
@@ -88,11 +72,7 @@ impl Application {
             Mode::Serve => None,
             Mode::Demo => {
                 let tenancy = Tenancy::new(db.clone(), Arc::clone(&clock));
-                Some(
-                    sandbox::seed(&tenancy, config.mobile_token_ttl)
-                        .await
-                        .map_err(StartError::Seed)?,
-                )
+                Some(sandbox::seed(&tenancy, config.mobile_token_ttl).await.map_err(StartError::Seed)?)
             }
         };
         let delivery = DeliverySettings {
@@ -100,44 +80,25 @@ impl Application {
             lease: config.webhook_lease,
             poll_interval: config.webhook_poll_interval,
             concurrency: config.webhook_concurrency,
-            ..DeliverySettings::new(
-                config.webhook_retry_schedule.clone(),
-                config.webhook_allow_private,
-            )
+            ..DeliverySettings::new(config.webhook_retry_schedule.clone(), config.webhook_allow_private)
         };
-        let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery)
-            .map_err(|e| StartError::WebhookClient(e.to_string()))?;
-        let auth = AuthService::new(
-            db.clone(),
-            Arc::clone(&clock),
-            config.mobile_token_ttl,
-            &config.rate_limits,
-        );
+        let webhook_worker =
+            WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery).map_err(|e| StartError::WebhookClient(e.to_string()))?;
+        let auth = AuthService::new(db.clone(), Arc::clone(&clock), config.mobile_token_ttl, &config.rate_limits);
         let state = AppState {
             widget: WidgetService::new(
                 db.clone(),
                 Arc::clone(&clock),
                 Arc::clone(&limits),
-                WidgetSettings {
-                    heartbeat_stale_after: config.heartbeat_stale_after,
-                },
+                WidgetSettings { heartbeat_stale_after: config.heartbeat_stale_after },
             ),
             health: HealthService::new(db.clone(), Arc::clone(&clock)),
             auth: auth.clone(),
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
             admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
-            webhooks: WebhookService::new(
-                db.clone(),
-                Arc::clone(&clock),
-                config.webhook_allow_private,
-            ),
+            webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), config.webhook_allow_private),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
-            sandbox: demo.clone().map(|credentials| {
-                Arc::new(SandboxInfo {
-                    api_base: public_url.clone(),
-                    credentials,
-                })
-            }),
+            sandbox: demo.clone().map(|credentials| Arc::new(SandboxInfo { api_base: public_url.clone(), credentials })),
         };
         Ok(Self {
             listener,
@@ -175,19 +136,9 @@ impl Application {
     pub async fn run(self, shutdown: CancellationToken) -> std::io::Result<()> {
         let tasks = TaskTracker::new();
         tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
-        parley_worker::maintenance::spawn(
-            &tasks,
-            shutdown.clone(),
-            Arc::clone(&self.limits),
-            self.auth.clone(),
-            self.sweep_interval,
-        );
-        let service = self
-            .router
-            .into_make_service_with_connect_info::<SocketAddr>();
-        let served = axum::serve(self.listener, service)
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-            .await;
+        parley_worker::maintenance::spawn(&tasks, shutdown.clone(), Arc::clone(&self.limits), self.auth.clone(), self.sweep_interval);
+        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
+        let served = axum::serve(self.listener, service).with_graceful_shutdown(shutdown.clone().cancelled_owned()).await;
         shutdown.cancel();
         tasks.close();
         tasks.wait().await;

@@ -55,11 +55,7 @@ pub struct Installation {
 
 impl Installation {
     pub fn status(&self) -> InstallationStatus {
-        if self.enabled {
-            self.heartbeat_status
-        } else {
-            InstallationStatus::Disabled
-        }
+        if self.enabled { self.heartbeat_status } else { InstallationStatus::Disabled }
     }
 }
 

@@ -11,15 +11,10 @@ mod site;
 mod tenant;
 mod visitor;
 
-pub use conversation::{
-    Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, SiteRef,
-    StatusFilter,
-};
+pub use conversation::{Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, SiteRef, StatusFilter};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
 pub use message::{Message, NewMessage, Sender, SenderKind};
-pub use operator::{
-    NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, Role, Session,
-};
+pub use operator::{NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, Role, Session};
 pub use site::{NewSite, Site, WidgetAppearance};
 pub use tenant::{NewTenant, Tenant};
 pub use visitor::{NewVisitor, Visitor, VisitorProfile};
@@ -33,16 +28,7 @@ macro_rules! id_type {
     )*};
 }
 
-id_type!(
-    TenantId,
-    SiteId,
-    InstallationId,
-    VisitorId,
-    ConversationId,
-    MessageId,
-    OperatorId,
-    WebhookId,
-);
+id_type!(TenantId, SiteId, InstallationId, VisitorId, ConversationId, MessageId, OperatorId, WebhookId,);
 
 /// The part of a tenant a widget request may touch: one site of one tenant.
 ///
@@ -66,10 +52,7 @@ pub struct InstallationContext {
 
 impl InstallationContext {
     pub fn scope(&self) -> SiteScope {
-        SiteScope {
-            tenant: self.tenant.id,
-            site: self.site.id,
-        }
+        SiteScope { tenant: self.tenant.id, site: self.site.id }
     }
 }
 
@@ -86,20 +69,12 @@ pub struct ConversationScope {
 
 impl From<SiteScope> for ConversationScope {
     fn from(s: SiteScope) -> Self {
-        Self {
-            tenant: s.tenant,
-            site: Some(s.site),
-            operator: None,
-        }
+        Self { tenant: s.tenant, site: Some(s.site), operator: None }
     }
 }
 
 impl From<OperatorScope> for ConversationScope {
     fn from(s: OperatorScope) -> Self {
-        Self {
-            tenant: s.tenant,
-            site: None,
-            operator: Some((s.operator, s.role)),
-        }
+        Self { tenant: s.tenant, site: None, operator: Some((s.operator, s.role)) }
     }
 }

@@ -66,11 +66,7 @@ impl Operator {
     }
 
     pub fn scope(&self) -> OperatorScope {
-        OperatorScope {
-            tenant: self.tenant_id,
-            operator: self.id,
-            role: self.role,
-        }
+        OperatorScope { tenant: self.tenant_id, operator: self.id, role: self.role }
     }
 }
 

@@ -21,10 +21,7 @@ impl Site {
         }
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         self.domains.iter().any(|d| {
-            host == *d
-                || (host.len() > d.len()
-                    && host.ends_with(d.as_str())
-                    && host.as_bytes()[host.len() - d.len() - 1] == b'.')
+            host == *d || (host.len() > d.len() && host.ends_with(d.as_str()) && host.as_bytes()[host.len() - d.len() - 1] == b'.')
         })
     }
 }

@@ -28,32 +28,15 @@ pub struct WebhookService {
 
 impl WebhookService {
     pub fn new(db: Database, clock: Arc<dyn Clock>, allow_private: bool) -> Self {
-        Self {
-            db,
-            clock,
-            allow_private,
-        }
+        Self { db, clock, allow_private }
     }
 
     /// Registers an endpoint; the returned webhook carries its secret, shown this once.
-    pub async fn create(
-        &self,
-        session: &Session,
-        input: NewWebhookInput,
-    ) -> Result<Webhook, DomainError> {
+    pub async fn create(&self, session: &Session, input: NewWebhookInput) -> Result<Webhook, DomainError> {
         let tenant = require_admin(session)?;
-        let url = target::check_url(&input.url, self.allow_private)
-            .await
-            .map_err(|m| DomainError::invalid("url", m))?;
-        let new = NewWebhook {
-            url: url.into(),
-            events: input.events,
-            secret: signing::new_secret()?,
-            created_at: self.clock.now(),
-        };
-        self.db
-            .write(move |tx| Ok(tx.insert_webhook(tenant, &new)?))
-            .await
+        let url = target::check_url(&input.url, self.allow_private).await.map_err(|m| DomainError::invalid("url", m))?;
+        let new = NewWebhook { url: url.into(), events: input.events, secret: signing::new_secret()?, created_at: self.clock.now() };
+        self.db.write(move |tx| Ok(tx.insert_webhook(tenant, &new)?)).await
     }
 
     pub async fn list(&self, session: &Session) -> Result<Vec<Webhook>, DomainError> {
@@ -63,24 +46,13 @@ impl WebhookService {
 
     pub async fn delete(&self, session: &Session, id: WebhookId) -> Result<(), DomainError> {
         let tenant = require_admin(session)?;
-        let deleted = self
-            .db
-            .write(move |tx| Ok(tx.delete_webhook(tenant, id)?))
-            .await?;
-        if deleted {
-            Ok(())
-        } else {
-            Err(DomainError::NotFound)
-        }
+        let deleted = self.db.write(move |tx| Ok(tx.delete_webhook(tenant, id)?)).await?;
+        if deleted { Ok(()) } else { Err(DomainError::NotFound) }
     }
 
     /// Replaces the secret; the old one keeps signing for 24 hours so the
     /// partner can switch without losing a delivery.
-    pub async fn rotate_secret(
-        &self,
-        session: &Session,
-        id: WebhookId,
-    ) -> Result<Webhook, DomainError> {
+    pub async fn rotate_secret(&self, session: &Session, id: WebhookId) -> Result<Webhook, DomainError> {
         let tenant = require_admin(session)?;
         let secret = signing::new_secret()?;
         let until = self.clock.now().plus(ROTATION_OVERLAP);
@@ -93,33 +65,20 @@ impl WebhookService {
             .await
     }
 
-    pub async fn deliveries(
-        &self,
-        session: &Session,
-        id: WebhookId,
-        page: PageRequest,
-    ) -> Result<(Vec<Delivery>, PageMeta), DomainError> {
+    pub async fn deliveries(&self, session: &Session, id: WebhookId, page: PageRequest) -> Result<(Vec<Delivery>, PageMeta), DomainError> {
         let tenant = require_admin(session)?;
         self.db
             .read(move |r| {
                 r.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
                 let total = r.count_deliveries(tenant, id)?;
                 let offset = u64::from(page.page - 1) * u64::from(page.per_page);
-                Ok((
-                    r.deliveries(tenant, id, offset, page.per_page)?,
-                    PageMeta::new(page, total),
-                ))
+                Ok((r.deliveries(tenant, id, offset, page.per_page)?, PageMeta::new(page, total)))
             })
             .await
     }
 
     /// Queues the delivery's event again for the same endpoint, due now.
-    pub async fn redeliver(
-        &self,
-        session: &Session,
-        id: WebhookId,
-        delivery: i64,
-    ) -> Result<Delivery, DomainError> {
+    pub async fn redeliver(&self, session: &Session, id: WebhookId, delivery: i64) -> Result<Delivery, DomainError> {
         let tenant = require_admin(session)?;
         let now = self.clock.now();
         self.db
@@ -128,11 +87,8 @@ impl WebhookService {
                 if !webhook.enabled {
                     return Err(DomainError::Conflict("the endpoint is disabled"));
                 }
-                let new_id = tx
-                    .redeliver(tenant, id, delivery, now)?
-                    .ok_or(DomainError::NotFound)?;
-                tx.delivery(tenant, id, new_id)?
-                    .ok_or(DomainError::NotFound)
+                let new_id = tx.redeliver(tenant, id, delivery, now)?.ok_or(DomainError::NotFound)?;
+                tx.delivery(tenant, id, new_id)?.ok_or(DomainError::NotFound)
             })
             .await
     }

@@ -21,19 +21,14 @@ use crate::ids;
 const PREFIX: &str = "whsec_";
 
 pub fn new_secret() -> Result<String, DomainError> {
-    Ok(format!(
-        "{PREFIX}{}",
-        STANDARD.encode(ids::random_bytes::<32>()?)
-    ))
+    Ok(format!("{PREFIX}{}", STANDARD.encode(ids::random_bytes::<32>()?)))
 }
 
 /// The HMAC key of a secret; a secret without the prefix is used as raw
 /// bytes, as Standard Webhooks libraries do.
 fn key(secret: &str) -> Vec<u8> {
     match secret.strip_prefix(PREFIX) {
-        Some(b64) => STANDARD
-            .decode(b64)
-            .unwrap_or_else(|_| b64.as_bytes().to_vec()),
+        Some(b64) => STANDARD.decode(b64).unwrap_or_else(|_| b64.as_bytes().to_vec()),
         None => secret.as_bytes().to_vec(),
     }
 }
@@ -57,11 +52,7 @@ fn hex(bytes: &[u8]) -> String {
 /// The value of `X-Service-Signature`.
 pub fn service_signature(secrets: &[&str], timestamp: i64, body: &[u8]) -> String {
     let ts = timestamp.to_string();
-    secrets
-        .iter()
-        .map(|s| format!("v1={}", hex(&hmac(s, &[ts.as_bytes(), b".", body]))))
-        .collect::<Vec<_>>()
-        .join(",")
+    secrets.iter().map(|s| format!("v1={}", hex(&hmac(s, &[ts.as_bytes(), b".", body])))).collect::<Vec<_>>().join(",")
 }
 
 /// The value of `webhook-signature` (Standard Webhooks).
@@ -69,12 +60,7 @@ pub fn standard_signature(secrets: &[&str], id: &str, timestamp: i64, body: &[u8
     let ts = timestamp.to_string();
     secrets
         .iter()
-        .map(|s| {
-            format!(
-                "v1,{}",
-                STANDARD.encode(hmac(s, &[id.as_bytes(), b".", ts.as_bytes(), b".", body]))
-            )
-        })
+        .map(|s| format!("v1,{}", STANDARD.encode(hmac(s, &[id.as_bytes(), b".", ts.as_bytes(), b".", body]))))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -88,10 +74,7 @@ mod tests {
     #[test]
     fn standard_webhooks_vector() {
         let secret = format!("whsec_{}", STANDARD.encode(b"k"));
-        assert_eq!(
-            standard_signature(&[&secret], "msg_1", 1, b"{}"),
-            "v1,WQBPtAsumRlBVd/XmmbysH53ixZ4wi6G/qvgzgt90z4="
-        );
+        assert_eq!(standard_signature(&[&secret], "msg_1", 1, b"{}"), "v1,WQBPtAsumRlBVd/XmmbysH53ixZ4wi6G/qvgzgt90z4=");
     }
 
     /// Golden vectors, computed independently (Python's hmac module) for
@@ -104,10 +87,7 @@ mod tests {
             service_signature(&[secret], 1_767_225_600, body),
             "v1=1bac06447b4f9f942d07d2c5c8ba26ea389968c930c3b7a5d5aaacd6be5dda45"
         );
-        assert_eq!(
-            standard_signature(&[secret], "evt_golden", 1_767_225_600, body),
-            "v1,WszIAw/vJ7qYskjgqv5BLfJyeVTx9L8PIEn0Bdy8txs="
-        );
+        assert_eq!(standard_signature(&[secret], "evt_golden", 1_767_225_600, body), "v1,WszIAw/vJ7qYskjgqv5BLfJyeVTx9L8PIEn0Bdy8txs=");
     }
 
     #[test]
@@ -125,11 +105,6 @@ mod tests {
         let one = service_signature(&[&a], 1_700_000_000, b"{}");
         let two = service_signature(&[&a, &b], 1_700_000_000, b"{}");
         assert!(two.starts_with(&format!("{one},v1=")));
-        assert_eq!(
-            standard_signature(&[&a, &b], "evt", 1, b"{}")
-                .split(' ')
-                .count(),
-            2
-        );
+        assert_eq!(standard_signature(&[&a, &b], "evt", 1, b"{}").split(' ').count(), 2);
     }
 }

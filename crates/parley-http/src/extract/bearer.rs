@@ -16,10 +16,7 @@ impl FromRequestParts<AppState> for Authenticated {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
+        let header = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let token = header
             .and_then(|h| h.split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
@@ -38,9 +35,8 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| ApiError::Domain(parley_domain::DomainError::NotFound))?;
+        let Path(raw) =
+            Path::<String>::from_request_parts(parts, state).await.map_err(|_| ApiError::Domain(parley_domain::DomainError::NotFound))?;
         match raw.parse::<i64>() {
             Ok(id) if id > 0 => Ok(Self(id)),
             _ => Err(ApiError::Domain(parley_domain::DomainError::NotFound)),

@@ -61,14 +61,8 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map_or(IpAddr::from([127, 0, 0, 1]), |c| c.0.ip());
-        let forwarded = parts
-            .headers
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok());
+        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([127, 0, 0, 1]), |c| c.0.ip());
+        let forwarded = parts.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
         let ip = TrustedProxies::from_ref(state).client_ip(peer, forwarded);
         let origin = match parts.headers.get(header::ORIGIN) {
             None => Origin::Absent,
@@ -76,13 +70,7 @@ where
                 .to_str()
                 .ok()
                 .and_then(|s| url::Url::parse(s).ok())
-                .and_then(|u| {
-                    u.host_str().map(|h| {
-                        h.trim_start_matches('[')
-                            .trim_end_matches(']')
-                            .to_ascii_lowercase()
-                    })
-                })
+                .and_then(|u| u.host_str().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()))
                 .map_or(Origin::Opaque, Origin::Host),
         };
         Ok(Self(Caller { ip, origin }))
@@ -98,10 +86,7 @@ mod tests {
         let proxies = TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()]);
         let peer: IpAddr = "10.0.0.2".parse().unwrap();
         let outsider: IpAddr = "203.0.113.9".parse().unwrap();
-        assert_eq!(
-            proxies.client_ip(peer, Some("198.51.100.7, 10.0.0.5")),
-            "198.51.100.7".parse::<IpAddr>().unwrap()
-        );
+        assert_eq!(proxies.client_ip(peer, Some("198.51.100.7, 10.0.0.5")), "198.51.100.7".parse::<IpAddr>().unwrap());
         assert_eq!(proxies.client_ip(outsider, Some("198.51.100.7")), outsider);
         assert_eq!(proxies.client_ip(peer, None), peer);
         assert_eq!(proxies.client_ip(peer, Some("garbage")), peer);

@@ -22,10 +22,7 @@ pub struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     pub fn new(map: &'a Map<String, Value>) -> Self {
-        Self {
-            map,
-            errors: FieldErrors::new(),
-        }
+        Self { map, errors: FieldErrors::new() }
     }
 
     fn fail<T>(&mut self, name: &str, message: impl Into<String>) -> Result<T, Invalid> {
@@ -47,22 +44,14 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub fn required<T>(
-        &mut self,
-        name: &str,
-        check: impl FnOnce(&str) -> Result<T, String>,
-    ) -> Result<T, Invalid> {
+    pub fn required<T>(&mut self, name: &str, check: impl FnOnce(&str) -> Result<T, String>) -> Result<T, Invalid> {
         match self.string(name)? {
             None => self.fail(name, "is required"),
             Some(s) => check(s).or_else(|m| self.fail(name, m)),
         }
     }
 
-    pub fn optional<T>(
-        &mut self,
-        name: &str,
-        check: impl FnOnce(&str) -> Result<T, String>,
-    ) -> Result<Option<T>, Invalid> {
+    pub fn optional<T>(&mut self, name: &str, check: impl FnOnce(&str) -> Result<T, String>) -> Result<Option<T>, Invalid> {
         match self.string(name)? {
             None => Ok(None),
             Some(s) => check(s).map(Some).or_else(|m| self.fail(name, m)),
@@ -113,11 +102,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A JSON array whose items each pass `check`; `None` when absent.
-    pub fn optional_list<T>(
-        &mut self,
-        name: &str,
-        mut check: impl FnMut(&Value) -> Result<T, String>,
-    ) -> Result<Option<Vec<T>>, Invalid> {
+    pub fn optional_list<T>(&mut self, name: &str, mut check: impl FnMut(&Value) -> Result<T, String>) -> Result<Option<Vec<T>>, Invalid> {
         match self.map.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Array(items)) => {

@@ -17,12 +17,7 @@ fn is_json(content_type: Option<&HeaderValue>) -> bool {
     let Some(ct) = content_type.and_then(|v| v.to_str().ok()) else {
         return false;
     };
-    let mime = ct
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
@@ -37,12 +32,9 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Api
 }
 
 fn parse<T: FromFields>(bytes: &[u8]) -> Result<T, ApiError> {
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::MalformedJson(format!("The body is not valid JSON: {e}.")))?;
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| ApiError::MalformedJson(format!("The body is not valid JSON: {e}.")))?;
     let Value::Object(map) = value else {
-        return Err(ApiError::MalformedJson(
-            "The body must be a JSON object.".into(),
-        ));
+        return Err(ApiError::MalformedJson("The body must be a JSON object.".into()));
     };
     let mut fields = Fields::new(&map);
     let parsed = T::from_fields(&mut fields);
@@ -89,9 +81,8 @@ impl<S: Send + Sync, T: FromFields> FromRequestParts<S> for QueryFields<T> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or("");
-        let map: Map<String, Value> = url::form_urlencoded::parse(query.as_bytes())
-            .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
-            .collect();
+        let map: Map<String, Value> =
+            url::form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect();
         let mut fields = Fields::new(&map);
         let parsed = T::from_fields(&mut fields);
         fields.finish(parsed).map(QueryFields)

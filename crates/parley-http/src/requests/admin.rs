@@ -45,10 +45,7 @@ fn text(s: &str) -> Result<Option<String>, String> {
 }
 
 fn site_id(v: &Value) -> Result<SiteId, String> {
-    v.as_i64()
-        .filter(|n| *n > 0)
-        .map(SiteId)
-        .ok_or_else(|| "must be a positive integer id".into())
+    v.as_i64().filter(|n| *n > 0).map(SiteId).ok_or_else(|| "must be a positive integer id".into())
 }
 
 fn role(s: &str) -> Result<Role, String> {
@@ -58,11 +55,7 @@ fn role(s: &str) -> Result<Role, String> {
 impl FromFields for NewSiteInput {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let name = f.required("name", required_name);
-        let domains = f.optional_list("domains", |v| {
-            v.as_str()
-                .ok_or_else(|| "must be a string".to_owned())
-                .and_then(validate::domain)
-        });
+        let domains = f.optional_list("domains", |v| v.as_str().ok_or_else(|| "must be a string".to_owned()).and_then(validate::domain));
         let title = f.optional_text("widget_title", validate::name);
         let greeting = f.optional_text("widget_greeting", text);
         let accent = f.optional("accent_color", colour);
@@ -75,8 +68,7 @@ impl FromFields for NewSiteInput {
                 title: title?.unwrap_or_else(|| name.clone()),
                 greeting: greeting?.unwrap_or_else(|| "Hi! How can we help?".to_owned()),
                 accent_color: accent?.unwrap_or_else(|| "#2563eb".to_owned()),
-                privacy_text: privacy_text?
-                    .unwrap_or_else(|| "We keep your messages to answer you.".to_owned()),
+                privacy_text: privacy_text?.unwrap_or_else(|| "We keep your messages to answer you.".to_owned()),
                 privacy_url: privacy_url?.map(String::from),
             },
             name,
@@ -95,13 +87,8 @@ pub struct InstallationCreateRequest {
 impl FromFields for NewInstallationInput {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let name = f.optional_text("name", validate::name);
-        let installation_type = f.optional_text("installation_type", |s| {
-            validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS)
-        });
-        Ok(Self {
-            name: name?,
-            installation_type: installation_type?,
-        })
+        let installation_type = f.optional_text("installation_type", |s| validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS));
+        Ok(Self { name: name?, installation_type: installation_type? })
     }
 }
 
@@ -116,9 +103,7 @@ pub struct InstallationPatch {
 
 impl FromFields for InstallationPatch {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self {
-            enabled: f.required_bool("enabled")?,
-        })
+        Ok(Self { enabled: f.required_bool("enabled")? })
     }
 }
 
@@ -142,13 +127,7 @@ impl FromFields for NewOperatorInput {
         let password = f.required("password", validate::new_password);
         let role = f.required("role", role);
         let site_ids = f.optional_list("site_ids", site_id);
-        Ok(Self {
-            email: email?,
-            name: name?,
-            password: password?,
-            role: role?,
-            site_ids: site_ids?.unwrap_or_default(),
-        })
+        Ok(Self { email: email?, name: name?, password: password?, role: role?, site_ids: site_ids?.unwrap_or_default() })
     }
 }
 
@@ -170,13 +149,7 @@ impl FromFields for OperatorPatch {
         let role = f.optional("role", role);
         let active = f.optional_bool("active");
         let site_ids = f.optional_list("site_ids", site_id);
-        Ok(Self {
-            name: name?,
-            password: password?,
-            role: role?,
-            active: active?,
-            site_ids: site_ids?,
-        })
+        Ok(Self { name: name?, password: password?, role: role?, active: active?, site_ids: site_ids? })
     }
 }
 
@@ -197,13 +170,7 @@ pub struct WebhookCreate {
 
 impl FromFields for WebhookCreate {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let url = f.required("url", |s| {
-            if s.trim().is_empty() {
-                Err("must not be empty".into())
-            } else {
-                Ok(s.trim().to_owned())
-            }
-        });
+        let url = f.required("url", |s| if s.trim().is_empty() { Err("must not be empty".into()) } else { Ok(s.trim().to_owned()) });
         let events = f.optional_list("events", |v| {
             let name = v.as_str().ok_or_else(|| "must be a string".to_owned())?;
             EventKind::parse(name).ok_or_else(|| {
@@ -212,15 +179,9 @@ impl FromFields for WebhookCreate {
             })
         });
         let events = match events {
-            Ok(Some(list)) if list.is_empty() => Err(f.reject(
-                "events",
-                "must name at least one kind, or be left out for all",
-            )),
+            Ok(Some(list)) if list.is_empty() => Err(f.reject("events", "must name at least one kind, or be left out for all")),
             other => other,
         };
-        Ok(Self {
-            url: url?,
-            events: events?,
-        })
+        Ok(Self { url: url?, events: events? })
     }
 }

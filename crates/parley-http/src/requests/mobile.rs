@@ -27,11 +27,7 @@ impl FromFields for LoginInput {
             _ => Err("must be at most 1024 characters".into()),
         });
         let device_name = f.optional_text("device_name", validate::name);
-        Ok(Self {
-            email: email?,
-            password: password?,
-            device_name: device_name?,
-        })
+        Ok(Self { email: email?, password: password?, device_name: device_name? })
     }
 }
 
@@ -71,9 +67,7 @@ pub struct PageParams {
 
 impl FromFields for PageParams {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self {
-            page: page_request(f)?,
-        })
+        Ok(Self { page: page_request(f)? })
     }
 }
 
@@ -87,23 +81,15 @@ pub fn page_request(f: &mut Fields<'_>) -> Result<PageRequest, Invalid> {
         Ok(n) if (1..=100).contains(&n) => Ok(n),
         _ => Err("must be an integer from 1 to 100".into()),
     });
-    Ok(PageRequest {
-        page: page?.unwrap_or(1),
-        per_page: per_page?.unwrap_or(20),
-    })
+    Ok(PageRequest { page: page?.unwrap_or(1), per_page: per_page?.unwrap_or(20) })
 }
 
 impl FromFields for ConversationListParams {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let page = page_request(f);
-        let status = f.optional("status", |s| {
-            StatusFilter::parse(s)
-                .ok_or_else(|| "must be one of unassigned, assigned, closed, open".to_owned())
-        });
-        Ok(Self {
-            page: page?,
-            status: status?.unwrap_or(StatusFilter::All),
-        })
+        let status =
+            f.optional("status", |s| StatusFilter::parse(s).ok_or_else(|| "must be one of unassigned, assigned, closed, open".to_owned()));
+        Ok(Self { page: page?, status: status?.unwrap_or(StatusFilter::All) })
     }
 }
 
@@ -121,9 +107,7 @@ pub struct OperatorMessagesParams {
 
 impl FromFields for OperatorMessagesParams {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self {
-            after_id: f.optional("after_id", super::widget::after_id)?,
-        })
+        Ok(Self { after_id: f.optional("after_id", super::widget::after_id)? })
     }
 }
 
@@ -139,9 +123,7 @@ pub struct Reply {
 
 impl FromFields for Reply {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self {
-            body: f.required("body", validate::message_body)?,
-        })
+        Ok(Self { body: f.required("body", validate::message_body)? })
     }
 }
 
@@ -158,9 +140,7 @@ pub struct Assign {
 
 impl FromFields for Assign {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self {
-            operator_id: f.optional_id("operator_id")?.map(OperatorId),
-        })
+        Ok(Self { operator_id: f.optional_id("operator_id")?.map(OperatorId) })
     }
 }
 
@@ -180,12 +160,7 @@ pub struct Transfer {
 impl FromFields for Transfer {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let operator_id = f.required_id("operator_id");
-        let note = f.optional_text("note", |s| {
-            validate::optional_text(s, validate::MAX_MESSAGE_CHARS)
-        });
-        Ok(Self {
-            operator_id: OperatorId(operator_id?),
-            note: note?,
-        })
+        let note = f.optional_text("note", |s| validate::optional_text(s, validate::MAX_MESSAGE_CHARS));
+        Ok(Self { operator_id: OperatorId(operator_id?), note: note? })
     }
 }

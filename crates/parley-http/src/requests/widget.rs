@@ -24,18 +24,9 @@ impl FromFields for PingInput {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let token = f.required("token", validate::token);
         let current_url = f.optional("current_url", validate::page_url);
-        let installation_type = f.optional_text("installation_type", |s| {
-            validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS)
-        });
-        let version = f.optional_text("version", |s| {
-            validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS)
-        });
-        Ok(Self {
-            token: token?,
-            current_url: current_url?,
-            installation_type: installation_type?,
-            version: version?,
-        })
+        let installation_type = f.optional_text("installation_type", |s| validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS));
+        let version = f.optional_text("version", |s| validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS));
+        Ok(Self { token: token?, current_url: current_url?, installation_type: installation_type?, version: version? })
     }
 }
 
@@ -62,14 +53,7 @@ impl FromFields for VisitorInput {
         let email = f.optional("email", validate::email);
         let phone = f.optional("phone", validate::phone);
         let current_url = f.optional("current_url", validate::page_url);
-        Ok(Self {
-            token: token?,
-            uuid: uuid?,
-            name: name?,
-            email: email?,
-            phone: phone?,
-            current_url: current_url?,
-        })
+        Ok(Self { token: token?, uuid: uuid?, name: name?, email: email?, phone: phone?, current_url: current_url? })
     }
 }
 
@@ -101,13 +85,7 @@ impl FromFields for OpenConversationInput {
         let subject = f.optional_text("subject", validate::name);
         let current_url = f.optional("current_url", validate::page_url);
         privacy?;
-        Ok(Self {
-            token: token?,
-            visitor_uuid: visitor_uuid?,
-            message: message?,
-            subject: subject?,
-            current_url: current_url?,
-        })
+        Ok(Self { token: token?, visitor_uuid: visitor_uuid?, message: message?, subject: subject?, current_url: current_url? })
     }
 }
 
@@ -129,12 +107,7 @@ pub struct NewVisitorMessage {
 
 impl NewVisitorMessage {
     pub fn into_input(self, public_id: String) -> PostMessageInput {
-        PostMessageInput {
-            token: self.token,
-            public_id,
-            body: self.body,
-            current_url: self.current_url,
-        }
+        PostMessageInput { token: self.token, public_id, body: self.body, current_url: self.current_url }
     }
 }
 
@@ -143,11 +116,7 @@ impl FromFields for NewVisitorMessage {
         let token = f.required("token", validate::token);
         let body = f.required("body", validate::message_body);
         let current_url = f.optional("current_url", validate::page_url);
-        Ok(Self {
-            token: token?,
-            body: body?,
-            current_url: current_url?,
-        })
+        Ok(Self { token: token?, body: body?, current_url: current_url? })
     }
 }
 
@@ -170,10 +139,7 @@ impl FromFields for MessagesParams {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let token = f.required("token", validate::token);
         let after_id = f.optional("after_id", after_id);
-        Ok(Self {
-            token: token?,
-            after_id: after_id?,
-        })
+        Ok(Self { token: token?, after_id: after_id? })
     }
 }
 
@@ -190,9 +156,7 @@ pub struct HealthParams {
 
 impl FromFields for HealthParams {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self {
-            current_url: f.optional("current_url", validate::page_url)?,
-        })
+        Ok(Self { current_url: f.optional("current_url", validate::page_url)? })
     }
 }
 

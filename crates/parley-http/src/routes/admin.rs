@@ -28,14 +28,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// The tenant's sites.
 #[utoipa::path(get, path = "/admin/sites", operation_id = "admin_list_sites", tag = "admin",
     security(("bearer" = [])), responses((status = 200, body = SiteListResponse), AdminErrors))]
-async fn list_sites(
-    State(s): State<AppState>,
-    Authenticated(session): Authenticated,
-) -> Result<Json<SiteListResponse>, ApiError> {
+async fn list_sites(State(s): State<AppState>, Authenticated(session): Authenticated) -> Result<Json<SiteListResponse>, ApiError> {
     let sites = s.admin.sites(&session).await?;
-    Ok(Json(SiteListResponse {
-        sites: sites.iter().map(Into::into).collect(),
-    }))
+    Ok(Json(SiteListResponse { sites: sites.iter().map(Into::into).collect() }))
 }
 
 /// Creates a site.
@@ -48,12 +43,7 @@ async fn create_site(
     JsonBody(input): JsonBody<NewSiteInput>,
 ) -> Result<(StatusCode, Json<SiteResponse>), ApiError> {
     let site = s.admin.create_site(&session, input).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(SiteResponse {
-            site: (&site).into(),
-        }),
-    ))
+    Ok((StatusCode::CREATED, Json(SiteResponse { site: (&site).into() })))
 }
 
 /// The site's installations.
@@ -66,9 +56,7 @@ async fn list_installations(
     PathId(id): PathId,
 ) -> Result<Json<InstallationListResponse>, ApiError> {
     let list = s.admin.installations(&session, SiteId(id)).await?;
-    Ok(Json(InstallationListResponse {
-        installations: list.iter().map(Into::into).collect(),
-    }))
+    Ok(Json(InstallationListResponse { installations: list.iter().map(Into::into).collect() }))
 }
 
 /// Creates an installation and returns its embed snippet.
@@ -81,18 +69,9 @@ async fn create_installation(
     PathId(id): PathId,
     JsonBody(input): JsonBody<NewInstallationInput>,
 ) -> Result<(StatusCode, Json<InstallationCreatedResponse>), ApiError> {
-    let installation = s
-        .admin
-        .create_installation(&session, SiteId(id), input)
-        .await?;
+    let installation = s.admin.create_installation(&session, SiteId(id), input).await?;
     let embed_snippet = s.admin.embed_snippet(&installation);
-    Ok((
-        StatusCode::CREATED,
-        Json(InstallationCreatedResponse {
-            installation: (&installation).into(),
-            embed_snippet,
-        }),
-    ))
+    Ok((StatusCode::CREATED, Json(InstallationCreatedResponse { installation: (&installation).into(), embed_snippet })))
 }
 
 /// Enables or disables an installation.
@@ -105,26 +84,16 @@ async fn update_installation(
     PathId(id): PathId,
     JsonBody(input): JsonBody<InstallationPatch>,
 ) -> Result<Json<InstallationResponse>, ApiError> {
-    let installation = s
-        .admin
-        .set_installation_enabled(&session, InstallationId(id), input.enabled)
-        .await?;
-    Ok(Json(InstallationResponse {
-        installation: (&installation).into(),
-    }))
+    let installation = s.admin.set_installation_enabled(&session, InstallationId(id), input.enabled).await?;
+    Ok(Json(InstallationResponse { installation: (&installation).into() }))
 }
 
 /// The tenant's operators.
 #[utoipa::path(get, path = "/admin/operators", operation_id = "admin_list_operators", tag = "admin",
     security(("bearer" = [])), responses((status = 200, body = OperatorListResponse), AdminErrors))]
-async fn list_operators(
-    State(s): State<AppState>,
-    Authenticated(session): Authenticated,
-) -> Result<Json<OperatorListResponse>, ApiError> {
+async fn list_operators(State(s): State<AppState>, Authenticated(session): Authenticated) -> Result<Json<OperatorListResponse>, ApiError> {
     let list = s.admin.operators(&session).await?;
-    Ok(Json(OperatorListResponse {
-        operators: list.iter().map(Into::into).collect(),
-    }))
+    Ok(Json(OperatorListResponse { operators: list.iter().map(Into::into).collect() }))
 }
 
 /// Creates an operator.
@@ -137,12 +106,7 @@ async fn create_operator(
     JsonBody(input): JsonBody<NewOperatorInput>,
 ) -> Result<(StatusCode, Json<OperatorResponse>), ApiError> {
     let operator = s.admin.create_operator(&session, input).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(OperatorResponse {
-            operator: (&operator).into(),
-        }),
-    ))
+    Ok((StatusCode::CREATED, Json(OperatorResponse { operator: (&operator).into() })))
 }
 
 /// Changes an operator: name, password, role, sites, or `active`.
@@ -156,11 +120,6 @@ async fn update_operator(
     PathId(id): PathId,
     JsonBody(input): JsonBody<OperatorPatch>,
 ) -> Result<Json<OperatorResponse>, ApiError> {
-    let operator = s
-        .admin
-        .update_operator(&session, OperatorId(id), input)
-        .await?;
-    Ok(Json(OperatorResponse {
-        operator: (&operator).into(),
-    }))
+    let operator = s.admin.update_operator(&session, OperatorId(id), input).await?;
+    Ok(Json(OperatorResponse { operator: (&operator).into() }))
 }

@@ -66,10 +66,7 @@ impl From<HealthReport> for HealthReportView {
         Self {
             status: r.status.as_str(),
             checked_at: r.checked_at.to_rfc3339(),
-            app: AppView {
-                name: "parley",
-                version: env!("CARGO_PKG_VERSION"),
-            },
+            app: AppView { name: "parley", version: env!("CARGO_PKG_VERSION") },
             checks: ChecksView {
                 database: DatabaseCheckView {
                     status: r.database.status.as_str(),
@@ -94,10 +91,6 @@ impl From<HealthReport> for HealthReportView {
         (status = 503, description = "down", body = HealthReportView)))]
 async fn health(State(s): State<AppState>) -> (StatusCode, Json<HealthReportView>) {
     let report = s.health.report().await;
-    let status = if report.status == Status::Down {
-        StatusCode::SERVICE_UNAVAILABLE
-    } else {
-        StatusCode::OK
-    };
+    let status = if report.status == Status::Down { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
     (status, Json(report.into()))
 }

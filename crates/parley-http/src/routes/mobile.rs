@@ -11,9 +11,7 @@ use utoipa_axum::routes;
 use super::openapi::{LoginErrors, OperatorErrors};
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{
-    Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields,
-};
+use crate::extract::{Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields};
 use crate::requests::mobile::*;
 use crate::views::at;
 use crate::views::mobile::*;
@@ -55,10 +53,7 @@ async fn login(
 #[utoipa::path(post, path = "/mobile/logout", operation_id = "mobile_logout", tag = "mobile",
     security(("bearer" = [])),
     responses((status = 204, description = "Signed out"), OperatorErrors))]
-async fn logout(
-    State(s): State<AppState>,
-    Authenticated(session): Authenticated,
-) -> Result<StatusCode, ApiError> {
+async fn logout(State(s): State<AppState>, Authenticated(session): Authenticated) -> Result<StatusCode, ApiError> {
     s.auth.logout(&session).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -81,10 +76,7 @@ async fn list_conversations(
     QueryFields(q): QueryFields<ConversationListParams>,
 ) -> Result<Json<MobileConversationListResponse>, ApiError> {
     let (list, meta) = s.inbox.list(&session, q.status, q.page).await?;
-    Ok(Json(MobileConversationListResponse {
-        conversations: list.iter().map(Into::into).collect(),
-        meta: meta.into(),
-    }))
+    Ok(Json(MobileConversationListResponse { conversations: list.iter().map(Into::into).collect(), meta: meta.into() }))
 }
 
 /// One conversation.
@@ -97,9 +89,7 @@ async fn get_conversation(
     PathId(id): PathId,
 ) -> Result<Json<MobileConversationResponse>, ApiError> {
     let details = s.inbox.get(&session, ConversationId(id)).await?;
-    Ok(Json(MobileConversationResponse {
-        conversation: (&details).into(),
-    }))
+    Ok(Json(MobileConversationResponse { conversation: (&details).into() }))
 }
 
 /// Messages of a conversation, operator-only notes included; `after_id`
@@ -113,13 +103,8 @@ async fn list_messages(
     PathId(id): PathId,
     QueryFields(q): QueryFields<OperatorMessagesParams>,
 ) -> Result<Json<MobileMessagesResponse>, ApiError> {
-    let list = s
-        .inbox
-        .messages(&session, ConversationId(id), q.after_id)
-        .await?;
-    Ok(Json(MobileMessagesResponse {
-        messages: list.iter().map(Into::into).collect(),
-    }))
+    let list = s.inbox.messages(&session, ConversationId(id), q.after_id).await?;
+    Ok(Json(MobileMessagesResponse { messages: list.iter().map(Into::into).collect() }))
 }
 
 /// Sends an operator message. A closed conversation reopens.
@@ -132,14 +117,8 @@ async fn reply(
     PathId(id): PathId,
     JsonBody(input): JsonBody<Reply>,
 ) -> Result<Json<MobileMessageResponse>, ApiError> {
-    let (message, details) = s
-        .inbox
-        .reply(&session, ConversationId(id), input.body)
-        .await?;
-    Ok(Json(MobileMessageResponse {
-        message: (&message).into(),
-        conversation: (&details).into(),
-    }))
+    let (message, details) = s.inbox.reply(&session, ConversationId(id), input.body).await?;
+    Ok(Json(MobileMessageResponse { message: (&message).into(), conversation: (&details).into() }))
 }
 
 /// Takes the conversation (no body) or assigns it to `operator_id`.
@@ -154,9 +133,7 @@ async fn assign(
 ) -> Result<Json<MobileConversationResponse>, ApiError> {
     let target = input.and_then(|a| a.operator_id);
     let details = s.inbox.assign(&session, ConversationId(id), target).await?;
-    Ok(Json(MobileConversationResponse {
-        conversation: (&details).into(),
-    }))
+    Ok(Json(MobileConversationResponse { conversation: (&details).into() }))
 }
 
 /// Hands the conversation to another operator, with an optional note for operators.
@@ -169,13 +146,8 @@ async fn transfer(
     PathId(id): PathId,
     JsonBody(input): JsonBody<Transfer>,
 ) -> Result<Json<MobileConversationResponse>, ApiError> {
-    let details = s
-        .inbox
-        .transfer(&session, ConversationId(id), input.operator_id, input.note)
-        .await?;
-    Ok(Json(MobileConversationResponse {
-        conversation: (&details).into(),
-    }))
+    let details = s.inbox.transfer(&session, ConversationId(id), input.operator_id, input.note).await?;
+    Ok(Json(MobileConversationResponse { conversation: (&details).into() }))
 }
 
 /// Closes the conversation; closing a closed conversation changes nothing.
@@ -188,7 +160,5 @@ async fn close(
     PathId(id): PathId,
 ) -> Result<Json<MobileConversationResponse>, ApiError> {
     let details = s.inbox.close(&session, ConversationId(id)).await?;
-    Ok(Json(MobileConversationResponse {
-        conversation: (&details).into(),
-    }))
+    Ok(Json(MobileConversationResponse { conversation: (&details).into() }))
 }

@@ -34,10 +34,7 @@ fn api() -> OpenApiRouter<AppState> {
 }
 
 pub fn router(state: AppState) -> Router {
-    let mut root = OpenApiRouter::with_openapi(openapi::base())
-        .merge(health::routes())
-        .nest("/api/v1", api())
-        .nest("/api", api());
+    let mut root = OpenApiRouter::with_openapi(openapi::base()).merge(health::routes()).nest("/api/v1", api()).nest("/api", api());
     if state.sandbox.is_some() {
         root = root.merge(sandbox::routes());
     }

@@ -40,46 +40,27 @@ pub fn base() -> Doc {
 fn error(description: &str) -> RefOr<Response> {
     ResponseBuilder::new()
         .description(description)
-        .content(
-            "application/json",
-            Content::new(Some(Ref::from_schema_name("ErrorBody"))),
-        )
+        .content("application/json", Content::new(Some(Ref::from_schema_name("ErrorBody"))))
         .build()
         .into()
 }
 
 fn errors(list: &[(&str, &str)]) -> BTreeMap<String, RefOr<Response>> {
-    list.iter()
-        .map(|(code, description)| (code.to_string(), error(description)))
-        .collect()
+    list.iter().map(|(code, description)| (code.to_string(), error(description))).collect()
 }
 
-const NOT_FOUND: (&str, &str) = (
-    "404",
-    "`not_found`: unknown token, or a conversation of another site or tenant",
-);
-const ORIGIN: (&str, &str) = (
-    "403",
-    "`origin_not_allowed`: the browser origin is not among the site's domains; `forbidden`: installation disabled",
-);
-const INVALID: (&str, &str) = (
-    "422",
-    "`validation_failed`, with `fields` naming every bad field",
-);
+const NOT_FOUND: (&str, &str) = ("404", "`not_found`: unknown token, or a conversation of another site or tenant");
+const ORIGIN: (&str, &str) =
+    ("403", "`origin_not_allowed`: the browser origin is not among the site's domains; `forbidden`: installation disabled");
+const INVALID: (&str, &str) = ("422", "`validation_failed`, with `fields` naming every bad field");
 const UNAVAILABLE: (&str, &str) = ("503", "`unavailable`: the database cannot be reached");
 
 const BODY_ERRORS: [(&str, &str); 3] = [
     ("400", "`malformed_json`: the body is not a JSON object"),
     ("413", "`payload_too_large`: the body is over 64 KiB"),
-    (
-        "415",
-        "`unsupported_media_type`: the content type is not application/json",
-    ),
+    ("415", "`unsupported_media_type`: the content type is not application/json"),
 ];
-const UNAUTHENTICATED: (&str, &str) = (
-    "401",
-    "`unauthenticated`: missing, malformed, expired or revoked bearer token",
-);
+const UNAUTHENTICATED: (&str, &str) = ("401", "`unauthenticated`: missing, malformed, expired or revoked bearer token");
 
 /// Errors of the login route.
 pub struct LoginErrors;
@@ -105,18 +86,9 @@ impl IntoResponses for OperatorErrors {
         let mut list = BODY_ERRORS.to_vec();
         list.extend([
             UNAUTHENTICATED,
-            (
-                "404",
-                "`not_found`: no such conversation, or not visible to this operator",
-            ),
-            (
-                "409",
-                "`conflict`: assign or transfer on a closed conversation",
-            ),
-            (
-                "422",
-                "`validation_failed`, with `fields`; also an impossible assignee",
-            ),
+            ("404", "`not_found`: no such conversation, or not visible to this operator"),
+            ("409", "`conflict`: assign or transfer on a closed conversation"),
+            ("422", "`validation_failed`, with `fields`; also an impossible assignee"),
             UNAVAILABLE,
         ]);
         errors(&list)
@@ -159,10 +131,7 @@ impl IntoResponses for WriteErrors {
             ORIGIN,
             NOT_FOUND,
             ("413", "`payload_too_large`: the body is over 64 KiB"),
-            (
-                "415",
-                "`unsupported_media_type`: the content type is not application/json",
-            ),
+            ("415", "`unsupported_media_type`: the content type is not application/json"),
             INVALID,
             ("429", "`rate_limited`, with a `Retry-After` header"),
             UNAVAILABLE,
@@ -175,14 +144,9 @@ impl IntoResponses for WriteErrors {
 pub fn finish(mut doc: Doc) -> Doc {
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     let bearer = SecurityScheme::Http(
-        HttpBuilder::new()
-            .scheme(HttpAuthScheme::Bearer)
-            .description(Some("Token from `POST /api/v1/mobile/login`"))
-            .build(),
+        HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("Token from `POST /api/v1/mobile/login`")).build(),
     );
-    doc.components
-        .get_or_insert_with(Default::default)
-        .add_security_scheme("bearer", bearer);
+    doc.components.get_or_insert_with(Default::default).add_security_scheme("bearer", bearer);
     for (path, item) in doc.paths.paths.iter_mut() {
         let suffix = if path.starts_with("/api/v1/") {
             ""
@@ -194,16 +158,7 @@ pub fn finish(mut doc: Doc) -> Doc {
         if suffix.is_empty() || path.starts_with("/sandbox") {
             continue;
         }
-        for op in [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.patch,
-            &mut item.delete,
-        ]
-        .into_iter()
-        .flatten()
-        {
+        for op in [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten() {
             if let Some(id) = &mut op.operation_id {
                 id.push_str(suffix);
             }
@@ -214,10 +169,5 @@ pub fn finish(mut doc: Doc) -> Doc {
 
 pub fn routes(doc: Doc) -> Router<AppState> {
     let json = doc.to_json().unwrap_or_else(|_| "{}".to_owned());
-    Router::new().route(
-        "/openapi.json",
-        get(move || {
-            std::future::ready(([(header::CONTENT_TYPE, "application/json")], json.clone()))
-        }),
-    )
+    Router::new().route("/openapi.json", get(move || std::future::ready(([(header::CONTENT_TYPE, "application/json")], json.clone()))))
 }

@@ -11,9 +11,7 @@ use utoipa_axum::routes;
 use crate::{AppState, SandboxInfo};
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(credentials))
-        .routes(routes!(page))
+    OpenApiRouter::new().routes(routes!(credentials)).routes(routes!(page))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -42,11 +40,7 @@ impl From<&SandboxInfo> for SandboxCredentials {
             operators: c
                 .operators
                 .iter()
-                .map(|(email, password, role)| SandboxOperator {
-                    email: email.clone(),
-                    password: password.clone(),
-                    role: role.as_str(),
-                })
+                .map(|(email, password, role)| SandboxOperator { email: email.clone(), password: password.clone(), role: role.as_str() })
                 .collect(),
         }
     }
@@ -67,11 +61,7 @@ async fn page(State(s): State<AppState>) -> Html<String> {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 fn render(s: &SandboxInfo) -> String {
@@ -85,12 +75,7 @@ fn render(s: &SandboxInfo) -> String {
         .operators
         .iter()
         .map(|o| {
-            format!(
-                "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
-                o.role,
-                escape(&o.email),
-                escape(&o.password)
-            )
+            format!("<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>", o.role, escape(&o.email), escape(&o.password))
         })
         .collect();
     format!(

@@ -28,14 +28,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// The tenant's webhook endpoints (without secrets).
 #[utoipa::path(get, path = "/admin/webhooks", operation_id = "admin_list_webhooks", tag = "admin",
     security(("bearer" = [])), responses((status = 200, body = WebhookListResponse), AdminErrors))]
-async fn list_webhooks(
-    State(s): State<AppState>,
-    Authenticated(session): Authenticated,
-) -> Result<Json<WebhookListResponse>, ApiError> {
+async fn list_webhooks(State(s): State<AppState>, Authenticated(session): Authenticated) -> Result<Json<WebhookListResponse>, ApiError> {
     let list = s.webhooks.list(&session).await?;
-    Ok(Json(WebhookListResponse {
-        webhooks: list.iter().map(|w| WebhookView::new(w, false)).collect(),
-    }))
+    Ok(Json(WebhookListResponse { webhooks: list.iter().map(|w| WebhookView::new(w, false)).collect() }))
 }
 
 /// Registers an endpoint. The answer carries the signing `secret`, shown this once.
@@ -47,22 +42,8 @@ async fn create_webhook(
     Authenticated(session): Authenticated,
     JsonBody(input): JsonBody<WebhookCreate>,
 ) -> Result<(StatusCode, Json<WebhookResponse>), ApiError> {
-    let webhook = s
-        .webhooks
-        .create(
-            &session,
-            NewWebhookInput {
-                url: input.url,
-                events: input.events,
-            },
-        )
-        .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(WebhookResponse {
-            webhook: WebhookView::new(&webhook, true),
-        }),
-    ))
+    let webhook = s.webhooks.create(&session, NewWebhookInput { url: input.url, events: input.events }).await?;
+    Ok((StatusCode::CREATED, Json(WebhookResponse { webhook: WebhookView::new(&webhook, true) })))
 }
 
 /// Deletes an endpoint and its delivery log.
@@ -89,9 +70,7 @@ async fn rotate_secret(
     PathId(id): PathId,
 ) -> Result<Json<WebhookResponse>, ApiError> {
     let webhook = s.webhooks.rotate_secret(&session, WebhookId(id)).await?;
-    Ok(Json(WebhookResponse {
-        webhook: WebhookView::new(&webhook, true),
-    }))
+    Ok(Json(WebhookResponse { webhook: WebhookView::new(&webhook, true) }))
 }
 
 /// The endpoint's deliveries, newest first, each with its attempts.
@@ -104,14 +83,8 @@ async fn list_deliveries(
     PathId(id): PathId,
     QueryFields(q): QueryFields<PageParams>,
 ) -> Result<Json<DeliveryListResponse>, ApiError> {
-    let (list, meta) = s
-        .webhooks
-        .deliveries(&session, WebhookId(id), q.page)
-        .await?;
-    Ok(Json(DeliveryListResponse {
-        deliveries: list.iter().map(Into::into).collect(),
-        meta: meta.into(),
-    }))
+    let (list, meta) = s.webhooks.deliveries(&session, WebhookId(id), q.page).await?;
+    Ok(Json(DeliveryListResponse { deliveries: list.iter().map(Into::into).collect(), meta: meta.into() }))
 }
 
 /// Sends the delivery's event to the endpoint again, as a new delivery.
@@ -123,14 +96,6 @@ async fn redeliver(
     Authenticated(session): Authenticated,
     PathIds(id, delivery): PathIds,
 ) -> Result<(StatusCode, Json<DeliveryResponse>), ApiError> {
-    let delivery = s
-        .webhooks
-        .redeliver(&session, WebhookId(id), delivery)
-        .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(DeliveryResponse {
-            delivery: (&delivery).into(),
-        }),
-    ))
+    let delivery = s.webhooks.redeliver(&session, WebhookId(id), delivery).await?;
+    Ok((StatusCode::ACCEPTED, Json(DeliveryResponse { delivery: (&delivery).into() })))
 }

@@ -69,10 +69,7 @@ async fn ping(
     JsonBody(input): JsonBody<PingInput>,
 ) -> Result<Json<WidgetPingResponse>, ApiError> {
     let ctx = s.widget.ping(&caller, input).await?;
-    Ok(Json(WidgetPingResponse {
-        installation: (&ctx.installation).into(),
-        site: (&ctx.site).into(),
-    }))
+    Ok(Json(WidgetPingResponse { installation: (&ctx.installation).into(), site: (&ctx.site).into() }))
 }
 
 /// Creates the visitor (201) or synchronises the fields it sends (200).
@@ -92,12 +89,7 @@ async fn sync_visitor(
         Synced::Created => StatusCode::CREATED,
         Synced::Updated => StatusCode::OK,
     };
-    Ok((
-        status,
-        Json(WidgetVisitorResponse {
-            visitor: (&visitor).into(),
-        }),
-    ))
+    Ok((status, Json(WidgetVisitorResponse { visitor: (&visitor).into() })))
 }
 
 /// Opens a conversation with its first message. `privacy_accepted` must be true.
@@ -112,10 +104,7 @@ async fn open_conversation(
     let (conversation, messages) = s.widget.open_conversation(&caller, input).await?;
     Ok((
         StatusCode::CREATED,
-        Json(WidgetConversationResponse {
-            conversation: (&conversation).into(),
-            messages: self::messages(&messages),
-        }),
+        Json(WidgetConversationResponse { conversation: (&conversation).into(), messages: self::messages(&messages) }),
     ))
 }
 
@@ -130,14 +119,8 @@ async fn list_messages(
     Path(public_id): Path<String>,
     QueryFields(q): QueryFields<MessagesParams>,
 ) -> Result<Json<WidgetMessagesResponse>, ApiError> {
-    let (conversation, list) = s
-        .widget
-        .messages(&caller, &q.token, public_id, q.after_id)
-        .await?;
-    Ok(Json(WidgetMessagesResponse {
-        conversation: (&conversation).into(),
-        messages: messages(&list),
-    }))
+    let (conversation, list) = s.widget.messages(&caller, &q.token, public_id, q.after_id).await?;
+    Ok(Json(WidgetMessagesResponse { conversation: (&conversation).into(), messages: messages(&list) }))
 }
 
 /// Adds a visitor message. A closed conversation reopens.
@@ -151,15 +134,6 @@ async fn post_message(
     Path(public_id): Path<String>,
     JsonBody(input): JsonBody<NewVisitorMessage>,
 ) -> Result<(StatusCode, Json<WidgetMessageCreateResponse>), ApiError> {
-    let (message, conversation) = s
-        .widget
-        .post_message(&caller, input.into_input(public_id))
-        .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(WidgetMessageCreateResponse {
-            message: (&message).into(),
-            conversation: (&conversation).into(),
-        }),
-    ))
+    let (message, conversation) = s.widget.post_message(&caller, input.into_input(public_id)).await?;
+    Ok((StatusCode::CREATED, Json(WidgetMessageCreateResponse { message: (&message).into(), conversation: (&conversation).into() })))
 }

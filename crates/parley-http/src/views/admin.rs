@@ -22,13 +22,7 @@ pub struct AdminSiteView {
 impl From<&Site> for AdminSiteView {
     fn from(s: &Site) -> Self {
         let public = super::widget::SiteView::from(s);
-        Self {
-            id: s.id.0,
-            name: public.name,
-            domains: public.domains,
-            widget: public.widget,
-            created_at: at(s.created_at),
-        }
+        Self { id: s.id.0, name: public.name, domains: public.domains, widget: public.widget, created_at: at(s.created_at) }
     }
 }
 

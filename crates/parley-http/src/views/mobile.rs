@@ -52,10 +52,7 @@ pub struct MobileMeResponse {
 
 impl From<&Session> for MobileMeResponse {
     fn from(s: &Session) -> Self {
-        Self {
-            user: (&s.operator).into(),
-            tenant: (&s.tenant).into(),
-        }
+        Self { user: (&s.operator).into(), tenant: (&s.tenant).into() }
     }
 }
 
@@ -113,15 +110,8 @@ impl From<&ConversationDetails> for MobileConversationView {
                 phone: v.profile.phone.clone(),
                 verified: v.verified_at.is_some(),
             },
-            assignee: d.assignee.as_ref().map(|a| AssigneeView {
-                id: a.id.0,
-                name: a.name.clone(),
-                email: a.email.clone(),
-            }),
-            site: ConversationSiteView {
-                id: d.site.id.0,
-                name: d.site.name.clone(),
-            },
+            assignee: d.assignee.as_ref().map(|a| AssigneeView { id: a.id.0, name: a.name.clone(), email: a.email.clone() }),
+            site: ConversationSiteView { id: d.site.id.0, name: d.site.name.clone() },
             last_message_at: at(c.last_message_at),
             verified: c.verified_at.is_some(),
             created_at: at(c.created_at),
@@ -140,12 +130,7 @@ pub struct PageMetaView {
 
 impl From<PageMeta> for PageMetaView {
     fn from(m: PageMeta) -> Self {
-        Self {
-            current_page: m.current_page,
-            per_page: m.per_page,
-            total: m.total,
-            last_page: m.last_page,
-        }
+        Self { current_page: m.current_page, per_page: m.per_page, total: m.total, last_page: m.last_page }
     }
 }
 
@@ -174,19 +159,8 @@ pub struct OperatorMessageView {
 
 impl From<&Message> for OperatorMessageView {
     fn from(m: &Message) -> Self {
-        let MessageView {
-            id,
-            body,
-            created_at,
-            sender,
-        } = m.into();
-        Self {
-            id,
-            body,
-            created_at,
-            sender,
-            internal: m.internal,
-        }
+        let MessageView { id, body, created_at, sender } = m.into();
+        Self { id, body, created_at, sender, internal: m.internal }
     }
 }
 

@@ -6,9 +6,7 @@
 //! `created_at`).
 
 use parley_domain::Timestamp;
-use parley_domain::model::{
-    Conversation, Installation, InstallationContext, Message, Site, Tenant, Visitor,
-};
+use parley_domain::model::{Conversation, Installation, InstallationContext, Message, Site, Tenant, Visitor};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -27,10 +25,7 @@ pub struct TenantView {
 
 impl From<&Tenant> for TenantView {
     fn from(t: &Tenant) -> Self {
-        Self {
-            slug: t.slug.clone(),
-            name: t.name.clone(),
-        }
+        Self { slug: t.slug.clone(), name: t.name.clone() }
     }
 }
 
@@ -153,12 +148,7 @@ pub struct WidgetConversationView {
 
 impl From<&Conversation> for WidgetConversationView {
     fn from(c: &Conversation) -> Self {
-        Self {
-            public_id: c.public_id.clone(),
-            status: c.status.as_str(),
-            subject: c.subject.clone(),
-            created_at: at(c.created_at),
-        }
+        Self { public_id: c.public_id.clone(), status: c.status.as_str(), subject: c.subject.clone(), created_at: at(c.created_at) }
     }
 }
 
@@ -187,10 +177,7 @@ impl From<&Message> for MessageView {
             id: m.id.0,
             body: m.body.clone(),
             created_at: at(m.created_at),
-            sender: SenderView {
-                kind: m.sender.kind.as_str(),
-                name: m.sender.name.clone(),
-            },
+            sender: SenderView { kind: m.sender.kind.as_str(), name: m.sender.name.clone() },
         }
     }
 }
@@ -204,11 +191,7 @@ pub struct WidgetConfigResponse {
 
 impl From<&InstallationContext> for WidgetConfigResponse {
     fn from(c: &InstallationContext) -> Self {
-        Self {
-            tenant: (&c.tenant).into(),
-            site: (&c.site).into(),
-            installation: (&c.installation).into(),
-        }
+        Self { tenant: (&c.tenant).into(), site: (&c.site).into(), installation: (&c.installation).into() }
     }
 }
 

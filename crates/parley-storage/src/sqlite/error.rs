@@ -6,9 +6,7 @@ use rusqlite::ErrorCode;
 pub(super) fn map(e: rusqlite::Error) -> StoreError {
     match &e {
         rusqlite::Error::SqliteFailure(f, msg) => match f.code {
-            ErrorCode::ConstraintViolation
-                if f.extended_code == 2067 || f.extended_code == 1555 =>
-            {
+            ErrorCode::ConstraintViolation if f.extended_code == 2067 || f.extended_code == 1555 => {
                 StoreError::Duplicate(msg.clone().unwrap_or_default())
             }
             ErrorCode::DatabaseBusy

@@ -7,34 +7,24 @@ use rusqlite::Connection;
 
 use crate::OpenError;
 
-const MIGRATIONS: &[(u32, &str)] = &[
-    (1, include_str!("../../migrations/sqlite/0001_initial.sql")),
-    (2, include_str!("../../migrations/sqlite/0002_webhooks.sql")),
-];
+const MIGRATIONS: &[(u32, &str)] =
+    &[(1, include_str!("../../migrations/sqlite/0001_initial.sql")), (2, include_str!("../../migrations/sqlite/0002_webhooks.sql"))];
 
 pub(super) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {
-    let fail = |version: u32, e: rusqlite::Error| OpenError::Migration {
-        version,
-        reason: e.to_string(),
-    };
-    let current: u32 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| fail(0, e))?;
+    let fail = |version: u32, e: rusqlite::Error| OpenError::Migration { version, reason: e.to_string() };
+    let current: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| fail(0, e))?;
     let latest = MIGRATIONS.last().map_or(0, |m| m.0);
     if current > latest {
         return Err(OpenError::Migration {
             version: current,
-            reason: format!(
-                "the database is at version {current}, newer than this build knows ({latest})"
-            ),
+            reason: format!("the database is at version {current}, newer than this build knows ({latest})"),
         });
     }
     let mut applied = Vec::new();
     for &(version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
         let tx = conn.transaction().map_err(|e| fail(version, e))?;
         tx.execute_batch(sql).map_err(|e| fail(version, e))?;
-        tx.pragma_update(None, "user_version", version)
-            .map_err(|e| fail(version, e))?;
+        tx.pragma_update(None, "user_version", version).map_err(|e| fail(version, e))?;
         tx.commit().map_err(|e| fail(version, e))?;
         applied.push(version);
     }

@@ -38,10 +38,7 @@ pub struct SqliteOptions {
 
 impl Default for SqliteOptions {
     fn default() -> Self {
-        Self {
-            readers: 4,
-            max_batch: 512,
-        }
+        Self { readers: 4, max_batch: 512 }
     }
 }
 
@@ -55,10 +52,7 @@ struct SqliteBackend {
 pub(crate) async fn open(path: PathBuf, options: SqliteOptions) -> Result<Database, OpenError> {
     tokio::task::spawn_blocking(move || open_blocking(path, options))
         .await
-        .map_err(|e| OpenError::Io {
-            path: PathBuf::new(),
-            reason: e.to_string(),
-        })?
+        .map_err(|e| OpenError::Io { path: PathBuf::new(), reason: e.to_string() })?
 }
 
 pub(crate) async fn migrate_only(path: PathBuf) -> Result<Vec<u32>, OpenError> {
@@ -67,10 +61,7 @@ pub(crate) async fn migrate_only(path: PathBuf) -> Result<Vec<u32>, OpenError> {
         migrate::apply(&mut conn)
     })
     .await
-    .map_err(|e| OpenError::Io {
-        path: PathBuf::new(),
-        reason: e.to_string(),
-    })?
+    .map_err(|e| OpenError::Io { path: PathBuf::new(), reason: e.to_string() })?
 }
 
 fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, OpenError> {
@@ -82,35 +73,20 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
     let mut threads = Vec::new();
     let deliveries = Arc::new(tokio::sync::Notify::new());
     let (write_tx, write_rx) = std::sync::mpsc::channel();
-    threads.push(
-        writer::spawn(
-            conn,
-            write_rx,
-            options.max_batch.max(1),
-            Arc::clone(&deliveries),
-        )
-        .map_err(|e| io(&path, e))?,
-    );
+    threads.push(writer::spawn(conn, write_rx, options.max_batch.max(1), Arc::clone(&deliveries)).map_err(|e| io(&path, e))?);
     let (read_tx, read_rx) = std::sync::mpsc::channel();
     let read_rx = Arc::new(Mutex::new(read_rx));
     for n in 0..options.readers.max(1) {
         let conn = connection::open_reader(&path)?;
         threads.push(readers::spawn(n, conn, Arc::clone(&read_rx)).map_err(|e| io(&path, e))?);
     }
-    let backend = SqliteBackend {
-        deliveries,
-        writes: Mutex::new(Some(write_tx)),
-        reads: Mutex::new(Some(read_tx)),
-        threads: Mutex::new(threads),
-    };
+    let backend =
+        SqliteBackend { deliveries, writes: Mutex::new(Some(write_tx)), reads: Mutex::new(Some(read_tx)), threads: Mutex::new(threads) };
     Ok(Database::new(Arc::new(backend)))
 }
 
 fn io(path: &std::path::Path, e: std::io::Error) -> OpenError {
-    OpenError::Io {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    }
+    OpenError::Io { path: path.to_owned(), reason: e.to_string() }
 }
 
 impl Backend for SqliteBackend {
@@ -151,11 +127,7 @@ impl Backend for SqliteBackend {
             if let Ok(mut r) = self.reads.lock() {
                 r.take();
             }
-            let threads = self
-                .threads
-                .lock()
-                .map(|mut t| std::mem::take(&mut *t))
-                .unwrap_or_default();
+            let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
             let _ = tokio::task::spawn_blocking(move || {
                 for t in threads {
                     let _ = t.join();

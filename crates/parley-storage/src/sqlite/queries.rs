@@ -9,10 +9,7 @@ use parley_domain::events::EventKind;
 use parley_domain::events::OutboxEvent;
 use parley_domain::model::*;
 use parley_domain::store::{MessagePage, OutboxStats, ReadTx, StoreError, StoreResult, WriteTx};
-use parley_domain::webhooks::{
-    Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, NewWebhook, NextStep,
-    Webhook,
-};
+use parley_domain::webhooks::{Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, NewWebhook, NextStep, Webhook};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -28,28 +25,15 @@ pub(super) struct Handle<'c> {
 
 impl<'c> Handle<'c> {
     pub(super) fn new(conn: &'c Connection) -> Self {
-        Self {
-            conn,
-            deliveries_added: 0,
-        }
+        Self { conn, deliveries_added: 0 }
     }
 
-    fn one<T>(
-        &self,
-        sql: &str,
-        params: impl rusqlite::Params,
-        f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
-    ) -> StoreResult<Option<T>> {
+    fn one<T>(&self, sql: &str, params: impl rusqlite::Params, f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>) -> StoreResult<Option<T>> {
         let mut stmt = self.conn.prepare_cached(sql).map_err(map)?;
         stmt.query_row(params, f).optional().map_err(map)
     }
 
-    fn all<T>(
-        &self,
-        sql: &str,
-        params: impl rusqlite::Params,
-        f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
-    ) -> StoreResult<Vec<T>> {
+    fn all<T>(&self, sql: &str, params: impl rusqlite::Params, f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>) -> StoreResult<Vec<T>> {
         let mut stmt = self.conn.prepare_cached(sql).map_err(map)?;
         let rows = stmt.query_map(params, f).map_err(map)?;
         rows.collect::<rusqlite::Result<Vec<T>>>().map_err(map)
@@ -66,9 +50,7 @@ impl<'c> Handle<'c> {
     fn insert(&self, sql: &str, params: impl rusqlite::Params) -> StoreResult<i64> {
         match self.exec(sql, params)? {
             1 => Ok(self.conn.last_insert_rowid()),
-            _ => Err(StoreError::Internal(
-                "insert refused: parent row not in scope".into(),
-            )),
+            _ => Err(StoreError::Internal("insert refused: parent row not in scope".into())),
         }
     }
 
@@ -88,12 +70,7 @@ impl<'c> Handle<'c> {
     }
 
     /// Adds site memberships; a site of another tenant is refused.
-    fn add_memberships(
-        &self,
-        tenant: TenantId,
-        operator: OperatorId,
-        sites: &[SiteId],
-    ) -> StoreResult<()> {
+    fn add_memberships(&self, tenant: TenantId, operator: OperatorId, sites: &[SiteId]) -> StoreResult<()> {
         for site in sites {
             let added = self.exec(
                 "INSERT INTO operator_sites (tenant_id, operator_id, site_id)
@@ -101,21 +78,14 @@ impl<'c> Handle<'c> {
                 params![tenant.0, operator.0, site.0],
             )?;
             if added == 0 {
-                return Err(StoreError::Internal(format!(
-                    "site {} is not in tenant {}",
-                    site.0, tenant.0
-                )));
+                return Err(StoreError::Internal(format!("site {} is not in tenant {}", site.0, tenant.0)));
             }
         }
         Ok(())
     }
 
     fn site_ids(&self, operator: OperatorId) -> StoreResult<Vec<SiteId>> {
-        self.all(
-            "SELECT site_id FROM operator_sites WHERE operator_id = ?1 ORDER BY site_id",
-            [operator.0],
-            |r| Ok(SiteId(r.get(0)?)),
-        )
+        self.all("SELECT site_id FROM operator_sites WHERE operator_id = ?1 ORDER BY site_id", [operator.0], |r| Ok(SiteId(r.get(0)?)))
     }
 }
 
@@ -130,30 +100,19 @@ fn opt_ts(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<Timestamp>> {
 /// Reads a text column into one of the domain's enums.
 fn enum_col<T>(r: &Row<'_>, i: usize, parse: fn(&str) -> Option<T>) -> rusqlite::Result<T> {
     let s: String = r.get(i)?;
-    parse(&s).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            i,
-            Type::Text,
-            format!("unexpected value {s:?}").into(),
-        )
-    })
+    parse(&s).ok_or_else(|| rusqlite::Error::FromSqlConversionFailure(i, Type::Text, format!("unexpected value {s:?}").into()))
 }
 
 const TENANT_COLS: &str = "t.id, t.slug, t.name, t.created_at";
 fn tenant_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Tenant> {
-    Ok(Tenant {
-        id: TenantId(r.get(o)?),
-        slug: r.get(o + 1)?,
-        name: r.get(o + 2)?,
-        created_at: ts(r, o + 3)?,
-    })
+    Ok(Tenant { id: TenantId(r.get(o)?), slug: r.get(o + 1)?, name: r.get(o + 2)?, created_at: ts(r, o + 3)? })
 }
 
-const SITE_COLS: &str = "s.id, s.tenant_id, s.name, s.domains, s.widget_title, s.widget_greeting, s.accent_color, s.privacy_text, s.privacy_url, s.created_at";
+const SITE_COLS: &str =
+    "s.id, s.tenant_id, s.name, s.domains, s.widget_title, s.widget_greeting, s.accent_color, s.privacy_text, s.privacy_url, s.created_at";
 fn site_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Site> {
     let domains: String = r.get(o + 3)?;
-    let domains = serde_json::from_str(&domains)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(o + 3, Type::Text, e.into()))?;
+    let domains = serde_json::from_str(&domains).map_err(|e| rusqlite::Error::FromSqlConversionFailure(o + 3, Type::Text, e.into()))?;
     Ok(Site {
         id: SiteId(r.get(o)?),
         tenant_id: TenantId(r.get(o + 1)?),
@@ -195,9 +154,8 @@ const WEBHOOK_COLS: &str = "w.id, w.tenant_id, w.url, w.events, w.secret, w.prev
 fn webhook_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Webhook> {
     let events = match r.get::<_, Option<String>>(o + 3)? {
         Some(json) => {
-            let names: Vec<String> = serde_json::from_str(&json).map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(o + 3, Type::Text, e.into())
-            })?;
+            let names: Vec<String> =
+                serde_json::from_str(&json).map_err(|e| rusqlite::Error::FromSqlConversionFailure(o + 3, Type::Text, e.into()))?;
             Some(names.iter().filter_map(|n| EventKind::parse(n)).collect())
         }
         None => None,
@@ -216,7 +174,8 @@ fn webhook_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Webhook> {
     })
 }
 
-const DELIVERY_COLS: &str = "d.id, d.endpoint_id, ev.event_id, ev.kind, d.status, d.next_attempt_at, d.last_error, d.created_at, d.finished_at";
+const DELIVERY_COLS: &str =
+    "d.id, d.endpoint_id, ev.event_id, ev.kind, d.status, d.next_attempt_at, d.last_error, d.created_at, d.finished_at";
 const DELIVERY_FROM: &str = "FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id";
 fn delivery_at(r: &Row<'_>) -> rusqlite::Result<Delivery> {
     let status = enum_col(r, 4, DeliveryStatus::parse)?;
@@ -225,11 +184,7 @@ fn delivery_at(r: &Row<'_>) -> rusqlite::Result<Delivery> {
         endpoint_id: WebhookId(r.get(1)?),
         event_id: r.get(2)?,
         kind: enum_col(r, 3, EventKind::parse)?,
-        next_attempt_at: if status == DeliveryStatus::Pending {
-            Some(ts(r, 5)?)
-        } else {
-            None
-        },
+        next_attempt_at: if status == DeliveryStatus::Pending { Some(ts(r, 5)?) } else { None },
         status,
         last_error: r.get(6)?,
         created_at: ts(r, 7)?,
@@ -252,19 +207,15 @@ fn operator_at(r: &Row<'_>) -> rusqlite::Result<Operator> {
     })
 }
 
-const VISITOR_COLS: &str = "v.id, v.tenant_id, v.site_id, v.uuid, v.name, v.email, v.phone, v.last_url, v.verified_at, v.created_at, v.updated_at";
+const VISITOR_COLS: &str =
+    "v.id, v.tenant_id, v.site_id, v.uuid, v.name, v.email, v.phone, v.last_url, v.verified_at, v.created_at, v.updated_at";
 fn visitor_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Visitor> {
     Ok(Visitor {
         id: VisitorId(r.get(o)?),
         tenant_id: TenantId(r.get(o + 1)?),
         site_id: SiteId(r.get(o + 2)?),
         uuid: r.get(o + 3)?,
-        profile: VisitorProfile {
-            name: r.get(o + 4)?,
-            email: r.get(o + 5)?,
-            phone: r.get(o + 6)?,
-            last_url: r.get(o + 7)?,
-        },
+        profile: VisitorProfile { name: r.get(o + 4)?, email: r.get(o + 5)?, phone: r.get(o + 6)?, last_url: r.get(o + 7)? },
         verified_at: opt_ts(r, o + 8)?,
         created_at: ts(r, o + 9)?,
         updated_at: ts(r, o + 10)?,
@@ -294,20 +245,13 @@ fn conversation_at(r: &Row<'_>) -> rusqlite::Result<Conversation> {
 /// A conversation row followed by its visitor, site and assignee columns.
 fn details_at(r: &Row<'_>) -> rusqlite::Result<ConversationDetails> {
     let assignee = match r.get::<_, Option<i64>>(26)? {
-        Some(id) => Some(OperatorRef {
-            id: OperatorId(id),
-            name: r.get(27)?,
-            email: r.get(28)?,
-        }),
+        Some(id) => Some(OperatorRef { id: OperatorId(id), name: r.get(27)?, email: r.get(28)? }),
         None => None,
     };
     Ok(ConversationDetails {
         conversation: conversation_at(r)?,
         visitor: visitor_at(r, 13)?,
-        site: SiteRef {
-            id: SiteId(r.get(24)?),
-            name: r.get(25)?,
-        },
+        site: SiteRef { id: SiteId(r.get(24)?), name: r.get(25)? },
         assignee,
     })
 }
@@ -327,12 +271,7 @@ const CONVERSATION_SCOPE: &str = "c.tenant_id = ?1 AND (?2 IS NULL OR c.site_id 
      AND (?3 IS NULL OR ?4 OR c.site_id IN (SELECT os.site_id FROM operator_sites os WHERE os.operator_id = ?3 AND os.tenant_id = ?1))";
 
 fn scope_params(s: ConversationScope) -> (i64, Option<i64>, Option<i64>, bool) {
-    (
-        s.tenant.0,
-        s.site.map(|x| x.0),
-        s.operator.map(|(o, _)| o.0),
-        matches!(s.operator, Some((_, Role::Admin))),
-    )
+    (s.tenant.0, s.site.map(|x| x.0), s.operator.map(|(o, _)| o.0), matches!(s.operator, Some((_, Role::Admin))))
 }
 
 fn filter_param(f: StatusFilter) -> &'static str {
@@ -344,10 +283,10 @@ fn filter_param(f: StatusFilter) -> &'static str {
 }
 
 /// Binds ?5 (`'all'`, `'open'` or a status).
-const STATUS_FILTER: &str =
-    "(?5 = 'all' OR (?5 = 'open' AND c.status <> 'closed') OR c.status = ?5)";
+const STATUS_FILTER: &str = "(?5 = 'all' OR (?5 = 'open' AND c.status <> 'closed') OR c.status = ?5)";
 
-const MESSAGE_COLS: &str = "m.id, m.tenant_id, m.conversation_id, m.sender_type, m.sender_id, m.sender_name, m.body, m.internal, m.created_at";
+const MESSAGE_COLS: &str =
+    "m.id, m.tenant_id, m.conversation_id, m.sender_type, m.sender_id, m.sender_name, m.body, m.internal, m.created_at";
 fn message_at(r: &Row<'_>) -> rusqlite::Result<Message> {
     Ok(Message {
         id: MessageId(r.get(0)?),
@@ -374,47 +313,25 @@ impl ReadTx for Handle<'_> {
              WHERE i.token = ?1"
         );
         self.one(&sql, [token], |r| {
-            Ok(InstallationContext {
-                tenant: tenant_at(r, 0)?,
-                site: site_at(r, 4)?,
-                installation: installation_at(r, 14)?,
-            })
+            Ok(InstallationContext { tenant: tenant_at(r, 0)?, site: site_at(r, 4)?, installation: installation_at(r, 14)? })
         })
     }
 
     fn tenant_by_slug(&mut self, slug: &str) -> StoreResult<Option<Tenant>> {
-        self.one(
-            &format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.slug = ?1"),
-            [slug],
-            |r| tenant_at(r, 0),
-        )
+        self.one(&format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.slug = ?1"), [slug], |r| tenant_at(r, 0))
     }
 
     fn sites(&mut self, tenant: TenantId) -> StoreResult<Vec<Site>> {
-        self.all(
-            &format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = ?1 ORDER BY s.id"),
-            [tenant.0],
-            |r| site_at(r, 0),
-        )
+        self.all(&format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = ?1 ORDER BY s.id"), [tenant.0], |r| site_at(r, 0))
     }
 
     fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>> {
-        let sql = format!(
-            "SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.site_id = ?2 ORDER BY i.id"
-        );
-        self.all(&sql, [scope.tenant.0, scope.site.0], |r| {
-            installation_at(r, 0)
-        })
+        let sql = format!("SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.site_id = ?2 ORDER BY i.id");
+        self.all(&sql, [scope.tenant.0, scope.site.0], |r| installation_at(r, 0))
     }
 
-    fn operator_by_email(
-        &mut self,
-        tenant: TenantId,
-        email: &str,
-    ) -> StoreResult<Option<Operator>> {
-        let sql = format!(
-            "SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 AND o.email = ?2"
-        );
+    fn operator_by_email(&mut self, tenant: TenantId, email: &str) -> StoreResult<Option<Operator>> {
+        let sql = format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 AND o.email = ?2");
         let Some(mut op) = self.one(&sql, params![tenant.0, email], operator_at)? else {
             return Ok(None);
         };
@@ -423,56 +340,28 @@ impl ReadTx for Handle<'_> {
     }
 
     fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>> {
-        let sql = format!(
-            "SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3"
-        );
-        self.one(&sql, params![scope.tenant.0, scope.site.0, uuid], |r| {
-            visitor_at(r, 0)
-        })
+        let sql = format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3");
+        self.one(&sql, params![scope.tenant.0, scope.site.0, uuid], |r| visitor_at(r, 0))
     }
 
     fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>> {
-        let sql = format!(
-            "SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3"
-        );
-        self.one(&sql, params![scope.tenant.0, scope.site.0, id.0], |r| {
-            visitor_at(r, 0)
-        })
+        let sql = format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3");
+        self.one(&sql, params![scope.tenant.0, scope.site.0, id.0], |r| visitor_at(r, 0))
     }
 
-    fn conversation_by_public_id(
-        &mut self,
-        scope: ConversationScope,
-        public_id: &str,
-    ) -> StoreResult<Option<Conversation>> {
+    fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>> {
         let (t, site, op, admin) = scope_params(scope);
-        let sql = format!(
-            "SELECT {CONVERSATION_COLS} FROM conversations c WHERE {CONVERSATION_SCOPE} AND c.public_id = ?5"
-        );
-        self.one(
-            &sql,
-            params![t, site, op, admin, public_id],
-            conversation_at,
-        )
+        let sql = format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {CONVERSATION_SCOPE} AND c.public_id = ?5");
+        self.one(&sql, params![t, site, op, admin, public_id], conversation_at)
     }
 
-    fn conversation(
-        &mut self,
-        scope: ConversationScope,
-        id: ConversationId,
-    ) -> StoreResult<Option<Conversation>> {
+    fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>> {
         let (t, site, op, admin) = scope_params(scope);
-        let sql = format!(
-            "SELECT {CONVERSATION_COLS} FROM conversations c WHERE {CONVERSATION_SCOPE} AND c.id = ?5"
-        );
+        let sql = format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {CONVERSATION_SCOPE} AND c.id = ?5");
         self.one(&sql, params![t, site, op, admin, id.0], conversation_at)
     }
 
-    fn conversation_details(
-        &mut self,
-        scope: ConversationScope,
-        id: ConversationId,
-    ) -> StoreResult<Option<ConversationDetails>> {
+    fn conversation_details(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<ConversationDetails>> {
         let (t, site, op, admin) = scope_params(scope);
         let sql = format!(
             "SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, s.id, s.name, a.id, a.name, a.email {DETAILS_FROM}
@@ -495,44 +384,17 @@ impl ReadTx for Handle<'_> {
              ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?6 OFFSET ?7"
         );
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
-        self.all(
-            &sql,
-            params![
-                t,
-                site,
-                op,
-                admin,
-                filter_param(filter),
-                i64::from(limit),
-                offset
-            ],
-            details_at,
-        )
+        self.all(&sql, params![t, site, op, admin, filter_param(filter), i64::from(limit), offset], details_at)
     }
 
-    fn count_conversations(
-        &mut self,
-        scope: ConversationScope,
-        filter: StatusFilter,
-    ) -> StoreResult<u64> {
+    fn count_conversations(&mut self, scope: ConversationScope, filter: StatusFilter) -> StoreResult<u64> {
         let (t, site, op, admin) = scope_params(scope);
-        let sql = format!(
-            "SELECT COUNT(*) FROM conversations c WHERE {CONVERSATION_SCOPE} AND {STATUS_FILTER}"
-        );
-        let n: Option<i64> = self.one(
-            &sql,
-            params![t, site, op, admin, filter_param(filter)],
-            |r| r.get(0),
-        )?;
+        let sql = format!("SELECT COUNT(*) FROM conversations c WHERE {CONVERSATION_SCOPE} AND {STATUS_FILTER}");
+        let n: Option<i64> = self.one(&sql, params![t, site, op, admin, filter_param(filter)], |r| r.get(0))?;
         Ok(n.unwrap_or(0).max(0) as u64)
     }
 
-    fn messages(
-        &mut self,
-        scope: ConversationScope,
-        conversation: ConversationId,
-        page: MessagePage,
-    ) -> StoreResult<Vec<Message>> {
+    fn messages(&mut self, scope: ConversationScope, conversation: ConversationId, page: MessagePage) -> StoreResult<Vec<Message>> {
         // The join keeps the caller's whole scope in the query, not only the
         // conversation id it happened to hold.
         let from = format!(
@@ -543,22 +405,12 @@ impl ReadTx for Handle<'_> {
         let (internal, limit) = (page.include_internal, i64::from(page.limit));
         match page.after_id {
             Some(after) => {
-                let sql = format!(
-                    "SELECT {MESSAGE_COLS} {from} AND m.id > ?7 ORDER BY m.id ASC LIMIT ?8"
-                );
-                self.all(
-                    &sql,
-                    params![t, site, op, admin, conversation.0, internal, after.0, limit],
-                    message_at,
-                )
+                let sql = format!("SELECT {MESSAGE_COLS} {from} AND m.id > ?7 ORDER BY m.id ASC LIMIT ?8");
+                self.all(&sql, params![t, site, op, admin, conversation.0, internal, after.0, limit], message_at)
             }
             None => {
                 let sql = format!("SELECT {MESSAGE_COLS} {from} ORDER BY m.id DESC LIMIT ?7");
-                let mut latest = self.all(
-                    &sql,
-                    params![t, site, op, admin, conversation.0, internal, limit],
-                    message_at,
-                )?;
+                let mut latest = self.all(&sql, params![t, site, op, admin, conversation.0, internal, limit], message_at)?;
                 latest.reverse();
                 Ok(latest)
             }
@@ -574,12 +426,7 @@ impl ReadTx for Handle<'_> {
              WHERE tok.token_hash = ?1 AND tok.revoked_at IS NULL"
         );
         let found = self.one(&sql, [token_hash], |r| {
-            Ok(Session {
-                operator: operator_at(r)?,
-                tenant: tenant_at(r, 7)?,
-                token_id: r.get(11)?,
-                expires_at: ts(r, 12)?,
-            })
+            Ok(Session { operator: operator_at(r)?, tenant: tenant_at(r, 7)?, token_id: r.get(11)?, expires_at: ts(r, 12)? })
         })?;
         let Some(mut session) = found else {
             return Ok(None);
@@ -589,12 +436,8 @@ impl ReadTx for Handle<'_> {
     }
 
     fn login_operator(&mut self, email: &str) -> StoreResult<Option<(Operator, String)>> {
-        let sql =
-            format!("SELECT {OPERATOR_COLS}, o.password_hash FROM operators o WHERE o.email = ?1");
-        let Some((mut op, hash)) = self.one(&sql, [email], |r| {
-            Ok((operator_at(r)?, r.get::<_, String>(7)?))
-        })?
-        else {
+        let sql = format!("SELECT {OPERATOR_COLS}, o.password_hash FROM operators o WHERE o.email = ?1");
+        let Some((mut op, hash)) = self.one(&sql, [email], |r| Ok((operator_at(r)?, r.get::<_, String>(7)?)))? else {
             return Ok(None);
         };
         op.site_ids = self.site_ids(op.id)?;
@@ -602,27 +445,16 @@ impl ReadTx for Handle<'_> {
     }
 
     fn site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>> {
-        self.one(
-            &format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = ?1 AND s.id = ?2"),
-            [tenant.0, id.0],
-            |r| site_at(r, 0),
-        )
+        self.one(&format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = ?1 AND s.id = ?2"), [tenant.0, id.0], |r| site_at(r, 0))
     }
 
-    fn installation(
-        &mut self,
-        tenant: TenantId,
-        id: InstallationId,
-    ) -> StoreResult<Option<Installation>> {
-        let sql = format!(
-            "SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.id = ?2"
-        );
+    fn installation(&mut self, tenant: TenantId, id: InstallationId) -> StoreResult<Option<Installation>> {
+        let sql = format!("SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.id = ?2");
         self.one(&sql, [tenant.0, id.0], |r| installation_at(r, 0))
     }
 
     fn operators(&mut self, tenant: TenantId) -> StoreResult<Vec<Operator>> {
-        let sql =
-            format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 ORDER BY o.id");
+        let sql = format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 ORDER BY o.id");
         let mut list = self.all(&sql, [tenant.0], operator_at)?;
         for op in &mut list {
             op.site_ids = self.site_ids(op.id)?;
@@ -631,8 +463,7 @@ impl ReadTx for Handle<'_> {
     }
 
     fn operator(&mut self, tenant: TenantId, id: OperatorId) -> StoreResult<Option<Operator>> {
-        let sql =
-            format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 AND o.id = ?2");
+        let sql = format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 AND o.id = ?2");
         let Some(mut op) = self.one(&sql, [tenant.0, id.0], operator_at)? else {
             return Ok(None);
         };
@@ -657,14 +488,18 @@ impl ReadTx for Handle<'_> {
         let mut list = self.all(
             "SELECT event_id, kind, occurred_at, payload FROM webhook_events WHERE tenant_id = ?1 ORDER BY id DESC LIMIT ?2",
             params![tenant.0, i64::from(limit)],
-            |r| Ok(OutboxEvent { event_id: r.get(0)?, kind: enum_col(r, 1, EventKind::parse)?, occurred_at: ts(r, 2)?, payload: r.get(3)? }),
+            |r| {
+                Ok(OutboxEvent { event_id: r.get(0)?, kind: enum_col(r, 1, EventKind::parse)?, occurred_at: ts(r, 2)?, payload: r.get(3)? })
+            },
         )?;
         list.reverse();
         Ok(list)
     }
 
     fn webhooks(&mut self, tenant: TenantId) -> StoreResult<Vec<Webhook>> {
-        self.all(&format!("SELECT {WEBHOOK_COLS} FROM webhook_endpoints w WHERE w.tenant_id = ?1 ORDER BY w.id"), [tenant.0], |r| webhook_at(r, 0))
+        self.all(&format!("SELECT {WEBHOOK_COLS} FROM webhook_endpoints w WHERE w.tenant_id = ?1 ORDER BY w.id"), [tenant.0], |r| {
+            webhook_at(r, 0)
+        })
     }
 
     fn webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<Option<Webhook>> {
@@ -673,22 +508,12 @@ impl ReadTx for Handle<'_> {
         })
     }
 
-    fn deliveries(
-        &mut self,
-        tenant: TenantId,
-        endpoint: WebhookId,
-        offset: u64,
-        limit: u32,
-    ) -> StoreResult<Vec<Delivery>> {
+    fn deliveries(&mut self, tenant: TenantId, endpoint: WebhookId, offset: u64, limit: u32) -> StoreResult<Vec<Delivery>> {
         let sql = format!(
             "SELECT {DELIVERY_COLS} {DELIVERY_FROM} WHERE d.tenant_id = ?1 AND d.endpoint_id = ?2 ORDER BY d.id DESC LIMIT ?3 OFFSET ?4"
         );
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
-        let mut list = self.all(
-            &sql,
-            params![tenant.0, endpoint.0, i64::from(limit), offset],
-            delivery_at,
-        )?;
+        let mut list = self.all(&sql, params![tenant.0, endpoint.0, i64::from(limit), offset], delivery_at)?;
         for d in &mut list {
             d.attempts = self.attempts(tenant, d.id)?;
         }
@@ -696,23 +521,15 @@ impl ReadTx for Handle<'_> {
     }
 
     fn count_deliveries(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<u64> {
-        let n: Option<i64> = self.one(
-            "SELECT COUNT(*) FROM webhook_deliveries WHERE tenant_id = ?1 AND endpoint_id = ?2",
-            [tenant.0, endpoint.0],
-            |r| r.get(0),
-        )?;
+        let n: Option<i64> =
+            self.one("SELECT COUNT(*) FROM webhook_deliveries WHERE tenant_id = ?1 AND endpoint_id = ?2", [tenant.0, endpoint.0], |r| {
+                r.get(0)
+            })?;
         Ok(n.unwrap_or(0).max(0) as u64)
     }
 
-    fn delivery(
-        &mut self,
-        tenant: TenantId,
-        endpoint: WebhookId,
-        id: i64,
-    ) -> StoreResult<Option<Delivery>> {
-        let sql = format!(
-            "SELECT {DELIVERY_COLS} {DELIVERY_FROM} WHERE d.tenant_id = ?1 AND d.endpoint_id = ?2 AND d.id = ?3"
-        );
+    fn delivery(&mut self, tenant: TenantId, endpoint: WebhookId, id: i64) -> StoreResult<Option<Delivery>> {
+        let sql = format!("SELECT {DELIVERY_COLS} {DELIVERY_FROM} WHERE d.tenant_id = ?1 AND d.endpoint_id = ?2 AND d.id = ?3");
         let Some(mut d) = self.one(&sql, params![tenant.0, endpoint.0, id], delivery_at)? else {
             return Ok(None);
         };
@@ -734,17 +551,11 @@ impl WriteTx for Handle<'_> {
             "INSERT INTO tenants (slug, name, created_at) VALUES (?1, ?2, ?3)",
             params![t.slug, t.name, t.created_at.as_millis()],
         )?;
-        Ok(Tenant {
-            id: TenantId(id),
-            slug: t.slug.clone(),
-            name: t.name.clone(),
-            created_at: t.created_at,
-        })
+        Ok(Tenant { id: TenantId(id), slug: t.slug.clone(), name: t.name.clone(), created_at: t.created_at })
     }
 
     fn insert_site(&mut self, tenant: TenantId, s: &NewSite) -> StoreResult<Site> {
-        let domains =
-            serde_json::to_string(&s.domains).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let domains = serde_json::to_string(&s.domains).map_err(|e| StoreError::Internal(e.to_string()))?;
         let a = &s.appearance;
         let id = self.insert(
             "INSERT INTO sites (tenant_id, name, domains, widget_title, widget_greeting, accent_color, privacy_text, privacy_url, created_at)
@@ -761,46 +572,25 @@ impl WriteTx for Handle<'_> {
         })
     }
 
-    fn insert_installation(
-        &mut self,
-        scope: SiteScope,
-        i: &NewInstallation,
-    ) -> StoreResult<Installation> {
+    fn insert_installation(&mut self, scope: SiteScope, i: &NewInstallation) -> StoreResult<Installation> {
         let id = self.insert(
             "INSERT INTO installations (tenant_id, site_id, token, name, installation_type, created_at)
              SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM sites WHERE id = ?2 AND tenant_id = ?1)",
             params![scope.tenant.0, scope.site.0, i.token, i.name, i.installation_type, i.created_at.as_millis()],
         )?;
-        let sql = format!(
-            "SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.id = ?2"
-        );
+        let sql = format!("SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.id = ?2");
         self.one(&sql, [scope.tenant.0, id], |r| installation_at(r, 0))?
             .ok_or_else(|| StoreError::Internal("installation vanished after insert".into()))
     }
 
-    fn record_heartbeat(
-        &mut self,
-        scope: SiteScope,
-        id: InstallationId,
-        h: &Heartbeat,
-        status: InstallationStatus,
-    ) -> StoreResult<()> {
+    fn record_heartbeat(&mut self, scope: SiteScope, id: InstallationId, h: &Heartbeat, status: InstallationStatus) -> StoreResult<()> {
         self.exec(
             "UPDATE installations SET last_seen_at = ?4, heartbeat_status = ?5,
                  widget_version = COALESCE(?6, widget_version),
                  page_host = COALESCE(?7, page_host),
                  reported_type = COALESCE(?8, reported_type)
              WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
-            params![
-                scope.tenant.0,
-                scope.site.0,
-                id.0,
-                h.at.as_millis(),
-                status.as_str(),
-                h.version,
-                h.page_host,
-                h.installation_type
-            ],
+            params![scope.tenant.0, scope.site.0, id.0, h.at.as_millis(), status.as_str(), h.version, h.page_host, h.installation_type],
         )?;
         Ok(())
     }
@@ -855,35 +645,16 @@ impl WriteTx for Handle<'_> {
         })
     }
 
-    fn update_visitor_profile(
-        &mut self,
-        scope: SiteScope,
-        id: VisitorId,
-        p: &VisitorProfile,
-        at: Timestamp,
-    ) -> StoreResult<()> {
+    fn update_visitor_profile(&mut self, scope: SiteScope, id: VisitorId, p: &VisitorProfile, at: Timestamp) -> StoreResult<()> {
         self.exec(
             "UPDATE visitors SET name = ?4, email = ?5, phone = ?6, last_url = ?7, updated_at = ?8
              WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
-            params![
-                scope.tenant.0,
-                scope.site.0,
-                id.0,
-                p.name,
-                p.email,
-                p.phone,
-                p.last_url,
-                at.as_millis()
-            ],
+            params![scope.tenant.0, scope.site.0, id.0, p.name, p.email, p.phone, p.last_url, at.as_millis()],
         )?;
         Ok(())
     }
 
-    fn insert_conversation(
-        &mut self,
-        scope: SiteScope,
-        c: &NewConversation,
-    ) -> StoreResult<Conversation> {
+    fn insert_conversation(&mut self, scope: SiteScope, c: &NewConversation) -> StoreResult<Conversation> {
         let at = c.created_at.as_millis();
         let id = self.insert(
             "INSERT INTO conversations (public_id, tenant_id, site_id, installation_id, visitor_id, status, subject, start_url, created_at, last_message_at)
@@ -907,11 +678,7 @@ impl WriteTx for Handle<'_> {
         })
     }
 
-    fn update_conversation(
-        &mut self,
-        scope: ConversationScope,
-        c: &Conversation,
-    ) -> StoreResult<()> {
+    fn update_conversation(&mut self, scope: ConversationScope, c: &Conversation) -> StoreResult<()> {
         let (t, site, op, admin) = scope_params(scope);
         let sql = format!(
             "UPDATE conversations AS c SET status = ?6, assignee_id = ?7, last_message_at = ?8, closed_at = ?9, verified_at = ?10
@@ -933,9 +700,7 @@ impl WriteTx for Handle<'_> {
             ],
         )?;
         if changed != 1 {
-            return Err(StoreError::Internal(
-                "update refused: conversation not in scope".into(),
-            ));
+            return Err(StoreError::Internal("update refused: conversation not in scope".into()));
         }
         Ok(())
     }
@@ -974,25 +739,12 @@ impl WriteTx for Handle<'_> {
         })
     }
 
-    fn set_installation_enabled(
-        &mut self,
-        tenant: TenantId,
-        id: InstallationId,
-        enabled: bool,
-    ) -> StoreResult<()> {
-        self.exec(
-            "UPDATE installations SET enabled = ?3 WHERE tenant_id = ?1 AND id = ?2",
-            params![tenant.0, id.0, enabled],
-        )?;
+    fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()> {
+        self.exec("UPDATE installations SET enabled = ?3 WHERE tenant_id = ?1 AND id = ?2", params![tenant.0, id.0, enabled])?;
         Ok(())
     }
 
-    fn update_operator(
-        &mut self,
-        tenant: TenantId,
-        id: OperatorId,
-        ch: &OperatorChanges,
-    ) -> StoreResult<()> {
+    fn update_operator(&mut self, tenant: TenantId, id: OperatorId, ch: &OperatorChanges) -> StoreResult<()> {
         self.exec(
             "UPDATE operators SET name = COALESCE(?3, name), role = COALESCE(?4, role), active = COALESCE(?5, active),
                  password_hash = COALESCE(?6, password_hash)
@@ -1000,10 +752,7 @@ impl WriteTx for Handle<'_> {
             params![tenant.0, id.0, ch.name, ch.role.map(Role::as_str), ch.active, ch.password_hash],
         )?;
         if let Some(sites) = &ch.site_ids {
-            self.exec(
-                "DELETE FROM operator_sites WHERE tenant_id = ?1 AND operator_id = ?2",
-                [tenant.0, id.0],
-            )?;
+            self.exec("DELETE FROM operator_sites WHERE tenant_id = ?1 AND operator_id = ?2", [tenant.0, id.0])?;
             self.add_memberships(tenant, id, sites)?;
         }
         Ok(())
@@ -1017,12 +766,7 @@ impl WriteTx for Handle<'_> {
         Ok(())
     }
 
-    fn revoke_operator_tokens(
-        &mut self,
-        tenant: TenantId,
-        operator: OperatorId,
-        at: Timestamp,
-    ) -> StoreResult<()> {
+    fn revoke_operator_tokens(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()> {
         self.exec(
             "UPDATE operator_tokens SET revoked_at = ?3 WHERE tenant_id = ?1 AND operator_id = ?2 AND revoked_at IS NULL",
             params![tenant.0, operator.0, at.as_millis()],
@@ -1059,24 +803,14 @@ impl WriteTx for Handle<'_> {
             "INSERT INTO webhook_endpoints (tenant_id, url, events, secret, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![tenant.0, w.url, events, w.secret, w.created_at.as_millis()],
         )?;
-        self.webhook(tenant, WebhookId(id))?
-            .ok_or_else(|| StoreError::Internal("webhook vanished after insert".into()))
+        self.webhook(tenant, WebhookId(id))?.ok_or_else(|| StoreError::Internal("webhook vanished after insert".into()))
     }
 
     fn delete_webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<bool> {
-        Ok(self.exec(
-            "DELETE FROM webhook_endpoints WHERE tenant_id = ?1 AND id = ?2",
-            [tenant.0, id.0],
-        )? == 1)
+        Ok(self.exec("DELETE FROM webhook_endpoints WHERE tenant_id = ?1 AND id = ?2", [tenant.0, id.0])? == 1)
     }
 
-    fn rotate_webhook_secret(
-        &mut self,
-        tenant: TenantId,
-        id: WebhookId,
-        secret: &str,
-        previous_expires_at: Timestamp,
-    ) -> StoreResult<()> {
+    fn rotate_webhook_secret(&mut self, tenant: TenantId, id: WebhookId, secret: &str, previous_expires_at: Timestamp) -> StoreResult<()> {
         self.exec(
             "UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = ?4, secret = ?3
              WHERE tenant_id = ?1 AND id = ?2",
@@ -1085,13 +819,7 @@ impl WriteTx for Handle<'_> {
         Ok(())
     }
 
-    fn redeliver(
-        &mut self,
-        tenant: TenantId,
-        endpoint: WebhookId,
-        delivery: i64,
-        at: Timestamp,
-    ) -> StoreResult<Option<i64>> {
+    fn redeliver(&mut self, tenant: TenantId, endpoint: WebhookId, delivery: i64, at: Timestamp) -> StoreResult<Option<i64>> {
         let added = self.exec(
             "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
              SELECT d.tenant_id, d.endpoint_id, d.event_id, ?4, ?4 FROM webhook_deliveries d
@@ -1111,7 +839,9 @@ impl WriteTx for Handle<'_> {
         lease_until: Timestamp,
         limit: u32,
         per_endpoint: u32,
+        busy: &[WebhookId],
     ) -> StoreResult<Vec<ClaimedDelivery>> {
+        let busy = serde_json::to_string(&busy.iter().map(|w| w.0).collect::<Vec<_>>()).map_err(|e| StoreError::Internal(e.to_string()))?;
         // The inner scan walks the due index in order and stops early, so a
         // large backlog does not make every claim slow.
         let sql = format!(
@@ -1119,32 +849,26 @@ impl WriteTx for Handle<'_> {
              FROM (SELECT d.*, ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
                    FROM (SELECT * FROM webhook_deliveries
                          WHERE status = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)
+                           AND endpoint_id NOT IN (SELECT value FROM json_each(?4))
                          ORDER BY next_attempt_at, id LIMIT 4096) d) d
              JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.tenant_id = d.tenant_id AND w.enabled = 1
              JOIN webhook_events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id
              WHERE d.rn <= ?3
              ORDER BY d.next_attempt_at, d.id LIMIT ?2"
         );
-        let claimed = self.all(
-            &sql,
-            params![now.as_millis(), i64::from(limit), i64::from(per_endpoint)],
-            |r| {
-                Ok(ClaimedDelivery {
-                    delivery_id: r.get(0)?,
-                    tenant_id: TenantId(r.get(1)?),
-                    attempts: r.get(2)?,
-                    webhook: webhook_at(r, 3)?,
-                    event_id: r.get(13)?,
-                    kind: enum_col(r, 14, EventKind::parse)?,
-                    payload: r.get(15)?,
-                })
-            },
-        )?;
+        let claimed = self.all(&sql, params![now.as_millis(), i64::from(limit), i64::from(per_endpoint), busy], |r| {
+            Ok(ClaimedDelivery {
+                delivery_id: r.get(0)?,
+                tenant_id: TenantId(r.get(1)?),
+                attempts: r.get(2)?,
+                webhook: webhook_at(r, 3)?,
+                event_id: r.get(13)?,
+                kind: enum_col(r, 14, EventKind::parse)?,
+                payload: r.get(15)?,
+            })
+        })?;
         for c in &claimed {
-            self.exec(
-                "UPDATE webhook_deliveries SET lease_until = ?2 WHERE id = ?1",
-                params![c.delivery_id, lease_until.as_millis()],
-            )?;
+            self.exec("UPDATE webhook_deliveries SET lease_until = ?2 WHERE id = ?1", params![c.delivery_id, lease_until.as_millis()])?;
         }
         Ok(claimed)
     }
@@ -1157,47 +881,20 @@ impl WriteTx for Handle<'_> {
              SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?2 AND tenant_id = ?1)",
             params![tenant, rec.delivery_id, at, i64::try_from(a.duration_ms).unwrap_or(i64::MAX), a.status_code, a.error],
         )?;
-        let error = a
-            .error
-            .clone()
-            .or_else(|| a.status_code.map(|c| format!("HTTP {c}")));
+        let error = a.error.clone().or_else(|| a.status_code.map(|c| format!("HTTP {c}")));
         // Only a pending delivery changes: if its lease ran out and another
         // worker finished it meanwhile, this attempt is logged and no more.
         let update = "UPDATE webhook_deliveries SET status = ?3, attempts = attempts + 1, next_attempt_at = ?4, lease_until = NULL,
                           last_error = ?5, finished_at = ?6
                       WHERE tenant_id = ?1 AND id = ?2 AND status = 'pending'";
         match &rec.next {
-            NextStep::Delivered => self.exec(
-                update,
-                params![
-                    tenant,
-                    rec.delivery_id,
-                    "delivered",
-                    at,
-                    Option::<String>::None,
-                    at
-                ],
-            )?,
-            NextStep::RetryAt(t) => self.exec(
-                update,
-                params![
-                    tenant,
-                    rec.delivery_id,
-                    "pending",
-                    t.as_millis(),
-                    error,
-                    Option::<i64>::None
-                ],
-            )?,
-            NextStep::Failed => self.exec(
-                update,
-                params![tenant, rec.delivery_id, "failed", at, error, at],
-            )?,
+            NextStep::Delivered => self.exec(update, params![tenant, rec.delivery_id, "delivered", at, Option::<String>::None, at])?,
+            NextStep::RetryAt(t) => {
+                self.exec(update, params![tenant, rec.delivery_id, "pending", t.as_millis(), error, Option::<i64>::None])?
+            }
+            NextStep::Failed => self.exec(update, params![tenant, rec.delivery_id, "failed", at, error, at])?,
             NextStep::DisableEndpoint => {
-                self.exec(
-                    update,
-                    params![tenant, rec.delivery_id, "failed", at, error, at],
-                )?;
+                self.exec(update, params![tenant, rec.delivery_id, "failed", at, error, at])?;
                 self.exec(
                     "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = 'the endpoint answered 410 Gone' WHERE tenant_id = ?1 AND id = ?2",
                     params![tenant, rec.endpoint_id.0],

@@ -17,24 +17,22 @@ pub(super) fn spawn(
     max_batch: usize,
     deliveries: Arc<Notify>,
 ) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("sqlite-writer".into())
-        .spawn(move || {
-            // `recv` keeps returning queued jobs after every sender is gone, so
-            // everything accepted before shutdown is still committed.
-            while let Ok(first) = jobs.recv() {
-                let mut batch = Vec::with_capacity(16);
-                batch.push(first);
-                while batch.len() < max_batch {
-                    match jobs.try_recv() {
-                        Ok(job) => batch.push(job),
-                        Err(_) => break,
-                    }
+    std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || {
+        // `recv` keeps returning queued jobs after every sender is gone, so
+        // everything accepted before shutdown is still committed.
+        while let Ok(first) = jobs.recv() {
+            let mut batch = Vec::with_capacity(16);
+            batch.push(first);
+            while batch.len() < max_batch {
+                match jobs.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
                 }
-                run_batch(&conn, batch, &deliveries);
             }
-            let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
-        })
+            run_batch(&conn, batch, &deliveries);
+        }
+        let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
+    })
 }
 
 /// Runs every unit of the batch in one transaction, each in a savepoint,
@@ -73,9 +71,7 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, deliveries: &Notify) {
     }
     for (finish, lost) in finishers {
         if lost {
-            finish(Err(StoreError::Internal(
-                "the unit's savepoint could not be released".into(),
-            )));
+            finish(Err(StoreError::Internal("the unit's savepoint could not be released".into())));
         } else {
             finish(commit.clone());
         }

@@ -36,20 +36,14 @@ impl Sender {
         if !allow_private {
             builder = builder.dns_resolver(CheckedResolver);
         }
-        Ok(Self {
-            client: builder.build()?,
-            allow_private,
-        })
+        Ok(Self { client: builder.build()?, allow_private })
     }
 
     /// Makes one attempt. Returns how it ended and, for failures, a short
     /// reason for the delivery log (never the URL, which may hold credentials).
     pub async fn send(&self, c: &ClaimedDelivery, now: Timestamp) -> (Response, Option<String>) {
         if !self.allow_private && ip_literal_forbidden(&c.webhook.url) {
-            return (
-                Response::NoResponse,
-                Some("the endpoint address is not allowed".into()),
-            );
+            return (Response::NoResponse, Some("the endpoint address is not allowed".into()));
         }
         let ts = now.unix_seconds();
         let body = c.payload.as_bytes();
@@ -58,28 +52,18 @@ impl Sender {
             .client
             .post(&c.webhook.url)
             .header(CONTENT_TYPE, "application/json")
-            .header(
-                USER_AGENT,
-                concat!("Parley-Webhooks/", env!("CARGO_PKG_VERSION")),
-            )
+            .header(USER_AGENT, concat!("Parley-Webhooks/", env!("CARGO_PKG_VERSION")))
             .header("X-Service-Event", c.kind.as_str())
             .header("X-Service-Timestamp", ts.to_string())
             .header("X-Service-Signature", service_signature(&secrets, ts, body))
             .header("webhook-id", c.event_id.as_str())
             .header("webhook-timestamp", ts.to_string())
-            .header(
-                "webhook-signature",
-                standard_signature(&secrets, &c.event_id, ts, body),
-            )
+            .header("webhook-signature", standard_signature(&secrets, &c.event_id, ts, body))
             .body(c.payload.clone());
         match request.send().await {
             Ok(mut res) => {
                 let code = res.status().as_u16();
-                let retry_after = res
-                    .headers()
-                    .get(RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| parse_retry_after(v, now));
+                let retry_after = res.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, now));
                 let mut read = 0;
                 while read < MAX_BODY_READ {
                     match res.chunk().await {
@@ -96,10 +80,7 @@ impl Sender {
 }
 
 fn ip_literal_forbidden(url: &str) -> bool {
-    match url::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host().map(|h| h.to_owned()))
-    {
+    match url::Url::parse(url).ok().and_then(|u| u.host().map(|h| h.to_owned())) {
         Some(url::Host::Ipv4(ip)) => forbidden_ip(ip.into()),
         Some(url::Host::Ipv6(ip)) => forbidden_ip(ip.into()),
         Some(url::Host::Domain(_)) => false,

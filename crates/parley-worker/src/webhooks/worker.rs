@@ -31,37 +31,21 @@ pub struct WebhookWorker {
 }
 
 impl WebhookWorker {
-    pub fn new(
-        db: Database,
-        clock: Arc<dyn Clock>,
-        settings: DeliverySettings,
-    ) -> Result<Arc<Self>, reqwest::Error> {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, settings: DeliverySettings) -> Result<Arc<Self>, reqwest::Error> {
         let sender = Sender::new(settings.timeout, settings.allow_private)?;
-        Ok(Arc::new(Self {
-            db,
-            clock,
-            sender,
-            settings,
-            endpoints: Mutex::new(HashMap::new()),
-        }))
+        Ok(Arc::new(Self { db, clock, sender, settings, endpoints: Mutex::new(HashMap::new()) }))
     }
 
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         let signal = self.db.deliveries_signal();
         let slots = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
         let mut in_flight = JoinSet::new();
-        loop {
+        while !shutdown.is_cancelled() {
             let free = slots.available_permits();
-            let claimed = if free == 0 || shutdown.is_cancelled() {
-                Vec::new()
-            } else {
-                self.claim(free).await
-            };
-            let full_batch = !claimed.is_empty() && claimed.len() == free;
+            let claimed = if free == 0 { Vec::new() } else { self.claim(free).await };
+            let found = !claimed.is_empty();
             for delivery in claimed {
-                let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-                    break;
-                };
+                let Ok(slot) = Arc::clone(&slots).acquire_owned().await else { break };
                 let endpoint = self.endpoint_slot(delivery.webhook.id);
                 let worker = Arc::clone(&self);
                 in_flight.spawn(async move {
@@ -71,37 +55,32 @@ impl WebhookWorker {
                 });
             }
             while in_flight.try_join_next().is_some() {}
-            if shutdown.is_cancelled() {
-                break;
+            if found && slots.available_permits() > 0 {
+                continue; // more may be due right now
             }
-            if full_batch {
-                // More may be due; claim again as soon as a slot frees.
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    Some(_) = in_flight.join_next() => {},
-                }
-                continue;
-            }
+            // Wait for new deliveries, a free slot (an endpoint may have
+            // left its bound), or the next due retry.
             let wait = self.idle_wait().await;
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = signal.notified() => {},
+                Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {},
                 _ = tokio::time::sleep(wait) => {},
             }
         }
         while in_flight.join_next().await.is_some() {}
     }
 
+    /// Claims due deliveries, leaving out endpoints that already have as
+    /// many attempts in flight as they may: a claim never waits behind a
+    /// slow endpoint long enough for its lease to run out.
     async fn claim(&self, limit: usize) -> Vec<ClaimedDelivery> {
         let now = self.clock.now();
         let lease_until = now.plus(self.settings.lease);
         let per_endpoint = u32::try_from(self.settings.per_endpoint).unwrap_or(u32::MAX);
         let limit = u32::try_from(limit).unwrap_or(u32::MAX);
-        match self
-            .db
-            .write(move |tx| Ok(tx.claim_deliveries(now, lease_until, limit, per_endpoint)?))
-            .await
-        {
+        let busy = self.busy_endpoints();
+        match self.db.write(move |tx| Ok(tx.claim_deliveries(now, lease_until, limit, per_endpoint, &busy)?)).await {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::error!(error = %e, "could not claim webhook deliveries");
@@ -110,24 +89,23 @@ impl WebhookWorker {
         }
     }
 
+    fn busy_endpoints(&self) -> Vec<WebhookId> {
+        let map = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
+        map.iter().filter(|(_, s)| s.available_permits() == 0).map(|(id, _)| *id).collect()
+    }
+
     /// Until the next retry falls due, at most one poll interval.
     async fn idle_wait(&self) -> Duration {
         let poll = self.settings.poll_interval;
         match self.db.read(|r| Ok(r.next_delivery_due()?)).await {
-            Ok(Some(due)) => due
-                .since(self.clock.now())
-                .min(poll)
-                .max(Duration::from_millis(5)),
+            Ok(Some(due)) => due.since(self.clock.now()).min(poll).max(Duration::from_millis(5)),
             _ => poll,
         }
     }
 
     fn endpoint_slot(&self, id: WebhookId) -> Arc<Semaphore> {
         let mut map = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(
-            map.entry(id)
-                .or_insert_with(|| Arc::new(Semaphore::new(self.settings.per_endpoint.max(1)))),
-        )
+        Arc::clone(map.entry(id).or_insert_with(|| Arc::new(Semaphore::new(self.settings.per_endpoint.max(1)))))
     }
 
     async fn attempt(&self, delivery: ClaimedDelivery) {
@@ -156,19 +134,10 @@ impl WebhookWorker {
             delivery_id: delivery.delivery_id,
             tenant_id: delivery.tenant_id,
             endpoint_id: delivery.webhook.id,
-            attempt: Attempt {
-                attempted_at: now,
-                duration_ms,
-                status_code,
-                error,
-            },
+            attempt: Attempt { attempted_at: now, duration_ms, status_code, error },
             next,
         };
-        if let Err(e) = self
-            .db
-            .write(move |tx| Ok(tx.record_attempt(&record)?))
-            .await
-        {
+        if let Err(e) = self.db.write(move |tx| Ok(tx.record_attempt(&record)?)).await {
             // The lease runs out and the delivery is attempted again:
             // at least once, never lost.
             tracing::error!(error = %e, delivery = delivery.delivery_id, "could not record a webhook attempt");

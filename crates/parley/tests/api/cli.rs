@@ -29,11 +29,7 @@ fn parley(dir: &Path) -> Command {
 
 async fn output(cmd: &mut Command) -> (i32, String, String) {
     let out = cmd.output().await.expect("run parley");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 /// Starts a server process and returns it with its base URL.
@@ -42,13 +38,8 @@ async fn start(dir: &Path, command: &str) -> (Child, String) {
 }
 
 async fn start_with(dir: &Path, command: &str, env: &[(&str, &str)]) -> (Child, String) {
-    let mut child = parley(dir)
-        .envs(env.iter().copied())
-        .arg(command)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn parley");
+    let mut child =
+        parley(dir).envs(env.iter().copied()).arg(command).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn parley");
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
     let base = tokio::time::timeout(Duration::from_secs(30), async {
@@ -69,11 +60,7 @@ async fn start_with(dir: &Path, command: &str, env: &[(&str, &str)]) -> (Child, 
 #[tokio::test]
 async fn a_bad_variable_stops_start_up_and_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    for (var, value) in [
-        ("PARLEY_LISTEN", "nowhere"),
-        ("PARLEY_AUTO_CLOSE_AFTER", "3 days"),
-        ("PARLEY_DATABASE_URL", "mysql://db"),
-    ] {
+    for (var, value) in [("PARLEY_LISTEN", "nowhere"), ("PARLEY_AUTO_CLOSE_AFTER", "3 days"), ("PARLEY_DATABASE_URL", "mysql://db")] {
         let (code, _, stderr) = output(parley(dir.path()).env(var, value).arg("serve")).await;
         assert_eq!(code, 2, "{var}: {stderr}");
         assert!(stderr.contains(var), "{var} named in: {stderr}");
@@ -85,35 +72,16 @@ async fn tenant_create_bootstraps_a_tenant_once() {
     let dir = tempfile::tempdir().unwrap();
     let create = |slug: &str, email: &str, password: &str| {
         let mut cmd = parley(dir.path());
-        cmd.args([
-            "tenant",
-            "create",
-            "--slug",
-            slug,
-            "--name",
-            "Acme",
-            "--admin-email",
-            email,
-            "--admin-password",
-            password,
-        ]);
+        cmd.args(["tenant", "create", "--slug", slug, "--name", "Acme", "--admin-email", email, "--admin-password", password]);
         cmd
     };
-    let (code, stdout, stderr) =
-        output(&mut create("acme", "ann@acme.example", "a long password")).await;
+    let (code, stdout, stderr) = output(&mut create("acme", "ann@acme.example", "a long password")).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("Created tenant acme"), "{stdout}");
-    assert!(
-        !stdout.contains("a long password") && !stderr.contains("a long password"),
-        "the password is never printed"
-    );
-    assert!(
-        dir.path().join("parley-data/parley.sqlite3").exists(),
-        "the default database lives under ./parley-data"
-    );
+    assert!(!stdout.contains("a long password") && !stderr.contains("a long password"), "the password is never printed");
+    assert!(dir.path().join("parley-data/parley.sqlite3").exists(), "the default database lives under ./parley-data");
 
-    let (code, _, stderr) =
-        output(&mut create("acme", "bob@acme.example", "a long password")).await;
+    let (code, _, stderr) = output(&mut create("acme", "bob@acme.example", "a long password")).await;
     assert_eq!(code, 1);
     assert!(stderr.contains("already exists"), "{stderr}");
 
@@ -136,14 +104,7 @@ async fn migrate_applies_once() {
 
 /// Reads the demo widget token and opens a conversation with it.
 async fn open_demo_conversation(client: &reqwest::Client, base: &str) -> (String, String) {
-    let creds: Value = client
-        .get(format!("{base}/sandbox/credentials"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
     let token = creds["widget_token"].as_str().unwrap().to_owned();
     let opened: Value = client
         .post(format!("{base}/api/widget/conversations"))
@@ -154,10 +115,7 @@ async fn open_demo_conversation(client: &reqwest::Client, base: &str) -> (String
         .json()
         .await
         .unwrap();
-    let public_id = opened["conversation"]["public_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let public_id = opened["conversation"]["public_id"].as_str().unwrap().to_owned();
     (token, public_id)
 }
 
@@ -178,15 +136,8 @@ fn spawn_writers(
             tokio::spawn(async move {
                 for n in 0..10_000 {
                     let body = format!("writer {w} message {n}");
-                    match client
-                        .post(&url)
-                        .json(&json!({"token": token, "body": body}))
-                        .send()
-                        .await
-                    {
-                        Ok(res) if res.status() == StatusCode::CREATED => {
-                            acked.lock().await.push(body)
-                        }
+                    match client.post(&url).json(&json!({"token": token, "body": body})).send().await {
+                        Ok(res) if res.status() == StatusCode::CREATED => acked.lock().await.push(body),
                         _ => return,
                     }
                 }
@@ -195,29 +146,18 @@ fn spawn_writers(
         .collect()
 }
 
-async fn all_bodies(
-    client: &reqwest::Client,
-    base: &str,
-    token: &str,
-    public_id: &str,
-) -> Vec<String> {
+async fn all_bodies(client: &reqwest::Client, base: &str, token: &str, public_id: &str) -> Vec<String> {
     let mut bodies = Vec::new();
     let mut after = 0;
     loop {
-        let url = format!(
-            "{base}/api/widget/conversations/{public_id}/messages?token={token}&after_id={after}"
-        );
+        let url = format!("{base}/api/widget/conversations/{public_id}/messages?token={token}&after_id={after}");
         let page: Value = client.get(url).send().await.unwrap().json().await.unwrap();
         let messages = page["messages"].as_array().unwrap();
         let Some(last) = messages.last() else {
             return bodies;
         };
         after = last["id"].as_i64().unwrap();
-        bodies.extend(
-            messages
-                .iter()
-                .map(|m| m["body"].as_str().unwrap().to_owned()),
-        );
+        bodies.extend(messages.iter().map(|m| m["body"].as_str().unwrap().to_owned()));
     }
 }
 
@@ -252,13 +192,7 @@ async fn acknowledged_messages_survive_a_kill() {
     let (_child, base) = start(dir.path(), "demo").await;
     let stored = all_bodies(&client, &base, &token, &public_id).await;
     let missing: Vec<&String> = acked.iter().filter(|b| !stored.contains(b)).collect();
-    assert!(
-        missing.is_empty(),
-        "{} of {} acknowledged messages lost: {:?}",
-        missing.len(),
-        acked.len(),
-        &missing[..missing.len().min(5)]
-    );
+    assert!(missing.is_empty(), "{} of {} acknowledged messages lost: {:?}", missing.len(), acked.len(), &missing[..missing.len().min(5)]);
 }
 
 /// SIGTERM while requests are in flight: the process finishes them, exits
@@ -274,16 +208,9 @@ async fn sigterm_drains_and_exits_cleanly() {
     wait_for_acks(&acked, 100).await;
 
     let pid = child.id().expect("pid").to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await
-        .unwrap();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
     assert!(killed.success());
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("exits within 30 s")
-        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.expect("exits within 30 s").unwrap();
     assert!(status.success(), "clean exit: {status:?}");
     for w in writers {
         let _ = w.await;
@@ -292,10 +219,7 @@ async fn sigterm_drains_and_exits_cleanly() {
 
     let (_child, base) = start(dir.path(), "demo").await;
     let stored = all_bodies(&client, &base, &token, &public_id).await;
-    assert!(
-        acked.iter().all(|b| stored.contains(b)),
-        "every acknowledged message is stored"
-    );
+    assert!(acked.iter().all(|b| stored.contains(b)), "every acknowledged message is stored");
 }
 
 /// A webhook delivery in flight when the process is killed is made again,
@@ -304,23 +228,12 @@ async fn sigterm_drains_and_exits_cleanly() {
 async fn a_delivery_in_flight_when_the_process_dies_is_made_again() {
     let dir = tempfile::tempdir().unwrap();
     let client = crate::helpers::http_client();
-    let env = [
-        ("PARLEY_WEBHOOK_LEASE", "2s"),
-        ("PARLEY_WEBHOOK_TIMEOUT", "1s"),
-        ("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms"),
-    ];
+    let env = [("PARLEY_WEBHOOK_LEASE", "2s"), ("PARLEY_WEBHOOK_TIMEOUT", "1s"), ("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms")];
     let receiver = crate::receiver::Receiver::start().await;
     receiver.reply(&[crate::receiver::Reply::Hang]);
 
     let (mut child, base) = start_with(dir.path(), "demo", &env).await;
-    let creds: Value = client
-        .get(format!("{base}/sandbox/credentials"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
     let admin = creds["mobile_token"].as_str().unwrap();
     let res = client
         .post(format!("{base}/api/v1/admin/webhooks"))
@@ -333,47 +246,23 @@ async fn a_delivery_in_flight_when_the_process_dies_is_made_again() {
     let hook: Value = res.json().await.unwrap();
     open_demo_conversation(&client, &base).await;
     let first = receiver.next().await;
-    child
-        .kill()
-        .await
-        .expect("SIGKILL while the delivery hangs");
+    child.kill().await.expect("SIGKILL while the delivery hangs");
 
     let (_child, base) = start_with(dir.path(), "demo", &env).await;
     let again = receiver.next().await;
     assert_eq!(again.json()["event_id"], first.json()["event_id"]);
     assert_eq!(again.body, first.body);
 
-    let creds: Value = client
-        .get(format!("{base}/sandbox/credentials"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
     let admin = creds["mobile_token"].as_str().unwrap().to_owned();
-    let url = format!(
-        "{base}/api/v1/admin/webhooks/{}/deliveries",
-        hook["webhook"]["id"]
-    );
+    let url = format!("{base}/api/v1/admin/webhooks/{}/deliveries", hook["webhook"]["id"]);
     let deliveries = crate::helpers::eventually(|| {
         let (client, url, admin) = (client.clone(), url.clone(), admin.clone());
         async move {
-            let body: Value = client
-                .get(&url)
-                .bearer_auth(&admin)
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
+            let body: Value = client.get(&url).bearer_auth(&admin).send().await.ok()?.json().await.ok()?;
             (body["deliveries"][0]["status"] == "delivered").then_some(body)
         }
     })
     .await;
-    assert_eq!(
-        deliveries["meta"]["total"], 1,
-        "one delivery, made again: none lost, none doubled"
-    );
+    assert_eq!(deliveries["meta"]["total"], 1, "one delivery, made again: none lost, none doubled");
 }

@@ -16,18 +16,11 @@ const PER_WRITER: usize = 40;
 async fn polling_never_skips_or_repeats_under_concurrent_writes() {
     let app = Arc::new(TestApp::spawn().await);
     let f = app.fixture("acme", &[]).await;
-    let public_id = app
-        .open_conversation("/api", &f.token, "ann", "start")
-        .await;
+    let public_id = app.open_conversation("/api", &f.token, "ann", "start").await;
     let done = Arc::new(AtomicBool::new(false));
 
     let poller = {
-        let (app, token, public_id, done) = (
-            app.clone(),
-            f.token.clone(),
-            public_id.clone(),
-            done.clone(),
-        );
+        let (app, token, public_id, done) = (app.clone(), f.token.clone(), public_id.clone(), done.clone());
         tokio::spawn(async move {
             let mut seen: Vec<i64> = Vec::new();
             let mut after = 0;
@@ -36,12 +29,7 @@ async fn polling_never_skips_or_repeats_under_concurrent_writes() {
                 let (status, body) =
                     app.get(&format!("/api/v1/widget/conversations/{public_id}/messages?token={token}&after_id={after}")).await;
                 assert_eq!(status, StatusCode::OK);
-                let batch: Vec<i64> = body["messages"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|m| m["id"].as_i64().unwrap())
-                    .collect();
+                let batch: Vec<i64> = body["messages"].as_array().unwrap().iter().map(|m| m["id"].as_i64().unwrap()).collect();
                 if let Some(&last) = batch.last() {
                     after = last;
                 }
@@ -62,9 +50,7 @@ async fn polling_never_skips_or_repeats_under_concurrent_writes() {
         writers.push(tokio::spawn(async move {
             let mut ids = Vec::new();
             for n in 0..PER_WRITER {
-                let (status, body) = app
-                    .post_message("/api", &token, &public_id, &format!("w{w} n{n}"))
-                    .await;
+                let (status, body) = app.post_message("/api", &token, &public_id, &format!("w{w} n{n}")).await;
                 assert_eq!(status, StatusCode::CREATED, "{body}");
                 ids.push(body["message"]["id"].as_i64().unwrap());
             }
@@ -78,26 +64,11 @@ async fn polling_never_skips_or_repeats_under_concurrent_writes() {
     done.store(true, Ordering::SeqCst);
     let seen = poller.await.unwrap();
 
-    assert!(
-        seen.windows(2).all(|p| p[0] < p[1]),
-        "ids arrive strictly increasing, so none repeats"
-    );
+    assert!(seen.windows(2).all(|p| p[0] < p[1]), "ids arrive strictly increasing, so none repeats");
     let seen_set: BTreeSet<i64> = seen.iter().copied().collect();
-    assert!(
-        acknowledged.is_subset(&seen_set),
-        "every acknowledged message was seen by the poller"
-    );
-    assert_eq!(
-        seen.len(),
-        WRITERS * PER_WRITER + 1,
-        "the first message plus every write"
-    );
+    assert!(acknowledged.is_subset(&seen_set), "every acknowledged message was seen by the poller");
+    assert_eq!(seen.len(), WRITERS * PER_WRITER + 1, "the first message plus every write");
 
-    let (_, body): (_, Value) = app
-        .get(&format!(
-            "/api/widget/conversations/{public_id}/messages?token={}&after_id=0",
-            f.token
-        ))
-        .await;
+    let (_, body): (_, Value) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={}&after_id=0", f.token)).await;
     assert_eq!(body["messages"].as_array().unwrap().len(), 100);
 }

@@ -3,19 +3,9 @@ use serde_json::Value;
 
 use crate::helpers::*;
 
-const POST_ROUTES: [&str; 4] = [
-    "/widget/ping",
-    "/widget/visitors",
-    "/widget/conversations",
-    "/widget/conversations/conv_x/messages",
-];
+const POST_ROUTES: [&str; 4] = ["/widget/ping", "/widget/visitors", "/widget/conversations", "/widget/conversations/conv_x/messages"];
 
-async fn raw(
-    app: &TestApp,
-    path: &str,
-    content_type: Option<&str>,
-    body: Vec<u8>,
-) -> (StatusCode, Value) {
+async fn raw(app: &TestApp, path: &str, content_type: Option<&str>, body: Vec<u8>) -> (StatusCode, Value) {
     let mut req = app.client.post(app.url(path)).body(body);
     if let Some(ct) = content_type {
         req = req.header("content-type", ct);
@@ -45,32 +35,12 @@ async fn other_content_types_are_415() {
     for prefix in PREFIXES {
         for route in POST_ROUTES {
             let path = format!("{prefix}{route}");
-            for ct in [
-                None,
-                Some("text/plain"),
-                Some("application/x-www-form-urlencoded"),
-                Some("multipart/form-data"),
-            ] {
+            for ct in [None, Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("multipart/form-data")] {
                 let (status, res) = raw(&app, &path, ct, b"{}".to_vec()).await;
-                assert_error(
-                    status,
-                    &res,
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "unsupported_media_type",
-                );
+                assert_error(status, &res, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
             }
-            let (status, _) = raw(
-                &app,
-                &path,
-                Some("application/json; charset=utf-8"),
-                b"{}".to_vec(),
-            )
-            .await;
-            assert_eq!(
-                status,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "a charset parameter is fine"
-            );
+            let (status, _) = raw(&app, &path, Some("application/json; charset=utf-8"), b"{}".to_vec()).await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "a charset parameter is fine");
         }
     }
 }
@@ -81,19 +51,8 @@ async fn bodies_over_64_kib_are_413() {
     let big = format!("{{\"token\": \"{}\"}}", "x".repeat(64 * 1024));
     for prefix in PREFIXES {
         for route in POST_ROUTES {
-            let (status, res) = raw(
-                &app,
-                &format!("{prefix}{route}"),
-                Some("application/json"),
-                big.clone().into_bytes(),
-            )
-            .await;
-            assert_error(
-                status,
-                &res,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-            );
+            let (status, res) = raw(&app, &format!("{prefix}{route}"), Some("application/json"), big.clone().into_bytes()).await;
+            assert_error(status, &res, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
         }
     }
 }
@@ -104,29 +63,10 @@ async fn unknown_routes_and_methods_get_json_errors() {
     let (status, body) = app.get("/api/v1/nothing-here").await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     for prefix in PREFIXES {
-        let (status, body) = app
-            .send(Method::DELETE, &format!("{prefix}/widget/ping"), None, &[])
-            .await;
-        assert_error(
-            status,
-            &body,
-            StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
-        );
-        let (status, body) = app
-            .send(
-                Method::POST,
-                &format!("{prefix}/widget/config/abc"),
-                None,
-                &[],
-            )
-            .await;
-        assert_error(
-            status,
-            &body,
-            StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
-        );
+        let (status, body) = app.send(Method::DELETE, &format!("{prefix}/widget/ping"), None, &[]).await;
+        assert_error(status, &body, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+        let (status, body) = app.send(Method::POST, &format!("{prefix}/widget/config/abc"), None, &[]).await;
+        assert_error(status, &body, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
     }
 }
 

@@ -11,10 +11,7 @@ async fn health_report_has_the_contract_shape_at_every_path() {
         assert_eq!(body["status"], "ok");
         assert_eq!(body["app"]["name"], "parley");
         assert!(body["app"]["version"].as_str().is_some());
-        assert_eq!(
-            body["checked_at"], "2026-01-01T00:00:00.000Z",
-            "checked_at comes from the injected clock"
-        );
+        assert_eq!(body["checked_at"], "2026-01-01T00:00:00.000Z", "checked_at comes from the injected clock");
         assert_eq!(body["checks"]["database"]["status"], "ok");
         assert_eq!(body["checks"]["database"]["backend"], "sqlite");
         assert!(body["checks"]["database"]["latency_ms"].as_f64().is_some());
@@ -38,14 +35,6 @@ async fn requests_while_the_database_is_gone_get_503_unavailable() {
     let f = app.fixture("acme", &[]).await;
     app.db.close().await;
     let (status, body) = app.get(&format!("/api/widget/config/{}", f.token)).await;
-    assert_error(
-        status,
-        &body,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "unavailable",
-    );
-    assert!(
-        !body.to_string().contains("sqlite"),
-        "no internals in the message: {body}"
-    );
+    assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    assert!(!body.to_string().contains("sqlite"), "no internals in the message: {body}");
 }

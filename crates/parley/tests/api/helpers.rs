@@ -65,39 +65,23 @@ impl Spawn {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut vars = self.vars;
         vars.insert("PARLEY_LISTEN".into(), "127.0.0.1:0".into());
-        vars.entry("PARLEY_DATABASE_URL".into())
-            .or_insert_with(|| format!("sqlite://{}/parley.sqlite3", dir.path().display()));
-        vars.entry("PARLEY_RATE_LIMITS".into())
-            .or_insert_with(|| "off".into());
+        vars.entry("PARLEY_DATABASE_URL".into()).or_insert_with(|| format!("sqlite://{}/parley.sqlite3", dir.path().display()));
+        vars.entry("PARLEY_RATE_LIMITS".into()).or_insert_with(|| "off".into());
         let (config, _) = Config::from_vars(&vars).expect("test configuration");
         let clock = ManualClock::new(START);
-        let app = Application::build(&config, self.mode, clock.clone())
-            .await
-            .expect("application starts");
+        let app = Application::build(&config, self.mode, clock.clone()).await.expect("application starts");
         let base = app.public_url().to_owned();
         let db = app.database().clone();
         let shutdown = CancellationToken::new();
         let server = tokio::spawn(app.run(shutdown.clone()));
         let tenancy = Tenancy::new(db.clone(), clock.clone());
-        TestApp {
-            base,
-            client: http_client(),
-            db,
-            clock,
-            tenancy,
-            shutdown,
-            server: Some(server),
-            dir,
-        }
+        TestApp { base, client: http_client(), db, clock, tenancy, shutdown, server: Some(server), dir }
     }
 }
 
 impl TestApp {
     pub fn with() -> Spawn {
-        Spawn {
-            vars: BTreeMap::new(),
-            mode: Mode::Serve,
-        }
+        Spawn { vars: BTreeMap::new(), mode: Mode::Serve }
     }
 
     pub async fn spawn() -> TestApp {
@@ -124,12 +108,7 @@ impl TestApp {
     }
 
     /// Another site (with its installation) of an existing tenant.
-    pub async fn site(
-        &self,
-        slug: &str,
-        tenant: parley_domain::model::TenantId,
-        domains: &[&str],
-    ) -> Fixture {
+    pub async fn site(&self, slug: &str, tenant: parley_domain::model::TenantId, domains: &[&str]) -> Fixture {
         let site = self
             .tenancy
             .create_site(
@@ -148,20 +127,9 @@ impl TestApp {
             )
             .await
             .expect("site");
-        let scope = SiteScope {
-            tenant,
-            site: site.id,
-        };
-        let installation = self
-            .tenancy
-            .create_installation(scope, "Main website".into(), "web".into())
-            .await
-            .expect("installation");
-        Fixture {
-            slug: slug.into(),
-            scope,
-            token: installation.token,
-        }
+        let scope = SiteScope { tenant, site: site.id };
+        let installation = self.tenancy.create_installation(scope, "Main website".into(), "web".into()).await.expect("installation");
+        Fixture { slug: slug.into(), scope, token: installation.token }
     }
 
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
@@ -172,17 +140,8 @@ impl TestApp {
         self.send(Method::POST, path, Some(body), &[]).await
     }
 
-    pub async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-        headers: &[(&str, &str)],
-    ) -> (StatusCode, Value) {
-        let mut req = self
-            .client
-            .request(method, self.url(path))
-            .header("accept", "application/json");
+    pub async fn send(&self, method: Method, path: &str, body: Option<Value>, headers: &[(&str, &str)]) -> (StatusCode, Value) {
+        let mut req = self.client.request(method, self.url(path)).header("accept", "application/json");
         if let Some(body) = body {
             req = req.json(&body);
         }
@@ -192,22 +151,12 @@ impl TestApp {
         let res = req.send().await.expect("request");
         let status = res.status();
         let text = res.text().await.expect("body");
-        let value = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
+        let value = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
         (status, value)
     }
 
     /// Opens a conversation for `visitor` and returns its `public_id`.
-    pub async fn open_conversation(
-        &self,
-        prefix: &str,
-        token: &str,
-        visitor: &str,
-        message: &str,
-    ) -> String {
+    pub async fn open_conversation(&self, prefix: &str, token: &str, visitor: &str, message: &str) -> String {
         let (status, body) = self
             .post(
                 &format!("{prefix}/widget/conversations"),
@@ -215,24 +164,11 @@ impl TestApp {
             )
             .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
-        body["conversation"]["public_id"]
-            .as_str()
-            .expect("public_id")
-            .to_owned()
+        body["conversation"]["public_id"].as_str().expect("public_id").to_owned()
     }
 
-    pub async fn post_message(
-        &self,
-        prefix: &str,
-        token: &str,
-        public_id: &str,
-        text: &str,
-    ) -> (StatusCode, Value) {
-        self.post(
-            &format!("{prefix}/widget/conversations/{public_id}/messages"),
-            json!({"token": token, "body": text}),
-        )
-        .await
+    pub async fn post_message(&self, prefix: &str, token: &str, public_id: &str, text: &str) -> (StatusCode, Value) {
+        self.post(&format!("{prefix}/widget/conversations/{public_id}/messages"), json!({"token": token, "body": text})).await
     }
 
     /// Creates an operator directly in the domain; returns its id.
@@ -254,27 +190,15 @@ impl TestApp {
 
     /// Logs in with the shared test password and returns the bearer token.
     pub async fn login(&self, email: &str) -> String {
-        let (status, body) = self
-            .post(
-                "/api/v1/mobile/login",
-                json!({"email": email, "password": PASSWORD}),
-            )
-            .await;
+        let (status, body) = self.post("/api/v1/mobile/login", json!({"email": email, "password": PASSWORD})).await;
         assert_eq!(status, StatusCode::OK, "login {email}: {body}");
         body["token"].as_str().expect("token").to_owned()
     }
 
     /// A request with a bearer token.
-    pub async fn authed(
-        &self,
-        method: Method,
-        path: &str,
-        token: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
+    pub async fn authed(&self, method: Method, path: &str, token: &str, body: Option<Value>) -> (StatusCode, Value) {
         let auth = format!("Bearer {token}");
-        self.send(method, path, body, &[("authorization", auth.as_str())])
-            .await
+        self.send(method, path, body, &[("authorization", auth.as_str())]).await
     }
 
     /// The kinds of the webhook events recorded for a tenant, oldest first.
@@ -282,13 +206,8 @@ impl TestApp {
         let slug = slug.to_owned();
         self.db
             .read(move |r| {
-                let tenant = r
-                    .tenant_by_slug(&slug)?
-                    .ok_or(parley_domain::DomainError::NotFound)?;
-                Ok(r.recent_events(tenant.id, 10_000)?
-                    .into_iter()
-                    .map(|e| e.kind.as_str().to_owned())
-                    .collect())
+                let tenant = r.tenant_by_slug(&slug)?.ok_or(parley_domain::DomainError::NotFound)?;
+                Ok(r.recent_events(tenant.id, 10_000)?.into_iter().map(|e| e.kind.as_str().to_owned()).collect())
             })
             .await
             .expect("events")
@@ -314,27 +233,12 @@ impl Drop for TestApp {
 pub fn assert_error(status: StatusCode, body: &Value, expected: StatusCode, code: &str) {
     assert_eq!(status, expected, "{body}");
     assert_eq!(body["error"]["code"], code, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .is_some_and(|m| !m.is_empty()),
-        "{body}"
-    );
+    assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
 }
 
 pub fn assert_fields(status: StatusCode, body: &Value, fields: &[&str]) {
-    assert_error(
-        status,
-        body,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "validation_failed",
-    );
-    let named: Vec<&str> = body["error"]["fields"]
-        .as_object()
-        .expect("fields map")
-        .keys()
-        .map(String::as_str)
-        .collect();
+    assert_error(status, body, StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    let named: Vec<&str> = body["error"]["fields"].as_object().expect("fields map").keys().map(String::as_str).collect();
     let mut expected = fields.to_vec();
     expected.sort_unstable();
     assert_eq!(named, expected, "{body}");
@@ -359,10 +263,7 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "condition not reached within 10 s"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "condition not reached within 10 s");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }

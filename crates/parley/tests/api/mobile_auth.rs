@@ -10,23 +10,15 @@ use crate::helpers::*;
 async fn login_returns_a_bearer_token_with_user_and_tenant() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
-    let agent = app
-        .operator(&f, "agent@acme.example", Role::Agent, &[f.scope.site])
-        .await;
+    let agent = app.operator(&f, "agent@acme.example", Role::Agent, &[f.scope.site]).await;
     for prefix in PREFIXES {
         let (status, body) = app
             .post(&format!("{prefix}/mobile/login"), json!({"email": "Agent@ACME.example", "password": PASSWORD, "device_name": "Pixel"}))
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        assert!(
-            body["token"].as_str().unwrap().len() >= 43,
-            "at least 256 bits"
-        );
+        assert!(body["token"].as_str().unwrap().len() >= 43, "at least 256 bits");
         assert_eq!(body["token_type"], "Bearer");
-        assert_eq!(
-            body["expires_at"], "2026-01-31T00:00:00.000Z",
-            "now + 30 days"
-        );
+        assert_eq!(body["expires_at"], "2026-01-31T00:00:00.000Z", "now + 30 days");
         assert_eq!(body["user"]["id"], agent);
         assert_eq!(body["user"]["email"], "agent@acme.example");
         assert_eq!(body["user"]["role"], "agent");
@@ -35,9 +27,7 @@ async fn login_returns_a_bearer_token_with_user_and_tenant() {
         assert!(body["user"].get("password_hash").is_none());
 
         let token = body["token"].as_str().unwrap();
-        let (status, me) = app
-            .authed(Method::GET, &format!("{prefix}/mobile/me"), token, None)
-            .await;
+        let (status, me) = app.authed(Method::GET, &format!("{prefix}/mobile/me"), token, None).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(me["user"]["id"], agent);
         assert_eq!(me["tenant"]["slug"], "acme");
@@ -50,18 +40,8 @@ async fn unknown_email_and_wrong_password_get_the_same_answer() {
     app.fixture("acme", &[]).await;
     for prefix in PREFIXES {
         let path = format!("{prefix}/mobile/login");
-        let (s1, wrong) = app
-            .post(
-                &path,
-                json!({"email": "admin@acme.example.com", "password": "not the password"}),
-            )
-            .await;
-        let (s2, unknown) = app
-            .post(
-                &path,
-                json!({"email": "nobody@acme.example.com", "password": "not the password"}),
-            )
-            .await;
+        let (s1, wrong) = app.post(&path, json!({"email": "admin@acme.example.com", "password": "not the password"})).await;
+        let (s2, unknown) = app.post(&path, json!({"email": "nobody@acme.example.com", "password": "not the password"})).await;
         assert_error(s1, &wrong, StatusCode::UNAUTHORIZED, "invalid_credentials");
         assert_eq!((s1, &wrong), (s2, &unknown));
     }
@@ -74,88 +54,39 @@ async fn login_validates_its_fields() {
         let path = format!("{prefix}/mobile/login");
         let (status, body) = app.post(&path, json!({})).await;
         assert_fields(status, &body, &["email", "password"]);
-        let (status, body) = app
-            .post(
-                &path,
-                json!({"email": "not-an-email", "password": "", "device_name": "d".repeat(256)}),
-            )
-            .await;
+        let (status, body) = app.post(&path, json!({"email": "not-an-email", "password": "", "device_name": "d".repeat(256)})).await;
         assert_fields(status, &body, &["device_name", "email", "password"]);
     }
 }
 
 #[tokio::test]
 async fn failed_logins_are_throttled_per_email() {
-    let app = TestApp::with()
-        .var("PARLEY_RATE_LIMITS", "on")
-        .start()
-        .await;
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").start().await;
     app.fixture("acme", &[]).await;
     let email = "admin@acme.example.com";
     for _ in 0..5 {
-        let (status, _) = app
-            .post(
-                "/api/mobile/login",
-                json!({"email": email, "password": "wrong password"}),
-            )
-            .await;
+        let (status, _) = app.post("/api/mobile/login", json!({"email": email, "password": "wrong password"})).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
     }
-    let res = app
-        .client
-        .post(app.url("/api/v1/mobile/login"))
-        .json(&json!({"email": email, "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        res.status(),
-        StatusCode::TOO_MANY_REQUESTS,
-        "even the right password waits"
-    );
-    let retry: u64 = res.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert_eq!(
-        retry, 900,
-        "the first failure leaves the 15-minute window in 900 s"
-    );
+    let res = app.client.post(app.url("/api/v1/mobile/login")).json(&json!({"email": email, "password": PASSWORD})).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "even the right password waits");
+    let retry: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert_eq!(retry, 900, "the first failure leaves the 15-minute window in 900 s");
 
     app.clock.advance(Duration::from_secs(900));
-    let (status, body) = app
-        .post(
-            "/api/mobile/login",
-            json!({"email": email, "password": PASSWORD}),
-        )
-        .await;
+    let (status, body) = app.post("/api/mobile/login", json!({"email": email, "password": PASSWORD})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
 #[tokio::test]
 async fn failed_logins_are_throttled_per_client_address() {
-    let app = TestApp::with()
-        .var("PARLEY_RATE_LIMITS", "on")
-        .var("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS", "3/15m")
-        .start()
-        .await;
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").var("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS", "3/15m").start().await;
     app.fixture("acme", &[]).await;
     for n in 0..3 {
-        let (status, _) = app
-            .post(
-                "/api/mobile/login",
-                json!({"email": format!("guess{n}@acme.example"), "password": "x"}),
-            )
-            .await;
+        let (status, _) = app.post("/api/mobile/login", json!({"email": format!("guess{n}@acme.example"), "password": "x"})).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
     }
-    let (status, body) = app
-        .post(
-            "/api/mobile/login",
-            json!({"email": "admin@acme.example.com", "password": PASSWORD}),
-        )
-        .await;
+    let (status, body) = app.post("/api/mobile/login", json!({"email": "admin@acme.example.com", "password": PASSWORD})).await;
     assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
 }
 
@@ -166,24 +97,11 @@ async fn bad_bearer_tokens_are_401() {
     let token = app.login("admin@acme.example.com").await;
     for prefix in PREFIXES {
         let path = format!("{prefix}/mobile/me");
-        for header in [
-            None,
-            Some("Basic abc"),
-            Some("Bearer"),
-            Some("Bearer "),
-            Some("Bearer pat_unknown"),
-            Some(&*format!("Bearer {token}x")),
-        ] {
-            let headers: Vec<(&str, &str)> = header
-                .map(|h| vec![("authorization", h)])
-                .unwrap_or_default();
-            let res = app
-                .client
-                .get(app.url(&path))
-                .headers(to_headers(&headers))
-                .send()
-                .await
-                .unwrap();
+        for header in
+            [None, Some("Basic abc"), Some("Bearer"), Some("Bearer "), Some("Bearer pat_unknown"), Some(&*format!("Bearer {token}x"))]
+        {
+            let headers: Vec<(&str, &str)> = header.map(|h| vec![("authorization", h)]).unwrap_or_default();
+            let res = app.client.get(app.url(&path)).headers(to_headers(&headers)).send().await.unwrap();
             assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{header:?}");
             assert_eq!(res.headers()["www-authenticate"], "Bearer");
             let body: serde_json::Value = res.json().await.unwrap();
@@ -195,31 +113,21 @@ async fn bad_bearer_tokens_are_401() {
 fn to_headers(pairs: &[(&str, &str)]) -> reqwest::header::HeaderMap {
     let mut map = reqwest::header::HeaderMap::new();
     for (k, v) in pairs {
-        map.insert(
-            reqwest::header::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-            v.parse().unwrap(),
-        );
+        map.insert(reqwest::header::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
     }
     map
 }
 
 #[tokio::test]
 async fn tokens_expire_after_their_lifetime() {
-    let app = TestApp::with()
-        .var("PARLEY_MOBILE_TOKEN_TTL", "1h")
-        .start()
-        .await;
+    let app = TestApp::with().var("PARLEY_MOBILE_TOKEN_TTL", "1h").start().await;
     app.fixture("acme", &[]).await;
     let token = app.login("admin@acme.example.com").await;
     app.clock.advance(Duration::from_secs(3599));
-    let (status, _) = app
-        .authed(Method::GET, "/api/mobile/me", &token, None)
-        .await;
+    let (status, _) = app.authed(Method::GET, "/api/mobile/me", &token, None).await;
     assert_eq!(status, StatusCode::OK);
     app.clock.advance(Duration::from_secs(1));
-    let (status, body) = app
-        .authed(Method::GET, "/api/mobile/me", &token, None)
-        .await;
+    let (status, body) = app.authed(Method::GET, "/api/mobile/me", &token, None).await;
     assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthenticated");
 }
 
@@ -230,35 +138,13 @@ async fn logout_revokes_only_the_token_in_use() {
     for prefix in PREFIXES {
         let phone = app.login("admin@acme.example.com").await;
         let tablet = app.login("admin@acme.example.com").await;
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &format!("{prefix}/mobile/logout"),
-                &phone,
-                None,
-            )
-            .await;
+        let (status, body) = app.authed(Method::POST, &format!("{prefix}/mobile/logout"), &phone, None).await;
         assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
-        let (status, _) = app
-            .authed(Method::GET, &format!("{prefix}/mobile/me"), &phone, None)
-            .await;
+        let (status, _) = app.authed(Method::GET, &format!("{prefix}/mobile/me"), &phone, None).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
-        let (status, _) = app
-            .authed(
-                Method::POST,
-                &format!("{prefix}/mobile/logout"),
-                &phone,
-                None,
-            )
-            .await;
-        assert_eq!(
-            status,
-            StatusCode::UNAUTHORIZED,
-            "a revoked token cannot log out again"
-        );
-        let (status, _) = app
-            .authed(Method::GET, &format!("{prefix}/mobile/me"), &tablet, None)
-            .await;
+        let (status, _) = app.authed(Method::POST, &format!("{prefix}/mobile/logout"), &phone, None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "a revoked token cannot log out again");
+        let (status, _) = app.authed(Method::GET, &format!("{prefix}/mobile/me"), &tablet, None).await;
         assert_eq!(status, StatusCode::OK);
     }
 }
@@ -267,55 +153,24 @@ async fn logout_revokes_only_the_token_in_use() {
 async fn disabling_an_operator_revokes_all_its_tokens() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
-    let agent = app
-        .operator(&f, "agent@acme.example", Role::Agent, &[])
-        .await;
+    let agent = app.operator(&f, "agent@acme.example", Role::Agent, &[]).await;
     let admin = app.login("admin@acme.example.com").await;
-    let tokens = [
-        app.login("agent@acme.example").await,
-        app.login("agent@acme.example").await,
-    ];
-    let (status, body) = app
-        .authed(
-            Method::PATCH,
-            &format!("/api/v1/admin/operators/{agent}"),
-            &admin,
-            Some(json!({"active": false})),
-        )
-        .await;
+    let tokens = [app.login("agent@acme.example").await, app.login("agent@acme.example").await];
+    let (status, body) =
+        app.authed(Method::PATCH, &format!("/api/v1/admin/operators/{agent}"), &admin, Some(json!({"active": false}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["operator"]["active"], false);
     for t in &tokens {
         let (status, _) = app.authed(Method::GET, "/api/mobile/me", t, None).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
     }
-    let (status, body) = app
-        .post(
-            "/api/mobile/login",
-            json!({"email": "agent@acme.example", "password": PASSWORD}),
-        )
-        .await;
-    assert_error(
-        status,
-        &body,
-        StatusCode::UNAUTHORIZED,
-        "invalid_credentials",
-    );
+    let (status, body) = app.post("/api/mobile/login", json!({"email": "agent@acme.example", "password": PASSWORD})).await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "invalid_credentials");
 
-    app.authed(
-        Method::PATCH,
-        &format!("/api/admin/operators/{agent}"),
-        &admin,
-        Some(json!({"active": true})),
-    )
-    .await;
+    app.authed(Method::PATCH, &format!("/api/admin/operators/{agent}"), &admin, Some(json!({"active": true}))).await;
     for t in &tokens {
         let (status, _) = app.authed(Method::GET, "/api/mobile/me", t, None).await;
-        assert_eq!(
-            status,
-            StatusCode::UNAUTHORIZED,
-            "re-enabling does not bring old tokens back"
-        );
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "re-enabling does not bring old tokens back");
     }
     app.login("agent@acme.example").await;
 }
@@ -324,38 +179,19 @@ async fn disabling_an_operator_revokes_all_its_tokens() {
 async fn changing_a_password_revokes_all_tokens() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
-    let agent = app
-        .operator(&f, "agent@acme.example", Role::Agent, &[])
-        .await;
+    let agent = app.operator(&f, "agent@acme.example", Role::Agent, &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     let old = app.login("agent@acme.example").await;
     let (status, _) = app
-        .authed(
-            Method::PATCH,
-            &format!("/api/admin/operators/{agent}"),
-            &admin,
-            Some(json!({"password": "a brand new password"})),
-        )
+        .authed(Method::PATCH, &format!("/api/admin/operators/{agent}"), &admin, Some(json!({"password": "a brand new password"})))
         .await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = app.authed(Method::GET, "/api/mobile/me", &old, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, _) = app
-        .post(
-            "/api/mobile/login",
-            json!({"email": "agent@acme.example", "password": PASSWORD}),
-        )
-        .await;
+    let (status, _) = app.post("/api/mobile/login", json!({"email": "agent@acme.example", "password": PASSWORD})).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, _) = app
-        .post(
-            "/api/mobile/login",
-            json!({"email": "agent@acme.example", "password": "a brand new password"}),
-        )
-        .await;
+    let (status, _) = app.post("/api/mobile/login", json!({"email": "agent@acme.example", "password": "a brand new password"})).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = app
-        .authed(Method::GET, "/api/mobile/me", &admin, None)
-        .await;
+    let (status, _) = app.authed(Method::GET, "/api/mobile/me", &admin, None).await;
     assert_eq!(status, StatusCode::OK, "other operators keep their tokens");
 }

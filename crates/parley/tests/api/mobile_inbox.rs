@@ -13,39 +13,16 @@ async fn inbox(app: &TestApp, n: usize) -> (Fixture, String, Vec<i64>) {
     let admin = app.login("admin@acme.example.com").await;
     for i in 0..n {
         app.clock.advance(Duration::from_secs(60));
-        app.open_conversation(
-            "/api",
-            &f.token,
-            &format!("visitor-{i}"),
-            &format!("question {i}"),
-        )
-        .await;
+        app.open_conversation("/api", &f.token, &format!("visitor-{i}"), &format!("question {i}")).await;
     }
-    let (_, body) = app
-        .authed(
-            Method::GET,
-            "/api/mobile/conversations?per_page=100",
-            &admin,
-            None,
-        )
-        .await;
-    let mut ids: Vec<i64> = body["conversations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_i64().unwrap())
-        .collect();
+    let (_, body) = app.authed(Method::GET, "/api/mobile/conversations?per_page=100", &admin, None).await;
+    let mut ids: Vec<i64> = body["conversations"].as_array().unwrap().iter().map(|c| c["id"].as_i64().unwrap()).collect();
     ids.reverse();
     (f, admin, ids)
 }
 
 fn ids(body: &Value) -> Vec<i64> {
-    body["conversations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_i64().unwrap())
-        .collect()
+    body["conversations"].as_array().unwrap().iter().map(|c| c["id"].as_i64().unwrap()).collect()
 }
 
 #[tokio::test]
@@ -53,102 +30,34 @@ async fn the_list_is_paginated_most_recent_first() {
     let app = TestApp::spawn().await;
     let (_, admin, all) = inbox(&app, 25).await;
     for prefix in PREFIXES {
-        let (status, body) = app
-            .authed(
-                Method::GET,
-                &format!("{prefix}/mobile/conversations"),
-                &admin,
-                None,
-            )
-            .await;
+        let (status, body) = app.authed(Method::GET, &format!("{prefix}/mobile/conversations"), &admin, None).await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(
-            body["meta"],
-            json!({"current_page": 1, "per_page": 20, "total": 25, "last_page": 2})
-        );
+        assert_eq!(body["meta"], json!({"current_page": 1, "per_page": 20, "total": 25, "last_page": 2}));
         let first: Vec<i64> = all.iter().rev().take(20).copied().collect();
         assert_eq!(ids(&body), first);
         let c = &body["conversations"][0];
-        for key in [
-            "id",
-            "public_id",
-            "status",
-            "subject",
-            "visitor",
-            "assignee",
-            "site",
-            "last_message_at",
-            "verified",
-        ] {
+        for key in ["id", "public_id", "status", "subject", "visitor", "assignee", "site", "last_message_at", "verified"] {
             assert!(c.get(key).is_some(), "{key} missing: {c}");
         }
         assert_eq!(c["visitor"]["uuid"], "visitor-24");
         assert_eq!(c["assignee"], Value::Null);
 
-        let (_, body) = app
-            .authed(
-                Method::GET,
-                &format!("{prefix}/mobile/conversations?page=2&per_page=20"),
-                &admin,
-                None,
-            )
-            .await;
+        let (_, body) = app.authed(Method::GET, &format!("{prefix}/mobile/conversations?page=2&per_page=20"), &admin, None).await;
         assert_eq!(ids(&body).len(), 5);
         assert_eq!(body["meta"]["current_page"], 2);
-        let (_, body) = app
-            .authed(
-                Method::GET,
-                &format!("{prefix}/mobile/conversations?page=3"),
-                &admin,
-                None,
-            )
-            .await;
-        assert_eq!(
-            ids(&body),
-            Vec::<i64>::new(),
-            "past the last page is empty, not an error"
-        );
-        let (_, body) = app
-            .authed(
-                Method::GET,
-                &format!("{prefix}/mobile/conversations?per_page=100"),
-                &admin,
-                None,
-            )
-            .await;
+        let (_, body) = app.authed(Method::GET, &format!("{prefix}/mobile/conversations?page=3"), &admin, None).await;
+        assert_eq!(ids(&body), Vec::<i64>::new(), "past the last page is empty, not an error");
+        let (_, body) = app.authed(Method::GET, &format!("{prefix}/mobile/conversations?per_page=100"), &admin, None).await;
         assert_eq!(body["meta"]["last_page"], 1);
     }
     // A new message moves its conversation to the top.
-    let (_, body) = app
-        .authed(
-            Method::GET,
-            &format!("/api/mobile/conversations/{}", all[0]),
-            &admin,
-            None,
-        )
-        .await;
-    let public_id = body["conversation"]["public_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (_, body) = app.authed(Method::GET, &format!("/api/mobile/conversations/{}", all[0]), &admin, None).await;
+    let public_id = body["conversation"]["public_id"].as_str().unwrap().to_owned();
     app.clock.advance(Duration::from_secs(60));
-    let (status, _) = app
-        .authed(
-            Method::POST,
-            &format!("/api/mobile/conversations/{}/messages", all[0]),
-            &admin,
-            Some(json!({"body": "bump"})),
-        )
-        .await;
+    let (status, _) =
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{}/messages", all[0]), &admin, Some(json!({"body": "bump"}))).await;
     assert_eq!(status, StatusCode::OK);
-    let (_, body) = app
-        .authed(
-            Method::GET,
-            "/api/mobile/conversations?per_page=1",
-            &admin,
-            None,
-        )
-        .await;
+    let (_, body) = app.authed(Method::GET, "/api/mobile/conversations?per_page=1", &admin, None).await;
     assert_eq!(body["conversations"][0]["public_id"], public_id.as_str());
 }
 
@@ -164,19 +73,9 @@ async fn listing_parameters_out_of_range_are_422() {
             ("per_page=0", vec!["per_page"]),
             ("per_page=101", vec!["per_page"]),
             ("status=pending", vec!["status"]),
-            (
-                "page=0&per_page=500&status=x",
-                vec!["page", "per_page", "status"],
-            ),
+            ("page=0&per_page=500&status=x", vec!["page", "per_page", "status"]),
         ] {
-            let (status, body) = app
-                .authed(
-                    Method::GET,
-                    &format!("{prefix}/mobile/conversations?{query}"),
-                    &admin,
-                    None,
-                )
-                .await;
+            let (status, body) = app.authed(Method::GET, &format!("{prefix}/mobile/conversations?{query}"), &admin, None).await;
             assert_fields(status, &body, &fields);
         }
     }
@@ -186,34 +85,12 @@ async fn listing_parameters_out_of_range_are_422() {
 async fn status_filters_select_by_state() {
     let app = TestApp::spawn().await;
     let (_, admin, all) = inbox(&app, 3).await;
-    app.authed(
-        Method::POST,
-        &format!("/api/mobile/conversations/{}/assign", all[0]),
-        &admin,
-        None,
-    )
-    .await;
-    app.authed(
-        Method::POST,
-        &format!("/api/mobile/conversations/{}/close", all[1]),
-        &admin,
-        None,
-    )
-    .await;
-    for (status, expected) in [
-        ("unassigned", vec![all[2]]),
-        ("assigned", vec![all[0]]),
-        ("closed", vec![all[1]]),
-        ("open", vec![all[2], all[0]]),
-    ] {
-        let (_, body) = app
-            .authed(
-                Method::GET,
-                &format!("/api/v1/mobile/conversations?status={status}"),
-                &admin,
-                None,
-            )
-            .await;
+    app.authed(Method::POST, &format!("/api/mobile/conversations/{}/assign", all[0]), &admin, None).await;
+    app.authed(Method::POST, &format!("/api/mobile/conversations/{}/close", all[1]), &admin, None).await;
+    for (status, expected) in
+        [("unassigned", vec![all[2]]), ("assigned", vec![all[0]]), ("closed", vec![all[1]]), ("open", vec![all[2], all[0]])]
+    {
+        let (_, body) = app.authed(Method::GET, &format!("/api/v1/mobile/conversations?status={status}"), &admin, None).await;
         let mut got = ids(&body);
         got.sort_unstable();
         let mut want = expected.clone();
@@ -224,11 +101,7 @@ async fn status_filters_select_by_state() {
 }
 
 async fn widget_messages(app: &TestApp, token: &str, public_id: &str) -> Vec<Value> {
-    let (_, body) = app
-        .get(&format!(
-            "/api/widget/conversations/{public_id}/messages?token={token}"
-        ))
-        .await;
+    let (_, body) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={token}")).await;
     body["messages"].as_array().unwrap().clone()
 }
 
@@ -238,67 +111,32 @@ async fn widget_messages(app: &TestApp, token: &str, public_id: &str) -> Vec<Val
 async fn the_whole_lifecycle() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
-    let ann = app
-        .operator(&f, "ann@acme.example", Role::Agent, &[f.scope.site])
-        .await;
-    let bob = app
-        .operator(&f, "bob@acme.example", Role::Agent, &[f.scope.site])
-        .await;
+    let ann = app.operator(&f, "ann@acme.example", Role::Agent, &[f.scope.site]).await;
+    let bob = app.operator(&f, "bob@acme.example", Role::Agent, &[f.scope.site]).await;
     let ann_token = app.login("ann@acme.example").await;
     let bob_token = app.login("bob@acme.example").await;
-    let public_id = app
-        .open_conversation("/api", &f.token, "visitor", "Hello?")
-        .await;
-    assert_eq!(
-        app.events("acme").await.len(),
-        2,
-        "conversation.created and message.created"
-    );
-    let (_, list) = app
-        .authed(Method::GET, "/api/mobile/conversations", &ann_token, None)
-        .await;
+    let public_id = app.open_conversation("/api", &f.token, "visitor", "Hello?").await;
+    assert_eq!(app.events("acme").await.len(), 2, "conversation.created and message.created");
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &ann_token, None).await;
     let id = list["conversations"][0]["id"].as_i64().unwrap();
     let base = "/api/v1/mobile/conversations";
 
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("{base}/{id}/assign"),
-            &ann_token,
-            None,
-        )
-        .await;
+    let (status, body) = app.authed(Method::POST, &format!("{base}/{id}/assign"), &ann_token, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["conversation"]["status"], "assigned");
     assert_eq!(body["conversation"]["assignee"]["id"], ann);
 
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("{base}/{id}/messages"),
-            &ann_token,
-            Some(json!({"body": " How can I help? "})),
-        )
-        .await;
+    let (status, body) =
+        app.authed(Method::POST, &format!("{base}/{id}/messages"), &ann_token, Some(json!({"body": " How can I help? "}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["message"]["body"], "How can I help?");
-    assert_eq!(
-        body["message"]["sender"],
-        json!({"type": "operator", "name": "ann"})
-    );
+    assert_eq!(body["message"]["sender"], json!({"type": "operator", "name": "ann"}));
     assert_eq!(body["conversation"]["id"], id);
-    assert_eq!(
-        app.events("acme").await.len(),
-        3,
-        "message.created for the reply"
-    );
+    assert_eq!(app.events("acme").await.len(), 3, "message.created for the reply");
 
     let seen = widget_messages(&app, &f.token, &public_id).await;
     let bodies: Vec<&str> = seen.iter().map(|m| m["body"].as_str().unwrap()).collect();
-    assert_eq!(
-        bodies,
-        ["Hello?", "ann joined the conversation", "How can I help?"]
-    );
+    assert_eq!(bodies, ["Hello?", "ann joined the conversation", "How can I help?"]);
     assert_eq!(seen[1]["sender"]["type"], "system");
 
     let (status, body) = app
@@ -312,79 +150,28 @@ async fn the_whole_lifecycle() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["conversation"]["assignee"]["id"], bob);
     let seen = widget_messages(&app, &f.token, &public_id).await;
-    assert!(
-        seen.iter().all(|m| m["body"] != "VIP customer, be nice"),
-        "the note never reaches the widget"
-    );
-    assert_eq!(
-        seen.last().unwrap()["body"],
-        "ann transferred the conversation to bob"
-    );
-    let (_, ops) = app
-        .authed(
-            Method::GET,
-            &format!("{base}/{id}/messages"),
-            &bob_token,
-            None,
-        )
-        .await;
-    let note = ops["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["body"] == "VIP customer, be nice")
-        .expect("operators see the note");
+    assert!(seen.iter().all(|m| m["body"] != "VIP customer, be nice"), "the note never reaches the widget");
+    assert_eq!(seen.last().unwrap()["body"], "ann transferred the conversation to bob");
+    let (_, ops) = app.authed(Method::GET, &format!("{base}/{id}/messages"), &bob_token, None).await;
+    let note = ops["messages"].as_array().unwrap().iter().find(|m| m["body"] == "VIP customer, be nice").expect("operators see the note");
     assert_eq!(note["internal"], true);
 
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("{base}/{id}/close"),
-            &bob_token,
-            None,
-        )
-        .await;
+    let (status, body) = app.authed(Method::POST, &format!("{base}/{id}/close"), &bob_token, None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["conversation"]["status"], "closed");
-    assert_eq!(
-        app.events("acme").await,
-        [
-            "conversation.created",
-            "message.created",
-            "message.created",
-            "conversation.closed"
-        ]
-    );
+    assert_eq!(app.events("acme").await, ["conversation.created", "message.created", "message.created", "conversation.closed"]);
     let count = widget_messages(&app, &f.token, &public_id).await.len();
 
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("{base}/{id}/close"),
-            &ann_token,
-            None,
-        )
-        .await;
+    let (status, body) = app.authed(Method::POST, &format!("{base}/{id}/close"), &ann_token, None).await;
     assert_eq!(status, StatusCode::OK, "closing again is fine");
     assert_eq!(body["conversation"]["status"], "closed");
     assert_eq!(app.events("acme").await.len(), 4, "and emits nothing");
-    assert_eq!(
-        widget_messages(&app, &f.token, &public_id).await.len(),
-        count,
-        "and adds no message"
-    );
+    assert_eq!(widget_messages(&app, &f.token, &public_id).await.len(), count, "and adds no message");
 
-    let (status, body) = app
-        .post_message("/api", &f.token, &public_id, "One more thing")
-        .await;
+    let (status, body) = app.post_message("/api", &f.token, &public_id, "One more thing").await;
     assert_eq!(status, StatusCode::CREATED);
-    assert_eq!(
-        body["conversation"]["status"], "assigned",
-        "reopened to its assignee"
-    );
-    let (_, body) = app
-        .authed(Method::GET, &format!("{base}/{id}"), &bob_token, None)
-        .await;
+    assert_eq!(body["conversation"]["status"], "assigned", "reopened to its assignee");
+    let (_, body) = app.authed(Method::GET, &format!("{base}/{id}"), &bob_token, None).await;
     assert_eq!(body["conversation"]["status"], "assigned");
     assert_eq!(body["conversation"]["assignee"]["id"], bob);
 }
@@ -395,20 +182,10 @@ async fn a_visitor_message_reopens_an_unassigned_conversation_to_unassigned() {
     let f = app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     let public_id = app.open_conversation("/api", &f.token, "v", "hi").await;
-    let (_, list) = app
-        .authed(Method::GET, "/api/mobile/conversations", &admin, None)
-        .await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
     let id = list["conversations"][0]["id"].as_i64().unwrap();
-    app.authed(
-        Method::POST,
-        &format!("/api/mobile/conversations/{id}/close"),
-        &admin,
-        None,
-    )
-    .await;
-    let (_, body) = app
-        .post_message("/api", &f.token, &public_id, "hello again")
-        .await;
+    app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &admin, None).await;
+    let (_, body) = app.post_message("/api", &f.token, &public_id, "hello again").await;
     assert_eq!(body["conversation"]["status"], "unassigned");
 }
 
@@ -417,48 +194,20 @@ async fn assign_and_transfer_follow_the_state_rules() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
     let other_site = app.site("acme", f.scope.tenant, &[]).await;
-    let ann = app
-        .operator(&f, "ann@acme.example", Role::Agent, &[f.scope.site])
-        .await;
-    let outsider = app
-        .operator(
-            &f,
-            "out@acme.example",
-            Role::Agent,
-            &[other_site.scope.site],
-        )
-        .await;
-    let gone = app
-        .operator(&f, "gone@acme.example", Role::Agent, &[f.scope.site])
-        .await;
+    let ann = app.operator(&f, "ann@acme.example", Role::Agent, &[f.scope.site]).await;
+    let outsider = app.operator(&f, "out@acme.example", Role::Agent, &[other_site.scope.site]).await;
+    let gone = app.operator(&f, "gone@acme.example", Role::Agent, &[f.scope.site]).await;
     let globex = app.fixture("globex", &[]).await;
-    let foreign = app
-        .operator(&globex, "ann@globex.example", Role::Admin, &[])
-        .await;
+    let foreign = app.operator(&globex, "ann@globex.example", Role::Admin, &[]).await;
     let admin = app.login("admin@acme.example.com").await;
-    app.authed(
-        Method::PATCH,
-        &format!("/api/admin/operators/{gone}"),
-        &admin,
-        Some(json!({"active": false})),
-    )
-    .await;
+    app.authed(Method::PATCH, &format!("/api/admin/operators/{gone}"), &admin, Some(json!({"active": false}))).await;
     app.open_conversation("/api", &f.token, "v", "hi").await;
-    let (_, list) = app
-        .authed(Method::GET, "/api/mobile/conversations", &admin, None)
-        .await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
     let id = list["conversations"][0]["id"].as_i64().unwrap();
 
     for prefix in PREFIXES {
         let base = format!("{prefix}/mobile/conversations/{id}");
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &format!("{base}/assign"),
-                &admin,
-                Some(json!({"operator_id": ann})),
-            )
-            .await;
+        let (status, body) = app.authed(Method::POST, &format!("{base}/assign"), &admin, Some(json!({"operator_id": ann}))).await;
         if status == StatusCode::OK {
             assert_eq!(body["conversation"]["assignee"]["id"], ann);
         } else {
@@ -466,75 +215,26 @@ async fn assign_and_transfer_follow_the_state_rules() {
         }
         for target in [ann, outsider, gone, foreign, 999_999] {
             for action in ["assign", "transfer"] {
-                let (status, body) = app
-                    .authed(
-                        Method::POST,
-                        &format!("{base}/{action}"),
-                        &admin,
-                        Some(json!({"operator_id": target})),
-                    )
-                    .await;
+                let (status, body) =
+                    app.authed(Method::POST, &format!("{base}/{action}"), &admin, Some(json!({"operator_id": target}))).await;
                 assert_fields(status, &body, &["operator_id"]);
             }
         }
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &format!("{base}/transfer"),
-                &admin,
-                Some(json!({})),
-            )
-            .await;
+        let (status, body) = app.authed(Method::POST, &format!("{base}/transfer"), &admin, Some(json!({}))).await;
         assert_fields(status, &body, &["operator_id"]);
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &format!("{base}/transfer"),
-                &admin,
-                Some(json!({"operator_id": "ann"})),
-            )
-            .await;
+        let (status, body) = app.authed(Method::POST, &format!("{base}/transfer"), &admin, Some(json!({"operator_id": "ann"}))).await;
         assert_fields(status, &body, &["operator_id"]);
     }
-    let (_, body) = app
-        .authed(
-            Method::GET,
-            &format!("/api/mobile/conversations/{id}"),
-            &admin,
-            None,
-        )
-        .await;
-    assert_eq!(
-        body["conversation"]["assignee"]["id"], ann,
-        "refused changes changed nothing"
-    );
+    let (_, body) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}"), &admin, None).await;
+    assert_eq!(body["conversation"]["assignee"]["id"], ann, "refused changes changed nothing");
 
-    app.authed(
-        Method::POST,
-        &format!("/api/mobile/conversations/{id}/close"),
-        &admin,
-        None,
-    )
-    .await;
+    app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &admin, None).await;
     for action in ["assign", "transfer"] {
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &format!("/api/mobile/conversations/{id}/{action}"),
-                &admin,
-                Some(json!({"operator_id": ann})),
-            )
-            .await;
+        let (status, body) =
+            app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/{action}"), &admin, Some(json!({"operator_id": ann}))).await;
         assert_error(status, &body, StatusCode::CONFLICT, "conflict");
     }
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("/api/mobile/conversations/{id}/assign"),
-            &admin,
-            None,
-        )
-        .await;
+    let (status, body) = app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/assign"), &admin, None).await;
     assert_error(status, &body, StatusCode::CONFLICT, "conflict");
 }
 
@@ -542,30 +242,17 @@ async fn assign_and_transfer_follow_the_state_rules() {
 async fn assign_with_an_operator_names_it_in_the_system_message() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
-    let ann = app
-        .operator(&f, "ann@acme.example", Role::Agent, &[f.scope.site])
-        .await;
+    let ann = app.operator(&f, "ann@acme.example", Role::Agent, &[f.scope.site]).await;
     let admin = app.login("admin@acme.example.com").await;
     let public_id = app.open_conversation("/api", &f.token, "v", "hi").await;
-    let (_, list) = app
-        .authed(Method::GET, "/api/mobile/conversations", &admin, None)
-        .await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
     let id = list["conversations"][0]["id"].as_i64().unwrap();
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("/api/mobile/conversations/{id}/assign"),
-            &admin,
-            Some(json!({"operator_id": ann})),
-        )
-        .await;
+    let (status, body) =
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/assign"), &admin, Some(json!({"operator_id": ann}))).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["conversation"]["assignee"]["name"], "ann");
     let seen = widget_messages(&app, &f.token, &public_id).await;
-    assert_eq!(
-        seen.last().unwrap()["body"],
-        "admin assigned the conversation to ann"
-    );
+    assert_eq!(seen.last().unwrap()["body"], "admin assigned the conversation to ann");
 }
 
 #[tokio::test]
@@ -575,52 +262,20 @@ async fn reading_and_replying_validate_input() {
     let id = all[0];
     for prefix in PREFIXES {
         let base = format!("{prefix}/mobile/conversations");
-        let (status, body) = app
-            .authed(Method::GET, &format!("{base}/{id}"), &admin, None)
-            .await;
+        let (status, body) = app.authed(Method::GET, &format!("{base}/{id}"), &admin, None).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert_eq!(body["conversation"]["id"], id);
         for missing in ["999999", "0", "-3", "abc"] {
-            let (status, body) = app
-                .authed(Method::GET, &format!("{base}/{missing}"), &admin, None)
-                .await;
+            let (status, body) = app.authed(Method::GET, &format!("{base}/{missing}"), &admin, None).await;
             assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
-            let (status, body) = app
-                .authed(
-                    Method::POST,
-                    &format!("{base}/{missing}/close"),
-                    &admin,
-                    None,
-                )
-                .await;
+            let (status, body) = app.authed(Method::POST, &format!("{base}/{missing}/close"), &admin, None).await;
             assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
         }
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &format!("{base}/{id}/messages"),
-                &admin,
-                Some(json!({"body": "  "})),
-            )
-            .await;
+        let (status, body) = app.authed(Method::POST, &format!("{base}/{id}/messages"), &admin, Some(json!({"body": "  "}))).await;
         assert_fields(status, &body, &["body"]);
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &format!("{base}/{id}/messages"),
-                &admin,
-                Some(json!({})),
-            )
-            .await;
+        let (status, body) = app.authed(Method::POST, &format!("{base}/{id}/messages"), &admin, Some(json!({}))).await;
         assert_fields(status, &body, &["body"]);
-        let (status, body) = app
-            .authed(
-                Method::GET,
-                &format!("{base}/{id}/messages?after_id=x"),
-                &admin,
-                None,
-            )
-            .await;
+        let (status, body) = app.authed(Method::GET, &format!("{base}/{id}/messages?after_id=x"), &admin, None).await;
         assert_fields(status, &body, &["after_id"]);
         let res = app
             .client
@@ -643,22 +298,8 @@ async fn reading_and_replying_validate_input() {
             .unwrap();
         assert_eq!(res.status(), StatusCode::BAD_REQUEST);
     }
-    let (_, body) = app
-        .authed(
-            Method::GET,
-            &format!("/api/mobile/conversations/{id}/messages"),
-            &admin,
-            None,
-        )
-        .await;
+    let (_, body) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &admin, None).await;
     let first = body["messages"][0]["id"].as_i64().unwrap();
-    let (_, body) = app
-        .authed(
-            Method::GET,
-            &format!("/api/mobile/conversations/{id}/messages?after_id={first}"),
-            &admin,
-            None,
-        )
-        .await;
+    let (_, body) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages?after_id={first}"), &admin, None).await;
     assert_eq!(body["messages"].as_array().unwrap().len(), 0);
 }

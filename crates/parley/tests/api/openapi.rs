@@ -34,10 +34,7 @@ async fn the_document_covers_every_route_under_both_prefixes() {
             let op = &doc["paths"][format!("{prefix}{route}")][method];
             assert!(op.is_object(), "{method} {prefix}{route} is documented");
             let responses = op["responses"].as_object().unwrap();
-            assert!(
-                responses.keys().any(|k| k.starts_with('2')),
-                "{route}: a success response"
-            );
+            assert!(responses.keys().any(|k| k.starts_with('2')), "{route}: a success response");
             for code in ["404", "422"] {
                 assert!(responses.contains_key(code), "{route}: {code}");
             }
@@ -45,10 +42,7 @@ async fn the_document_covers_every_route_under_both_prefixes() {
                 for code in ["400", "413", "415", "429"] {
                     assert!(responses.contains_key(code), "{route}: {code}");
                 }
-                assert!(
-                    op["requestBody"]["content"]["application/json"]["schema"].is_object(),
-                    "{route}: request schema"
-                );
+                assert!(op["requestBody"]["content"]["application/json"]["schema"].is_object(), "{route}: request schema");
             }
         }
     }
@@ -62,10 +56,7 @@ async fn the_document_covers_every_route_under_both_prefixes() {
     let unique: BTreeSet<&str> = ids.iter().copied().collect();
     assert_eq!(ids.len(), unique.len(), "operation ids are unique: {ids:?}");
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
-    assert!(
-        doc["paths"].get("/sandbox").is_none(),
-        "no sandbox under serve"
-    );
+    assert!(doc["paths"].get("/sandbox").is_none(), "no sandbox under serve");
 }
 
 /// The documented required fields are exactly the ones the server insists
@@ -83,16 +74,12 @@ async fn documented_required_fields_are_enforced() {
             continue;
         }
         for (method, op) in item.as_object().unwrap() {
-            let Some(schema_ref) =
-                op["requestBody"]["content"]["application/json"]["schema"]["$ref"].as_str()
-            else {
+            let Some(schema_ref) = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].as_str() else {
                 continue;
             };
             let schema = &doc["components"]["schemas"][schema_ref.rsplit('/').next().unwrap()];
-            let mut required: Vec<&str> = schema["required"]
-                .as_array()
-                .map(|r| r.iter().map(|v| v.as_str().unwrap()).collect())
-                .unwrap_or_default();
+            let mut required: Vec<&str> =
+                schema["required"].as_array().map(|r| r.iter().map(|v| v.as_str().unwrap()).collect()).unwrap_or_default();
             if required.is_empty() {
                 continue;
             }
@@ -111,13 +98,9 @@ async fn documented_required_fields_are_enforced() {
 async fn operator_routes_declare_bearer_security() {
     let app = TestApp::spawn().await;
     let doc = document(&app).await;
-    assert_eq!(
-        doc["components"]["securitySchemes"]["bearer"]["scheme"],
-        "bearer"
-    );
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
     for (path, item) in doc["paths"].as_object().unwrap() {
-        let needs_token =
-            (path.contains("/mobile/") && !path.ends_with("/login")) || path.contains("/admin/");
+        let needs_token = (path.contains("/mobile/") && !path.ends_with("/login")) || path.contains("/admin/");
         for op in item.as_object().unwrap().values() {
             assert_eq!(op.get("security").is_some(), needs_token, "{path}");
         }

@@ -23,10 +23,7 @@ pub struct Received {
 
 impl Received {
     pub fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
     }
 
     pub fn json(&self) -> Value {
@@ -56,21 +53,11 @@ pub struct Receiver {
 }
 
 async fn handle(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    let _ = s.seen.send(Received {
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
-    let reply = s
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or(Reply::Status(200));
+    let _ = s.seen.send(Received { headers, body: String::from_utf8_lossy(&body).into_owned() });
+    let reply = s.script.lock().unwrap().pop_front().unwrap_or(Reply::Status(200));
     match reply {
         Reply::Status(code) => StatusCode::from_u16(code).unwrap().into_response(),
-        Reply::WithHeader(code, name, value) => {
-            (StatusCode::from_u16(code).unwrap(), [(name, value)]).into_response()
-        }
+        Reply::WithHeader(code, name, value) => (StatusCode::from_u16(code).unwrap(), [(name, value)]).into_response(),
         Reply::Hang => {
             std::future::pending::<()>().await;
             StatusCode::OK.into_response()
@@ -84,16 +71,9 @@ impl Receiver {
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
         let (tx, rx) = mpsc::unbounded_channel();
         let script = Arc::new(Mutex::new(VecDeque::new()));
-        let app = Router::new().fallback(handle).with_state(Shared {
-            script: script.clone(),
-            seen: tx,
-        });
+        let app = Router::new().fallback(handle).with_state(Shared { script: script.clone(), seen: tx });
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Self {
-            url,
-            script,
-            seen: tokio::sync::Mutex::new(rx),
-        }
+        Self { url, script, seen: tokio::sync::Mutex::new(rx) }
     }
 
     pub fn reply(&self, replies: &[Reply]) {
@@ -103,9 +83,6 @@ impl Receiver {
     /// The next request, waiting at most 10 seconds.
     pub async fn next(&self) -> Received {
         let mut rx = self.seen.lock().await;
-        tokio::time::timeout(Duration::from_secs(10), rx.recv())
-            .await
-            .expect("a delivery within 10 s")
-            .expect("receiver open")
+        tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("a delivery within 10 s").expect("receiver open")
     }
 }

@@ -9,33 +9,18 @@ async fn demo_serves_credentials_that_work() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(creds["api_base"], app.base.as_str());
     let token = creds["widget_token"].as_str().unwrap();
-    assert!(
-        creds["mobile_token"].as_str().unwrap().len() >= 43,
-        "256-bit bearer token"
-    );
+    assert!(creds["mobile_token"].as_str().unwrap().len() >= 43, "256-bit bearer token");
     let operators = creds["operators"].as_array().unwrap();
-    let roles: Vec<&str> = operators
-        .iter()
-        .map(|o| o["role"].as_str().unwrap())
-        .collect();
+    let roles: Vec<&str> = operators.iter().map(|o| o["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["admin", "agent"]);
-    assert!(
-        operators
-            .iter()
-            .all(|o| o["email"].is_string() && o["password"].is_string())
-    );
+    assert!(operators.iter().all(|o| o["email"].is_string() && o["password"].is_string()));
 
     let (status, config) = app.get(&format!("/api/v1/widget/config/{token}")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(config["tenant"]["slug"], "sandbox");
-    assert_eq!(
-        config["site"]["domains"],
-        serde_json::json!(["localhost", "127.0.0.1"])
-    );
+    assert_eq!(config["site"]["domains"], serde_json::json!(["localhost", "127.0.0.1"]));
 
-    let public_id = app
-        .open_conversation("/api", token, "demo-visitor", "hello sandbox")
-        .await;
+    let public_id = app.open_conversation("/api", token, "demo-visitor", "hello sandbox").await;
     assert!(public_id.starts_with("conv_"));
 }
 
@@ -45,12 +30,7 @@ async fn the_sandbox_page_shows_credentials_and_the_embed_snippet() {
     let (_, creds) = app.get("/sandbox/credentials").await;
     let res = app.client.get(app.url("/sandbox")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    assert!(
-        res.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/html")
-    );
+    assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
     let html = res.text().await.unwrap();
     for key in ["widget_token", "mobile_token", "api_base"] {
         assert!(html.contains(creds[key].as_str().unwrap()), "{key} shown");
@@ -68,18 +48,10 @@ async fn the_sandbox_page_shows_credentials_and_the_embed_snippet() {
 async fn seeding_twice_keeps_the_widget_token_and_issues_a_new_mobile_token() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/demo.sqlite3", dir.path().display());
-    let first = TestApp::with()
-        .demo()
-        .var("PARLEY_DATABASE_URL", &url)
-        .start()
-        .await;
+    let first = TestApp::with().demo().var("PARLEY_DATABASE_URL", &url).start().await;
     let (_, a) = first.get("/sandbox/credentials").await;
     first.stop().await;
-    let second = TestApp::with()
-        .demo()
-        .var("PARLEY_DATABASE_URL", &url)
-        .start()
-        .await;
+    let second = TestApp::with().demo().var("PARLEY_DATABASE_URL", &url).start().await;
     let (_, b) = second.get("/sandbox/credentials").await;
     assert_eq!(a["widget_token"], b["widget_token"]);
     assert_ne!(a["mobile_token"], b["mobile_token"]);

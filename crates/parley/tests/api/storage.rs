@@ -16,16 +16,8 @@ async fn a_failing_unit_in_a_batch_rolls_back_alone() {
         let db = app.db.clone();
         handles.push(tokio::spawn(async move {
             db.write(move |tx| {
-                tx.insert_tenant(&NewTenant {
-                    slug: format!("t{n}"),
-                    name: "n".into(),
-                    created_at: START,
-                })?;
-                if n % 3 == 0 {
-                    Err(DomainError::Conflict("refused on purpose"))
-                } else {
-                    Ok(())
-                }
+                tx.insert_tenant(&NewTenant { slug: format!("t{n}"), name: "n".into(), created_at: START })?;
+                if n % 3 == 0 { Err(DomainError::Conflict("refused on purpose")) } else { Ok(()) }
             })
             .await
         }));
@@ -37,11 +29,7 @@ async fn a_failing_unit_in_a_batch_rolls_back_alone() {
         kept += usize::from(result.is_ok());
     }
     for n in 0..200 {
-        let exists = app
-            .db
-            .read(move |r| Ok(r.tenant_by_slug(&format!("t{n}"))?.is_some()))
-            .await
-            .unwrap();
+        let exists = app.db.read(move |r| Ok(r.tenant_by_slug(&format!("t{n}"))?.is_some())).await.unwrap();
         assert_eq!(exists, n % 3 != 0, "tenant t{n}");
     }
     assert_eq!(kept, 133);
@@ -53,16 +41,7 @@ async fn a_panicking_unit_does_not_stop_the_writer() {
     let app = TestApp::spawn().await;
     let result: Result<(), _> = app.db.write(|_| panic!("boom")).await;
     assert!(result.is_err());
-    let ok = app
-        .db
-        .write(|tx| {
-            Ok(tx.insert_tenant(&NewTenant {
-                slug: "after".into(),
-                name: "n".into(),
-                created_at: START,
-            })?)
-        })
-        .await;
+    let ok = app.db.write(|tx| Ok(tx.insert_tenant(&NewTenant { slug: "after".into(), name: "n".into(), created_at: START })?)).await;
     assert!(ok.is_ok());
 }
 
@@ -77,14 +56,7 @@ async fn close_keeps_every_acknowledged_write() {
     for n in 0..100 {
         let db = app.db.clone();
         handles.push(tokio::spawn(async move {
-            db.write(move |tx| {
-                Ok(tx.insert_tenant(&NewTenant {
-                    slug: format!("c{n}"),
-                    name: "n".into(),
-                    created_at: START,
-                })?)
-            })
-            .await
+            db.write(move |tx| Ok(tx.insert_tenant(&NewTenant { slug: format!("c{n}"), name: "n".into(), created_at: START })?)).await
         }));
         if n == 50 {
             app.db.close().await;
@@ -99,14 +71,9 @@ async fn close_keeps_every_acknowledged_write() {
         }
     }
     assert!(acknowledged.len() < 100, "writes after close are refused");
-    let reopened = parley_storage::open(&url, Default::default())
-        .await
-        .unwrap();
+    let reopened = parley_storage::open(&url, Default::default()).await.unwrap();
     for n in acknowledged {
-        let exists = reopened
-            .read(move |r| Ok(r.tenant_by_slug(&format!("c{n}"))?.is_some()))
-            .await
-            .unwrap();
+        let exists = reopened.read(move |r| Ok(r.tenant_by_slug(&format!("c{n}"))?.is_some())).await.unwrap();
         assert!(exists, "acknowledged tenant c{n} is stored");
     }
     reopened.close().await;
@@ -116,20 +83,11 @@ async fn close_keeps_every_acknowledged_write() {
 /// event, no delivery.
 #[tokio::test]
 async fn a_rolled_back_change_emits_nothing() {
-    let app = TestApp::with()
-        .var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true")
-        .start()
-        .await;
+    let app = TestApp::with().var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true").start().await;
     let f = app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
-    let (status, _) = app
-        .authed(
-            reqwest::Method::POST,
-            "/api/admin/webhooks",
-            &admin,
-            Some(serde_json::json!({"url": "http://127.0.0.1:9/hook"})),
-        )
-        .await;
+    let (status, _) =
+        app.authed(reqwest::Method::POST, "/api/admin/webhooks", &admin, Some(serde_json::json!({"url": "http://127.0.0.1:9/hook"}))).await;
     assert_eq!(status, reqwest::StatusCode::CREATED);
     let tenant = f.scope.tenant;
     let result: Result<(), _> = app

@@ -30,20 +30,13 @@ async fn register(app: &TestApp, admin: &str, url: &str, events: Option<Value>) 
     if let Some(e) = events {
         body["events"] = e;
     }
-    let (status, res) = app
-        .authed(Method::POST, "/api/v1/admin/webhooks", admin, Some(body))
-        .await;
+    let (status, res) = app.authed(Method::POST, "/api/v1/admin/webhooks", admin, Some(body)).await;
     assert_eq!(status, StatusCode::CREATED, "{res}");
-    (
-        res["webhook"]["id"].as_i64().unwrap(),
-        res["webhook"]["secret"].as_str().unwrap().to_owned(),
-    )
+    (res["webhook"]["id"].as_i64().unwrap(), res["webhook"]["secret"].as_str().unwrap().to_owned())
 }
 
 fn mac(secret: &str, parts: &[&[u8]]) -> Vec<u8> {
-    let key = STANDARD
-        .decode(secret.strip_prefix("whsec_").unwrap())
-        .unwrap();
+    let key = STANDARD.decode(secret.strip_prefix("whsec_").unwrap()).unwrap();
     let mut m = <Hmac<Sha256> as KeyInit>::new_from_slice(&key).unwrap();
     for p in parts {
         m.update(p);
@@ -60,51 +53,22 @@ fn verify(r: &crate::receiver::Received, secrets: &[&str]) -> Value {
     let body = r.body.as_bytes();
     let expected: Vec<String> = secrets
         .iter()
-        .map(|s| {
-            format!(
-                "v1={}",
-                mac(s, &[ts.as_bytes(), b".", body])
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect::<String>()
-            )
-        })
+        .map(|s| format!("v1={}", mac(s, &[ts.as_bytes(), b".", body]).iter().map(|b| format!("{b:02x}")).collect::<String>()))
         .collect();
     assert_eq!(r.header("x-service-signature"), expected.join(","));
-    let standard: Vec<String> = secrets
-        .iter()
-        .map(|s| {
-            format!(
-                "v1,{}",
-                STANDARD.encode(mac(s, &[id.as_bytes(), b".", ts.as_bytes(), b".", body]))
-            )
-        })
-        .collect();
+    let standard: Vec<String> =
+        secrets.iter().map(|s| format!("v1,{}", STANDARD.encode(mac(s, &[id.as_bytes(), b".", ts.as_bytes(), b".", body])))).collect();
     assert_eq!(r.header("webhook-signature"), standard.join(" "));
     assert_eq!(r.header("webhook-id"), id);
     assert_eq!(r.header("webhook-timestamp"), ts);
-    assert_eq!(
-        r.header("x-service-event"),
-        envelope["event"].as_str().unwrap()
-    );
+    assert_eq!(r.header("x-service-event"), envelope["event"].as_str().unwrap());
     assert_eq!(r.header("content-type"), "application/json");
-    assert_eq!(
-        ts,
-        START.unix_seconds().to_string(),
-        "signed at the service's time"
-    );
+    assert_eq!(ts, START.unix_seconds().to_string(), "signed at the service's time");
     envelope
 }
 
 async fn deliveries(app: &TestApp, admin: &str, id: i64) -> Value {
-    let (status, body) = app
-        .authed(
-            Method::GET,
-            &format!("/api/v1/admin/webhooks/{id}/deliveries"),
-            admin,
-            None,
-        )
-        .await;
+    let (status, body) = app.authed(Method::GET, &format!("/api/v1/admin/webhooks/{id}/deliveries"), admin, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body
 }
@@ -117,40 +81,17 @@ async fn every_event_kind_arrives_signed_both_ways() {
     let receiver = Receiver::start().await;
     let (_, secret) = register(&app, &admin, &receiver.url, None).await;
 
-    app.post(
-        "/api/widget/ping",
-        json!({"token": f.token, "version": "1.0.0"}),
-    )
-    .await;
-    let public_id = app
-        .open_conversation("/api", &f.token, "ann", "Hello")
-        .await;
-    let (_, list) = app
-        .authed(Method::GET, "/api/mobile/conversations", &admin, None)
-        .await;
+    app.post("/api/widget/ping", json!({"token": f.token, "version": "1.0.0"})).await;
+    let public_id = app.open_conversation("/api", &f.token, "ann", "Hello").await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
     let id = list["conversations"][0]["id"].as_i64().unwrap();
-    app.authed(
-        Method::POST,
-        &format!("/api/mobile/conversations/{id}/messages"),
-        &admin,
-        Some(json!({"body": "Hi Ann"})),
-    )
-    .await;
-    app.authed(
-        Method::POST,
-        &format!("/api/mobile/conversations/{id}/close"),
-        &admin,
-        None,
-    )
-    .await;
+    app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/messages"), &admin, Some(json!({"body": "Hi Ann"}))).await;
+    app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &admin, None).await;
 
     let mut by_kind: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for _ in 0..5 {
         let envelope = verify(&receiver.next().await, &[&secret]);
-        by_kind
-            .entry(envelope["event"].as_str().unwrap().to_owned())
-            .or_default()
-            .push(envelope);
+        by_kind.entry(envelope["event"].as_str().unwrap().to_owned()).or_default().push(envelope);
     }
     for envelope in by_kind.values().flatten() {
         assert_eq!(envelope["version"], "1");
@@ -159,53 +100,25 @@ async fn every_event_kind_arrives_signed_both_ways() {
         assert!(envelope["event_id"].as_str().unwrap().starts_with("evt_"));
     }
     let health = &by_kind["installation.health.changed"][0]["data"];
-    assert_eq!(
-        (
-            health["previous_status"].as_str(),
-            health["status"].as_str()
-        ),
-        (Some("pending"), Some("healthy"))
-    );
+    assert_eq!((health["previous_status"].as_str(), health["status"].as_str()), (Some("pending"), Some("healthy")));
     assert_eq!(health["installation"]["widget_version"], "1.0.0");
     let created = &by_kind["conversation.created"][0]["data"];
     assert_eq!(created["conversation"]["public_id"], public_id.as_str());
     assert_eq!(created["visitor"]["uuid"], "ann");
     assert_eq!(created["message"]["body"], "Hello");
-    let bodies: Vec<&str> = by_kind["message.created"]
-        .iter()
-        .map(|e| e["data"]["message"]["body"].as_str().unwrap())
-        .collect();
+    let bodies: Vec<&str> = by_kind["message.created"].iter().map(|e| e["data"]["message"]["body"].as_str().unwrap()).collect();
     assert_eq!(bodies.len(), 2);
     assert!(bodies.contains(&"Hello") && bodies.contains(&"Hi Ann"));
-    let operator_message = by_kind["message.created"]
-        .iter()
-        .find(|e| e["data"]["message"]["body"] == "Hi Ann")
-        .unwrap();
-    assert_eq!(
-        operator_message["data"]["message"]["sender"]["type"],
-        "operator"
-    );
+    let operator_message = by_kind["message.created"].iter().find(|e| e["data"]["message"]["body"] == "Hi Ann").unwrap();
+    assert_eq!(operator_message["data"]["message"]["sender"]["type"], "operator");
     let closed = &by_kind["conversation.closed"][0]["data"];
     assert_eq!(closed["closed_by"], "operator");
     assert_eq!(closed["conversation"]["status"], "closed");
 
     // Disabling the installation is a health change too.
-    let (_, installs) = app
-        .authed(
-            Method::GET,
-            &format!("/api/admin/sites/{}/installations", f.scope.site.0),
-            &admin,
-            None,
-        )
-        .await;
+    let (_, installs) = app.authed(Method::GET, &format!("/api/admin/sites/{}/installations", f.scope.site.0), &admin, None).await;
     let installation = installs["installations"][0]["id"].as_i64().unwrap();
-    app.authed(
-        Method::PATCH,
-        &format!("/api/admin/installations/{installation}"),
-        &admin,
-        Some(json!({"enabled": false})),
-    )
-    .await;
+    app.authed(Method::PATCH, &format!("/api/admin/installations/{installation}"), &admin, Some(json!({"enabled": false}))).await;
     let envelope = verify(&receiver.next().await, &[&secret]);
     assert_eq!(envelope["event"], "installation.health.changed");
     assert_eq!(envelope["data"]["status"], "disabled");
@@ -213,11 +126,7 @@ async fn every_event_kind_arrives_signed_both_ways() {
 
     let all = eventually(|| async {
         let body = deliveries(&app, &admin, 1).await;
-        let done = body["deliveries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|d| d["status"] == "delivered");
+        let done = body["deliveries"].as_array().unwrap().iter().all(|d| d["status"] == "delivered");
         done.then_some(body)
     })
     .await;
@@ -234,65 +143,23 @@ async fn an_event_filter_limits_what_an_endpoint_receives() {
     let admin = app.login("admin@acme.example.com").await;
     let receiver = Receiver::start().await;
     let (all, _) = register(&app, &admin, &receiver.url, None).await;
-    let (closed_only, _) = register(
-        &app,
-        &admin,
-        &receiver.url,
-        Some(json!(["conversation.closed"])),
-    )
-    .await;
-    app.open_conversation("/api", &f.token, "ann", "Hello")
-        .await;
-    let (_, list) = app
-        .authed(Method::GET, "/api/mobile/conversations", &admin, None)
-        .await;
+    let (closed_only, _) = register(&app, &admin, &receiver.url, Some(json!(["conversation.closed"]))).await;
+    app.open_conversation("/api", &f.token, "ann", "Hello").await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
     let id = list["conversations"][0]["id"].as_i64().unwrap();
-    app.authed(
-        Method::POST,
-        &format!("/api/mobile/conversations/{id}/close"),
-        &admin,
-        None,
-    )
-    .await;
+    app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &admin, None).await;
 
     let kinds = |body: Value| -> Vec<String> {
-        let mut k: Vec<String> = body["deliveries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["event"].as_str().unwrap().to_owned())
-            .collect();
+        let mut k: Vec<String> = body["deliveries"].as_array().unwrap().iter().map(|d| d["event"].as_str().unwrap().to_owned()).collect();
         k.sort();
         k
     };
-    assert_eq!(
-        kinds(deliveries(&app, &admin, closed_only).await),
-        ["conversation.closed"]
-    );
-    assert_eq!(
-        kinds(deliveries(&app, &admin, all).await),
-        [
-            "conversation.closed",
-            "conversation.created",
-            "message.created"
-        ]
-    );
-    let (_, list) = app
-        .authed(Method::GET, "/api/admin/webhooks", &admin, None)
-        .await;
-    assert_eq!(
-        list["webhooks"][1]["events"],
-        json!(["conversation.closed"])
-    );
-    assert_eq!(
-        list["webhooks"][0]["events"].as_array().unwrap().len(),
-        5,
-        "no filter means every kind"
-    );
-    assert!(
-        list["webhooks"][0].get("secret").is_none(),
-        "secrets are shown only once"
-    );
+    assert_eq!(kinds(deliveries(&app, &admin, closed_only).await), ["conversation.closed"]);
+    assert_eq!(kinds(deliveries(&app, &admin, all).await), ["conversation.closed", "conversation.created", "message.created"]);
+    let (_, list) = app.authed(Method::GET, "/api/admin/webhooks", &admin, None).await;
+    assert_eq!(list["webhooks"][1]["events"], json!(["conversation.closed"]));
+    assert_eq!(list["webhooks"][0]["events"].as_array().unwrap().len(), 5, "no filter means every kind");
+    assert!(list["webhooks"][0].get("secret").is_none(), "secrets are shown only once");
 }
 
 #[tokio::test]
@@ -302,15 +169,8 @@ async fn failures_retry_on_schedule_with_one_event_id() {
     let admin = app.login("admin@acme.example.com").await;
     let receiver = Receiver::start().await;
     receiver.reply(&[Reply::Status(500), Reply::Status(500)]);
-    let (id, secret) = register(
-        &app,
-        &admin,
-        &receiver.url,
-        Some(json!(["installation.health.changed"])),
-    )
-    .await;
-    app.post("/api/widget/ping", json!({"token": f.token}))
-        .await;
+    let (id, secret) = register(&app, &admin, &receiver.url, Some(json!(["installation.health.changed"]))).await;
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
 
     let first = receiver.next().await;
     verify(&first, &[&secret]);
@@ -324,23 +184,14 @@ async fn failures_retry_on_schedule_with_one_event_id() {
     assert_eq!(d["attempts"][0]["status_code"], 500);
     assert_eq!(d["attempts"][0]["error"], "HTTP 500");
     let next: String = d["next_attempt_at"].as_str().unwrap().to_owned();
-    assert!(
-        ("2026-01-01T00:00:09.000Z".."2026-01-01T00:00:11.001Z").contains(&next.as_str()),
-        "10 s ± 10 %: {next}"
-    );
+    assert!(("2026-01-01T00:00:09.000Z".."2026-01-01T00:00:11.001Z").contains(&next.as_str()), "10 s ± 10 %: {next}");
 
     app.clock.advance(Duration::from_secs(12));
     let second = receiver.next().await;
     app.clock.advance(Duration::from_secs(23));
     let third = receiver.next().await;
-    let ids: Vec<Value> = [&first, &second, &third]
-        .iter()
-        .map(|r| r.json()["event_id"].clone())
-        .collect();
-    assert!(
-        ids.windows(2).all(|w| w[0] == w[1]),
-        "one event_id for every attempt: {ids:?}"
-    );
+    let ids: Vec<Value> = [&first, &second, &third].iter().map(|r| r.json()["event_id"].clone()).collect();
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "one event_id for every attempt: {ids:?}");
     assert_eq!(second.body, first.body, "the same body each time");
 
     let done = eventually(|| async {
@@ -348,12 +199,8 @@ async fn failures_retry_on_schedule_with_one_event_id() {
         (body["deliveries"][0]["status"] == "delivered").then_some(body)
     })
     .await;
-    let codes: Vec<i64> = done["deliveries"][0]["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["status_code"].as_i64().unwrap())
-        .collect();
+    let codes: Vec<i64> =
+        done["deliveries"][0]["attempts"].as_array().unwrap().iter().map(|a| a["status_code"].as_i64().unwrap()).collect();
     assert_eq!(codes, [500, 500, 200]);
     assert_eq!(done["deliveries"][0]["next_attempt_at"], Value::Null);
 }
@@ -371,8 +218,7 @@ async fn after_the_last_retry_the_delivery_fails() {
     let receiver = Receiver::start().await;
     receiver.reply(&[Reply::Status(500), Reply::Status(503)]);
     let (id, _) = register(&app, &admin, &receiver.url, None).await;
-    app.post("/api/widget/ping", json!({"token": f.token}))
-        .await;
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
     receiver.next().await;
     app.clock.advance(Duration::from_secs(12));
     receiver.next().await;
@@ -381,13 +227,7 @@ async fn after_the_last_retry_the_delivery_fails() {
         (body["deliveries"][0]["status"] == "failed").then_some(body)
     })
     .await;
-    assert_eq!(
-        failed["deliveries"][0]["attempts"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(failed["deliveries"][0]["attempts"].as_array().unwrap().len(), 2);
     assert_eq!(failed["deliveries"][0]["last_error"], "HTTP 503");
 }
 
@@ -399,13 +239,10 @@ async fn gone_disables_the_endpoint() {
     let receiver = Receiver::start().await;
     receiver.reply(&[Reply::Status(410)]);
     let (id, _) = register(&app, &admin, &receiver.url, None).await;
-    app.post("/api/widget/ping", json!({"token": f.token}))
-        .await;
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
     receiver.next().await;
     let hook = eventually(|| async {
-        let (_, list) = app
-            .authed(Method::GET, "/api/admin/webhooks", &admin, None)
-            .await;
+        let (_, list) = app.authed(Method::GET, "/api/admin/webhooks", &admin, None).await;
         let hook = list["webhooks"][0].clone();
         (hook["enabled"] == false).then_some(hook)
     })
@@ -413,21 +250,9 @@ async fn gone_disables_the_endpoint() {
     assert!(hook["disabled_reason"].as_str().unwrap().contains("410"));
     let body = deliveries(&app, &admin, id).await;
     assert_eq!(body["deliveries"][0]["status"], "failed");
-    app.open_conversation("/api", &f.token, "ann", "after")
-        .await;
-    assert_eq!(
-        deliveries(&app, &admin, id).await["meta"]["total"],
-        1,
-        "a disabled endpoint gets no new deliveries"
-    );
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("/api/admin/webhooks/{id}/deliveries/1/redeliver"),
-            &admin,
-            None,
-        )
-        .await;
+    app.open_conversation("/api", &f.token, "ann", "after").await;
+    assert_eq!(deliveries(&app, &admin, id).await["meta"]["total"], 1, "a disabled endpoint gets no new deliveries");
+    let (status, body) = app.authed(Method::POST, &format!("/api/admin/webhooks/{id}/deliveries/1/redeliver"), &admin, None).await;
     assert_error(status, &body, StatusCode::CONFLICT, "conflict");
 }
 
@@ -441,16 +266,11 @@ async fn redirects_are_failures_and_are_not_followed() {
     let location: &'static str = Box::leak(elsewhere.url.clone().into_boxed_str());
     receiver.reply(&[Reply::WithHeader(302, "location", location)]);
     let (id, _) = register(&app, &admin, &receiver.url, None).await;
-    app.post("/api/widget/ping", json!({"token": f.token}))
-        .await;
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
     receiver.next().await;
     let body = eventually(|| async {
         let body = deliveries(&app, &admin, id).await;
-        (!body["deliveries"][0]["attempts"]
-            .as_array()
-            .unwrap()
-            .is_empty())
-        .then_some(body)
+        (!body["deliveries"][0]["attempts"].as_array().unwrap().is_empty()).then_some(body)
     })
     .await;
     // A followed redirect would have recorded the target's 200 instead.
@@ -466,22 +286,14 @@ async fn retry_after_is_honoured() {
     let receiver = Receiver::start().await;
     receiver.reply(&[Reply::WithHeader(429, "retry-after", "120")]);
     let (id, _) = register(&app, &admin, &receiver.url, None).await;
-    app.post("/api/widget/ping", json!({"token": f.token}))
-        .await;
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
     receiver.next().await;
     let body = eventually(|| async {
         let body = deliveries(&app, &admin, id).await;
-        (!body["deliveries"][0]["attempts"]
-            .as_array()
-            .unwrap()
-            .is_empty())
-        .then_some(body)
+        (!body["deliveries"][0]["attempts"].as_array().unwrap().is_empty()).then_some(body)
     })
     .await;
-    assert_eq!(
-        body["deliveries"][0]["next_attempt_at"],
-        "2026-01-01T00:02:00.000Z"
-    );
+    assert_eq!(body["deliveries"][0]["next_attempt_at"], "2026-01-01T00:02:00.000Z");
 }
 
 #[tokio::test]
@@ -490,21 +302,8 @@ async fn a_rotated_secret_signs_alongside_the_new_one_for_a_day() {
     let f = app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     let receiver = Receiver::start().await;
-    let (id, old) = register(
-        &app,
-        &admin,
-        &receiver.url,
-        Some(json!(["message.created"])),
-    )
-    .await;
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("/api/v1/admin/webhooks/{id}/rotate-secret"),
-            &admin,
-            None,
-        )
-        .await;
+    let (id, old) = register(&app, &admin, &receiver.url, Some(json!(["message.created"]))).await;
+    let (status, body) = app.authed(Method::POST, &format!("/api/v1/admin/webhooks/{id}/rotate-secret"), &admin, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let new = body["webhook"]["secret"].as_str().unwrap().to_owned();
     assert_ne!(new, old);
@@ -516,11 +315,7 @@ async fn a_rotated_secret_signs_alongside_the_new_one_for_a_day() {
     app.clock.advance(Duration::from_secs(24 * 3600));
     app.post_message("/api", &f.token, &public_id, "two").await;
     let later = receiver.next().await;
-    assert_eq!(
-        later.header("x-service-signature").matches("v1=").count(),
-        1,
-        "the old secret has expired"
-    );
+    assert_eq!(later.header("x-service-signature").matches("v1=").count(), 1, "the old secret has expired");
 }
 
 #[tokio::test]
@@ -530,37 +325,22 @@ async fn redeliver_sends_the_same_event_again() {
     let admin = app.login("admin@acme.example.com").await;
     let receiver = Receiver::start().await;
     let (id, _) = register(&app, &admin, &receiver.url, None).await;
-    app.post("/api/widget/ping", json!({"token": f.token}))
-        .await;
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
     let first = receiver.next().await.json();
     let delivery = eventually(|| async {
         let body = deliveries(&app, &admin, id).await;
-        (body["deliveries"][0]["status"] == "delivered")
-            .then(|| body["deliveries"][0]["id"].as_i64().unwrap())
+        (body["deliveries"][0]["status"] == "delivered").then(|| body["deliveries"][0]["id"].as_i64().unwrap())
     })
     .await;
     for prefix in PREFIXES {
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &format!("{prefix}/admin/webhooks/{id}/deliveries/{delivery}/redeliver"),
-                &admin,
-                None,
-            )
-            .await;
+        let (status, body) =
+            app.authed(Method::POST, &format!("{prefix}/admin/webhooks/{id}/deliveries/{delivery}/redeliver"), &admin, None).await;
         assert_eq!(status, StatusCode::ACCEPTED, "{body}");
         assert_eq!(body["delivery"]["status"], "pending");
         assert_eq!(receiver.next().await.json()["event_id"], first["event_id"]);
     }
     assert_eq!(deliveries(&app, &admin, id).await["meta"]["total"], 3);
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("/api/admin/webhooks/{id}/deliveries/999/redeliver"),
-            &admin,
-            None,
-        )
-        .await;
+    let (status, body) = app.authed(Method::POST, &format!("/api/admin/webhooks/{id}/deliveries/999/redeliver"), &admin, None).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
 }
 
@@ -571,35 +351,12 @@ async fn deleting_an_endpoint_removes_it_and_its_log() {
     let admin = app.login("admin@acme.example.com").await;
     let (id, _) = register(&app, &admin, "http://127.0.0.1:9/hook", None).await;
     for (n, prefix) in PREFIXES.into_iter().enumerate() {
-        let (status, _) = app
-            .authed(
-                Method::DELETE,
-                &format!("{prefix}/admin/webhooks/{id}"),
-                &admin,
-                None,
-            )
-            .await;
-        assert_eq!(
-            status,
-            if n == 0 {
-                StatusCode::NO_CONTENT
-            } else {
-                StatusCode::NOT_FOUND
-            }
-        );
+        let (status, _) = app.authed(Method::DELETE, &format!("{prefix}/admin/webhooks/{id}"), &admin, None).await;
+        assert_eq!(status, if n == 0 { StatusCode::NO_CONTENT } else { StatusCode::NOT_FOUND });
     }
-    let (status, body) = app
-        .authed(
-            Method::GET,
-            &format!("/api/admin/webhooks/{id}/deliveries"),
-            &admin,
-            None,
-        )
-        .await;
+    let (status, body) = app.authed(Method::GET, &format!("/api/admin/webhooks/{id}/deliveries"), &admin, None).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
-    let (_, list) = app
-        .authed(Method::GET, "/api/admin/webhooks", &admin, None)
-        .await;
+    let (_, list) = app.authed(Method::GET, "/api/admin/webhooks", &admin, None).await;
     assert_eq!(list["webhooks"], json!([]));
 }
 
@@ -629,31 +386,15 @@ async fn registration_refuses_internal_addresses() {
         "http://metadata.google.internal/computeMetadata/v1/",
     ] {
         for prefix in PREFIXES {
-            let (status, body) = app
-                .authed(
-                    Method::POST,
-                    &format!("{prefix}/admin/webhooks"),
-                    &admin,
-                    Some(json!({"url": url})),
-                )
-                .await;
+            let (status, body) = app.authed(Method::POST, &format!("{prefix}/admin/webhooks"), &admin, Some(json!({"url": url}))).await;
             assert_fields(status, &body, &["url"]);
         }
     }
     for url in ["ftp://example.com/hook", "not a url", "//example.com/hook"] {
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                "/api/admin/webhooks",
-                &admin,
-                Some(json!({"url": url})),
-            )
-            .await;
+        let (status, body) = app.authed(Method::POST, "/api/admin/webhooks", &admin, Some(json!({"url": url}))).await;
         assert_fields(status, &body, &["url"]);
     }
-    let (_, list) = app
-        .authed(Method::GET, "/api/admin/webhooks", &admin, None)
-        .await;
+    let (_, list) = app.authed(Method::GET, "/api/admin/webhooks", &admin, None).await;
     assert_eq!(list["webhooks"], json!([]), "nothing was registered");
 }
 
@@ -662,34 +403,17 @@ async fn webhook_inputs_are_validated_and_scoped() {
     let app = webhook_app().await;
     let f = app.fixture("acme", &[]).await;
     app.fixture("globex", &[]).await;
-    app.operator(&f, "agent@acme.example", Role::Agent, &[])
-        .await;
+    app.operator(&f, "agent@acme.example", Role::Agent, &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     let agent = app.login("agent@acme.example").await;
     let other = app.login("admin@globex.example.com").await;
     for prefix in PREFIXES {
         let path = format!("{prefix}/admin/webhooks");
-        let (status, body) = app
-            .authed(Method::POST, &path, &admin, Some(json!({})))
-            .await;
+        let (status, body) = app.authed(Method::POST, &path, &admin, Some(json!({}))).await;
         assert_fields(status, &body, &["url"]);
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &path,
-                &admin,
-                Some(json!({"url": 5, "events": ["message.created", "nope"]})),
-            )
-            .await;
+        let (status, body) = app.authed(Method::POST, &path, &admin, Some(json!({"url": 5, "events": ["message.created", "nope"]}))).await;
         assert_fields(status, &body, &["events", "url"]);
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &path,
-                &admin,
-                Some(json!({"url": "http://127.0.0.1:9/", "events": []})),
-            )
-            .await;
+        let (status, body) = app.authed(Method::POST, &path, &admin, Some(json!({"url": "http://127.0.0.1:9/", "events": []}))).await;
         assert_fields(status, &body, &["events"]);
         let (status, body) = app.authed(Method::GET, &path, &agent, None).await;
         assert_error(status, &body, StatusCode::FORBIDDEN, "forbidden");
@@ -697,35 +421,16 @@ async fn webhook_inputs_are_validated_and_scoped() {
     let (id, _) = register(&app, &admin, "http://127.0.0.1:9/hook", None).await;
     for (method, path) in [
         (Method::DELETE, format!("/api/admin/webhooks/{id}")),
-        (
-            Method::POST,
-            format!("/api/admin/webhooks/{id}/rotate-secret"),
-        ),
+        (Method::POST, format!("/api/admin/webhooks/{id}/rotate-secret")),
         (Method::GET, format!("/api/admin/webhooks/{id}/deliveries")),
-        (
-            Method::POST,
-            format!("/api/admin/webhooks/{id}/deliveries/1/redeliver"),
-        ),
+        (Method::POST, format!("/api/admin/webhooks/{id}/deliveries/1/redeliver")),
     ] {
         let (status, body) = app.authed(method, &path, &other, None).await;
         assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     }
-    let (_, list) = app
-        .authed(Method::GET, "/api/admin/webhooks", &other, None)
-        .await;
-    assert_eq!(
-        list["webhooks"],
-        json!([]),
-        "another tenant sees none of them"
-    );
-    let (status, body) = app
-        .authed(
-            Method::GET,
-            &format!("/api/admin/webhooks/{id}/deliveries?per_page=0"),
-            &admin,
-            None,
-        )
-        .await;
+    let (_, list) = app.authed(Method::GET, "/api/admin/webhooks", &other, None).await;
+    assert_eq!(list["webhooks"], json!([]), "another tenant sees none of them");
+    let (status, body) = app.authed(Method::GET, &format!("/api/admin/webhooks/{id}/deliveries?per_page=0"), &admin, None).await;
     assert_fields(status, &body, &["per_page"]);
 }
 
@@ -736,20 +441,12 @@ async fn health_reports_pending_deliveries_and_failing_endpoints() {
     let admin = app.login("admin@acme.example.com").await;
     let receiver = Receiver::start().await;
     receiver.reply(&[Reply::Status(500)]);
-    register(
-        &app,
-        &admin,
-        &receiver.url,
-        Some(json!(["installation.health.changed"])),
-    )
-    .await;
-    app.post("/api/widget/ping", json!({"token": f.token}))
-        .await;
+    register(&app, &admin, &receiver.url, Some(json!(["installation.health.changed"]))).await;
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
     receiver.next().await;
     let checks = eventually(|| async {
         let (_, body) = app.get("/health").await;
-        (body["checks"]["webhooks"]["failing_endpoints"] == 1)
-            .then(|| body["checks"]["webhooks"].clone())
+        (body["checks"]["webhooks"]["failing_endpoints"] == 1).then(|| body["checks"]["webhooks"].clone())
     })
     .await;
     assert_eq!(checks["pending"], 1);

@@ -7,19 +7,14 @@ async fn config_describes_tenant_site_and_installation() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &["acme.example"]).await;
     for prefix in PREFIXES {
-        let (status, body) = app
-            .get(&format!("{prefix}/widget/config/{}", f.token))
-            .await;
+        let (status, body) = app.get(&format!("{prefix}/widget/config/{}", f.token)).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert_eq!(body["tenant"]["slug"], "acme");
         assert_eq!(body["tenant"]["name"], "acme Inc.");
         assert_eq!(body["site"]["name"], "acme site");
         assert_eq!(body["site"]["domains"], serde_json::json!(["acme.example"]));
         assert_eq!(body["site"]["widget"]["accent_color"], "#0f766e");
-        assert_eq!(
-            body["site"]["widget"]["privacy_url"],
-            "https://example.com/privacy"
-        );
+        assert_eq!(body["site"]["widget"]["privacy_url"], "https://example.com/privacy");
         assert_eq!(body["installation"]["name"], "Main website");
         assert_eq!(body["installation"]["status"], "pending");
         assert_eq!(body["installation"]["enabled"], true);
@@ -31,9 +26,7 @@ async fn config_describes_tenant_site_and_installation() {
 async fn unknown_tokens_are_404() {
     let app = TestApp::spawn().await;
     for prefix in PREFIXES {
-        let (status, body) = app
-            .get(&format!("{prefix}/widget/config/inst_doesnotexist"))
-            .await;
+        let (status, body) = app.get(&format!("{prefix}/widget/config/inst_doesnotexist")).await;
         assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     }
 }
@@ -44,20 +37,11 @@ async fn origin_must_be_a_site_domain_or_subdomain() {
     let f = app.fixture("acme", &["acme.example"]).await;
     for prefix in PREFIXES {
         let path = format!("{prefix}/widget/config/{}", f.token);
-        for ok in [
-            "https://acme.example",
-            "https://www.acme.example:8443",
-            "http://shop.eu.acme.example",
-        ] {
+        for ok in ["https://acme.example", "https://www.acme.example:8443", "http://shop.eu.acme.example"] {
             let (status, body) = app.send(Method::GET, &path, None, &[("origin", ok)]).await;
             assert_eq!(status, StatusCode::OK, "{ok}: {body}");
         }
-        for bad in [
-            "https://evil.example",
-            "https://notacme.example",
-            "https://acme.example.evil.net",
-            "null",
-        ] {
+        for bad in ["https://evil.example", "https://notacme.example", "https://acme.example.evil.net", "null"] {
             let (status, body) = app.send(Method::GET, &path, None, &[("origin", bad)]).await;
             assert_error(status, &body, StatusCode::FORBIDDEN, "origin_not_allowed");
         }
@@ -68,14 +52,7 @@ async fn origin_must_be_a_site_domain_or_subdomain() {
 async fn a_site_without_domains_accepts_any_origin() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
-    let (status, _) = app
-        .send(
-            Method::GET,
-            &format!("/api/widget/config/{}", f.token),
-            None,
-            &[("origin", "https://anything.test")],
-        )
-        .await;
+    let (status, _) = app.send(Method::GET, &format!("/api/widget/config/{}", f.token), None, &[("origin", "https://anything.test")]).await;
     assert_eq!(status, StatusCode::OK);
 }
 
@@ -102,19 +79,8 @@ async fn widget_routes_answer_cors_preflights_and_carry_cors_headers() {
             assert!(res.status().is_success(), "{path}: {}", res.status());
             let h = res.headers();
             assert_eq!(h["access-control-allow-origin"], "https://www.acme.example");
-            assert!(
-                h["access-control-allow-methods"]
-                    .to_str()
-                    .unwrap()
-                    .contains("POST")
-            );
-            assert!(
-                h["access-control-allow-headers"]
-                    .to_str()
-                    .unwrap()
-                    .to_lowercase()
-                    .contains("content-type")
-            );
+            assert!(h["access-control-allow-methods"].to_str().unwrap().contains("POST"));
+            assert!(h["access-control-allow-headers"].to_str().unwrap().to_lowercase().contains("content-type"));
         }
         let res = app
             .client
@@ -123,10 +89,7 @@ async fn widget_routes_answer_cors_preflights_and_carry_cors_headers() {
             .send()
             .await
             .unwrap();
-        assert_eq!(
-            res.headers()["access-control-allow-origin"],
-            "https://acme.example"
-        );
+        assert_eq!(res.headers()["access-control-allow-origin"], "https://acme.example");
         // Refusals carry CORS headers too, so the widget can read the reason.
         let res = app
             .client
@@ -136,10 +99,7 @@ async fn widget_routes_answer_cors_preflights_and_carry_cors_headers() {
             .await
             .unwrap();
         assert_eq!(res.status(), StatusCode::FORBIDDEN);
-        assert_eq!(
-            res.headers()["access-control-allow-origin"],
-            "https://evil.example"
-        );
+        assert_eq!(res.headers()["access-control-allow-origin"], "https://evil.example");
     }
 }
 
@@ -155,34 +115,16 @@ async fn installation_health_reports_widget_state_and_warnings() {
             assert!(body.get(key).is_some(), "{key} missing: {body}");
         }
         let warnings = body["warnings"].as_array().unwrap();
-        assert!(
-            warnings
-                .iter()
-                .any(|w| w.as_str().unwrap().contains("No heartbeat")),
-            "{body}"
-        );
+        assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("No heartbeat")), "{body}");
 
-        let (status, body) = app
-            .get(&format!(
-                "{path}?current_url=https%3A%2F%2Fother.example%2Fpage"
-            ))
-            .await;
+        let (status, body) = app.get(&format!("{path}?current_url=https%3A%2F%2Fother.example%2Fpage")).await;
         assert_eq!(status, StatusCode::OK);
-        assert!(
-            body["warnings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|w| w.as_str().unwrap().contains("other.example")),
-            "{body}"
-        );
+        assert!(body["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("other.example")), "{body}");
 
         let (status, body) = app.get(&format!("{path}?current_url=not-a-url")).await;
         assert_fields(status, &body, &["current_url"]);
 
-        let (status, body) = app
-            .get(&format!("{prefix}/widget/installations/inst_nope/health"))
-            .await;
+        let (status, body) = app.get(&format!("{prefix}/widget/installations/inst_nope/health")).await;
         assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     }
 }
@@ -192,13 +134,6 @@ async fn installation_health_answers_any_origin() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &["acme.example"]).await;
     let path = format!("/api/v1/widget/installations/{}/health", f.token);
-    let (status, _) = app
-        .send(
-            Method::GET,
-            &path,
-            None,
-            &[("origin", "https://evil.example")],
-        )
-        .await;
+    let (status, _) = app.send(Method::GET, &path, None, &[("origin", "https://evil.example")]).await;
     assert_eq!(status, StatusCode::OK);
 }

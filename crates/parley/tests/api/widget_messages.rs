@@ -4,12 +4,7 @@ use serde_json::{Value, json};
 use crate::helpers::*;
 
 fn ids(body: &Value) -> Vec<i64> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_i64().unwrap())
-        .collect()
+    body["messages"].as_array().unwrap().iter().map(|m| m["id"].as_i64().unwrap()).collect()
 }
 
 #[tokio::test]
@@ -17,12 +12,8 @@ async fn visitors_post_and_read_messages() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
     for prefix in PREFIXES {
-        let public_id = app
-            .open_conversation(prefix, &f.token, "ann", "first")
-            .await;
-        let (status, body) = app
-            .post_message(prefix, &f.token, &public_id, "  second  ")
-            .await;
+        let public_id = app.open_conversation(prefix, &f.token, "ann", "first").await;
+        let (status, body) = app.post_message(prefix, &f.token, &public_id, "  second  ").await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         assert_eq!(body["message"]["body"], "second");
         assert_eq!(body["message"]["sender"]["type"], "visitor");
@@ -30,19 +21,11 @@ async fn visitors_post_and_read_messages() {
         assert_eq!(body["conversation"]["status"], "unassigned");
         let second = body["message"]["id"].as_i64().unwrap();
 
-        let path = format!(
-            "{prefix}/widget/conversations/{public_id}/messages?token={}",
-            f.token
-        );
+        let path = format!("{prefix}/widget/conversations/{public_id}/messages?token={}", f.token);
         let (status, body) = app.get(&path).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert_eq!(body["conversation"]["public_id"], public_id.as_str());
-        let bodies: Vec<&str> = body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["body"].as_str().unwrap())
-            .collect();
+        let bodies: Vec<&str> = body["messages"].as_array().unwrap().iter().map(|m| m["body"].as_str().unwrap()).collect();
         assert_eq!(bodies, ["first", "second"]);
         let all = ids(&body);
         assert!(all[0] < all[1]);
@@ -58,19 +41,12 @@ async fn visitors_post_and_read_messages() {
 async fn without_after_id_the_latest_hundred_come_oldest_first() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
-    let public_id = app
-        .open_conversation("/api", &f.token, "ann", "message 0")
-        .await;
+    let public_id = app.open_conversation("/api", &f.token, "ann", "message 0").await;
     for n in 1..=104 {
-        let (status, _) = app
-            .post_message("/api", &f.token, &public_id, &format!("message {n}"))
-            .await;
+        let (status, _) = app.post_message("/api", &f.token, &public_id, &format!("message {n}")).await;
         assert_eq!(status, StatusCode::CREATED);
     }
-    let path = format!(
-        "/api/v1/widget/conversations/{public_id}/messages?token={}",
-        f.token
-    );
+    let path = format!("/api/v1/widget/conversations/{public_id}/messages?token={}", f.token);
     let (_, body) = app.get(&path).await;
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 100);
@@ -78,11 +54,7 @@ async fn without_after_id_the_latest_hundred_come_oldest_first() {
     assert_eq!(messages[99]["body"], "message 104");
     let first = ids(&body)[0];
     let (_, body) = app.get(&format!("{path}&after_id=0")).await;
-    assert_eq!(
-        body["messages"].as_array().unwrap().len(),
-        100,
-        "after_id pages hold at most 100"
-    );
+    assert_eq!(body["messages"].as_array().unwrap().len(), 100, "after_id pages hold at most 100");
     assert_eq!(body["messages"][0]["body"], "message 0");
     let (_, body) = app.get(&format!("{path}&after_id={}", first - 1)).await;
     assert_eq!(body["messages"][0]["body"], "message 5");
@@ -98,9 +70,7 @@ async fn query_parameters_are_validated() {
         let (status, body) = app.get(&path).await;
         assert_fields(status, &body, &["token"]);
         for bad in ["-1", "abc", "1.5", ""] {
-            let (status, body) = app
-                .get(&format!("{path}?token={}&after_id={bad}", f.token))
-                .await;
+            let (status, body) = app.get(&format!("{path}?token={}&after_id={bad}", f.token)).await;
             assert_fields(status, &body, &["after_id"]);
         }
     }
@@ -115,25 +85,12 @@ async fn post_validates_the_body() {
         let path = format!("{prefix}/widget/conversations/{public_id}/messages");
         let (status, body) = app.post(&path, json!({})).await;
         assert_fields(status, &body, &["body", "token"]);
-        let (status, body) = app
-            .post(
-                &path,
-                json!({"token": f.token, "body": "   ", "current_url": 12}),
-            )
-            .await;
+        let (status, body) = app.post(&path, json!({"token": f.token, "body": "   ", "current_url": 12})).await;
         assert_fields(status, &body, &["body", "current_url"]);
-        let (status, body) = app
-            .post(&path, json!({"token": f.token, "body": "é".repeat(5001)}))
-            .await;
+        let (status, body) = app.post(&path, json!({"token": f.token, "body": "é".repeat(5001)})).await;
         assert_fields(status, &body, &["body"]);
-        let (status, _) = app
-            .post(&path, json!({"token": f.token, "body": "é".repeat(5000)}))
-            .await;
-        assert_eq!(
-            status,
-            StatusCode::CREATED,
-            "5,000 characters is the limit, not 5,000 bytes"
-        );
+        let (status, _) = app.post(&path, json!({"token": f.token, "body": "é".repeat(5000)})).await;
+        assert_eq!(status, StatusCode::CREATED, "5,000 characters is the limit, not 5,000 bytes");
     }
 }
 
@@ -143,57 +100,27 @@ async fn another_sites_or_tenants_conversation_is_not_found() {
     let acme = app.fixture("acme", &[]).await;
     let acme_blog = app.site("acme", acme.scope.tenant, &[]).await;
     let globex = app.fixture("globex", &[]).await;
-    let public_id = app
-        .open_conversation("/api", &acme.token, "ann", "private words")
-        .await;
+    let public_id = app.open_conversation("/api", &acme.token, "ann", "private words").await;
     for prefix in PREFIXES {
         for other in [&acme_blog.token, &globex.token] {
-            let (status, body) = app
-                .get(&format!(
-                    "{prefix}/widget/conversations/{public_id}/messages?token={other}"
-                ))
-                .await;
+            let (status, body) = app.get(&format!("{prefix}/widget/conversations/{public_id}/messages?token={other}")).await;
             assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
             assert!(!body.to_string().contains("private words"));
-            let (status, body) = app
-                .post_message(prefix, other, &public_id, "intrusion")
-                .await;
+            let (status, body) = app.post_message(prefix, other, &public_id, "intrusion").await;
             assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
         }
-        let (status, unknown) = app
-            .get(&format!(
-                "{prefix}/widget/conversations/conv_nope/messages?token={}",
-                acme.token
-            ))
-            .await;
+        let (status, unknown) = app.get(&format!("{prefix}/widget/conversations/conv_nope/messages?token={}", acme.token)).await;
         assert_error(status, &unknown, StatusCode::NOT_FOUND, "not_found");
-        let (status, body) = app
-            .get(&format!(
-                "{prefix}/widget/conversations/{public_id}/messages?token=inst_nope"
-            ))
-            .await;
+        let (status, body) = app.get(&format!("{prefix}/widget/conversations/{public_id}/messages?token=inst_nope")).await;
         assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     }
-    let (_, body) = app
-        .get(&format!(
-            "/api/widget/conversations/{public_id}/messages?token={}",
-            acme.token
-        ))
-        .await;
-    assert_eq!(
-        body["messages"].as_array().unwrap().len(),
-        1,
-        "the refused posts wrote nothing"
-    );
+    let (_, body) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={}", acme.token)).await;
+    assert_eq!(body["messages"].as_array().unwrap().len(), 1, "the refused posts wrote nothing");
 }
 
 #[tokio::test]
 async fn message_posts_are_rate_limited_per_conversation() {
-    let app = TestApp::with()
-        .var("PARLEY_RATE_LIMITS", "on")
-        .var("PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES", "3/1h")
-        .start()
-        .await;
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").var("PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES", "3/1h").start().await;
     let f = app.fixture("acme", &[]).await;
     let busy = app.open_conversation("/api", &f.token, "ann", "hi").await;
     let quiet = app.open_conversation("/api", &f.token, "bob", "hi").await;
@@ -209,69 +136,29 @@ async fn message_posts_are_rate_limited_per_conversation() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
-    let retry: u64 = res.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=3600).contains(&retry), "{retry}");
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["error"]["code"], "rate_limited");
-    let (status, _) = app
-        .post_message("/api", &f.token, &quiet, "still fine")
-        .await;
-    assert_eq!(
-        status,
-        StatusCode::CREATED,
-        "other conversations are not affected"
-    );
-    let (_, body) = app
-        .get(&format!(
-            "/api/widget/conversations/{busy}/messages?token={}",
-            f.token
-        ))
-        .await;
-    assert_eq!(
-        body["messages"].as_array().unwrap().len(),
-        4,
-        "the refused message was not stored"
-    );
+    let (status, _) = app.post_message("/api", &f.token, &quiet, "still fine").await;
+    assert_eq!(status, StatusCode::CREATED, "other conversations are not affected");
+    let (_, body) = app.get(&format!("/api/widget/conversations/{busy}/messages?token={}", f.token)).await;
+    assert_eq!(body["messages"].as_array().unwrap().len(), 4, "the refused message was not stored");
 }
 
 #[tokio::test]
 async fn widget_writes_are_rate_limited_per_installation_and_address() {
-    let app = TestApp::with()
-        .var("PARLEY_RATE_LIMITS", "on")
-        .var("PARLEY_RATE_LIMIT_WIDGET_WRITES", "2/1h")
-        .start()
-        .await;
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").var("PARLEY_RATE_LIMIT_WIDGET_WRITES", "2/1h").start().await;
     let f = app.fixture("acme", &[]).await;
     let other = app.fixture("globex", &[]).await;
     for _ in 0..2 {
-        let (status, _) = app
-            .post("/api/widget/ping", json!({"token": f.token}))
-            .await;
+        let (status, _) = app.post("/api/widget/ping", json!({"token": f.token})).await;
         assert_eq!(status, StatusCode::OK);
     }
-    let (status, body) = app
-        .post(
-            "/api/widget/visitors",
-            json!({"token": f.token, "uuid": "v"}),
-        )
-        .await;
+    let (status, body) = app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "v"})).await;
     assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
-    let (status, _) = app
-        .post("/api/widget/ping", json!({"token": other.token}))
-        .await;
-    assert_eq!(
-        status,
-        StatusCode::OK,
-        "another installation has its own budget"
-    );
+    let (status, _) = app.post("/api/widget/ping", json!({"token": other.token})).await;
+    assert_eq!(status, StatusCode::OK, "another installation has its own budget");
     let (status, _) = app.get(&format!("/api/widget/config/{}", f.token)).await;
-    assert_eq!(
-        status,
-        StatusCode::OK,
-        "reads are not limited by the write budget"
-    );
+    assert_eq!(status, StatusCode::OK, "reads are not limited by the write budget");
 }
