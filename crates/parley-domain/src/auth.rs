@@ -11,10 +11,12 @@ use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
+
 use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::limits::{FailureWindow, RateLimitSettings};
-use crate::model::Session;
+use crate::model::{Operator, Session};
 use crate::password;
 use crate::store::Database;
 use crate::tenancy::Tenancy;
@@ -39,7 +41,12 @@ pub struct AuthService {
     token_ttl: Duration,
     by_email: Arc<FailureWindow<String>>,
     by_address: Arc<FailureWindow<IpAddr>>,
+    /// Password checks running at once.
+    hashing: Arc<Semaphore>,
 }
+
+/// How long a login waits for a free password check before answering 503.
+const HASHING_WAIT: Duration = Duration::from_secs(10);
 
 /// A hash of a random password nobody knows, verified when the email is
 /// unknown so that such a login costs what a wrong password costs.
@@ -61,38 +68,58 @@ impl AuthService {
             token_ttl,
             by_email: Arc::new(FailureWindow::new(limits.login_failures_per_email)),
             by_address: Arc::new(FailureWindow::new(limits.login_failures_per_address)),
+            hashing: Arc::new(Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()).max(2))),
         }
     }
 
     pub async fn login(&self, client: IpAddr, input: LoginInput) -> Result<LoginOutcome, DomainError> {
         let now = self.clock.now();
         let email_key = input.email.to_lowercase();
-        self.by_email.check(&email_key, now)?;
-        self.by_address.check(&client, now)?;
-
-        let email = input.email.clone();
-        let found = self.db.read(move |r| Ok(r.login_operator(&email)?)).await?;
-        let (operator, hash) = match found {
-            Some((op, hash)) => (Some(op), hash),
-            None => (None, dummy_hash().to_owned()),
-        };
-        let password = input.password;
-        let matches = tokio::task::spawn_blocking(move || password::verify_password(&password, &hash))
-            .await
-            .map_err(|_| DomainError::Unavailable("password check failed"))?;
-        let operator = match operator {
-            Some(op) if matches && op.active => op,
-            _ => {
-                self.by_email.record(email_key, now);
-                self.by_address.record(client, now);
-                return Err(DomainError::InvalidCredentials);
+        self.by_email.reserve(&email_key, now)?;
+        if let Err(limited) = self.by_address.reserve(&client, now) {
+            self.by_email.forget(&email_key, now);
+            return Err(limited);
+        }
+        let result = self.check_password(&input.email, input.password).await;
+        let operator = match result {
+            Ok(Some(op)) => op,
+            // A wrong password keeps both reservations as failures.
+            Ok(None) => return Err(DomainError::InvalidCredentials),
+            Err(e) => {
+                self.by_email.forget(&email_key, now);
+                self.by_address.forget(&client, now);
+                return Err(e);
             }
         };
         self.by_email.clear(&email_key);
+        self.by_address.forget(&client, now);
 
         let token = self.tenancy.issue_operator_token(&operator, input.device_name, self.token_ttl).await?;
         let session = self.session(&token).await?;
         Ok(LoginOutcome { token, session })
+    }
+
+    /// The operator if the password is right and it is active. Argon2id
+    /// runs on the blocking pool, a few at a time: each takes 19 MiB, so
+    /// unbounded parallel logins could exhaust memory.
+    async fn check_password(&self, email: &str, password: String) -> Result<Option<Operator>, DomainError> {
+        let email = email.to_owned();
+        let found = self.db.read(move |r| Ok(r.login_operator(&email)?)).await?;
+        let permit = tokio::time::timeout(HASHING_WAIT, Arc::clone(&self.hashing).acquire_owned())
+            .await
+            .map_err(|_| DomainError::Unavailable("too many logins at once"))?
+            .map_err(|_| DomainError::Unavailable("password checks stopped"))?;
+        let (operator, hash) = match found {
+            Some((op, hash)) => (Some(op), Some(hash)),
+            None => (None, None),
+        };
+        let matches = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            password::verify_password(&password, hash.as_deref().unwrap_or_else(|| dummy_hash()))
+        })
+        .await
+        .map_err(|_| DomainError::Unavailable("password check failed"))?;
+        Ok(operator.filter(|op| matches && op.active))
     }
 
     /// Resolves a bearer token; anything but a live token of an active

@@ -110,6 +110,8 @@ impl InboxService {
     }
 
     /// Assigns to `target`, or to the caller when `target` is `None`.
+    /// Assigning to the current assignee changes nothing and answers the
+    /// conversation as it is, so a client may safely retry a take.
     pub async fn assign(
         &self,
         session: &Session,
@@ -121,7 +123,11 @@ impl InboxService {
             .write(move |tx| {
                 let scope: ConversationScope = actor.scope().into();
                 let mut c = open_conversation(tx, scope, id)?;
-                let target = assignable(tx, &actor, &c, target.unwrap_or(actor.id))?;
+                let target_id = target.unwrap_or(actor.id);
+                if c.assignee_id == Some(target_id) {
+                    return details(tx, scope, id);
+                }
+                let target = assignable(tx, &actor, &c, target_id)?;
                 let text = if target.id == actor.id {
                     format!("{} joined the conversation", actor.name)
                 } else {

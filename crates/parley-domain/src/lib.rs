@@ -15,6 +15,7 @@ pub mod health;
 pub mod ids;
 pub mod inbox;
 pub mod limits;
+pub mod mask;
 pub mod model;
 pub mod password;
 pub mod sandbox;

@@ -160,13 +160,14 @@ impl<K: Hash + Eq + Clone> FailureWindow<K> {
         }
     }
 
-    /// Refuses when `key` already has the allowed number of failures.
-    pub fn check(&self, key: &K, now: Timestamp) -> Result<(), DomainError> {
+    /// Counts an attempt as a failure before it is evaluated, refusing it
+    /// when `key` already has the allowed number: parallel attempts cannot
+    /// all slip under the limit. A successful attempt then takes its
+    /// reservation back with [`FailureWindow::forget`].
+    pub fn reserve(&self, key: &K, now: Timestamp) -> Result<(), DomainError> {
         let Some(rate) = self.rate else { return Ok(()) };
         self.with(|map| {
-            let Some(log) = map.get_mut(key) else {
-                return Ok(());
-            };
+            let log = map.entry(key.clone()).or_default();
             while log.front().is_some_and(|t| now.since(*t) >= rate.period) {
                 log.pop_front();
             }
@@ -175,15 +176,23 @@ impl<K: Hash + Eq + Clone> FailureWindow<K> {
                     let wait = rate.period.saturating_sub(now.since(*oldest));
                     Err(DomainError::RateLimited { retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0) })
                 }
-                _ => Ok(()),
+                _ => {
+                    log.push_back(now);
+                    Ok(())
+                }
             }
         })
     }
 
-    pub fn record(&self, key: K, now: Timestamp) {
-        if self.rate.is_some() {
-            self.with(|map| map.entry(key).or_default().push_back(now));
-        }
+    /// Takes back one reservation made at `at`.
+    pub fn forget(&self, key: &K, at: Timestamp) {
+        self.with(|map| {
+            if let Some(log) = map.get_mut(key)
+                && let Some(pos) = log.iter().rposition(|t| *t == at)
+            {
+                log.remove(pos);
+            }
+        });
     }
 
     pub fn clear(&self, key: &K) {
@@ -216,15 +225,15 @@ mod tests {
     fn failure_windows_forget_each_failure_when_it_leaves_the_window() {
         let w = FailureWindow::new(Some(Rate { count: 2, period: Duration::from_secs(900) }));
         let t0 = Timestamp::from_millis(0);
-        w.record("a", t0);
-        assert!(w.check(&"a", t0).is_ok());
-        w.record("a", t0.plus(Duration::from_secs(60)));
-        match w.check(&"a", t0.plus(Duration::from_secs(120))) {
+        assert!(w.reserve(&"a", t0).is_ok());
+        assert!(w.reserve(&"a", t0.plus(Duration::from_secs(60))).is_ok());
+        match w.reserve(&"a", t0.plus(Duration::from_secs(120))) {
             Err(DomainError::RateLimited { retry_after_secs }) => assert_eq!(retry_after_secs, 780),
             other => panic!("{other:?}"),
         }
-        assert!(w.check(&"b", t0).is_ok(), "other keys are unaffected");
-        assert!(w.check(&"a", t0.plus(Duration::from_secs(900))).is_ok(), "the first failure has left the window");
+        assert!(w.reserve(&"b", t0).is_ok(), "other keys are unaffected");
+        w.forget(&"b", t0);
+        assert!(w.reserve(&"a", t0.plus(Duration::from_secs(900))).is_ok(), "the first failure has left the window");
         w.clear(&"a");
         w.shrink(t0.plus(Duration::from_secs(10_000)));
     }

@@ -5,8 +5,8 @@
 //! `sender`; a widget conversation has `public_id`, `status`, `subject`,
 //! `created_at`).
 
-use parley_domain::Timestamp;
 use parley_domain::model::{Conversation, Installation, InstallationContext, Message, Site, Tenant, Visitor};
+use parley_domain::{Timestamp, mask};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -112,12 +112,16 @@ impl From<&Installation> for WidgetReportView {
     }
 }
 
+/// A visitor as the widget sees it. The installation token is public and
+/// a `uuid` may be guessable, so stored contact details come back only
+/// masked: enough to show "we will email a***@example.com", not to read them.
 #[derive(Serialize, ToSchema)]
 pub struct VisitorView {
     pub uuid: String,
-    pub name: Option<String>,
-    pub email: Option<String>,
-    pub phone: Option<String>,
+    /// Masked email, such as `a***@example.com`, when one is known.
+    pub email_hint: Option<String>,
+    /// Masked phone, such as `+1*******123`, when one is known.
+    pub phone_hint: Option<String>,
     pub verified: bool,
     pub created_at: DateTime,
 }
@@ -126,9 +130,8 @@ impl From<&Visitor> for VisitorView {
     fn from(v: &Visitor) -> Self {
         Self {
             uuid: v.uuid.clone(),
-            name: v.profile.name.clone(),
-            email: v.profile.email.clone(),
-            phone: v.profile.phone.clone(),
+            email_hint: v.profile.email.as_deref().map(mask::email),
+            phone_hint: v.profile.phone.as_deref().map(mask::phone),
             verified: v.verified_at.is_some(),
             created_at: at(v.created_at),
         }

@@ -20,7 +20,7 @@ mod writer;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -42,10 +42,14 @@ impl Default for SqliteOptions {
     }
 }
 
+/// Units of work waiting for a thread, per kind. Past this the backend
+/// answers "unavailable" at once instead of queueing without limit.
+const QUEUE_BOUND: usize = 16_384;
+
 struct SqliteBackend {
     deliveries: Arc<tokio::sync::Notify>,
-    writes: Mutex<Option<Sender<WriteJob>>>,
-    reads: Mutex<Option<Sender<ReadJob>>>,
+    writes: Mutex<Option<SyncSender<WriteJob>>>,
+    reads: Mutex<Option<SyncSender<ReadJob>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -72,9 +76,9 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
     }
     let mut threads = Vec::new();
     let deliveries = Arc::new(tokio::sync::Notify::new());
-    let (write_tx, write_rx) = std::sync::mpsc::channel();
+    let (write_tx, write_rx) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
     threads.push(writer::spawn(conn, write_rx, options.max_batch.max(1), Arc::clone(&deliveries)).map_err(|e| io(&path, e))?);
-    let (read_tx, read_rx) = std::sync::mpsc::channel();
+    let (read_tx, read_rx) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
     let read_rx = Arc::new(Mutex::new(read_rx));
     for n in 0..options.readers.max(1) {
         let conn = connection::open_reader(&path)?;
@@ -97,21 +101,24 @@ impl Backend for SqliteBackend {
     fn submit_read(&self, job: ReadJob) {
         let sender = self.reads.lock().ok().and_then(|s| s.clone());
         match sender {
-            Some(sender) => {
-                if let Err(returned) = sender.send(job) {
-                    (returned.0)(Err(closed()));
-                }
-            }
+            Some(sender) => match sender.try_send(job) {
+                Ok(()) => {}
+                Err(TrySendError::Full(job)) => job(Err(StoreError::Unavailable("too many reads queued".into()))),
+                Err(TrySendError::Disconnected(job)) => job(Err(closed())),
+            },
             None => job(Err(closed())),
         }
     }
 
     fn submit_write(&self, job: WriteJob) {
         let sender = self.writes.lock().ok().and_then(|s| s.clone());
-        // A job that cannot be queued is dropped, which drops its reply
-        // channel: the caller sees "database unavailable".
-        if let Some(sender) = sender {
-            let _ = sender.send(job);
+        // A job that cannot be queued (closed, or the queue is full) is
+        // dropped, which drops its reply channel: the caller sees
+        // "database unavailable" and nothing was written.
+        if let Some(sender) = sender
+            && let Err(TrySendError::Full(_)) = sender.try_send(job)
+        {
+            tracing::warn!("write queue full: refusing a write");
         }
     }
 

@@ -84,8 +84,12 @@ impl<'c> Handle<'c> {
         Ok(())
     }
 
-    fn site_ids(&self, operator: OperatorId) -> StoreResult<Vec<SiteId>> {
-        self.all("SELECT site_id FROM operator_sites WHERE operator_id = ?1 ORDER BY site_id", [operator.0], |r| Ok(SiteId(r.get(0)?)))
+    fn site_ids(&self, tenant: TenantId, operator: OperatorId) -> StoreResult<Vec<SiteId>> {
+        self.all(
+            "SELECT site_id FROM operator_sites WHERE tenant_id = ?1 AND operator_id = ?2 ORDER BY site_id",
+            [tenant.0, operator.0],
+            |r| Ok(SiteId(r.get(0)?)),
+        )
     }
 }
 
@@ -335,7 +339,7 @@ impl ReadTx for Handle<'_> {
         let Some(mut op) = self.one(&sql, params![tenant.0, email], operator_at)? else {
             return Ok(None);
         };
-        op.site_ids = self.site_ids(op.id)?;
+        op.site_ids = self.site_ids(op.tenant_id, op.id)?;
         Ok(Some(op))
     }
 
@@ -431,7 +435,7 @@ impl ReadTx for Handle<'_> {
         let Some(mut session) = found else {
             return Ok(None);
         };
-        session.operator.site_ids = self.site_ids(session.operator.id)?;
+        session.operator.site_ids = self.site_ids(session.operator.tenant_id, session.operator.id)?;
         Ok(Some(session))
     }
 
@@ -440,7 +444,7 @@ impl ReadTx for Handle<'_> {
         let Some((mut op, hash)) = self.one(&sql, [email], |r| Ok((operator_at(r)?, r.get::<_, String>(7)?)))? else {
             return Ok(None);
         };
-        op.site_ids = self.site_ids(op.id)?;
+        op.site_ids = self.site_ids(op.tenant_id, op.id)?;
         Ok(Some((op, hash)))
     }
 
@@ -457,7 +461,7 @@ impl ReadTx for Handle<'_> {
         let sql = format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 ORDER BY o.id");
         let mut list = self.all(&sql, [tenant.0], operator_at)?;
         for op in &mut list {
-            op.site_ids = self.site_ids(op.id)?;
+            op.site_ids = self.site_ids(op.tenant_id, op.id)?;
         }
         Ok(list)
     }
@@ -467,7 +471,7 @@ impl ReadTx for Handle<'_> {
         let Some(mut op) = self.one(&sql, [tenant.0, id.0], operator_at)? else {
             return Ok(None);
         };
-        op.site_ids = self.site_ids(op.id)?;
+        op.site_ids = self.site_ids(op.tenant_id, op.id)?;
         Ok(Some(op))
     }
 
@@ -658,7 +662,9 @@ impl WriteTx for Handle<'_> {
         let at = c.created_at.as_millis();
         let id = self.insert(
             "INSERT INTO conversations (public_id, tenant_id, site_id, installation_id, visitor_id, status, subject, start_url, created_at, last_message_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'unassigned', ?6, ?7, ?8, ?8)",
+             SELECT ?1, ?2, ?3, ?4, ?5, 'unassigned', ?6, ?7, ?8, ?8
+             WHERE EXISTS (SELECT 1 FROM installations WHERE id = ?4 AND tenant_id = ?2 AND site_id = ?3)
+               AND EXISTS (SELECT 1 FROM visitors WHERE id = ?5 AND tenant_id = ?2 AND site_id = ?3)",
             params![c.public_id, scope.tenant.0, scope.site.0, c.installation_id.0, c.visitor_id.0, c.subject, c.start_url, at],
         )?;
         Ok(Conversation {
@@ -682,7 +688,8 @@ impl WriteTx for Handle<'_> {
         let (t, site, op, admin) = scope_params(scope);
         let sql = format!(
             "UPDATE conversations AS c SET status = ?6, assignee_id = ?7, last_message_at = ?8, closed_at = ?9, verified_at = ?10
-             WHERE {CONVERSATION_SCOPE} AND c.id = ?5"
+             WHERE {CONVERSATION_SCOPE} AND c.id = ?5
+               AND (?7 IS NULL OR EXISTS (SELECT 1 FROM operators o WHERE o.id = ?7 AND o.tenant_id = ?1))"
         );
         let changed = self.exec(
             &sql,

@@ -44,7 +44,8 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, deliveries: &Notify) {
     }
     let mut finishers = Vec::with_capacity(batch.len());
     let mut deliveries_added = 0;
-    for job in batch {
+    let mut jobs = batch.into_iter();
+    for job in jobs.by_ref() {
         if conn.execute_batch("SAVEPOINT unit").is_err() {
             continue;
         }
@@ -60,6 +61,17 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, deliveries: &Notify) {
             deliveries_added += handle.deliveries_added;
         }
         finishers.push((outcome.on_commit, lost));
+        // On some errors (disk full, I/O) SQLite rolls the whole transaction
+        // back by itself. Running on would start a new one behind our back,
+        // so the batch stops here and every unit so far hears it failed;
+        // the rest are dropped and answered "unavailable".
+        if conn.is_autocommit() {
+            tracing::error!(units = finishers.len(), "the write transaction was rolled back by the database");
+            for (finish, _) in finishers {
+                finish(Err(StoreError::Unavailable("the write transaction was rolled back".into())));
+            }
+            return;
+        }
     }
     let commit: StoreResult<()> = conn.execute_batch("COMMIT").map_err(map);
     if commit.is_ok() && deliveries_added > 0 {

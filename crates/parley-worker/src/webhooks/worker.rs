@@ -50,8 +50,7 @@ impl WebhookWorker {
                 let worker = Arc::clone(&self);
                 in_flight.spawn(async move {
                     let _slot = slot;
-                    let _endpoint = endpoint.acquire_owned().await;
-                    worker.attempt(delivery).await;
+                    worker.attempt(delivery, endpoint).await;
                 });
             }
             while in_flight.try_join_next().is_some() {}
@@ -108,10 +107,15 @@ impl WebhookWorker {
         Arc::clone(map.entry(id).or_insert_with(|| Arc::new(Semaphore::new(self.settings.per_endpoint.max(1)))))
     }
 
-    async fn attempt(&self, delivery: ClaimedDelivery) {
+    /// Sends one delivery, holding an endpoint slot only while the request
+    /// is out (the bound protects the partner, not the database), then
+    /// records the attempt.
+    async fn attempt(&self, delivery: ClaimedDelivery, endpoint: Arc<Semaphore>) {
+        let Ok(endpoint_slot) = endpoint.acquire_owned().await else { return };
         let now = self.clock.now();
         let started = Instant::now();
         let (response, error) = self.sender.send(&delivery, now).await;
+        drop(endpoint_slot);
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let number = delivery.attempts + 1;
         let next = next_step(&self.settings.schedule, number, &response, now, jitter());

@@ -195,3 +195,28 @@ async fn changing_a_password_revokes_all_tokens() {
     let (status, _) = app.authed(Method::GET, "/api/mobile/me", &admin, None).await;
     assert_eq!(status, StatusCode::OK, "other operators keep their tokens");
 }
+
+/// Parallel wrong passwords for one email: only the allowed number are
+/// evaluated, the rest are refused before any password check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_failed_logins_cannot_slip_under_the_limit() {
+    let app = std::sync::Arc::new(TestApp::with().var("PARLEY_RATE_LIMITS", "on").start().await);
+    app.fixture("acme", &[]).await;
+    let mut attempts = Vec::new();
+    for _ in 0..40 {
+        let app = app.clone();
+        attempts.push(tokio::spawn(async move {
+            app.post("/api/mobile/login", json!({"email": "admin@acme.example.com", "password": "wrong password"})).await.0
+        }));
+    }
+    let mut evaluated = 0;
+    let mut refused = 0;
+    for a in attempts {
+        match a.await.unwrap() {
+            StatusCode::UNAUTHORIZED => evaluated += 1,
+            StatusCode::TOO_MANY_REQUESTS => refused += 1,
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!((evaluated, refused), (5, 35));
+}

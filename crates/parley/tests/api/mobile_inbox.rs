@@ -208,18 +208,17 @@ async fn assign_and_transfer_follow_the_state_rules() {
     for prefix in PREFIXES {
         let base = format!("{prefix}/mobile/conversations/{id}");
         let (status, body) = app.authed(Method::POST, &format!("{base}/assign"), &admin, Some(json!({"operator_id": ann}))).await;
-        if status == StatusCode::OK {
-            assert_eq!(body["conversation"]["assignee"]["id"], ann);
-        } else {
-            assert_fields(status, &body, &["operator_id"]); // already Ann's on the second prefix
-        }
-        for target in [ann, outsider, gone, foreign, 999_999] {
+        assert_eq!(status, StatusCode::OK, "assigning to the current assignee is a no-op, not an error: {body}");
+        assert_eq!(body["conversation"]["assignee"]["id"], ann);
+        for target in [outsider, gone, foreign, 999_999] {
             for action in ["assign", "transfer"] {
                 let (status, body) =
                     app.authed(Method::POST, &format!("{base}/{action}"), &admin, Some(json!({"operator_id": target}))).await;
                 assert_fields(status, &body, &["operator_id"]);
             }
         }
+        let (status, body) = app.authed(Method::POST, &format!("{base}/transfer"), &admin, Some(json!({"operator_id": ann}))).await;
+        assert_fields(status, &body, &["operator_id"]);
         let (status, body) = app.authed(Method::POST, &format!("{base}/transfer"), &admin, Some(json!({}))).await;
         assert_fields(status, &body, &["operator_id"]);
         let (status, body) = app.authed(Method::POST, &format!("{base}/transfer"), &admin, Some(json!({"operator_id": "ann"}))).await;
@@ -302,4 +301,21 @@ async fn reading_and_replying_validate_input() {
     let first = body["messages"][0]["id"].as_i64().unwrap();
     let (_, body) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages?after_id={first}"), &admin, None).await;
     assert_eq!(body["messages"].as_array().unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn taking_a_conversation_twice_is_safe_to_retry() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let public_id = app.open_conversation("/api", &f.token, "v", "hi").await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let id = list["conversations"][0]["id"].as_i64().unwrap();
+    for _ in 0..2 {
+        let (status, body) = app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/assign"), &admin, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["conversation"]["status"], "assigned");
+    }
+    let joined = widget_messages(&app, &f.token, &public_id).await.iter().filter(|m| m["sender"]["type"] == "system").count();
+    assert_eq!(joined, 1, "one system message for one change");
 }

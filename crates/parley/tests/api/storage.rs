@@ -45,36 +45,41 @@ async fn a_panicking_unit_does_not_stop_the_writer() {
     assert!(ok.is_ok());
 }
 
-/// Closing while writes are in flight: every write that was acknowledged
-/// is on disk, the others are refused with "unavailable", none is lost
-/// silently.
+/// Closing while writes are queued: every write the writer has taken is
+/// committed and acknowledged, and is on disk after a reopen; writes after
+/// the close are refused, never silently dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn close_keeps_every_acknowledged_write() {
+async fn close_commits_every_accepted_write() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     let app = TestApp::spawn().await;
     let url = format!("sqlite://{}/parley.sqlite3", app.dir.path().display());
+    let taken = Arc::new(AtomicUsize::new(0));
     let mut handles = Vec::new();
     for n in 0..100 {
-        let db = app.db.clone();
+        let (db, taken) = (app.db.clone(), taken.clone());
         handles.push(tokio::spawn(async move {
-            db.write(move |tx| Ok(tx.insert_tenant(&NewTenant { slug: format!("c{n}"), name: "n".into(), created_at: START })?)).await
+            db.write(move |tx| {
+                taken.fetch_add(1, Ordering::SeqCst);
+                Ok(tx.insert_tenant(&NewTenant { slug: format!("c{n}"), name: "n".into(), created_at: START })?)
+            })
+            .await
         }));
-        if n == 50 {
-            app.db.close().await;
-        }
     }
-    let mut acknowledged = Vec::new();
-    for (n, h) in handles.into_iter().enumerate() {
-        match h.await.unwrap() {
-            Ok(_) => acknowledged.push(n),
-            Err(DomainError::Store(parley_domain::StoreError::Unavailable(_))) => {}
-            Err(e) => panic!("unexpected {e:?}"),
-        }
+    // Every unit is running on the writer (accepted) before the close.
+    eventually(|| async { (taken.load(Ordering::SeqCst) == 100).then_some(()) }).await;
+    app.db.close().await;
+    for h in handles {
+        assert!(h.await.unwrap().is_ok(), "an accepted write is committed and acknowledged");
     }
-    assert!(acknowledged.len() < 100, "writes after close are refused");
+    let late = app.db.write(|tx| Ok(tx.insert_tenant(&NewTenant { slug: "late".into(), name: "n".into(), created_at: START })?)).await;
+    assert!(matches!(late, Err(DomainError::Store(parley_domain::StoreError::Unavailable(_)))), "{late:?}");
+
     let reopened = parley_storage::open(&url, Default::default()).await.unwrap();
-    for n in acknowledged {
+    for n in 0..100 {
         let exists = reopened.read(move |r| Ok(r.tenant_by_slug(&format!("c{n}"))?.is_some())).await.unwrap();
-        assert!(exists, "acknowledged tenant c{n} is stored");
+        assert!(exists, "tenant c{n} is stored");
     }
     reopened.close().await;
 }

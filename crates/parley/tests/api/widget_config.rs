@@ -137,3 +137,23 @@ async fn installation_health_answers_any_origin() {
     let (status, _) = app.send(Method::GET, &path, None, &[("origin", "https://evil.example")]).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn preflights_allow_the_methods_of_the_admin_api() {
+    let app = TestApp::spawn().await;
+    for method in ["PATCH", "DELETE"] {
+        let res = app
+            .client
+            .request(Method::OPTIONS, app.url("/api/v1/admin/installations/1"))
+            .header("origin", "https://console.example")
+            .header("access-control-request-method", method)
+            .header("access-control-request-headers", "authorization, content-type")
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success());
+        let allowed = res.headers()["access-control-allow-methods"].to_str().unwrap().to_owned();
+        assert!(allowed.contains(method), "{allowed}");
+        assert!(res.headers()["access-control-allow-headers"].to_str().unwrap().contains("authorization"));
+    }
+}

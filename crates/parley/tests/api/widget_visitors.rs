@@ -13,18 +13,28 @@ async fn first_sync_creates_then_later_syncs_update() {
         let (status, body) = app.post(&path, json!({"token": f.token, "uuid": uuid, "name": "  Ann  "})).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         assert_eq!(body["visitor"]["uuid"], uuid.as_str());
-        assert_eq!(body["visitor"]["name"], "Ann", "names are trimmed");
-        assert_eq!(body["visitor"]["email"], serde_json::Value::Null);
+        assert_eq!(body["visitor"]["email_hint"], serde_json::Value::Null);
         assert_eq!(body["visitor"]["verified"], false);
 
         let (status, body) = app
             .post(&path, json!({"token": f.token, "uuid": uuid, "email": "ann@example.com", "phone": "+14155550123", "current_url": "https://acme.example/"}))
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(body["visitor"]["name"], "Ann", "fields not sent are kept");
-        assert_eq!(body["visitor"]["email"], "ann@example.com");
-        assert_eq!(body["visitor"]["phone"], "+14155550123");
+        assert_eq!(body["visitor"]["email_hint"], "a***@example.com");
+        assert_eq!(body["visitor"]["phone_hint"], "+1*******123");
+        let text = body.to_string();
+        assert!(!text.contains("ann@example.com") && !text.contains("+14155550123"), "contact details never come back: {text}");
     }
+    // What was synchronised is stored: operators see it.
+    let admin = app.login("admin@acme.example.com").await;
+    app.open_conversation("/api", &f.token, "visitor-/api", "hi").await;
+    let (_, list) = app.authed(reqwest::Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let visitor = &list["conversations"][0]["visitor"];
+    assert_eq!(
+        (visitor["name"].as_str(), visitor["email"].as_str()),
+        (Some("Ann"), Some("ann@example.com")),
+        "fields not sent later are kept"
+    );
 }
 
 #[tokio::test]
@@ -32,10 +42,10 @@ async fn the_same_uuid_on_two_sites_is_two_visitors() {
     let app = TestApp::spawn().await;
     let a = app.fixture("acme", &[]).await;
     let b = app.fixture("globex", &[]).await;
-    let (s1, _) = app.post("/api/widget/visitors", json!({"token": a.token, "uuid": "shared", "name": "A"})).await;
+    let (s1, _) = app.post("/api/widget/visitors", json!({"token": a.token, "uuid": "shared", "email": "a@acme.example"})).await;
     let (s2, body) = app.post("/api/widget/visitors", json!({"token": b.token, "uuid": "shared"})).await;
     assert_eq!((s1, s2), (StatusCode::CREATED, StatusCode::CREATED));
-    assert_eq!(body["visitor"]["name"], serde_json::Value::Null, "nothing of the other tenant's visitor shows");
+    assert_eq!(body["visitor"]["email_hint"], serde_json::Value::Null, "nothing of the other tenant's visitor shows");
 }
 
 #[tokio::test]
@@ -71,11 +81,12 @@ async fn every_bad_field_is_named() {
 async fn a_rejected_sync_changes_nothing() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
-    app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "v", "name": "Ann"})).await;
-    let (status, _) = app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "v", "name": "Bob", "email": "bad"})).await;
+    app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "v", "email": "ann@example.com"})).await;
+    let (status, _) =
+        app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "v", "email": "bob@example.com", "phone": "bad"})).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     let (_, body) = app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "v"})).await;
-    assert_eq!(body["visitor"]["name"], "Ann");
+    assert_eq!(body["visitor"]["email_hint"], "a***@example.com");
 }
 
 #[tokio::test]
