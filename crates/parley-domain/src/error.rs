@@ -59,6 +59,13 @@ pub enum DomainError {
     OriginNotAllowed,
     #[error("{0}")]
     Conflict(&'static str),
+    /// A wrong verification code.
+    #[error("invalid code")]
+    InvalidCode,
+    /// A verification challenge that expired, was used, superseded, or
+    /// spent by too many wrong codes.
+    #[error("challenge expired")]
+    ChallengeExpired,
     #[error("rate limited")]
     RateLimited { retry_after_secs: u64 },
     #[error("{0}")]

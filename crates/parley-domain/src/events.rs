@@ -158,3 +158,14 @@ pub fn conversation_closed(tenant: &Tenant, c: &Conversation, by: ClosedBy<'_>, 
     };
     envelope(tenant, EventKind::ConversationClosed, at, data)
 }
+
+pub fn verification_completed(
+    tenant: &Tenant,
+    c: &Conversation,
+    visitor: &Visitor,
+    method: &str,
+    at: crate::clock::Timestamp,
+) -> OutboxEvent {
+    let data = json!({ "conversation": conversation_data(c), "visitor": visitor_data(visitor), "method": method });
+    envelope(tenant, EventKind::VerificationCompleted, at, data)
+}

@@ -22,6 +22,7 @@ pub mod sandbox;
 pub mod store;
 pub mod tenancy;
 pub mod validate;
+pub mod verification;
 pub mod webhooks;
 pub mod widget;
 

@@ -21,6 +21,7 @@ pub const DEMO_OPERATORS: [(&str, &str, Role); 2] = [
 
 #[derive(Clone, Debug)]
 pub struct DemoCredentials {
+    pub tenant: TenantId,
     pub widget_token: String,
     /// Bearer token of the demo admin.
     pub mobile_token: String,
@@ -46,6 +47,7 @@ pub async fn seed(tenancy: &Tenancy, mobile_token_ttl: Duration) -> Result<DemoC
         .await?;
     let mobile_token = tenancy.issue_operator_token(&admin, Some("sandbox".into()), mobile_token_ttl).await?;
     Ok(DemoCredentials {
+        tenant: tenant_id,
         widget_token,
         mobile_token,
         operators: DEMO_OPERATORS.iter().map(|(e, p, r)| (e.to_string(), p.to_string(), *r)).collect(),
@@ -85,4 +87,23 @@ async fn create(tenancy: &Tenancy) -> Result<Tenant, DomainError> {
         .create_operator(tenant.id, agent_email.into(), "Sandbox Agent".into(), agent_password.into(), Role::Agent, vec![site.id])
         .await?;
     Ok(tenant)
+}
+
+/// What the sandbox page reads at request time.
+#[derive(Clone)]
+pub struct SandboxService {
+    db: crate::store::Database,
+    tenant: TenantId,
+}
+
+impl SandboxService {
+    pub fn new(db: crate::store::Database, tenant: TenantId) -> Self {
+        Self { db, tenant }
+    }
+
+    /// The emails and SMS the demo kept instead of sending, newest first.
+    pub async fn outbox(&self) -> Result<Vec<crate::store::OutboxMessage>, DomainError> {
+        let tenant = self.tenant;
+        self.db.read(move |r| Ok(r.sandbox_outbox(tenant, 50)?)).await
+    }
 }

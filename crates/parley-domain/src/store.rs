@@ -25,6 +25,7 @@ use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::events::OutboxEvent;
 use crate::model::*;
+use crate::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
 use crate::webhooks::{AttemptRecord, ClaimedDelivery, Delivery, NewWebhook, Webhook};
 
 /// What went wrong below the domain. The message is for logs only.
@@ -72,6 +73,7 @@ pub trait ReadTx {
     /// Finds an operator and its password hash by email, for login only.
     fn login_operator(&mut self, email: &str) -> StoreResult<Option<(Operator, String)>>;
     fn tenant_by_slug(&mut self, slug: &str) -> StoreResult<Option<Tenant>>;
+    fn tenant(&mut self, id: TenantId) -> StoreResult<Option<Tenant>>;
     fn sites(&mut self, tenant: TenantId) -> StoreResult<Vec<Site>>;
     fn site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>>;
     fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>>;
@@ -103,6 +105,15 @@ pub trait ReadTx {
     fn deliveries(&mut self, tenant: TenantId, endpoint: WebhookId, offset: u64, limit: u32) -> StoreResult<Vec<Delivery>>;
     fn count_deliveries(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<u64>;
     fn delivery(&mut self, tenant: TenantId, endpoint: WebhookId, id: i64) -> StoreResult<Option<Delivery>>;
+    fn challenge(&mut self, scope: SiteScope, conversation: ConversationId, id: i64) -> StoreResult<Option<Challenge>>;
+    /// Resolves a magic link's challenge id: the entry point of a link,
+    /// whose long code is the capability.
+    fn challenge_by_id(&mut self, id: i64) -> StoreResult<Option<Challenge>>;
+    /// Creation times of the challenges `count` selects since `since`,
+    /// newest first, at most `limit`.
+    fn challenge_times(&mut self, tenant: TenantId, count: &ChallengeCount, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>>;
+    /// The demo outbox, newest first.
+    fn sandbox_outbox(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxMessage>>;
     /// When the next pending delivery falls due, across all tenants (for
     /// the worker, which serves every tenant).
     fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>>;
@@ -133,6 +144,27 @@ pub trait WriteTx: ReadTx {
     /// Saves status, assignee, activity time and closing time.
     fn update_conversation(&mut self, scope: ConversationScope, conversation: &Conversation) -> StoreResult<()>;
     fn insert_message(&mut self, scope: ConversationScope, message: &NewMessage) -> StoreResult<Message>;
+    /// Creates a challenge, superseding the conversation's active ones.
+    fn insert_challenge(&mut self, scope: SiteScope, challenge: &NewChallenge) -> StoreResult<i64>;
+    fn update_challenge(
+        &mut self,
+        scope: SiteScope,
+        id: i64,
+        status: ChallengeStatus,
+        attempts: u32,
+        completed_at: Option<Timestamp>,
+    ) -> StoreResult<()>;
+    /// Records what a verification established on the visitor and the conversation.
+    fn mark_verified(
+        &mut self,
+        scope: SiteScope,
+        visitor: VisitorId,
+        conversation: ConversationId,
+        method: Method,
+        target: &str,
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    fn insert_outbox_message(&mut self, tenant: TenantId, message: &OutboxMessage) -> StoreResult<()>;
     /// Records a webhook event in the same transaction as its cause, with a
     /// pending delivery for every enabled endpoint subscribed to its kind.
     fn insert_event(&mut self, tenant: TenantId, event: &OutboxEvent) -> StoreResult<()>;
@@ -170,6 +202,17 @@ pub type WriteJob = Box<dyn FnOnce(&mut dyn WriteTx) -> WriteOutcome + Send>;
 pub struct WriteOutcome {
     pub keep: bool,
     pub on_commit: Box<dyn FnOnce(StoreResult<()>) + Send>,
+}
+
+/// A message the demo kept instead of sending.
+#[derive(Clone, Debug)]
+pub struct OutboxMessage {
+    /// `email` or `sms`.
+    pub channel: &'static str,
+    pub recipient: String,
+    pub subject: Option<String>,
+    pub body: String,
+    pub created_at: Timestamp,
 }
 
 /// What a storage backend implements.

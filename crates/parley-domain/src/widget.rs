@@ -126,7 +126,12 @@ impl WidgetService {
 
     /// Resolves for a write: also applies the per-address write limit and
     /// refuses a disabled installation when `needs_enabled`.
-    async fn resolve_for_write(&self, token: &str, caller: &Caller, needs_enabled: bool) -> Result<InstallationContext, DomainError> {
+    pub(crate) async fn resolve_for_write(
+        &self,
+        token: &str,
+        caller: &Caller,
+        needs_enabled: bool,
+    ) -> Result<InstallationContext, DomainError> {
         let context = self.resolve(token, caller).await?;
         if needs_enabled && !context.installation.enabled {
             return Err(DomainError::Forbidden("this installation is disabled"));

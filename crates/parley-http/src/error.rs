@@ -115,6 +115,10 @@ fn domain_answer(e: DomainError) -> Answer {
             Answer::new(S::FORBIDDEN, "origin_not_allowed", "This page's origin is not among the site's domains.")
         }
         DomainError::Conflict(m) => Answer::new(S::CONFLICT, "conflict", sentence(m)),
+        DomainError::InvalidCode => Answer::new(S::UNPROCESSABLE_ENTITY, "invalid_code", "The code is not right."),
+        DomainError::ChallengeExpired => {
+            Answer::new(S::GONE, "challenge_expired", "This verification has expired or was already used; start a new one.")
+        }
         DomainError::RateLimited { retry_after_secs } => Answer {
             retry_after: Some(retry_after_secs.max(1)),
             ..Answer::new(S::TOO_MANY_REQUESTS, "rate_limited", "Too many requests; retry later.")

@@ -18,7 +18,8 @@ use parley_domain::admin::AdminService;
 use parley_domain::auth::AuthService;
 use parley_domain::health::HealthService;
 use parley_domain::inbox::InboxService;
-use parley_domain::sandbox::DemoCredentials;
+use parley_domain::sandbox::{DemoCredentials, SandboxService};
+use parley_domain::verification::service::VerificationService;
 use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::WidgetService;
 
@@ -34,6 +35,7 @@ pub struct AppState {
     pub inbox: InboxService,
     pub admin: AdminService,
     pub webhooks: WebhookService,
+    pub verification: VerificationService,
     pub proxies: TrustedProxies,
     /// Present only under `parley demo`: mounts `/sandbox`.
     pub sandbox: Option<Arc<SandboxInfo>>,
@@ -49,4 +51,5 @@ impl FromRef<AppState> for TrustedProxies {
 pub struct SandboxInfo {
     pub api_base: String,
     pub credentials: DemoCredentials,
+    pub service: SandboxService,
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 use parley_domain::limits::{Rate, RateLimitSettings, parse_duration};
+use parley_domain::verification::limits::VerificationLimits;
 use url::Url;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +45,7 @@ pub struct Config {
     pub log_format: LogFormat,
     pub log_filter: String,
     pub rate_limits: RateLimitSettings,
+    pub verification_limits: VerificationLimits,
     pub trusted_proxies: Vec<IpNet>,
     pub metrics_listen: Option<SocketAddr>,
 }
@@ -76,6 +78,10 @@ const KNOWN: &[&str] = &[
     "PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES",
     "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL",
     "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS",
+    "PARLEY_VERIFY_LIMIT_PER_ADDRESS",
+    "PARLEY_VERIFY_LIMIT_PER_TENANT",
+    "PARLEY_SMS_LIMIT_PER_NUMBER",
+    "PARLEY_SMS_DAILY_BUDGET",
     "PARLEY_TRUSTED_PROXIES",
     "PARLEY_METRICS_LISTEN",
 ];
@@ -231,6 +237,21 @@ impl Config {
         } else {
             RateLimitSettings::off()
         };
+        let v = VerificationLimits::defaults();
+        let verification_limits = VerificationLimits {
+            per_address: r.rate("PARLEY_VERIFY_LIMIT_PER_ADDRESS", v.per_address),
+            per_tenant: r.rate("PARLEY_VERIFY_LIMIT_PER_TENANT", v.per_tenant),
+            sms_per_number: r.rate("PARLEY_SMS_LIMIT_PER_NUMBER", v.sms_per_number),
+            sms_daily_budget: r.get("PARLEY_SMS_DAILY_BUDGET", v.sms_daily_budget, |s| match s.parse::<u32>() {
+                Ok(n) if n > 0 => Ok(Some(n)),
+                _ => Err(format!("{s:?} is not a positive number")),
+            }),
+            per_conversation: v.per_conversation,
+        };
+        let verification_limits = if limits_on { verification_limits } else { VerificationLimits::off() };
+        if smtp_url.is_some() && mail_from.is_none() {
+            r.errors.push(ConfigError { variable: "PARLEY_MAIL_FROM".into(), reason: "is required when PARLEY_SMTP_URL is set".into() });
+        }
         let trusted_proxies = r.get("PARLEY_TRUSTED_PROXIES", Vec::new(), |s| {
             s.split(',')
                 .map(str::trim)
@@ -267,6 +288,7 @@ impl Config {
             log_format,
             log_filter,
             rate_limits,
+            verification_limits,
             trusted_proxies,
             metrics_listen,
         };

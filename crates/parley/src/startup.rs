@@ -9,12 +9,16 @@ use parley_domain::auth::AuthService;
 use parley_domain::health::HealthService;
 use parley_domain::inbox::InboxService;
 use parley_domain::limits::RateLimits;
+use parley_domain::sandbox::SandboxService;
 use parley_domain::sandbox::{self, DemoCredentials};
 use parley_domain::tenancy::Tenancy;
+use parley_domain::verification::channels::{Channels, EmailSender, SmsSender};
+use parley_domain::verification::service::VerificationService;
 use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::{WidgetService, WidgetSettings};
 use parley_domain::{Clock, Database, DomainError};
 use parley_http::{AppState, SandboxInfo, TrustedProxies};
+use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
 use parley_worker::webhooks::{DeliverySettings, WebhookWorker};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +43,8 @@ pub enum StartError {
     Seed(DomainError),
     #[error("cannot build the webhook client: {0}")]
     WebhookClient(String),
+    #[error("cannot set up message delivery: {0}")]
+    Channel(String),
 }
 
 pub struct Application {
@@ -85,20 +91,34 @@ impl Application {
         let webhook_worker =
             WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery).map_err(|e| StartError::WebhookClient(e.to_string()))?;
         let auth = AuthService::new(db.clone(), Arc::clone(&clock), config.mobile_token_ttl, &config.rate_limits);
+        let widget = WidgetService::new(
+            db.clone(),
+            Arc::clone(&clock),
+            Arc::clone(&limits),
+            WidgetSettings { heartbeat_stale_after: config.heartbeat_stale_after },
+        );
+        let channels = channels(config, mode, &db, &clock)?;
+        let verification = VerificationService::new(
+            db.clone(),
+            Arc::clone(&clock),
+            widget.clone(),
+            channels,
+            config.verification_limits.clone(),
+            public_url.clone(),
+        );
         let state = AppState {
-            widget: WidgetService::new(
-                db.clone(),
-                Arc::clone(&clock),
-                Arc::clone(&limits),
-                WidgetSettings { heartbeat_stale_after: config.heartbeat_stale_after },
-            ),
+            widget,
+            verification,
             health: HealthService::new(db.clone(), Arc::clone(&clock)),
             auth: auth.clone(),
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
             admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
             webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), config.webhook_allow_private),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
-            sandbox: demo.clone().map(|credentials| Arc::new(SandboxInfo { api_base: public_url.clone(), credentials })),
+            sandbox: demo.clone().map(|credentials| {
+                let service = SandboxService::new(db.clone(), credentials.tenant);
+                Arc::new(SandboxInfo { api_base: public_url.clone(), credentials, service })
+            }),
         };
         Ok(Self {
             listener,
@@ -145,4 +165,20 @@ impl Application {
         self.db.close().await;
         served
     }
+}
+
+/// Real channels where configured; under `parley demo` the others go to the
+/// sandbox outbox; under `parley serve` they stay off (and their methods
+/// are not offered).
+fn channels(config: &Config, mode: Mode, db: &Database, clock: &Arc<dyn Clock>) -> Result<Channels, StartError> {
+    let outbox = (mode == Mode::Demo).then(|| Arc::new(SandboxOutbox::new(db.clone(), Arc::clone(clock))));
+    let email: Option<Arc<dyn EmailSender>> = match (&config.smtp_url, &config.mail_from) {
+        (Some(url), Some(from)) => Some(Arc::new(SmtpMailer::new(url, from).map_err(StartError::Channel)?)),
+        _ => outbox.clone().map(|o| o as Arc<dyn EmailSender>),
+    };
+    let sms: Option<Arc<dyn SmsSender>> = match &config.sms_gateway_url {
+        Some(url) => Some(Arc::new(SmsGateway::new(url.clone(), config.sms_gateway_token.clone()).map_err(StartError::Channel)?)),
+        None => outbox.map(|o| o as Arc<dyn SmsSender>),
+    };
+    Ok(Channels { email, sms })
 }

@@ -8,4 +8,5 @@
 
 pub mod admin;
 pub mod mobile;
+pub mod verification;
 pub mod widget;

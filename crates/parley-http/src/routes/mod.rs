@@ -10,6 +10,7 @@ mod health;
 mod mobile;
 mod openapi;
 mod sandbox;
+mod verification;
 mod webhooks;
 mod widget;
 
@@ -31,10 +32,15 @@ fn api() -> OpenApiRouter<AppState> {
         .merge(mobile::routes())
         .merge(admin::routes())
         .merge(webhooks::routes())
+        .merge(verification::routes())
 }
 
 pub fn router(state: AppState) -> Router {
-    let mut root = OpenApiRouter::with_openapi(openapi::base()).merge(health::routes()).nest("/api/v1", api()).nest("/api", api());
+    let mut root = OpenApiRouter::with_openapi(openapi::base())
+        .merge(health::routes())
+        .merge(verification::page_routes())
+        .nest("/api/v1", api())
+        .nest("/api", api());
     if state.sandbox.is_some() {
         root = root.merge(sandbox::routes());
     }

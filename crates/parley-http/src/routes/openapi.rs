@@ -26,6 +26,7 @@ use crate::error::{ErrorBody, ErrorDetail};
     tags(
         (name = "health", description = "Platform health"),
         (name = "widget", description = "Visitor widget API, authorised by the public installation token"),
+        (name = "verification", description = "Visitor verification by email code, SMS code or magic link"),
         (name = "mobile", description = "Operator mobile API, authorised by a bearer token from `/mobile/login`"),
         (name = "admin", description = "Tenant administration, for operators with the admin role"),
         (name = "sandbox", description = "Demo credentials (only under `parley demo`)"),
@@ -112,6 +113,24 @@ impl IntoResponses for AdminErrors {
     }
 }
 
+/// Errors of the verification routes.
+pub struct VerificationErrors;
+
+impl IntoResponses for VerificationErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            ORIGIN,
+            ("404", "`not_found`: unknown token, conversation or challenge"),
+            ("410", "`challenge_expired`: expired, used, superseded, or spent by 5 wrong codes"),
+            ("422", "`validation_failed` (an unavailable method, no known target) or `invalid_code`"),
+            ("429", "`rate_limited`, with `Retry-After`"),
+            ("503", "`unavailable`: the message could not be sent; no challenge is usable"),
+        ]);
+        errors(&list)
+    }
+}
+
 /// Errors of widget routes that only read.
 pub struct ReadErrors;
 
@@ -155,7 +174,7 @@ pub fn finish(mut doc: Doc) -> Doc {
         } else {
             "_root"
         };
-        if suffix.is_empty() || path.starts_with("/sandbox") {
+        if suffix.is_empty() || path.starts_with("/sandbox") || path.starts_with("/verify") {
             continue;
         }
         for op in [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten() {

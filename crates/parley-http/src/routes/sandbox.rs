@@ -8,10 +8,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::error::ApiError;
 use crate::{AppState, SandboxInfo};
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(credentials)).routes(routes!(page))
+    OpenApiRouter::new().routes(routes!(credentials)).routes(routes!(page)).routes(routes!(outbox))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -53,24 +54,78 @@ async fn credentials(State(s): State<AppState>) -> Json<Option<SandboxCredential
     Json(s.sandbox.as_deref().map(SandboxCredentials::from))
 }
 
-/// The sandbox page: credentials and the embed snippet.
+#[derive(Serialize, ToSchema)]
+pub struct OutboxMessageView {
+    /// `email` or `sms`.
+    channel: &'static str,
+    to: String,
+    subject: Option<String>,
+    /// The plain-text body, codes and links included.
+    body: String,
+    created_at: crate::views::DateTime,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct OutboxResponse {
+    /// Newest first.
+    messages: Vec<OutboxMessageView>,
+}
+
+async fn outbox_messages(s: &AppState) -> Result<Vec<OutboxMessageView>, ApiError> {
+    let Some(info) = s.sandbox.as_deref() else { return Ok(Vec::new()) };
+    let list = info.service.outbox().await?;
+    Ok(list
+        .into_iter()
+        .map(|m| OutboxMessageView {
+            channel: m.channel,
+            to: m.recipient,
+            subject: m.subject,
+            body: m.body,
+            created_at: m.created_at.to_rfc3339(),
+        })
+        .collect())
+}
+
+/// The emails and SMS the demo kept instead of sending (verification codes
+/// and links), newest first.
+#[utoipa::path(get, path = "/sandbox/outbox", operation_id = "sandbox_outbox", tag = "sandbox",
+    responses((status = 200, body = OutboxResponse)))]
+async fn outbox(State(s): State<AppState>) -> Result<Json<OutboxResponse>, ApiError> {
+    Ok(Json(OutboxResponse { messages: outbox_messages(&s).await? }))
+}
+
+/// The sandbox page: credentials, the embed snippet and the outbox.
 #[utoipa::path(get, path = "/sandbox", operation_id = "sandbox_page", tag = "sandbox",
     responses((status = 200, description = "HTML page", content_type = "text/html")))]
-async fn page(State(s): State<AppState>) -> Html<String> {
-    Html(s.sandbox.as_deref().map(render).unwrap_or_default())
+async fn page(State(s): State<AppState>) -> Result<Html<String>, ApiError> {
+    let messages = outbox_messages(&s).await?;
+    Ok(Html(s.sandbox.as_deref().map(|info| render(info, &messages)).unwrap_or_default()))
 }
 
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
-fn render(s: &SandboxInfo) -> String {
+fn render(s: &SandboxInfo, outbox: &[OutboxMessageView]) -> String {
     let c = SandboxCredentials::from(s);
-    let snippet = format!(
-        r#"<script async src="{base}/widget.js" data-api-base="{base}" data-installation-token="{token}"></script>"#,
-        base = c.api_base,
-        token = c.widget_token
-    );
+    let outbox_rows: String = if outbox.is_empty() {
+        "<tr><td colspan=\"4\">Nothing sent yet.</td></tr>".to_owned()
+    } else {
+        outbox
+            .iter()
+            .map(|m| {
+                let subject = m.subject.as_deref().map(|s| format!("<strong>{}</strong><br>", escape(s))).unwrap_or_default();
+                format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{subject}<pre>{}</pre></td></tr>",
+                    escape(&m.created_at),
+                    m.channel,
+                    escape(&m.to),
+                    escape(&m.body)
+                )
+            })
+            .collect()
+    };
+    let snippet = parley_domain::widget::embed_snippet(&c.api_base, &c.widget_token);
     let operators: String = c
         .operators
         .iter()
@@ -103,6 +158,9 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e5e7eb; padd
 </table>
 <h2>Operator logins</h2>
 <table><tr><th>Role</th><th>Email</th><th>Password</th></tr>{operators}</table>
+<h2>Outbox</h2>
+<p>Emails and SMS the demo would have sent (verification codes and links), newest first. As JSON: <a href="/sandbox/outbox">/sandbox/outbox</a>.</p>
+<table id="outbox"><tr><th>When</th><th>Channel</th><th>To</th><th>Message</th></tr>{outbox_rows}</table>
 <h2>Embed snippet</h2>
 <p>Paste this into any page of the site:</p>
 <pre id="embed-snippet">{snippet}</pre>
@@ -113,5 +171,6 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e5e7eb; padd
         widget_token = escape(&c.widget_token),
         mobile_token = escape(&c.mobile_token),
         snippet = escape(&snippet),
+        outbox_rows = outbox_rows,
     )
 }

@@ -35,7 +35,7 @@ async fn config(
     Path(token): Path<String>,
 ) -> Result<Json<WidgetConfigResponse>, ApiError> {
     let ctx = s.widget.config(&token, &caller).await?;
-    Ok(Json((&ctx).into()))
+    Ok(Json(WidgetConfigResponse::new(&ctx, &s.verification.methods())))
 }
 
 /// How the installation is doing, with warnings a partner can act on.
@@ -53,7 +53,7 @@ async fn installation_health(
     Ok(Json(InstallationHealthResponse {
         tenant: (&ctx.tenant).into(),
         site: (&ctx.site).into(),
-        installation: (&ctx.installation).into(),
+        installation: InstallationView::new(&ctx.installation, &s.verification.methods()),
         widget: (&ctx.installation).into(),
         warnings: health.warnings,
     }))
@@ -69,7 +69,10 @@ async fn ping(
     JsonBody(input): JsonBody<PingInput>,
 ) -> Result<Json<WidgetPingResponse>, ApiError> {
     let ctx = s.widget.ping(&caller, input).await?;
-    Ok(Json(WidgetPingResponse { installation: (&ctx.installation).into(), site: (&ctx.site).into() }))
+    Ok(Json(WidgetPingResponse {
+        installation: InstallationView::new(&ctx.installation, &s.verification.methods()),
+        site: (&ctx.site).into(),
+    }))
 }
 
 /// Creates the visitor (201) or synchronises the fields it sends (200).

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod mobile;
+pub mod verification;
 pub mod widget;
 
 pub use widget::{DateTime, at};

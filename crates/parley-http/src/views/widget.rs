@@ -6,6 +6,7 @@
 //! `created_at`).
 
 use parley_domain::model::{Conversation, Installation, InstallationContext, Message, Site, Tenant, Visitor};
+use parley_domain::verification::Method;
 use parley_domain::{Timestamp, mask};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -79,6 +80,13 @@ pub struct InstallationView {
     pub verification_methods: Vec<String>,
 }
 
+impl InstallationView {
+    /// With the verification methods the widget may offer.
+    pub fn new(i: &Installation, methods: &[Method]) -> Self {
+        Self { verification_methods: methods.iter().map(|m| m.as_str().to_owned()).collect(), ..Self::from(i) }
+    }
+}
+
 impl From<&Installation> for InstallationView {
     fn from(i: &Installation) -> Self {
         Self {
@@ -147,11 +155,19 @@ pub struct WidgetConversationView {
     pub status: &'static str,
     pub subject: Option<String>,
     pub created_at: DateTime,
+    /// Whether the visitor completed a verification in this conversation.
+    pub verified: bool,
 }
 
 impl From<&Conversation> for WidgetConversationView {
     fn from(c: &Conversation) -> Self {
-        Self { public_id: c.public_id.clone(), status: c.status.as_str(), subject: c.subject.clone(), created_at: at(c.created_at) }
+        Self {
+            public_id: c.public_id.clone(),
+            status: c.status.as_str(),
+            subject: c.subject.clone(),
+            created_at: at(c.created_at),
+            verified: c.verified_at.is_some(),
+        }
     }
 }
 
@@ -192,9 +208,9 @@ pub struct WidgetConfigResponse {
     pub installation: InstallationView,
 }
 
-impl From<&InstallationContext> for WidgetConfigResponse {
-    fn from(c: &InstallationContext) -> Self {
-        Self { tenant: (&c.tenant).into(), site: (&c.site).into(), installation: (&c.installation).into() }
+impl WidgetConfigResponse {
+    pub fn new(c: &InstallationContext, methods: &[Method]) -> Self {
+        Self { tenant: (&c.tenant).into(), site: (&c.site).into(), installation: InstallationView::new(&c.installation, methods) }
     }
 }
 

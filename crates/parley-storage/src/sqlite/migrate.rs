@@ -7,8 +7,11 @@ use rusqlite::Connection;
 
 use crate::OpenError;
 
-const MIGRATIONS: &[(u32, &str)] =
-    &[(1, include_str!("../../migrations/sqlite/0001_initial.sql")), (2, include_str!("../../migrations/sqlite/0002_webhooks.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("../../migrations/sqlite/0001_initial.sql")),
+    (2, include_str!("../../migrations/sqlite/0002_webhooks.sql")),
+    (3, include_str!("../../migrations/sqlite/0003_verification.sql")),
+];
 
 pub(super) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {
     let fail = |version: u32, e: rusqlite::Error| OpenError::Migration { version, reason: e.to_string() };

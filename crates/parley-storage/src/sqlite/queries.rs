@@ -8,7 +8,8 @@ use parley_domain::Timestamp;
 use parley_domain::events::EventKind;
 use parley_domain::events::OutboxEvent;
 use parley_domain::model::*;
-use parley_domain::store::{MessagePage, OutboxStats, ReadTx, StoreError, StoreResult, WriteTx};
+use parley_domain::store::{MessagePage, OutboxMessage, OutboxStats, ReadTx, StoreError, StoreResult, WriteTx};
+use parley_domain::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
 use parley_domain::webhooks::{Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, NewWebhook, NextStep, Webhook};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -194,6 +195,25 @@ fn delivery_at(r: &Row<'_>) -> rusqlite::Result<Delivery> {
         created_at: ts(r, 7)?,
         finished_at: opt_ts(r, 8)?,
         attempts: Vec::new(),
+    })
+}
+
+const CHALLENGE_COLS: &str = "ch.id, ch.tenant_id, ch.site_id, ch.conversation_id, ch.visitor_id, ch.method, ch.target, ch.code_salt, \
+     ch.code_hash, ch.status, ch.attempts, ch.created_at, ch.expires_at";
+fn challenge_at(r: &Row<'_>) -> rusqlite::Result<Challenge> {
+    Ok(Challenge {
+        id: r.get(0)?,
+        scope: SiteScope { tenant: TenantId(r.get(1)?), site: SiteId(r.get(2)?) },
+        conversation_id: ConversationId(r.get(3)?),
+        visitor_id: VisitorId(r.get(4)?),
+        method: enum_col(r, 5, Method::parse)?,
+        target: r.get(6)?,
+        code_salt: r.get(7)?,
+        code_hash: r.get(8)?,
+        status: enum_col(r, 9, ChallengeStatus::parse)?,
+        attempts: r.get(10)?,
+        created_at: ts(r, 11)?,
+        expires_at: ts(r, 12)?,
     })
 }
 
@@ -486,6 +506,70 @@ impl ReadTx for Handle<'_> {
             })
         })?;
         Ok(stats.unwrap_or_default())
+    }
+
+    fn tenant(&mut self, id: TenantId) -> StoreResult<Option<Tenant>> {
+        self.one(&format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.id = ?1"), [id.0], |r| tenant_at(r, 0))
+    }
+
+    fn challenge(&mut self, scope: SiteScope, conversation: ConversationId, id: i64) -> StoreResult<Option<Challenge>> {
+        let sql = format!(
+            "SELECT {CHALLENGE_COLS} FROM verification_challenges ch
+             WHERE ch.tenant_id = ?1 AND ch.site_id = ?2 AND ch.conversation_id = ?3 AND ch.id = ?4"
+        );
+        self.one(&sql, params![scope.tenant.0, scope.site.0, conversation.0, id], challenge_at)
+    }
+
+    fn challenge_by_id(&mut self, id: i64) -> StoreResult<Option<Challenge>> {
+        self.one(&format!("SELECT {CHALLENGE_COLS} FROM verification_challenges ch WHERE ch.id = ?1"), [id], challenge_at)
+    }
+
+    fn challenge_times(&mut self, tenant: TenantId, count: &ChallengeCount, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>> {
+        let (limit, since) = (i64::from(limit), since.as_millis());
+        let ts0 = |r: &Row<'_>| ts(r, 0);
+        match count {
+            ChallengeCount::Conversation(c) => self.all(
+                "SELECT created_at FROM verification_challenges WHERE tenant_id = ?1 AND conversation_id = ?2 AND created_at > ?3
+                 ORDER BY created_at DESC LIMIT ?4",
+                params![tenant.0, c.0, since, limit],
+                ts0,
+            ),
+            ChallengeCount::Tenant => self.all(
+                "SELECT created_at FROM verification_challenges WHERE tenant_id = ?1 AND created_at > ?2 ORDER BY created_at DESC LIMIT ?3",
+                params![tenant.0, since, limit],
+                ts0,
+            ),
+            ChallengeCount::TenantSms => self.all(
+                "SELECT created_at FROM verification_challenges WHERE tenant_id = ?1 AND method = 'sms_otp' AND created_at > ?2
+                 ORDER BY created_at DESC LIMIT ?3",
+                params![tenant.0, since, limit],
+                ts0,
+            ),
+            // Protects the number's owner, whichever tenant sends.
+            ChallengeCount::Phone(number) => self.all(
+                "SELECT created_at FROM verification_challenges WHERE method = 'sms_otp' AND target = ?1 AND created_at > ?2
+                 ORDER BY created_at DESC LIMIT ?3",
+                params![number, since, limit],
+                ts0,
+            ),
+        }
+    }
+
+    fn sandbox_outbox(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxMessage>> {
+        self.all(
+            "SELECT channel, recipient, subject, body, created_at FROM sandbox_outbox WHERE tenant_id = ?1 ORDER BY id DESC LIMIT ?2",
+            params![tenant.0, i64::from(limit)],
+            |r| {
+                let channel: String = r.get(0)?;
+                Ok(OutboxMessage {
+                    channel: if channel == "sms" { "sms" } else { "email" },
+                    recipient: r.get(1)?,
+                    subject: r.get(2)?,
+                    body: r.get(3)?,
+                    created_at: ts(r, 4)?,
+                })
+            },
+        )
     }
 
     fn recent_events(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxEvent>> {
@@ -795,6 +879,78 @@ impl WriteTx for Handle<'_> {
             params![tenant.0, row, e.kind.as_str(), at],
         )?;
         self.deliveries_added += added;
+        Ok(())
+    }
+
+    fn insert_challenge(&mut self, scope: SiteScope, c: &NewChallenge) -> StoreResult<i64> {
+        self.exec(
+            "UPDATE verification_challenges SET status = 'superseded'
+             WHERE tenant_id = ?1 AND site_id = ?2 AND conversation_id = ?3 AND status = 'active'",
+            params![scope.tenant.0, scope.site.0, c.conversation_id.0],
+        )?;
+        self.insert(
+            "INSERT INTO verification_challenges
+                 (tenant_id, site_id, conversation_id, visitor_id, method, target, code_salt, code_hash, status, created_at, expires_at)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'active', ?9, ?10
+             WHERE EXISTS (SELECT 1 FROM conversations WHERE id = ?3 AND tenant_id = ?1 AND site_id = ?2 AND visitor_id = ?4)",
+            params![
+                scope.tenant.0,
+                scope.site.0,
+                c.conversation_id.0,
+                c.visitor_id.0,
+                c.method.as_str(),
+                c.target,
+                c.code_salt,
+                c.code_hash,
+                c.created_at.as_millis(),
+                c.expires_at.as_millis()
+            ],
+        )
+    }
+
+    fn update_challenge(
+        &mut self,
+        scope: SiteScope,
+        id: i64,
+        status: ChallengeStatus,
+        attempts: u32,
+        completed_at: Option<Timestamp>,
+    ) -> StoreResult<()> {
+        self.exec(
+            "UPDATE verification_challenges SET status = ?4, attempts = ?5, completed_at = ?6 WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
+            params![scope.tenant.0, scope.site.0, id, status.as_str(), attempts, completed_at.map(Timestamp::as_millis)],
+        )?;
+        Ok(())
+    }
+
+    fn mark_verified(
+        &mut self,
+        scope: SiteScope,
+        visitor: VisitorId,
+        conversation: ConversationId,
+        method: Method,
+        target: &str,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        self.exec(
+            "UPDATE visitors SET verified_at = ?4, verified_method = ?5, verified_target = ?6, updated_at = ?4,
+                 email = CASE WHEN ?5 = 'sms_otp' THEN email ELSE COALESCE(email, ?6) END,
+                 phone = CASE WHEN ?5 = 'sms_otp' THEN COALESCE(phone, ?6) ELSE phone END
+             WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
+            params![scope.tenant.0, scope.site.0, visitor.0, at.as_millis(), method.as_str(), target],
+        )?;
+        self.exec(
+            "UPDATE conversations SET verified_at = ?4, verified_method = ?5 WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
+            params![scope.tenant.0, scope.site.0, conversation.0, at.as_millis(), method.as_str()],
+        )?;
+        Ok(())
+    }
+
+    fn insert_outbox_message(&mut self, tenant: TenantId, m: &OutboxMessage) -> StoreResult<()> {
+        self.exec(
+            "INSERT INTO sandbox_outbox (tenant_id, channel, recipient, subject, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![tenant.0, m.channel, m.recipient, m.subject, m.body, m.created_at.as_millis()],
+        )?;
         Ok(())
     }
 

@@ -70,7 +70,8 @@ impl Spawn {
         let (config, _) = Config::from_vars(&vars).expect("test configuration");
         let clock = ManualClock::new(START);
         let app = Application::build(&config, self.mode, clock.clone()).await.expect("application starts");
-        let base = app.public_url().to_owned();
+        // Requests go to the socket; PARLEY_PUBLIC_URL may name another host.
+        let base = format!("http://{}", app.local_addr());
         let db = app.database().clone();
         let shutdown = CancellationToken::new();
         let server = tokio::spawn(app.run(shutdown.clone()));

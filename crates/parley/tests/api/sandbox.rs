@@ -63,3 +63,40 @@ async fn openapi_lists_the_sandbox_in_demo_mode() {
     let (_, doc) = app.get("/openapi.json").await;
     assert!(doc["paths"]["/sandbox/credentials"]["get"].is_object());
 }
+
+/// In the demo, unconfigured channels go to the outbox that the sandbox
+/// shows, so the whole verification flow works without a mail server.
+#[tokio::test]
+async fn the_demo_keeps_verification_messages_in_the_outbox() {
+    let app = TestApp::with().demo().start().await;
+    let (_, creds) = app.get("/sandbox/credentials").await;
+    let token = creds["widget_token"].as_str().unwrap().to_owned();
+    let (_, config) = app.get(&format!("/api/widget/config/{token}")).await;
+    assert_eq!(config["installation"]["verification_methods"], serde_json::json!(["email_otp", "sms_otp", "magic_link"]));
+    let public_id = app.open_conversation("/api", &token, "demo-visitor", "hi").await;
+    let path = format!("/api/widget/conversations/{public_id}/verification/start");
+    let (status, started) = app.post(&path, serde_json::json!({"token": token, "method": "email_otp", "target": "me@example.com"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
+    let (status, sms) = app.post(&path, serde_json::json!({"token": token, "method": "sms_otp", "target": "+14155550123"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{sms}");
+
+    let (_, outbox) = app.get("/sandbox/outbox").await;
+    let messages = outbox["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!((messages[0]["channel"].as_str(), messages[0]["to"].as_str()), (Some("sms"), Some("+14155550123")));
+    assert_eq!((messages[1]["channel"].as_str(), messages[1]["to"].as_str()), (Some("email"), Some("me@example.com")));
+    let body = messages[1]["body"].as_str().unwrap();
+    let at = body.find("code is ").unwrap() + 8;
+    let code = &body[at..at + 6];
+    let confirm = format!("/api/widget/conversations/{public_id}/verification/confirm");
+    let id = started["challenge"]["id"].as_i64().unwrap();
+    let (status, _) = app.post(&confirm, serde_json::json!({"token": token, "challenge_id": id, "code": code})).await;
+    assert_eq!(status, StatusCode::GONE, "the SMS start superseded the email challenge");
+    let sms_code = &messages[0]["body"].as_str().unwrap()[..6];
+    let sms_id = sms["challenge"]["id"].as_i64().unwrap();
+    let (status, body) = app.post(&confirm, serde_json::json!({"token": token, "challenge_id": sms_id, "code": sms_code})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let html = app.client.get(app.url("/sandbox")).send().await.unwrap().text().await.unwrap();
+    assert!(html.contains("me@example.com") && html.contains(sms_code), "the page shows the outbox");
+}

@@ -25,7 +25,7 @@ async fn webhook_app() -> TestApp {
 }
 
 /// Registers an endpoint; returns its id and secret.
-async fn register(app: &TestApp, admin: &str, url: &str, events: Option<Value>) -> (i64, String) {
+pub(crate) async fn register(app: &TestApp, admin: &str, url: &str, events: Option<Value>) -> (i64, String) {
     let mut body = json!({ "url": url });
     if let Some(e) = events {
         body["events"] = e;
@@ -46,7 +46,7 @@ fn mac(secret: &str, parts: &[&[u8]]) -> Vec<u8> {
 
 /// Checks both signature headers against `secrets` (in order) and returns
 /// the parsed envelope.
-fn verify(r: &crate::receiver::Received, secrets: &[&str]) -> Value {
+pub(crate) fn verify(r: &crate::receiver::Received, secrets: &[&str]) -> Value {
     let ts = r.header("x-service-timestamp").to_owned();
     let envelope = r.json();
     let id = envelope["event_id"].as_str().unwrap();

@@ -1,0 +1,104 @@
+//! Visitor verification: start, confirm, and the magic link's page.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Html;
+use parley_domain::DomainError;
+use parley_domain::verification::service::{ConfirmInput, StartInput};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::openapi::VerificationErrors;
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{ClientCaller, JsonBody, PathId, QueryFields};
+use crate::requests::verification::*;
+use crate::views::verification::*;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(start)).routes(routes!(confirm))
+}
+
+/// The page a magic link opens; served at the root, outside `/api`.
+pub fn page_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(link))
+}
+
+/// Sends a code (or a magic link) to the visitor's email or phone.
+#[utoipa::path(post, path = "/widget/conversations/{public_id}/verification/start", operation_id = "verification_start", tag = "verification",
+    params(("public_id" = String, Path, description = "Conversation public id")), request_body = VerificationStartRequest,
+    responses((status = 202, description = "Challenge started", body = VerificationStartResponse), VerificationErrors))]
+async fn start(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    axum::extract::Path(public_id): axum::extract::Path<String>,
+    JsonBody(input): JsonBody<Start>,
+) -> Result<(StatusCode, Json<VerificationStartResponse>), ApiError> {
+    let started =
+        s.verification.start(&caller, StartInput { token: input.token, public_id, method: input.method, target: input.target }).await?;
+    Ok((StatusCode::ACCEPTED, Json((&started).into())))
+}
+
+/// Confirms the code; the visitor and the conversation become verified.
+#[utoipa::path(post, path = "/widget/conversations/{public_id}/verification/confirm", operation_id = "verification_confirm", tag = "verification",
+    params(("public_id" = String, Path, description = "Conversation public id")), request_body = VerificationConfirmRequest,
+    responses((status = 200, description = "Verification completed", body = VerificationConfirmResponse), VerificationErrors))]
+async fn confirm(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    axum::extract::Path(public_id): axum::extract::Path<String>,
+    JsonBody(input): JsonBody<Confirm>,
+) -> Result<Json<VerificationConfirmResponse>, ApiError> {
+    let input = ConfirmInput { token: input.token, public_id, challenge_id: input.challenge_id, code: input.code };
+    let verified = s.verification.confirm(&caller, input).await?;
+    Ok(Json((&verified).into()))
+}
+
+pub struct LinkCode {
+    code: String,
+}
+
+impl crate::extract::FromFields for LinkCode {
+    fn from_fields(f: &mut crate::extract::Fields<'_>) -> Result<Self, crate::extract::Invalid> {
+        Ok(Self { code: f.required("code", |s| Ok(s.to_owned()))? })
+    }
+}
+
+/// The magic link: confirms the challenge and tells the visitor to go back
+/// to the chat.
+#[utoipa::path(get, path = "/verify/{id}", operation_id = "verification_link", tag = "verification",
+    params(("id" = i64, Path, description = "Challenge id"), ("code" = String, Query, description = "The link's code")),
+    responses(
+        (status = 200, description = "Verified", content_type = "text/html"),
+        (status = 404, description = "Not a valid link", content_type = "text/html"),
+        (status = 410, description = "Expired or already used", content_type = "text/html")))]
+async fn link(
+    State(s): State<AppState>,
+    id: Result<PathId, ApiError>,
+    code: Result<QueryFields<LinkCode>, ApiError>,
+) -> (StatusCode, Html<String>) {
+    let result = match (id, code) {
+        (Ok(PathId(id)), Ok(QueryFields(q))) => s.verification.confirm_link(id, q.code).await,
+        _ => Err(DomainError::NotFound),
+    };
+    let (status, title, text) = match result {
+        Ok(_) => (StatusCode::OK, "You are verified", "Your email address is confirmed. You can close this page and return to the chat."),
+        Err(DomainError::ChallengeExpired) => {
+            (StatusCode::GONE, "This link has expired", "It was already used or is too old. Ask for a new one in the chat.")
+        }
+        Err(DomainError::InvalidCode | DomainError::NotFound) => {
+            (StatusCode::NOT_FOUND, "This link is not valid", "Check that you opened the whole link, or ask for a new one in the chat.")
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "magic link confirmation failed");
+            (StatusCode::SERVICE_UNAVAILABLE, "Something went wrong", "Please try the link again in a moment.")
+        }
+    };
+    let page = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title><style>body{{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1f2937}}</style>\
+         </head><body><h1>{title}</h1><p>{text}</p></body></html>"
+    );
+    (status, Html(page))
+}

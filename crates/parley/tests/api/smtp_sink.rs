@@ -1,0 +1,116 @@
+//! A real SMTP server on loopback for tests: it speaks enough SMTP over TCP
+//! for a real client (lettre) to deliver, and keeps every message.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+#[derive(Clone, Debug)]
+pub struct Mail {
+    pub from: String,
+    pub to: Vec<String>,
+    /// The DATA section, with quoted-printable soft breaks and `=3D` undone
+    /// so codes and links can be read from it.
+    pub data: String,
+}
+
+pub struct SmtpSink {
+    pub port: u16,
+    refuse: Arc<AtomicBool>,
+    mails: tokio::sync::Mutex<mpsc::UnboundedReceiver<Mail>>,
+}
+
+impl SmtpSink {
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let refuse = Arc::new(AtomicBool::new(false));
+        let refusing = refuse.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (tx, refusing) = (tx.clone(), refusing.clone());
+                tokio::spawn(async move {
+                    let _ = session(socket, tx, refusing).await;
+                });
+            }
+        });
+        Self { port, refuse, mails: tokio::sync::Mutex::new(rx) }
+    }
+
+    pub fn url(&self) -> String {
+        format!("smtp://127.0.0.1:{}", self.port)
+    }
+
+    /// From now on, refuse every message with a permanent error.
+    pub fn refuse(&self) {
+        self.refuse.store(true, Ordering::SeqCst);
+    }
+
+    pub async fn next(&self) -> Mail {
+        let mut rx = self.mails.lock().await;
+        tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("a mail within 10 s").expect("sink open")
+    }
+
+    /// Messages received so far, without waiting.
+    pub async fn drain(&self) -> Vec<Mail> {
+        let mut rx = self.mails.lock().await;
+        let mut all = Vec::new();
+        while let Ok(m) = rx.try_recv() {
+            all.push(m);
+        }
+        all
+    }
+}
+
+async fn session(socket: tokio::net::TcpStream, tx: mpsc::UnboundedSender<Mail>, refuse: Arc<AtomicBool>) -> std::io::Result<()> {
+    let (read, mut write) = socket.into_split();
+    let mut lines = BufReader::new(read).lines();
+    write.write_all(b"220 sink.test ESMTP ready\r\n").await?;
+    let (mut from, mut to) = (String::new(), Vec::new());
+    while let Some(line) = lines.next_line().await? {
+        let upper = line.to_ascii_uppercase();
+        let reply: &[u8] = if upper.starts_with("EHLO") {
+            b"250-sink.test\r\n250 8BITMIME\r\n"
+        } else if upper.starts_with("HELO") || upper.starts_with("RSET") || upper.starts_with("NOOP") {
+            b"250 OK\r\n"
+        } else if upper.starts_with("MAIL FROM:") {
+            if refuse.load(Ordering::SeqCst) {
+                b"554 5.7.1 refused by the test\r\n"
+            } else {
+                from = line[10..].trim().trim_matches(['<', '>']).to_owned();
+                to.clear();
+                b"250 OK\r\n"
+            }
+        } else if upper.starts_with("RCPT TO:") {
+            to.push(line[8..].trim().trim_matches(['<', '>']).to_owned());
+            b"250 OK\r\n"
+        } else if upper.starts_with("DATA") {
+            write.write_all(b"354 end with <CRLF>.<CRLF>\r\n").await?;
+            let mut data = String::new();
+            while let Some(l) = lines.next_line().await? {
+                if l == "." {
+                    break;
+                }
+                data.push_str(l.strip_prefix('.').unwrap_or(&l));
+                data.push_str("\r\n");
+            }
+            let data = data.replace("=\r\n", "").replace("=3D", "=");
+            let _ = tx.send(Mail { from: from.clone(), to: to.clone(), data });
+            b"250 OK queued\r\n"
+        } else if upper.starts_with("QUIT") {
+            write.write_all(b"221 bye\r\n").await?;
+            return Ok(());
+        } else {
+            b"502 command not implemented\r\n"
+        };
+        write.write_all(reply).await?;
+    }
+    Ok(())
+}

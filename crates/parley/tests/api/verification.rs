@@ -1,0 +1,408 @@
+//! Visitor verification through a real SMTP server and a real HTTP SMS
+//! gateway on loopback.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::receiver::{Receiver, Reply};
+use crate::smtp_sink::SmtpSink;
+
+const PUBLIC_URL: &str = "http://chat.parley.test";
+
+struct Setup {
+    app: TestApp,
+    smtp: SmtpSink,
+    sms: Receiver,
+    f: Fixture,
+    public_id: String,
+}
+
+async fn setup_with(vars: &[(&str, &str)]) -> Setup {
+    let smtp = SmtpSink::start().await;
+    let sms = Receiver::start().await;
+    let mut spawn = TestApp::with()
+        .var("PARLEY_SMTP_URL", &smtp.url())
+        .var("PARLEY_MAIL_FROM", "Parley <noreply@parley.test>")
+        .var("PARLEY_SMS_GATEWAY_URL", &sms.url)
+        .var("PARLEY_SMS_GATEWAY_TOKEN", "sms-secret")
+        .var("PARLEY_PUBLIC_URL", PUBLIC_URL);
+    for (k, v) in vars {
+        spawn = spawn.var(k, v);
+    }
+    let app = spawn.start().await;
+    let f = app.fixture("acme", &[]).await;
+    app.post(
+        "/api/widget/visitors",
+        json!({"token": f.token, "uuid": "ann", "name": "Ann", "email": "ann@example.com", "phone": "+14155550123"}),
+    )
+    .await;
+    let public_id = app.open_conversation("/api", &f.token, "ann", "Is my order shipped?").await;
+    Setup { app, smtp, sms, f, public_id }
+}
+
+async fn setup() -> Setup {
+    setup_with(&[]).await
+}
+
+impl Setup {
+    async fn start(&self, prefix: &str, body: Value) -> (StatusCode, Value) {
+        let mut body = body;
+        body["token"] = json!(self.f.token);
+        self.app.post(&format!("{prefix}/widget/conversations/{}/verification/start", self.public_id), body).await
+    }
+
+    async fn confirm(&self, prefix: &str, id: i64, code: &str) -> (StatusCode, Value) {
+        let body = json!({"token": self.f.token, "challenge_id": id, "code": code});
+        self.app.post(&format!("{prefix}/widget/conversations/{}/verification/confirm", self.public_id), body).await
+    }
+
+    /// Starts and returns the challenge id.
+    async fn started(&self, prefix: &str, body: Value) -> i64 {
+        let (status, res) = self.start(prefix, body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{res}");
+        res["challenge"]["id"].as_i64().unwrap()
+    }
+
+    async fn email_code(&self) -> String {
+        code_after(&self.smtp.next().await.data, "code is ")
+    }
+}
+
+fn code_after(text: &str, marker: &str) -> String {
+    let at = text.find(marker).unwrap_or_else(|| panic!("no {marker:?} in {text}")) + marker.len();
+    let code: String = text[at..].chars().take(6).collect();
+    assert!(code.chars().all(|c| c.is_ascii_digit()), "{code}");
+    code
+}
+
+fn link_in(text: &str) -> String {
+    let at = text.find(&format!("{PUBLIC_URL}/verify/")).unwrap_or_else(|| panic!("no link in {text}"));
+    text[at..].split(|c: char| c.is_whitespace() || c == '"' || c == '<').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn email_code_verifies_the_visitor_and_the_conversation() {
+    let s = setup().await;
+    for (n, prefix) in PREFIXES.into_iter().enumerate() {
+        if n > 0 {
+            s.app.clock.advance(Duration::from_secs(31));
+        }
+        let (status, body) = s.start(prefix, json!({"method": "email_otp"})).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        let challenge = &body["challenge"];
+        assert_eq!(challenge["method"], "email_otp");
+        assert_eq!(challenge["target_hint"], "a***@example.com", "the visitor's email by default, masked");
+        assert!(challenge["expires_at"].as_str().unwrap().ends_with(":10:00.000Z") || n > 0, "ten minutes: {challenge}");
+        let id = challenge["id"].as_i64().unwrap();
+
+        let mail = s.smtp.next().await;
+        assert_eq!(mail.to, ["ann@example.com"]);
+        assert_eq!(mail.from, "noreply@parley.test");
+        assert!(mail.data.contains("Subject: Your acme Inc. verification code"), "{}", mail.data);
+        assert!(mail.data.contains("multipart/alternative") && mail.data.contains("text/plain") && mail.data.contains("text/html"));
+        let code = code_after(&mail.data, "code is ");
+
+        let wrong = if code == "000000" { "111111" } else { "000000" };
+        let (status, body) = s.confirm(prefix, id, wrong).await;
+        assert_error(status, &body, StatusCode::UNPROCESSABLE_ENTITY, "invalid_code");
+        let (status, body) = s.confirm(prefix, id, &code).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["verification"]["status"], "verified");
+        assert_eq!(body["verification"]["method"], "email_otp");
+        assert!(body["verification"]["verified_at"].is_string());
+        assert_eq!(body["conversation"]["verified"], true);
+        assert_eq!(body["conversation"]["public_id"], s.public_id.as_str());
+    }
+    let admin = s.app.login("admin@acme.example.com").await;
+    let (_, list) = s.app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    assert_eq!(list["conversations"][0]["verified"], true, "operators see it");
+    assert_eq!(list["conversations"][0]["visitor"]["verified"], true);
+    let (_, visitor) = s.app.post("/api/widget/visitors", json!({"token": s.f.token, "uuid": "ann"})).await;
+    assert_eq!(visitor["visitor"]["verified"], true);
+    let (_, messages) = s.app.get(&format!("/api/widget/conversations/{}/messages?token={}", s.public_id, s.f.token)).await;
+    assert_eq!(messages["messages"].as_array().unwrap().last().unwrap()["body"], "The visitor verified their email address");
+    let events = s.app.events("acme").await;
+    assert_eq!(events.iter().filter(|e| *e == "verification.completed").count(), 2);
+}
+
+#[tokio::test]
+async fn sms_code_goes_through_the_gateway() {
+    let s = setup().await;
+    let id = s.started("/api/v1", json!({"method": "sms_otp"})).await;
+    let sent = s.sms.next().await;
+    assert_eq!(sent.header("authorization"), "Bearer sms-secret");
+    assert_eq!(sent.header("content-type"), "application/json");
+    let body = sent.json();
+    assert_eq!(body["to"], "+14155550123");
+    let code: String = body["body"].as_str().unwrap().chars().take(6).collect();
+    let (status, res) = s.confirm("/api/v1", id, &code).await;
+    assert_eq!(status, StatusCode::OK, "{res}");
+    assert_eq!(res["verification"]["method"], "sms_otp");
+    let (_, messages) = s.app.get(&format!("/api/widget/conversations/{}/messages?token={}", s.public_id, s.f.token)).await;
+    assert_eq!(messages["messages"].as_array().unwrap().last().unwrap()["body"], "The visitor verified their phone number");
+}
+
+#[tokio::test]
+async fn a_magic_link_confirms_once_and_is_built_from_the_public_url() {
+    let s = setup().await;
+    let id = s.started("/api", json!({"method": "magic_link", "target": "other@example.com"})).await;
+    let mail = s.smtp.next().await;
+    assert_eq!(mail.to, ["other@example.com"]);
+    let link = link_in(&mail.data);
+    assert!(link.starts_with(&format!("{PUBLIC_URL}/verify/{id}?code=")), "never from the request's Host: {link}");
+    assert!(link.len() > PUBLIC_URL.len() + 50, "a long random code");
+    let local = link.replace(PUBLIC_URL, &s.app.base);
+
+    let res = s.app.client.get(&local).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    let page = res.text().await.unwrap();
+    assert!(page.contains("You are verified") && page.contains("return to the chat"), "{page}");
+    let again = s.app.client.get(&local).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::GONE, "single use");
+    let (_, visitor) = s.app.post("/api/widget/visitors", json!({"token": s.f.token, "uuid": "ann"})).await;
+    assert_eq!(visitor["visitor"]["verified"], true);
+
+    let wrong = format!("{}/verify/{id}?code=not-the-code", s.app.base);
+    assert_eq!(s.app.client.get(&wrong).send().await.unwrap().status(), StatusCode::GONE, "the challenge is used up");
+    for bad in ["/verify/999999?code=x", "/verify/abc?code=x", &format!("/verify/{id}")] {
+        assert_eq!(s.app.client.get(s.app.url(bad)).send().await.unwrap().status(), StatusCode::NOT_FOUND, "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn a_magic_link_code_also_works_through_confirm() {
+    let s = setup().await;
+    let id = s.started("/api", json!({"method": "magic_link"})).await;
+    let link = link_in(&s.smtp.next().await.data);
+    let code = link.split("code=").nth(1).unwrap().to_owned();
+    let (status, body) = s.confirm("/api/v1", id, &code).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["verification"]["method"], "magic_link");
+}
+
+#[tokio::test]
+async fn inputs_are_validated() {
+    let s = setup().await;
+    for prefix in PREFIXES {
+        let path = format!("{prefix}/widget/conversations/{}/verification/start", s.public_id);
+        let (status, body) = s.app.post(&path, json!({})).await;
+        assert_fields(status, &body, &["method", "token"]);
+        let (status, body) = s.start(prefix, json!({"method": "carrier_pigeon", "target": 5})).await;
+        assert_fields(status, &body, &["method", "target"]);
+        let (status, body) = s.start(prefix, json!({"method": "email_otp", "target": "not-an-email"})).await;
+        assert_fields(status, &body, &["target"]);
+        let (status, body) = s.start(prefix, json!({"method": "sms_otp", "target": "0044 20 7946 0000"})).await;
+        assert_fields(status, &body, &["target"]);
+        let path = format!("{prefix}/widget/conversations/{}/verification/confirm", s.public_id);
+        let (status, body) = s.app.post(&path, json!({})).await;
+        assert_fields(status, &body, &["challenge_id", "code", "token"]);
+        let (status, body) = s.app.post(&path, json!({"token": s.f.token, "challenge_id": "one", "code": ""})).await;
+        assert_fields(status, &body, &["challenge_id", "code"]);
+    }
+    assert!(s.smtp.drain().await.is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
+async fn without_a_known_target_the_start_is_422() {
+    let s = setup().await;
+    let other = s.app.open_conversation("/api", &s.f.token, "anonymous", "hi").await;
+    let path = format!("/api/widget/conversations/{other}/verification/start");
+    for method in ["email_otp", "sms_otp", "magic_link"] {
+        let (status, body) = s.app.post(&path, json!({"token": s.f.token, "method": method})).await;
+        assert_fields(status, &body, &["target"]);
+    }
+}
+
+#[tokio::test]
+async fn codes_expire_after_ten_minutes() {
+    let s = setup().await;
+    let id = s.started("/api", json!({"method": "email_otp"})).await;
+    let code = s.email_code().await;
+    s.app.clock.advance(Duration::from_secs(600));
+    let (status, body) = s.confirm("/api", id, &code).await;
+    assert_error(status, &body, StatusCode::GONE, "challenge_expired");
+}
+
+#[tokio::test]
+async fn five_wrong_codes_spend_the_challenge() {
+    let s = setup().await;
+    let id = s.started("/api", json!({"method": "email_otp"})).await;
+    let code = s.email_code().await;
+    let wrong = if code == "999999" { "999998" } else { "999999" };
+    for _ in 0..5 {
+        let (status, body) = s.confirm("/api", id, wrong).await;
+        assert_error(status, &body, StatusCode::UNPROCESSABLE_ENTITY, "invalid_code");
+    }
+    let (status, body) = s.confirm("/api", id, &code).await;
+    assert_error(status, &body, StatusCode::GONE, "challenge_expired");
+}
+
+#[tokio::test]
+async fn a_code_works_once() {
+    let s = setup().await;
+    let id = s.started("/api", json!({"method": "email_otp"})).await;
+    let code = s.email_code().await;
+    assert_eq!(s.confirm("/api", id, &code).await.0, StatusCode::OK);
+    let (status, body) = s.confirm("/api", id, &code).await;
+    assert_error(status, &body, StatusCode::GONE, "challenge_expired");
+}
+
+#[tokio::test]
+async fn a_new_start_supersedes_the_previous_challenge() {
+    let s = setup().await;
+    let first = s.started("/api", json!({"method": "email_otp"})).await;
+    let first_code = s.email_code().await;
+    s.app.clock.advance(Duration::from_secs(31));
+    let second = s.started("/api", json!({"method": "email_otp"})).await;
+    let second_code = s.email_code().await;
+    let (status, body) = s.confirm("/api", first, &first_code).await;
+    assert_error(status, &body, StatusCode::GONE, "challenge_expired");
+    assert_eq!(s.confirm("/api", second, &second_code).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn another_sites_token_or_conversation_is_404() {
+    let s = setup().await;
+    let id = s.started("/api", json!({"method": "email_otp"})).await;
+    let code = s.email_code().await;
+    let globex = s.app.fixture("globex", &[]).await;
+    let sibling = s.app.site("acme", s.f.scope.tenant, &[]).await;
+    for other in [&globex.token, &sibling.token] {
+        let path = format!("/api/widget/conversations/{}/verification/start", s.public_id);
+        let (status, body) = s.app.post(&path, json!({"token": other, "method": "email_otp"})).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+        let path = format!("/api/widget/conversations/{}/verification/confirm", s.public_id);
+        let (status, body) = s.app.post(&path, json!({"token": other, "challenge_id": id, "code": code})).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    }
+    // A challenge of one conversation cannot be confirmed through another.
+    let other_conversation = s.app.open_conversation("/api", &s.f.token, "bob", "hi").await;
+    let path = format!("/api/widget/conversations/{other_conversation}/verification/confirm");
+    let (status, body) = s.app.post(&path, json!({"token": s.f.token, "challenge_id": id, "code": code})).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    assert_eq!(s.confirm("/api", id, &code).await.0, StatusCode::OK, "and the challenge was not touched");
+}
+
+#[tokio::test]
+async fn a_failed_send_is_503_and_leaves_no_usable_challenge() {
+    let s = setup().await;
+    s.smtp.refuse();
+    let (status, body) = s.start("/api", json!({"method": "email_otp"})).await;
+    assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    s.sms.reply(&[Reply::Status(500)]);
+    let (status, body) = s.start("/api", json!({"method": "sms_otp"})).await;
+    assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    s.sms.next().await;
+    // Challenges 1 and 2 were created and failed: no code can confirm them.
+    for id in [1, 2] {
+        let (status, body) = s.confirm("/api", id, "123456").await;
+        assert_error(status, &body, StatusCode::GONE, "challenge_expired");
+    }
+}
+
+#[tokio::test]
+async fn unconfigured_methods_are_refused_and_not_offered() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let (_, config) = app.get(&format!("/api/widget/config/{}", f.token)).await;
+    assert_eq!(config["installation"]["verification_methods"], json!([]));
+    app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "ann", "email": "ann@example.com"})).await;
+    let public_id = app.open_conversation("/api", &f.token, "ann", "hi").await;
+    let (status, body) = app
+        .post(&format!("/api/widget/conversations/{public_id}/verification/start"), json!({"token": f.token, "method": "email_otp"}))
+        .await;
+    assert_fields(status, &body, &["method"]);
+
+    let s = setup().await;
+    let (_, config) = s.app.get(&format!("/api/widget/config/{}", s.f.token)).await;
+    assert_eq!(config["installation"]["verification_methods"], json!(["email_otp", "sms_otp", "magic_link"]));
+}
+
+#[tokio::test]
+async fn starts_are_limited_per_conversation() {
+    let s = setup_with(&[("PARLEY_RATE_LIMITS", "on")]).await;
+    s.started("/api", json!({"method": "email_otp"})).await;
+    let res = s
+        .app
+        .client
+        .post(s.app.url(&format!("/api/widget/conversations/{}/verification/start", s.public_id)))
+        .json(&json!({"token": s.f.token, "method": "email_otp"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "one per 30 seconds");
+    assert_eq!(res.headers()["retry-after"], "30");
+    for _ in 0..4 {
+        s.app.clock.advance(Duration::from_secs(31));
+        s.started("/api", json!({"method": "email_otp"})).await;
+    }
+    s.app.clock.advance(Duration::from_secs(31));
+    let (status, body) = s.start("/api", json!({"method": "email_otp"})).await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    assert_eq!(s.smtp.drain().await.len(), 5, "refused starts never reach the provider");
+}
+
+async fn sms_start(s: &Setup, public_id: &str, target: &str) -> (StatusCode, Value) {
+    let path = format!("/api/widget/conversations/{public_id}/verification/start");
+    s.app.post(&path, json!({"token": s.f.token, "method": "sms_otp", "target": target})).await
+}
+
+#[tokio::test]
+async fn sms_is_limited_per_number_and_by_a_daily_budget() {
+    let s = setup_with(&[("PARLEY_RATE_LIMITS", "on"), ("PARLEY_SMS_DAILY_BUDGET", "4")]).await;
+    let mut conversations = Vec::new();
+    for n in 0..5 {
+        conversations.push(s.app.open_conversation("/api", &s.f.token, &format!("v{n}"), "hi").await);
+    }
+    for c in &conversations[..3] {
+        assert_eq!(sms_start(&s, c, "+14155550100").await.0, StatusCode::ACCEPTED);
+    }
+    let (status, body) = sms_start(&s, &conversations[3], "+14155550100").await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    assert_eq!(sms_start(&s, &conversations[3], "+14155550101").await.0, StatusCode::ACCEPTED, "another number is fine");
+    let (status, body) = sms_start(&s, &conversations[4], "+14155550102").await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    for _ in 0..4 {
+        s.sms.next().await;
+    }
+}
+
+#[tokio::test]
+async fn starts_are_limited_per_client_address_and_tenant() {
+    let s = setup_with(&[("PARLEY_RATE_LIMITS", "on"), ("PARLEY_VERIFY_LIMIT_PER_ADDRESS", "2/1h")]).await;
+    let other = s.app.open_conversation("/api", &s.f.token, "bob", "hi").await;
+    let third = s.app.open_conversation("/api", &s.f.token, "carl", "hi").await;
+    s.started("/api", json!({"method": "email_otp"})).await;
+    let path = |c: &str| format!("/api/widget/conversations/{c}/verification/start");
+    let body = json!({"token": s.f.token, "method": "email_otp", "target": "bob@example.com"});
+    assert_eq!(s.app.post(&path(&other), body.clone()).await.0, StatusCode::ACCEPTED);
+    let (status, res) = s.app.post(&path(&third), body).await;
+    assert_error(status, &res, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+
+    let s = setup_with(&[("PARLEY_RATE_LIMITS", "on"), ("PARLEY_VERIFY_LIMIT_PER_TENANT", "1/1h")]).await;
+    let other = s.app.open_conversation("/api", &s.f.token, "bob", "hi").await;
+    s.started("/api", json!({"method": "email_otp"})).await;
+    let (status, res) = s.app.post(&path(&other), json!({"token": s.f.token, "method": "email_otp", "target": "bob@example.com"})).await;
+    assert_error(status, &res, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+}
+
+#[tokio::test]
+async fn verification_completed_reaches_webhooks_signed() {
+    let s = setup_with(&[("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true"), ("PARLEY_WEBHOOK_POLL_INTERVAL", "20ms")]).await;
+    let admin = s.app.login("admin@acme.example.com").await;
+    let receiver = Receiver::start().await;
+    let (_, secret) = crate::webhooks::register(&s.app, &admin, &receiver.url, Some(json!(["verification.completed"]))).await;
+    let id = s.started("/api", json!({"method": "email_otp"})).await;
+    let code = s.email_code().await;
+    assert_eq!(s.confirm("/api", id, &code).await.0, StatusCode::OK);
+    let envelope = crate::webhooks::verify(&receiver.next().await, &[&secret]);
+    assert_eq!(envelope["event"], "verification.completed");
+    assert_eq!(envelope["data"]["method"], "email_otp");
+    assert_eq!(envelope["data"]["conversation"]["public_id"], s.public_id.as_str());
+    assert_eq!(envelope["data"]["conversation"]["verified"], true);
+    assert_eq!(envelope["data"]["visitor"]["uuid"], "ann");
+}
