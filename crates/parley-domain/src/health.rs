@@ -1,8 +1,13 @@
 //! The platform health report behind `GET /health`.
+//!
+//! `down` (503) when the database cannot be read; `degraded` when the
+//! oldest pending webhook delivery is older than the allowed age or the
+//! sweeper has not completed a pass for three intervals; `ok` otherwise.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use crate::automation::LAST_SWEEP_KEY;
 use crate::clock::{Clock, Timestamp};
 use crate::store::Database;
 
@@ -40,51 +45,87 @@ pub struct WebhookCheck {
 }
 
 #[derive(Clone, Debug)]
+pub struct SweeperCheck {
+    pub status: Status,
+    pub last_run_at: Option<Timestamp>,
+    pub interval_seconds: u64,
+}
+
+#[derive(Clone, Debug)]
 pub struct HealthReport {
     pub status: Status,
     pub checked_at: Timestamp,
     pub database: DatabaseCheck,
+    /// Absent when the database cannot be read.
     pub webhooks: Option<WebhookCheck>,
+    pub sweeper: Option<SweeperCheck>,
+}
+
+#[derive(Clone, Debug)]
+pub struct HealthSettings {
+    /// `PARLEY_SWEEP_INTERVAL`.
+    pub sweep_interval: Duration,
+    /// `PARLEY_HEALTH_QUEUE_MAX_AGE`: older pending deliveries degrade.
+    pub queue_max_age: Duration,
 }
 
 #[derive(Clone)]
 pub struct HealthService {
     db: Database,
     clock: Arc<dyn Clock>,
+    settings: HealthSettings,
+    /// A sweeper that has not run yet is only late once the service has run
+    /// for a while.
+    started_at: Timestamp,
 }
 
 impl HealthService {
-    pub fn new(db: Database, clock: Arc<dyn Clock>) -> Self {
-        Self { db, clock }
+    pub fn new(db: Database, clock: Arc<dyn Clock>, settings: HealthSettings) -> Self {
+        let started_at = clock.now();
+        Self { db, clock, settings, started_at }
     }
 
     pub async fn report(&self) -> HealthReport {
         let started = Instant::now();
-        let stats = self.db.read(|r| Ok(r.outbox_stats()?)).await;
+        let read = self.db.read(|r| Ok((r.outbox_stats()?, r.state(LAST_SWEEP_KEY)?))).await;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         let now = self.clock.now();
         let backend = self.db.kind();
-        match stats {
-            Ok(stats) => HealthReport {
-                status: Status::Ok,
-                checked_at: now,
-                database: DatabaseCheck { status: Status::Ok, backend, latency_ms },
-                webhooks: Some(WebhookCheck {
-                    status: Status::Ok,
-                    pending: stats.pending,
-                    oldest_pending_seconds: stats.oldest_pending_at.map_or(0, |t| now.since(t).as_secs()),
-                    failing_endpoints: stats.failing_endpoints,
-                }),
-            },
+        let (stats, last_sweep) = match read {
+            Ok(values) => values,
             Err(e) => {
                 tracing::error!(error = %e, "health check: database unreachable");
-                HealthReport {
+                return HealthReport {
                     status: Status::Down,
                     checked_at: now,
                     database: DatabaseCheck { status: Status::Down, backend, latency_ms },
                     webhooks: None,
-                }
+                    sweeper: None,
+                };
             }
+        };
+        let oldest = stats.oldest_pending_at.map_or(Duration::ZERO, |t| now.since(t));
+        let webhooks = WebhookCheck {
+            status: if oldest > self.settings.queue_max_age { Status::Degraded } else { Status::Ok },
+            pending: stats.pending,
+            oldest_pending_seconds: oldest.as_secs(),
+            failing_endpoints: stats.failing_endpoints,
+        };
+        let last_run_at = last_sweep.map(Timestamp::from_millis);
+        let late_after = self.settings.sweep_interval * 3;
+        let since = now.since(last_run_at.unwrap_or(self.started_at));
+        let sweeper = SweeperCheck {
+            status: if since > late_after { Status::Degraded } else { Status::Ok },
+            last_run_at,
+            interval_seconds: self.settings.sweep_interval.as_secs(),
+        };
+        let status = if webhooks.status == Status::Ok && sweeper.status == Status::Ok { Status::Ok } else { Status::Degraded };
+        HealthReport {
+            status,
+            checked_at: now,
+            database: DatabaseCheck { status: Status::Ok, backend, latency_ms },
+            webhooks: Some(webhooks),
+            sweeper: Some(sweeper),
         }
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod automation;
 pub mod clock;
 pub mod error;
 pub mod events;
@@ -16,6 +17,7 @@ pub mod ids;
 pub mod inbox;
 pub mod limits;
 pub mod mask;
+pub mod metrics;
 pub mod model;
 pub mod password;
 pub mod sandbox;

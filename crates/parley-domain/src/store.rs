@@ -97,6 +97,16 @@ pub trait ReadTx {
     fn count_conversations(&mut self, scope: ConversationScope, filter: StatusFilter) -> StoreResult<u64>;
     fn messages(&mut self, scope: ConversationScope, conversation: ConversationId, page: MessagePage) -> StoreResult<Vec<Message>>;
     fn outbox_stats(&mut self) -> StoreResult<OutboxStats>;
+    /// Service-wide state (all tenants): a named integer.
+    fn state(&mut self, key: &str) -> StoreResult<Option<i64>>;
+    /// Conversations not closed, across all tenants (for metrics).
+    fn count_open_conversations(&mut self) -> StoreResult<u64>;
+    /// Enabled, healthy installations whose last heartbeat is older than
+    /// `cutoff`, across all tenants (for the sweeper).
+    fn stale_candidates(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<InstallationContext>>;
+    /// Open conversations without a message since `cutoff`, across all
+    /// tenants (for the sweeper), with their tenants.
+    fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>>;
     /// The tenant's most recent events, oldest of them first.
     fn recent_events(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxEvent>>;
     fn webhooks(&mut self, tenant: TenantId) -> StoreResult<Vec<Webhook>>;
@@ -125,6 +135,8 @@ pub trait WriteTx: ReadTx {
     fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
     fn insert_installation(&mut self, scope: SiteScope, installation: &NewInstallation) -> StoreResult<Installation>;
     fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()>;
+    fn set_heartbeat_status(&mut self, scope: SiteScope, id: InstallationId, status: InstallationStatus) -> StoreResult<()>;
+    fn set_state(&mut self, key: &str, value: i64) -> StoreResult<()>;
     fn record_heartbeat(
         &mut self,
         scope: SiteScope,

@@ -18,13 +18,14 @@ use parley_domain::admin::AdminService;
 use parley_domain::auth::AuthService;
 use parley_domain::health::HealthService;
 use parley_domain::inbox::InboxService;
+use parley_domain::metrics::Metrics;
 use parley_domain::sandbox::{DemoCredentials, SandboxService};
 use parley_domain::verification::service::VerificationService;
 use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::WidgetService;
 
 pub use extract::TrustedProxies;
-pub use routes::{BODY_LIMIT, router};
+pub use routes::{BODY_LIMIT, metrics_router, router};
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -36,6 +37,7 @@ pub struct AppState {
     pub admin: AdminService,
     pub webhooks: WebhookService,
     pub verification: VerificationService,
+    pub metrics: Metrics,
     pub proxies: TrustedProxies,
     /// Present only under `parley demo`: mounts `/sandbox`.
     pub sandbox: Option<Arc<SandboxInfo>>,

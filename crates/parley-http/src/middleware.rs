@@ -1,8 +1,12 @@
 //! Layers around every route: request logs and panic containment.
 
-use axum::extract::{MatchedPath, Request};
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use parley_domain::metrics::Metrics;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -10,6 +14,16 @@ use tower_http::trace::{DefaultOnResponse, MakeSpan, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::error::ApiError;
+
+/// Counts every request by route template, method and status, with its latency.
+pub async fn track(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
+    let route = req.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
+    let method = req.method().as_str().to_owned();
+    let started = Instant::now();
+    let response = next.run(req).await;
+    metrics.request(&route, &method, response.status().as_u16(), started.elapsed());
+    response
+}
 
 /// Names a request by its route template, never by its URI: widget URIs
 /// carry installation tokens in the path and the query.

@@ -3,5 +3,5 @@
 //! finish its current step (an in-flight webhook attempt included) before
 //! the database closes.
 
-pub mod maintenance;
+pub mod sweeper;
 pub mod webhooks;

@@ -48,6 +48,8 @@ pub struct Config {
     pub verification_limits: VerificationLimits,
     pub trusted_proxies: Vec<IpNet>,
     pub metrics_listen: Option<SocketAddr>,
+    /// Pending webhook deliveries older than this degrade `/health`.
+    pub health_queue_max_age: Duration,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
@@ -84,6 +86,7 @@ const KNOWN: &[&str] = &[
     "PARLEY_SMS_DAILY_BUDGET",
     "PARLEY_TRUSTED_PROXIES",
     "PARLEY_METRICS_LISTEN",
+    "PARLEY_HEALTH_QUEUE_MAX_AGE",
 ];
 
 #[derive(Debug)]
@@ -264,6 +267,7 @@ impl Config {
                 .collect()
         });
         let metrics_listen = r.get("PARLEY_METRICS_LISTEN", None, |s| s.parse().map(Some).map_err(|_| format!("{s:?} is not an address")));
+        let health_queue_max_age = r.duration("PARLEY_HEALTH_QUEUE_MAX_AGE", Duration::from_secs(15 * 60));
         if !r.errors.is_empty() {
             return Err(ConfigErrors(r.errors));
         }
@@ -291,6 +295,7 @@ impl Config {
             verification_limits,
             trusted_proxies,
             metrics_listen,
+            health_queue_max_age,
         };
         Ok((config, warnings))
     }

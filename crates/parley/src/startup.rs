@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use parley_domain::admin::AdminService;
 use parley_domain::auth::AuthService;
-use parley_domain::health::HealthService;
+use parley_domain::automation::{Automation, AutomationSettings};
+use parley_domain::health::{HealthService, HealthSettings};
 use parley_domain::inbox::InboxService;
 use parley_domain::limits::RateLimits;
-use parley_domain::sandbox::SandboxService;
-use parley_domain::sandbox::{self, DemoCredentials};
+use parley_domain::metrics::Metrics;
+use parley_domain::sandbox::{self, DemoCredentials, SandboxService};
 use parley_domain::tenancy::Tenancy;
 use parley_domain::verification::channels::{Channels, EmailSender, SmsSender};
 use parley_domain::verification::service::VerificationService;
@@ -19,6 +20,7 @@ use parley_domain::widget::{WidgetService, WidgetSettings};
 use parley_domain::{Clock, Database, DomainError};
 use parley_http::{AppState, SandboxInfo, TrustedProxies};
 use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
+use parley_worker::sweeper::Sweeper;
 use parley_worker::webhooks::{DeliverySettings, WebhookWorker};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -49,31 +51,38 @@ pub enum StartError {
 
 pub struct Application {
     listener: TcpListener,
+    /// `PARLEY_METRICS_LISTEN`: `/metrics` on its own address.
+    metrics_listener: Option<TcpListener>,
     router: axum::Router,
+    metrics_router: axum::Router,
     db: Database,
     local_addr: SocketAddr,
     public_url: String,
-    limits: Arc<RateLimits>,
-    auth: AuthService,
     webhook_worker: Arc<WebhookWorker>,
-    sweep_interval: std::time::Duration,
+    sweeper: Sweeper,
     demo: Option<DemoCredentials>,
 }
 
+async fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr).await.map_err(|source| StartError::Listen { addr, source })
+}
+
 impl Application {
-    /// Opens storage and binds the listener (port 0 picks a free port).
+    /// Opens storage, builds the services and binds the listeners (port 0
+    /// picks a free port).
     pub async fn build(config: &Config, mode: Mode, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
         let db = parley_storage::open(&config.database_url, Default::default()).await?;
-        let listener = TcpListener::bind(config.listen).await.map_err(|source| StartError::Listen { addr: config.listen, source })?;
+        let listener = bind(config.listen).await?;
         let local_addr = listener.local_addr().map_err(|source| StartError::Listen { addr: config.listen, source })?;
+        let metrics_listener = match config.metrics_listen {
+            Some(addr) => Some(bind(addr).await?),
+            None => None,
+        };
         let public_url = match &config.public_url {
             Some(url) => url.as_str().trim_end_matches('/').to_owned(),
-            None if local_addr.ip().is_unspecified() => {
-                format!("http://127.0.0.1:{}", local_addr.port())
-            }
+            None if local_addr.ip().is_unspecified() => format!("http://127.0.0.1:{}", local_addr.port()),
             None => format!("http://{local_addr}"),
         };
-        let limits = Arc::new(RateLimits::new(&config.rate_limits));
         let demo = match mode {
             Mode::Serve => None,
             Mode::Demo => {
@@ -81,15 +90,9 @@ impl Application {
                 Some(sandbox::seed(&tenancy, config.mobile_token_ttl).await.map_err(StartError::Seed)?)
             }
         };
-        let delivery = DeliverySettings {
-            timeout: config.webhook_timeout,
-            lease: config.webhook_lease,
-            poll_interval: config.webhook_poll_interval,
-            concurrency: config.webhook_concurrency,
-            ..DeliverySettings::new(config.webhook_retry_schedule.clone(), config.webhook_allow_private)
-        };
-        let webhook_worker =
-            WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery).map_err(|e| StartError::WebhookClient(e.to_string()))?;
+
+        let metrics = Metrics::new(db.clone());
+        let limits = Arc::new(RateLimits::new(&config.rate_limits));
         let auth = AuthService::new(db.clone(), Arc::clone(&clock), config.mobile_token_ttl, &config.rate_limits);
         let widget = WidgetService::new(
             db.clone(),
@@ -106,14 +109,40 @@ impl Application {
             config.verification_limits.clone(),
             public_url.clone(),
         );
+        let delivery = DeliverySettings {
+            timeout: config.webhook_timeout,
+            lease: config.webhook_lease,
+            poll_interval: config.webhook_poll_interval,
+            concurrency: config.webhook_concurrency,
+            ..DeliverySettings::new(config.webhook_retry_schedule.clone(), config.webhook_allow_private)
+        };
+        let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery, metrics.clone())
+            .map_err(|e| StartError::WebhookClient(e.to_string()))?;
+        let sweeper = Sweeper {
+            automation: Automation::new(
+                db.clone(),
+                Arc::clone(&clock),
+                AutomationSettings { stale_after: config.heartbeat_stale_after, auto_close_after: config.auto_close_after },
+            ),
+            limits: Arc::clone(&limits),
+            auth: auth.clone(),
+            verification: verification.clone(),
+            metrics: metrics.clone(),
+            every: config.sweep_interval,
+        };
         let state = AppState {
             widget,
             verification,
-            health: HealthService::new(db.clone(), Arc::clone(&clock)),
-            auth: auth.clone(),
+            health: HealthService::new(
+                db.clone(),
+                Arc::clone(&clock),
+                HealthSettings { sweep_interval: config.sweep_interval, queue_max_age: config.health_queue_max_age },
+            ),
+            auth,
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
             admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
             webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), config.webhook_allow_private),
+            metrics: metrics.clone(),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
             sandbox: demo.clone().map(|credentials| {
                 let service = SandboxService::new(db.clone(), credentials.tenant);
@@ -122,20 +151,25 @@ impl Application {
         };
         Ok(Self {
             listener,
-            router: parley_http::router(state),
+            router: parley_http::router(state, metrics_listener.is_none()),
+            metrics_router: parley_http::metrics_router(metrics),
+            metrics_listener,
             db,
             local_addr,
             public_url,
-            limits,
-            auth,
             webhook_worker,
-            sweep_interval: config.sweep_interval,
+            sweeper,
             demo,
         })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The address of the separate metrics listener, when configured.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     pub fn public_url(&self) -> &str {
@@ -151,12 +185,21 @@ impl Application {
     }
 
     /// Serves until `shutdown` is cancelled; then lets in-flight requests
-    /// finish, stops background tasks, and closes the database after every
-    /// accepted write is committed.
+    /// finish, stops background tasks (an attempt in flight completes), and
+    /// closes the database after every accepted write is committed.
     pub async fn run(self, shutdown: CancellationToken) -> std::io::Result<()> {
         let tasks = TaskTracker::new();
         tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
-        parley_worker::maintenance::spawn(&tasks, shutdown.clone(), Arc::clone(&self.limits), self.auth.clone(), self.sweep_interval);
+        self.sweeper.spawn(&tasks, shutdown.clone());
+        if let Some(listener) = self.metrics_listener {
+            let stop = shutdown.clone().cancelled_owned();
+            let router = self.metrics_router;
+            tasks.spawn(async move {
+                if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stop).await {
+                    tracing::error!(error = %e, "metrics listener failed");
+                }
+            });
+        }
         let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
         let served = axum::serve(self.listener, service).with_graceful_shutdown(shutdown.clone().cancelled_owned()).await;
         shutdown.cancel();

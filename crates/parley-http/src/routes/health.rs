@@ -39,6 +39,17 @@ struct ChecksView {
     /// Absent when the database cannot be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     webhooks: Option<WebhookCheckView>,
+    /// Absent when the database cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sweeper: Option<SweeperCheckView>,
+}
+
+#[derive(Serialize, ToSchema)]
+struct SweeperCheckView {
+    /// `degraded` when no pass completed for three intervals.
+    status: &'static str,
+    last_run_at: Option<DateTime>,
+    interval_seconds: u64,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -73,6 +84,11 @@ impl From<HealthReport> for HealthReportView {
                     backend: r.database.backend,
                     latency_ms: r.database.latency_ms,
                 },
+                sweeper: r.sweeper.map(|w| SweeperCheckView {
+                    status: w.status.as_str(),
+                    last_run_at: w.last_run_at.map(|t| t.to_rfc3339()),
+                    interval_seconds: w.interval_seconds,
+                }),
                 webhooks: r.webhooks.map(|w| WebhookCheckView {
                     status: w.status.as_str(),
                     pending: w.pending,

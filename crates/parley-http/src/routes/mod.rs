@@ -7,6 +7,7 @@
 
 mod admin;
 mod health;
+mod metrics;
 mod mobile;
 mod openapi;
 mod sandbox;
@@ -22,6 +23,11 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::middleware;
 
+/// `/metrics` alone, for `PARLEY_METRICS_LISTEN`.
+pub fn metrics_router(metrics: parley_domain::metrics::Metrics) -> Router {
+    self::metrics::routes(metrics)
+}
+
 /// Largest accepted request body.
 pub const BODY_LIMIT: usize = 64 * 1024;
 
@@ -35,7 +41,9 @@ fn api() -> OpenApiRouter<AppState> {
         .merge(verification::routes())
 }
 
-pub fn router(state: AppState) -> Router {
+/// The service's routes. `/metrics` is among them unless it is served on
+/// its own address (see [`metrics_router`]).
+pub fn router(state: AppState, with_metrics: bool) -> Router {
     let mut root = OpenApiRouter::with_openapi(openapi::base())
         .merge(health::routes())
         .merge(verification::page_routes())
@@ -44,13 +52,18 @@ pub fn router(state: AppState) -> Router {
     if state.sandbox.is_some() {
         root = root.merge(sandbox::routes());
     }
-    let (router, doc) = root.split_for_parts();
+    let (mut router, doc) = root.split_for_parts();
     let doc = openapi::finish(doc);
+    let metrics = state.metrics.clone();
+    if with_metrics {
+        router = router.merge(self::metrics::routes(metrics.clone()));
+    }
     router
         .merge(openapi::routes(doc))
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(metrics, middleware::track))
         .with_state(state)
         .layer(middleware::cors())
         .layer(middleware::trace())

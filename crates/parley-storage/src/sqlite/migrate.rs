@@ -11,6 +11,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../migrations/sqlite/0001_initial.sql")),
     (2, include_str!("../../migrations/sqlite/0002_webhooks.sql")),
     (3, include_str!("../../migrations/sqlite/0003_verification.sql")),
+    (4, include_str!("../../migrations/sqlite/0004_automation.sql")),
 ];
 
 pub(super) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {

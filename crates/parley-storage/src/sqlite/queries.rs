@@ -508,6 +508,37 @@ impl ReadTx for Handle<'_> {
         Ok(stats.unwrap_or_default())
     }
 
+    fn state(&mut self, key: &str) -> StoreResult<Option<i64>> {
+        self.one("SELECT value FROM system_state WHERE key = ?1", [key], |r| r.get(0))
+    }
+
+    fn count_open_conversations(&mut self) -> StoreResult<u64> {
+        let n: Option<i64> = self.one("SELECT COUNT(*) FROM conversations WHERE status <> 'closed'", [], |r| r.get(0))?;
+        Ok(n.unwrap_or(0).max(0) as u64)
+    }
+
+    fn stale_candidates(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<InstallationContext>> {
+        let sql = format!(
+            "SELECT {TENANT_COLS}, {SITE_COLS}, {INSTALLATION_COLS}
+             FROM installations i
+             JOIN sites s ON s.id = i.site_id AND s.tenant_id = i.tenant_id
+             JOIN tenants t ON t.id = i.tenant_id
+             WHERE i.heartbeat_status = 'healthy' AND i.last_seen_at < ?1
+             ORDER BY i.last_seen_at LIMIT ?2"
+        );
+        self.all(&sql, params![cutoff.as_millis(), i64::from(limit)], |r| {
+            Ok(InstallationContext { tenant: tenant_at(r, 0)?, site: site_at(r, 4)?, installation: installation_at(r, 14)? })
+        })
+    }
+
+    fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>> {
+        let sql = format!(
+            "SELECT {CONVERSATION_COLS}, {TENANT_COLS} FROM conversations c JOIN tenants t ON t.id = c.tenant_id
+             WHERE c.status <> 'closed' AND c.last_message_at < ?1 ORDER BY c.last_message_at LIMIT ?2"
+        );
+        self.all(&sql, params![cutoff.as_millis(), i64::from(limit)], |r| Ok((tenant_at(r, 13)?, conversation_at(r)?)))
+    }
+
     fn tenant(&mut self, id: TenantId) -> StoreResult<Option<Tenant>> {
         self.one(&format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.id = ?1"), [id.0], |r| tenant_at(r, 0))
     }
@@ -879,6 +910,22 @@ impl WriteTx for Handle<'_> {
             params![tenant.0, row, e.kind.as_str(), at],
         )?;
         self.deliveries_added += added;
+        Ok(())
+    }
+
+    fn set_heartbeat_status(&mut self, scope: SiteScope, id: InstallationId, status: InstallationStatus) -> StoreResult<()> {
+        self.exec(
+            "UPDATE installations SET heartbeat_status = ?4 WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
+            params![scope.tenant.0, scope.site.0, id.0, status.as_str()],
+        )?;
+        Ok(())
+    }
+
+    fn set_state(&mut self, key: &str, value: i64) -> StoreResult<()> {
+        self.exec(
+            "INSERT INTO system_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
         Ok(())
     }
 

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use parley_domain::metrics::Metrics;
 use parley_domain::model::WebhookId;
 use parley_domain::webhooks::schedule::next_step;
 use parley_domain::webhooks::{Attempt, AttemptRecord, ClaimedDelivery, NextStep};
@@ -26,14 +27,15 @@ pub struct WebhookWorker {
     clock: Arc<dyn Clock>,
     sender: Sender,
     settings: DeliverySettings,
+    metrics: Metrics,
     /// Bounds attempts in flight per endpoint.
     endpoints: Mutex<HashMap<WebhookId, Arc<Semaphore>>>,
 }
 
 impl WebhookWorker {
-    pub fn new(db: Database, clock: Arc<dyn Clock>, settings: DeliverySettings) -> Result<Arc<Self>, reqwest::Error> {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, settings: DeliverySettings, metrics: Metrics) -> Result<Arc<Self>, reqwest::Error> {
         let sender = Sender::new(settings.timeout, settings.allow_private)?;
-        Ok(Arc::new(Self { db, clock, sender, settings, endpoints: Mutex::new(HashMap::new()) }))
+        Ok(Arc::new(Self { db, clock, sender, settings, metrics, endpoints: Mutex::new(HashMap::new()) }))
     }
 
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
@@ -134,6 +136,7 @@ impl WebhookWorker {
             outcome = outcome(&next),
             "webhook attempt"
         );
+        self.metrics.webhook_attempt(outcome(&next));
         let record = AttemptRecord {
             delivery_id: delivery.delivery_id,
             tenant_id: delivery.tenant_id,

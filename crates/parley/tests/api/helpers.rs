@@ -28,6 +28,8 @@ pub const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
 
 pub struct TestApp {
     pub base: String,
+    /// The separate metrics address, when `PARLEY_METRICS_LISTEN` is set.
+    pub metrics_base: Option<String>,
     pub client: reqwest::Client,
     pub db: Database,
     pub clock: Arc<ManualClock>,
@@ -72,11 +74,12 @@ impl Spawn {
         let app = Application::build(&config, self.mode, clock.clone()).await.expect("application starts");
         // Requests go to the socket; PARLEY_PUBLIC_URL may name another host.
         let base = format!("http://{}", app.local_addr());
+        let metrics_base = app.metrics_addr().map(|a| format!("http://{a}"));
         let db = app.database().clone();
         let shutdown = CancellationToken::new();
         let server = tokio::spawn(app.run(shutdown.clone()));
         let tenancy = Tenancy::new(db.clone(), clock.clone());
-        TestApp { base, client: http_client(), db, clock, tenancy, shutdown, server: Some(server), dir }
+        TestApp { base, metrics_base, client: http_client(), db, clock, tenancy, shutdown, server: Some(server), dir }
     }
 }
 

@@ -6,11 +6,13 @@ mod helpers;
 mod receiver;
 
 mod admin;
+mod automation;
 mod cli;
 mod concurrency;
 mod errors;
 mod health;
 mod isolation;
+mod metrics;
 mod mobile_auth;
 mod mobile_inbox;
 mod openapi;

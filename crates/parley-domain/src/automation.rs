@@ -1,0 +1,125 @@
+//! What the service does by itself: installations without heartbeats
+//! become stale, idle conversations close.
+//!
+//! Each pass works in batches, one write unit per batch, re-reading its
+//! candidates inside the unit: a change and its event commit together, a
+//! pass can be repeated without effect, and several processes sweeping the
+//! same database cannot close a conversation twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, Timestamp};
+use crate::error::DomainError;
+use crate::events::{self, ClosedBy};
+use crate::model::*;
+use crate::store::Database;
+
+/// Where the last completed pass is recorded (service-wide state).
+pub const LAST_SWEEP_KEY: &str = "sweeper_last_run";
+
+const BATCH: u32 = 200;
+
+#[derive(Clone, Debug)]
+pub struct AutomationSettings {
+    /// `PARLEY_HEARTBEAT_STALE_AFTER`.
+    pub stale_after: Duration,
+    /// `PARLEY_AUTO_CLOSE_AFTER`.
+    pub auto_close_after: Duration,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    pub marked_stale: usize,
+    pub closed: usize,
+}
+
+#[derive(Clone)]
+pub struct Automation {
+    db: Database,
+    clock: Arc<dyn Clock>,
+    settings: AutomationSettings,
+}
+
+impl Automation {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, settings: AutomationSettings) -> Self {
+        Self { db, clock, settings }
+    }
+
+    /// One pass: stale installations, then idle conversations, then the
+    /// record that the pass ran.
+    pub async fn sweep(&self) -> Result<SweepReport, DomainError> {
+        let now = self.clock.now();
+        let mut report = SweepReport::default();
+        loop {
+            let n = self.mark_stale(now).await?;
+            report.marked_stale += n.changed;
+            if n.seen < BATCH as usize {
+                break;
+            }
+        }
+        loop {
+            let n = self.close_idle(now).await?;
+            report.closed += n.changed;
+            if n.seen < BATCH as usize {
+                break;
+            }
+        }
+        self.db.write(move |tx| Ok(tx.set_state(LAST_SWEEP_KEY, now.as_millis())?)).await?;
+        Ok(report)
+    }
+
+    async fn mark_stale(&self, now: Timestamp) -> Result<Batch, DomainError> {
+        let cutoff = now.minus(self.settings.stale_after);
+        self.db
+            .write(move |tx| {
+                let candidates = tx.stale_candidates(cutoff, BATCH)?;
+                let mut batch = Batch { seen: candidates.len(), changed: 0 };
+                for mut ctx in candidates {
+                    let previous = ctx.installation.status();
+                    tx.set_heartbeat_status(ctx.scope(), ctx.installation.id, InstallationStatus::Stale)?;
+                    ctx.installation.heartbeat_status = InstallationStatus::Stale;
+                    // A disabled installation stays "disabled": no change to announce.
+                    if ctx.installation.status() != previous {
+                        let event = events::installation_health_changed(&ctx.tenant, &ctx.site, &ctx.installation, previous, now);
+                        tx.insert_event(ctx.tenant.id, &event)?;
+                        batch.changed += 1;
+                    }
+                }
+                Ok(batch)
+            })
+            .await
+    }
+
+    async fn close_idle(&self, now: Timestamp) -> Result<Batch, DomainError> {
+        let idle = self.settings.auto_close_after;
+        let cutoff = now.minus(idle);
+        self.db
+            .write(move |tx| {
+                let candidates = tx.idle_conversations(cutoff, BATCH)?;
+                let batch = Batch { seen: candidates.len(), changed: candidates.len() };
+                for (tenant, mut c) in candidates {
+                    let scope = ConversationScope { tenant: tenant.id, site: Some(c.site_id), operator: None };
+                    c.status = ConversationStatus::Closed;
+                    c.closed_at = Some(now);
+                    tx.update_conversation(scope, &c)?;
+                    let note = NewMessage {
+                        conversation_id: c.id,
+                        sender: Sender { kind: SenderKind::System, name: None, operator_id: None },
+                        body: "Conversation closed after a period without messages".to_owned(),
+                        internal: false,
+                        created_at: now,
+                    };
+                    tx.insert_message(scope, &note)?;
+                    tx.insert_event(tenant.id, &events::conversation_closed(&tenant, &c, ClosedBy::Automation, now))?;
+                }
+                Ok(batch)
+            })
+            .await
+    }
+}
+
+struct Batch {
+    seen: usize,
+    changed: usize,
+}

@@ -1,0 +1,95 @@
+//! Service metrics in the Prometheus (OpenMetrics) text format.
+//!
+//! One registry per running service, not a process-wide one, so several
+//! services in one process (the test suite) keep their own counts. Counts
+//! are kept as things happen; the two gauges are read from storage when
+//! the metrics are scraped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::error::DomainError;
+use crate::store::Database;
+
+type Labels = Vec<(&'static str, String)>;
+
+fn latency_histogram() -> Histogram {
+    // 0.5 ms to about 4 s.
+    Histogram::new(exponential_buckets(0.0005, 2.0, 14))
+}
+
+struct Inner {
+    registry: Registry,
+    requests: Family<Labels, Counter>,
+    latency: Family<Labels, Histogram, fn() -> Histogram>,
+    messages: Family<Labels, Counter>,
+    attempts: Family<Labels, Counter>,
+    sweeps: Counter,
+    queue_depth: Gauge,
+    open_conversations: Gauge,
+}
+
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+    db: Database,
+}
+
+impl Metrics {
+    pub fn new(db: Database) -> Self {
+        let mut registry = Registry::with_prefix("parley");
+        let requests = Family::<Labels, Counter>::default();
+        let latency = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let messages = Family::<Labels, Counter>::default();
+        let attempts = Family::<Labels, Counter>::default();
+        let sweeps = Counter::default();
+        let queue_depth = Gauge::default();
+        let open_conversations = Gauge::default();
+        registry.register("http_requests", "HTTP requests by route template, method and status", requests.clone());
+        registry.register("http_request_duration_seconds", "HTTP request latency by route template and method", latency.clone());
+        registry.register("messages_created", "Messages created, by sender type", messages.clone());
+        registry.register("webhook_attempts", "Webhook delivery attempts, by outcome", attempts.clone());
+        registry.register("sweeps", "Completed automation passes", sweeps.clone());
+        registry.register("webhook_queue_depth", "Webhook deliveries waiting for an attempt", queue_depth.clone());
+        registry.register("open_conversations", "Conversations not closed", open_conversations.clone());
+        let inner = Inner { registry, requests, latency, messages, attempts, sweeps, queue_depth, open_conversations };
+        Self { inner: Arc::new(inner), db }
+    }
+
+    pub fn request(&self, route: &str, method: &str, status: u16, elapsed: Duration) {
+        let labels = vec![("route", route.to_owned()), ("method", method.to_owned()), ("status", status.to_string())];
+        self.inner.requests.get_or_create(&labels).inc();
+        self.inner.latency.get_or_create(&vec![("route", route.to_owned()), ("method", method.to_owned())]).observe(elapsed.as_secs_f64());
+    }
+
+    /// `sender` is `visitor`, `operator` or `system`.
+    pub fn message_created(&self, sender: &str) {
+        self.inner.messages.get_or_create(&vec![("sender", sender.to_owned())]).inc();
+    }
+
+    /// `outcome` is `delivered`, `retry`, `failed` or `endpoint_disabled`.
+    pub fn webhook_attempt(&self, outcome: &str) {
+        self.inner.attempts.get_or_create(&vec![("outcome", outcome.to_owned())]).inc();
+    }
+
+    pub fn sweep_completed(&self) {
+        self.inner.sweeps.inc();
+    }
+
+    /// The text exposition, with the gauges read from storage now.
+    pub async fn render(&self) -> Result<String, DomainError> {
+        let (stats, open) = self.db.read(|r| Ok((r.outbox_stats()?, r.count_open_conversations()?))).await?;
+        self.inner.queue_depth.set(i64::try_from(stats.pending).unwrap_or(i64::MAX));
+        self.inner.open_conversations.set(i64::try_from(open).unwrap_or(i64::MAX));
+        let mut text = String::new();
+        encode(&mut text, &self.inner.registry).map_err(|_| DomainError::Unavailable("metrics could not be encoded"))?;
+        Ok(text)
+    }
+}

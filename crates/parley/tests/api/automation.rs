@@ -1,0 +1,238 @@
+//! Installation status over time, warnings, auto-close and the health
+//! report, with the injected clock and a fast sweep interval.
+
+use std::time::Duration;
+
+use parley_domain::Clock;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+async fn swept_app(vars: &[(&str, &str)]) -> TestApp {
+    let mut spawn = TestApp::with().var("PARLEY_SWEEP_INTERVAL", "20ms");
+    for (k, v) in vars {
+        spawn = spawn.var(k, v);
+    }
+    spawn.start().await
+}
+
+async fn status(app: &TestApp, token: &str) -> String {
+    let (_, body) = app.get(&format!("/api/widget/config/{token}")).await;
+    body["installation"]["status"].as_str().unwrap().to_owned()
+}
+
+async fn wait_for_status(app: &TestApp, token: &str, wanted: &str) {
+    eventually(|| async { (status(app, token).await == wanted).then_some(()) }).await;
+}
+
+/// The `installation.health.changed` events, as (previous, new) pairs.
+async fn health_changes(app: &TestApp) -> Vec<(String, String)> {
+    let tenant = app.db.read(|r| Ok(r.tenant_by_slug("acme")?)).await.unwrap().unwrap().id;
+    let events = app.db.read(move |r| Ok(r.recent_events(tenant, 1000)?)).await.unwrap();
+    events
+        .iter()
+        .filter(|e| e.kind.as_str() == "installation.health.changed")
+        .map(|e| {
+            let v: Value = serde_json::from_str(&e.payload).unwrap();
+            (v["data"]["previous_status"].as_str().unwrap().to_owned(), v["data"]["status"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+fn pair(a: &str, b: &str) -> (String, String) {
+    (a.to_owned(), b.to_owned())
+}
+
+#[tokio::test]
+async fn every_status_transition_emits_its_event() {
+    let app = swept_app(&[]).await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, list) = app.authed(Method::GET, &format!("/api/admin/sites/{}/installations", f.scope.site.0), &admin, None).await;
+    let id = list["installations"][0]["id"].as_i64().unwrap();
+    let set_enabled = |enabled: bool| {
+        let (app, admin) = (&app, admin.clone());
+        async move { app.authed(Method::PATCH, &format!("/api/admin/installations/{id}"), &admin, Some(json!({"enabled": enabled}))).await }
+    };
+    assert_eq!(status(&app, &f.token).await, "pending");
+
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
+    assert_eq!(status(&app, &f.token).await, "healthy");
+
+    app.clock.advance(DAY + Duration::from_secs(1));
+    wait_for_status(&app, &f.token, "stale").await;
+
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
+    assert_eq!(status(&app, &f.token).await, "healthy");
+
+    set_enabled(false).await;
+    assert_eq!(status(&app, &f.token).await, "disabled");
+    // Going stale while disabled changes nothing visible: no event.
+    app.clock.advance(DAY + Duration::from_secs(1));
+    eventually(|| async {
+        let swept = app.db.read(|r| Ok(r.state("sweeper_last_run")?)).await.unwrap();
+        (swept == Some(app.clock.now().as_millis())).then_some(())
+    })
+    .await;
+    assert_eq!(status(&app, &f.token).await, "disabled");
+    set_enabled(true).await;
+    assert_eq!(status(&app, &f.token).await, "stale", "re-enabling restores the heartbeat state");
+
+    assert_eq!(
+        health_changes(&app).await,
+        [
+            pair("pending", "healthy"),
+            pair("healthy", "stale"),
+            pair("stale", "healthy"),
+            pair("healthy", "disabled"),
+            pair("disabled", "stale"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_installation_without_heartbeats_stays_pending() {
+    let app = swept_app(&[]).await;
+    let f = app.fixture("acme", &[]).await;
+    app.clock.advance(DAY * 3);
+    eventually(|| async {
+        let swept = app.db.read(|r| Ok(r.state("sweeper_last_run")?)).await.unwrap();
+        (swept == Some(app.clock.now().as_millis())).then_some(())
+    })
+    .await;
+    assert_eq!(status(&app, &f.token).await, "pending");
+    assert!(health_changes(&app).await.is_empty());
+}
+
+async fn warnings(app: &TestApp, token: &str, query: &str) -> Vec<String> {
+    let (status, body) = app.get(&format!("/api/v1/widget/installations/{token}/health{query}")).await;
+    assert_eq!(status, StatusCode::OK);
+    body["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_owned()).collect()
+}
+
+fn has(list: &[String], needle: &str) -> bool {
+    list.iter().any(|w| w.contains(needle))
+}
+
+#[tokio::test]
+async fn each_warning_appears_when_it_applies_and_only_then() {
+    let app = swept_app(&[]).await;
+    let f = app.fixture("acme", &["acme.example"]).await;
+    let w = warnings(&app, &f.token, "").await;
+    assert_eq!(w.len(), 1);
+    assert!(has(&w, "No heartbeat received yet"), "{w:?}");
+
+    app.post("/api/widget/ping", json!({"token": f.token, "current_url": "https://www.acme.example/", "version": "1.0.0"})).await;
+    assert!(warnings(&app, &f.token, "").await.is_empty(), "a healthy, current installation has nothing to fix");
+
+    app.post("/api/widget/ping", json!({"token": f.token, "current_url": "https://shop.elsewhere.example/cart"})).await;
+    let w = warnings(&app, &f.token, "").await;
+    assert!(has(&w, "shop.elsewhere.example is not among the site's domains"), "{w:?}");
+    app.post("/api/widget/ping", json!({"token": f.token, "current_url": "https://acme.example/", "version": "0.8.2"})).await;
+    let w = warnings(&app, &f.token, "").await;
+    assert!(has(&w, "version 0.8.2, older than the current"), "{w:?}");
+    assert!(!has(&w, "not among the site's domains"), "the latest page host is fine again: {w:?}");
+    let w = warnings(&app, &f.token, "?current_url=https%3A%2F%2Fother.example%2F").await;
+    assert!(has(&w, "other.example is not among the site's domains"), "{w:?}");
+
+    app.clock.advance(DAY * 2);
+    let w = warnings(&app, &f.token, "").await;
+    assert!(has(&w, "The last heartbeat was 2 days ago"), "{w:?}");
+
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, list) = app.authed(Method::GET, &format!("/api/admin/sites/{}/installations", f.scope.site.0), &admin, None).await;
+    let id = list["installations"][0]["id"].as_i64().unwrap();
+    app.authed(Method::PATCH, &format!("/api/admin/installations/{id}"), &admin, Some(json!({"enabled": false}))).await;
+    assert!(has(&warnings(&app, &f.token, "").await, "This installation is disabled"));
+}
+
+#[tokio::test]
+async fn idle_conversations_close_by_themselves() {
+    let app = swept_app(&[("PARLEY_AUTO_CLOSE_AFTER", "2h")]).await;
+    let f = app.fixture("acme", &[]).await;
+    let idle = app.open_conversation("/api", &f.token, "ann", "hello?").await;
+    let busy = app.open_conversation("/api", &f.token, "bob", "hi").await;
+    app.clock.advance(Duration::from_secs(3600));
+    app.post_message("/api", &f.token, &busy, "still there?").await;
+    app.clock.advance(Duration::from_secs(3601));
+
+    let messages = |public_id: String| {
+        let app = &app;
+        let token = f.token.clone();
+        async move {
+            let (_, body) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={token}")).await;
+            body
+        }
+    };
+    let closed = eventually(|| async {
+        let body = messages(idle.clone()).await;
+        (body["conversation"]["status"] == "closed").then_some(body)
+    })
+    .await;
+    let last = closed["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["sender"]["type"], "system");
+    assert_eq!(last["body"], "Conversation closed after a period without messages");
+    assert_eq!(messages(busy.clone()).await["conversation"]["status"], "unassigned", "a conversation with a recent message stays open");
+
+    // More passes change nothing more.
+    let swept_at = app.clock.now().as_millis();
+    eventually(|| async { (app.db.read(|r| Ok(r.state("sweeper_last_run")?)).await.unwrap() == Some(swept_at)).then_some(()) }).await;
+    let tenant = f.scope.tenant;
+    let events = app.db.read(move |r| Ok(r.recent_events(tenant, 1000)?)).await.unwrap();
+    let closes: Vec<Value> =
+        events.iter().filter(|e| e.kind.as_str() == "conversation.closed").map(|e| serde_json::from_str(&e.payload).unwrap()).collect();
+    assert_eq!(closes.len(), 1);
+    assert_eq!(closes[0]["data"]["closed_by"], "automation");
+    assert_eq!(closes[0]["data"]["conversation"]["public_id"], idle.as_str());
+
+    // A visitor message reopens it as usual.
+    let (_, body) = app.post_message("/api", &f.token, &idle, "I'm back").await;
+    assert_eq!(body["conversation"]["status"], "unassigned");
+}
+
+#[tokio::test]
+async fn health_degrades_when_deliveries_wait_too_long() {
+    let app = swept_app(&[("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true"), ("PARLEY_WEBHOOK_RETRY_SCHEDULE", "1h")]).await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    // Nothing listens on port 9: every attempt fails.
+    app.authed(Method::POST, "/api/admin/webhooks", &admin, Some(json!({"url": "http://127.0.0.1:9/hook"}))).await;
+    app.post("/api/widget/ping", json!({"token": f.token})).await;
+    let (status, body) = app.get("/health").await;
+    assert_eq!((status, body["status"].as_str()), (StatusCode::OK, Some("ok")));
+
+    app.clock.advance(Duration::from_secs(16 * 60));
+    // Once a sweep has run at the new time, only the queue is late.
+    let body = eventually(|| async {
+        let (_, body) = app.get("/health").await;
+        (body["checks"]["sweeper"]["status"] == "ok").then_some(body)
+    })
+    .await;
+    assert_eq!(body["status"], "degraded");
+    assert_eq!(body["checks"]["webhooks"]["status"], "degraded");
+    assert_eq!(body["checks"]["webhooks"]["pending"], 1);
+    assert_eq!(body["checks"]["webhooks"]["oldest_pending_seconds"], 960);
+    assert_eq!(body["checks"]["sweeper"]["status"], "ok");
+    let (status, _) = app.get("/health").await;
+    assert_eq!(status, StatusCode::OK, "degraded still answers 200");
+}
+
+#[tokio::test]
+async fn health_degrades_when_the_sweeper_is_late() {
+    let app = TestApp::with().var("PARLEY_SWEEP_INTERVAL", "1h").start().await;
+    let body = eventually(|| async {
+        let (_, body) = app.get("/health").await;
+        body["checks"]["sweeper"]["last_run_at"].is_string().then_some(body)
+    })
+    .await;
+    assert_eq!(body["checks"]["sweeper"]["status"], "ok");
+    assert_eq!(body["checks"]["sweeper"]["interval_seconds"], 3600);
+    app.clock.advance(Duration::from_secs(3 * 3600 + 1));
+    let (status, body) = app.get("/health").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["status"], "degraded");
+    assert_eq!(body["checks"]["sweeper"]["status"], "degraded");
+}

@@ -1,0 +1,59 @@
+//! `GET /metrics`: present, in the Prometheus text format, and counting.
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::helpers::*;
+
+/// The value of the first sample line that starts with `prefix`.
+fn sample(text: &str, prefix: &str) -> f64 {
+    text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+}
+
+async fn scrape(app: &TestApp, base: &str) -> String {
+    let res = app.client.get(format!("{base}/metrics")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers()["content-type"].to_str().unwrap().contains("text"));
+    res.text().await.unwrap()
+}
+
+#[tokio::test]
+async fn metrics_count_requests_messages_attempts_and_state() {
+    let app = TestApp::with().var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true").var("PARLEY_WEBHOOK_POLL_INTERVAL", "20ms").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let before = scrape(&app, &app.base).await;
+    for name in ["parley_webhook_queue_depth", "parley_open_conversations", "parley_sweeps"] {
+        assert!(before.contains(&format!("# TYPE {name}")), "{name} missing:\n{before}");
+    }
+
+    let admin = app.login("admin@acme.example.com").await;
+    let receiver = crate::receiver::Receiver::start().await;
+    app.authed(Method::POST, "/api/admin/webhooks", &admin, Some(json!({"url": receiver.url, "events": ["conversation.created"]}))).await;
+    let public_id = app.open_conversation("/api", &f.token, "ann", "hi").await;
+    app.post_message("/api", &f.token, &public_id, "again").await;
+    receiver.next().await;
+
+    let after = eventually(|| async {
+        let text = scrape(&app, &app.base).await;
+        (sample(&text, "parley_webhook_attempts_total{outcome=\"delivered\"}") >= 1.0).then_some(text)
+    })
+    .await;
+    assert_eq!(sample(&after, "parley_messages_created_total{sender=\"visitor\"}"), 2.0);
+    assert_eq!(sample(&after, "parley_open_conversations"), 1.0);
+    let route = "parley_http_requests_total{route=\"/api/widget/conversations\",method=\"POST\",status=\"201\"}";
+    assert_eq!(sample(&after, route), 1.0, "{after}");
+    let latency = "parley_http_request_duration_seconds_count{route=\"/api/widget/conversations\",method=\"POST\"}";
+    assert_eq!(sample(&after, latency), 1.0);
+    assert!(after.contains("# TYPE parley_http_request_duration_seconds histogram"));
+    assert!(!after.contains(&f.token) && !after.contains(&public_id), "tokens and ids never appear in labels");
+}
+
+#[tokio::test]
+async fn metrics_can_live_on_their_own_address() {
+    let app = TestApp::with().var("PARLEY_METRICS_LISTEN", "127.0.0.1:0").start().await;
+    let (status, _) = app.get("/metrics").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "not on the public address");
+    let base = app.metrics_base.clone().expect("metrics address");
+    let text = scrape(&app, &base).await;
+    assert!(text.contains("parley_open_conversations"));
+}
