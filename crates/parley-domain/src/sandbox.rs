@@ -5,7 +5,12 @@
 //! restarts. A fresh mobile token is issued on every start, because only
 //! token digests are stored.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::store::Database;
+use crate::webhooks::{Delivery, NewWebhook, signing};
 
 use crate::error::DomainError;
 use crate::model::*;
@@ -89,16 +94,40 @@ async fn create(tenancy: &Tenancy) -> Result<Tenant, DomainError> {
     Ok(tenant)
 }
 
+/// The path of the demo's own webhook receiver.
+pub const RECEIVER_PATH: &str = "/sandbox/webhook-receiver";
+
+/// Registers the demo's own receiver (`{base}/sandbox/webhook-receiver`)
+/// for every event kind, replacing the one of an earlier start (whose
+/// address may have changed).
+pub async fn register_receiver(db: &Database, clock: &Arc<dyn Clock>, tenant: TenantId, base: &str) -> Result<WebhookId, DomainError> {
+    let new = NewWebhook { url: format!("{base}{RECEIVER_PATH}"), events: None, secret: signing::new_secret()?, created_at: clock.now() };
+    db.write(move |tx| {
+        for old in tx.webhooks(tenant)?.into_iter().filter(|w| w.url.ends_with(RECEIVER_PATH)) {
+            tx.delete_webhook(tenant, old.id)?;
+        }
+        Ok(tx.insert_webhook(tenant, &new)?.id)
+    })
+    .await
+}
+
 /// What the sandbox page reads at request time.
 #[derive(Clone)]
 pub struct SandboxService {
-    db: crate::store::Database,
+    db: Database,
     tenant: TenantId,
+    receiver: WebhookId,
 }
 
 impl SandboxService {
-    pub fn new(db: crate::store::Database, tenant: TenantId) -> Self {
-        Self { db, tenant }
+    pub fn new(db: Database, tenant: TenantId, receiver: WebhookId) -> Self {
+        Self { db, tenant, receiver }
+    }
+
+    /// The latest deliveries to the demo's own receiver.
+    pub async fn deliveries(&self) -> Result<Vec<Delivery>, DomainError> {
+        let (tenant, receiver) = (self.tenant, self.receiver);
+        self.db.read(move |r| Ok(r.deliveries(tenant, receiver, 0, 20)?)).await
     }
 
     /// The emails and SMS the demo kept instead of sending, newest first.

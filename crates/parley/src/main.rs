@@ -38,7 +38,6 @@ fn main() -> ExitCode {
             Command::Serve => serve(config, Mode::Serve).await,
             Command::Demo => {
                 config.database_url = DEMO_DATABASE_URL.to_owned();
-                config.webhook_allow_private = true;
                 serve(config, Mode::Demo).await
             }
             Command::Migrate => migrate(&config).await,

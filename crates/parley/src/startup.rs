@@ -91,6 +91,8 @@ impl Application {
             }
         };
 
+        // The demo's own webhook receiver lives on this machine.
+        let allow_private = config.webhook_allow_private || mode == Mode::Demo;
         let metrics = Metrics::new(db.clone());
         let limits = Arc::new(RateLimits::new(&config.rate_limits));
         let auth = AuthService::new(db.clone(), Arc::clone(&clock), config.mobile_token_ttl, &config.rate_limits);
@@ -114,7 +116,7 @@ impl Application {
             lease: config.webhook_lease,
             poll_interval: config.webhook_poll_interval,
             concurrency: config.webhook_concurrency,
-            ..DeliverySettings::new(config.webhook_retry_schedule.clone(), config.webhook_allow_private)
+            ..DeliverySettings::new(config.webhook_retry_schedule.clone(), allow_private)
         };
         let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery, metrics.clone())
             .map_err(|e| StartError::WebhookClient(e.to_string()))?;
@@ -141,13 +143,19 @@ impl Application {
             auth,
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
             admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
-            webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), config.webhook_allow_private),
+            webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), allow_private),
             metrics: metrics.clone(),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
-            sandbox: demo.clone().map(|credentials| {
-                let service = SandboxService::new(db.clone(), credentials.tenant);
-                Arc::new(SandboxInfo { api_base: public_url.clone(), credentials, service })
-            }),
+            sandbox: match &demo {
+                Some(credentials) => {
+                    // The worker reaches the receiver on this very listener.
+                    let own = format!("http://127.0.0.1:{}", local_addr.port());
+                    let receiver = sandbox::register_receiver(&db, &clock, credentials.tenant, &own).await.map_err(StartError::Seed)?;
+                    let service = SandboxService::new(db.clone(), credentials.tenant, receiver);
+                    Some(Arc::new(SandboxInfo { api_base: public_url.clone(), credentials: credentials.clone(), service }))
+                }
+                None => None,
+            },
         };
         Ok(Self {
             listener,

@@ -14,6 +14,7 @@ mod sandbox;
 mod verification;
 mod webhooks;
 mod widget;
+mod widget_script;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -60,6 +61,7 @@ pub fn router(state: AppState, with_metrics: bool) -> Router {
     }
     router
         .merge(openapi::routes(doc))
+        .merge(widget_script::routes())
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::Html;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -12,7 +13,12 @@ use crate::error::ApiError;
 use crate::{AppState, SandboxInfo};
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(credentials)).routes(routes!(page)).routes(routes!(outbox))
+    OpenApiRouter::new()
+        .routes(routes!(credentials))
+        .routes(routes!(page))
+        .routes(routes!(outbox))
+        .routes(routes!(deliveries))
+        .routes(routes!(receive))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -94,19 +100,86 @@ async fn outbox(State(s): State<AppState>) -> Result<Json<OutboxResponse>, ApiEr
     Ok(Json(OutboxResponse { messages: outbox_messages(&s).await? }))
 }
 
+#[derive(Serialize, ToSchema)]
+pub struct SandboxDeliveryView {
+    event: &'static str,
+    event_id: String,
+    /// `pending`, `delivered` or `failed`.
+    status: &'static str,
+    attempts: usize,
+    last_status_code: Option<u16>,
+    created_at: crate::views::DateTime,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SandboxDeliveriesResponse {
+    /// Newest first.
+    deliveries: Vec<SandboxDeliveryView>,
+}
+
+async fn delivery_views(s: &AppState) -> Result<Vec<SandboxDeliveryView>, ApiError> {
+    let Some(info) = s.sandbox.as_deref() else { return Ok(Vec::new()) };
+    Ok(info
+        .service
+        .deliveries()
+        .await?
+        .into_iter()
+        .map(|d| SandboxDeliveryView {
+            event: d.kind.as_str(),
+            event_id: d.event_id,
+            status: d.status.as_str(),
+            attempts: d.attempts.len(),
+            last_status_code: d.attempts.last().and_then(|a| a.status_code),
+            created_at: d.created_at.to_rfc3339(),
+        })
+        .collect())
+}
+
+/// Recent deliveries to the demo's built-in webhook receiver.
+#[utoipa::path(get, path = "/sandbox/deliveries", operation_id = "sandbox_deliveries", tag = "sandbox",
+    responses((status = 200, body = SandboxDeliveriesResponse)))]
+async fn deliveries(State(s): State<AppState>) -> Result<Json<SandboxDeliveriesResponse>, ApiError> {
+    Ok(Json(SandboxDeliveriesResponse { deliveries: delivery_views(&s).await? }))
+}
+
+/// The demo's built-in webhook receiver: accepts every delivery.
+#[utoipa::path(post, path = "/sandbox/webhook-receiver", operation_id = "sandbox_webhook_receiver", tag = "sandbox",
+    responses((status = 204, description = "Accepted")))]
+async fn receive() -> StatusCode {
+    StatusCode::NO_CONTENT
+}
+
 /// The sandbox page: credentials, the embed snippet and the outbox.
 #[utoipa::path(get, path = "/sandbox", operation_id = "sandbox_page", tag = "sandbox",
     responses((status = 200, description = "HTML page", content_type = "text/html")))]
 async fn page(State(s): State<AppState>) -> Result<Html<String>, ApiError> {
     let messages = outbox_messages(&s).await?;
-    Ok(Html(s.sandbox.as_deref().map(|info| render(info, &messages)).unwrap_or_default()))
+    let deliveries = delivery_views(&s).await?;
+    Ok(Html(s.sandbox.as_deref().map(|info| render(info, &messages, &deliveries)).unwrap_or_default()))
 }
 
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
-fn render(s: &SandboxInfo, outbox: &[OutboxMessageView]) -> String {
+fn render(s: &SandboxInfo, outbox: &[OutboxMessageView], deliveries: &[SandboxDeliveryView]) -> String {
+    let delivery_rows: String = if deliveries.is_empty() {
+        "<tr><td colspan=\"4\">No events yet.</td></tr>".to_owned()
+    } else {
+        deliveries
+            .iter()
+            .map(|d| {
+                let code = d.last_status_code.map(|c| c.to_string()).unwrap_or_else(|| "-".to_owned());
+                format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} ({code})</td></tr>",
+                    escape(&d.created_at),
+                    d.event,
+                    escape(&d.event_id),
+                    d.status
+                )
+            })
+            .collect()
+    };
     let c = SandboxCredentials::from(s);
     let outbox_rows: String = if outbox.is_empty() {
         "<tr><td colspan=\"4\">Nothing sent yet.</td></tr>".to_owned()
@@ -161,9 +234,14 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e5e7eb; padd
 <h2>Outbox</h2>
 <p>Emails and SMS the demo would have sent (verification codes and links), newest first. As JSON: <a href="/sandbox/outbox">/sandbox/outbox</a>.</p>
 <table id="outbox"><tr><th>When</th><th>Channel</th><th>To</th><th>Message</th></tr>{outbox_rows}</table>
+<h2>Webhook deliveries</h2>
+<p>The demo registers its own receiver, so every event shows here with its delivery. As JSON: <a href="/sandbox/deliveries">/sandbox/deliveries</a>.</p>
+<table id="deliveries"><tr><th>When</th><th>Event</th><th>Event id</th><th>Status (last HTTP status)</th></tr>{delivery_rows}</table>
 <h2>Embed snippet</h2>
 <p>Paste this into any page of the site:</p>
 <pre id="embed-snippet">{snippet}</pre>
+<p>This page embeds it exactly so: the chat button in the corner is the widget.</p>
+{snippet_live}
 </body>
 </html>
 "#,
@@ -171,6 +249,8 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e5e7eb; padd
         widget_token = escape(&c.widget_token),
         mobile_token = escape(&c.mobile_token),
         snippet = escape(&snippet),
+        snippet_live = snippet,
+        delivery_rows = delivery_rows,
         outbox_rows = outbox_rows,
     )
 }

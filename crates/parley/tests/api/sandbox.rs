@@ -100,3 +100,30 @@ async fn the_demo_keeps_verification_messages_in_the_outbox() {
     let html = app.client.get(app.url("/sandbox")).send().await.unwrap().text().await.unwrap();
     assert!(html.contains("me@example.com") && html.contains(sms_code), "the page shows the outbox");
 }
+
+#[tokio::test]
+async fn the_sandbox_embeds_the_widget_and_shows_deliveries_to_its_own_receiver() {
+    let app = TestApp::with().demo().var("PARLEY_WEBHOOK_POLL_INTERVAL", "20ms").start().await;
+    let (_, creds) = app.get("/sandbox/credentials").await;
+    let token = creds["widget_token"].as_str().unwrap().to_owned();
+    let html = app.client.get(app.url("/sandbox")).send().await.unwrap().text().await.unwrap();
+    let live = format!(
+        r#"<script async src="{base}/widget.js" data-api-base="{base}" data-installation-token="{token}"></script>"#,
+        base = app.base
+    );
+    assert!(html.contains(&live), "the page embeds the widget as a partner would");
+
+    app.open_conversation("/api", &token, "demo-visitor", "hi").await;
+    let deliveries = eventually(|| async {
+        let (_, body) = app.get("/sandbox/deliveries").await;
+        let list = body["deliveries"].as_array().unwrap().clone();
+        (list.len() == 2 && list.iter().all(|d| d["status"] == "delivered")).then_some(list)
+    })
+    .await;
+    let mut events: Vec<&str> = deliveries.iter().map(|d| d["event"].as_str().unwrap()).collect();
+    events.sort_unstable();
+    assert_eq!(events, ["conversation.created", "message.created"]);
+    assert_eq!(deliveries[0]["last_status_code"], 204);
+    let html = app.client.get(app.url("/sandbox")).send().await.unwrap().text().await.unwrap();
+    assert!(html.contains("conversation.created"), "the page lists them");
+}

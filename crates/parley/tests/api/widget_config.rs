@@ -157,3 +157,20 @@ async fn preflights_allow_the_methods_of_the_admin_api() {
         assert!(res.headers()["access-control-allow-headers"].to_str().unwrap().contains("authorization"));
     }
 }
+
+#[tokio::test]
+async fn the_widget_script_is_served_with_caching_headers() {
+    let app = TestApp::spawn().await;
+    let res = app.client.get(app.url("/widget.js")).header("origin", "https://shop.example").send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "text/javascript; charset=utf-8");
+    assert!(res.headers()["cache-control"].to_str().unwrap().contains("max-age"));
+    assert_eq!(res.headers()["access-control-allow-origin"], "https://shop.example");
+    let etag = res.headers()["etag"].to_str().unwrap().to_owned();
+    let body = res.text().await.unwrap();
+    assert!(body.contains("attachShadow") && body.contains("data-installation-token"));
+    let again = app.client.get(app.url("/widget.js")).header("if-none-match", &etag).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    let other = app.client.get(app.url("/widget.js")).header("if-none-match", "\"something-else\"").send().await.unwrap();
+    assert_eq!(other.status(), StatusCode::OK);
+}

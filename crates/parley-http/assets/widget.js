@@ -1,0 +1,477 @@
+/*
+ * Parley chat widget. Embed with:
+ *   <script async src="https://chat.example.com/widget.js"
+ *           data-api-base="https://chat.example.com"
+ *           data-installation-token="inst_..."></script>
+ *
+ * No dependencies. Everything lives in a Shadow DOM, every message is
+ * rendered as text, and every failure stays inside: a console warning,
+ * never an exception in the host page.
+ */
+(function () {
+  "use strict";
+
+  var VERSION = "1.0.0";
+  var POLL_OPEN_MS = 3000;
+  var POLL_IDLE_MS = 20000;
+  var POLL_MAX_BACKOFF_MS = 60000;
+
+  function warn(message, detail) {
+    try { console.warn("[parley] " + message, detail === undefined ? "" : detail); } catch (e) { /* no console */ }
+  }
+
+  function findScript() {
+    var current = document.currentScript;
+    if (current && current.getAttribute("data-installation-token")) return current;
+    var all = document.querySelectorAll("script[data-installation-token]");
+    for (var i = all.length - 1; i >= 0; i--) {
+      if (!all[i].__parleyStarted) return all[i];
+    }
+    return null;
+  }
+
+  function storage() {
+    try { var s = window.localStorage; s.getItem("parley"); return s; } catch (e) { return null; }
+  }
+
+  function newUuid() {
+    if (window.crypto && window.crypto.randomUUID) return window.crypto.randomUUID();
+    var bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
+
+  /** A fetch of the Parley API that resolves to {status, body}, never throws on HTTP errors. */
+  function api(base, method, path, body) {
+    var init = { method: method, headers: { accept: "application/json" }, credentials: "omit" };
+    if (body !== undefined) {
+      init.headers["content-type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    return fetch(base + path, init).then(function (res) {
+      return res.text().then(function (text) {
+        var parsed = null;
+        try { parsed = text ? JSON.parse(text) : null; } catch (e) { parsed = null; }
+        return { status: res.status, body: parsed };
+      });
+    });
+  }
+
+  var CSS = [
+    ":host{all:initial}",
+    "[hidden]{display:none!important}",
+    "*{box-sizing:border-box;font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif}",
+    ".launcher{position:fixed;right:16px;bottom:16px;width:56px;height:56px;border-radius:50%;border:0;background:var(--accent);color:#fff;",
+    "cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.25);z-index:2147483646;display:flex;align-items:center;justify-content:center}",
+    ".launcher svg{width:26px;height:26px;fill:currentColor}",
+    ".launcher:focus-visible,button:focus-visible,textarea:focus-visible,input:focus-visible,select:focus-visible{outline:3px solid #111;outline-offset:2px}",
+    ".panel{position:fixed;right:16px;bottom:84px;width:min(380px,calc(100vw - 16px));height:min(560px,calc(100vh - 100px));",
+    "background:#fff;color:#1f2937;border-radius:14px;box-shadow:0 10px 40px rgba(0,0,0,.28);display:flex;flex-direction:column;",
+    "overflow:hidden;z-index:2147483647;font-size:15px;line-height:1.4}",
+    ".panel[hidden]{display:none}",
+    "@media (max-width:480px){.panel{right:8px;left:8px;width:auto;bottom:80px;height:calc(100vh - 96px)}}",
+    ".head{background:var(--accent);color:#fff;padding:12px 14px;display:flex;align-items:center;gap:8px}",
+    ".head h2{font-size:16px;margin:0;flex:1;font-weight:600}",
+    ".head button{background:transparent;border:0;color:#fff;font-size:20px;line-height:1;cursor:pointer;padding:4px 8px;border-radius:6px}",
+    ".greeting{padding:10px 14px;background:#f3f4f6;font-size:14px;margin:0}",
+    ".log{flex:1;overflow-y:auto;padding:12px 14px;display:flex;flex-direction:column;gap:8px;margin:0;list-style:none}",
+    ".msg{max-width:85%;padding:8px 11px;border-radius:12px;white-space:pre-wrap;word-wrap:break-word;overflow-wrap:anywhere}",
+    ".msg.visitor{align-self:flex-end;background:var(--accent);color:#fff;border-bottom-right-radius:4px}",
+    ".msg.operator{align-self:flex-start;background:#eef0f3;border-bottom-left-radius:4px}",
+    ".msg.system{align-self:center;background:transparent;color:#6b7280;font-size:13px;text-align:center}",
+    ".who{display:block;font-size:12px;opacity:.75;margin-bottom:2px}",
+    ".msg.pending{opacity:.6}",
+    ".msg.failed{outline:2px solid #dc2626}",
+    ".state{display:block;font-size:12px;margin-top:3px}",
+    ".retry{margin-left:6px;font-size:12px;background:#fff;color:#b91c1c;border:1px solid #b91c1c;border-radius:6px;cursor:pointer;padding:1px 6px}",
+    "form{margin:0}",
+    ".consent{padding:12px 14px;border-top:1px solid #e5e7eb;display:flex;flex-direction:column;gap:8px;font-size:14px}",
+    ".consent input[type=text],.consent input[type=email],.verify input,.verify select{width:100%;padding:8px;border:1px solid #d1d5db;border-radius:8px;font-size:14px}",
+    ".consent label.check{display:flex;gap:8px;align-items:flex-start}",
+    ".consent a{color:var(--accent)}",
+    ".compose{display:flex;gap:8px;padding:10px;border-top:1px solid #e5e7eb}",
+    ".compose textarea{flex:1;resize:none;height:44px;padding:10px;border:1px solid #d1d5db;border-radius:10px;font-size:15px}",
+    ".primary{background:var(--accent);color:#fff;border:0;border-radius:10px;padding:0 14px;font-size:14px;cursor:pointer;min-height:40px}",
+    ".primary[disabled]{opacity:.5;cursor:default}",
+    ".verify{padding:10px 14px;border-top:1px solid #e5e7eb;display:flex;flex-direction:column;gap:8px;font-size:14px}",
+    ".verify .row{display:flex;gap:8px}",
+    ".link{background:none;border:0;color:var(--accent);cursor:pointer;padding:0;font-size:14px;text-decoration:underline;align-self:flex-start}",
+    ".notice{font-size:13px;color:#6b7280;margin:0}",
+    ".error{font-size:13px;color:#b91c1c;margin:0}",
+    ".verified{color:#047857;font-weight:600;margin:0}",
+    ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}"
+  ].join("");
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        if (k === "text") node.textContent = attrs[k];
+        else if (k === "hidden") node.hidden = !!attrs[k];
+        else node.setAttribute(k, attrs[k]);
+      });
+    }
+    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
+    return node;
+  }
+
+  function Widget(script) {
+    this.base = (script.getAttribute("data-api-base") || "").replace(/\/+$/, "");
+    this.token = script.getAttribute("data-installation-token") || "";
+    this.store = storage();
+    this.key = "parley:" + this.token + ":";
+    this.messages = {};        // id -> element
+    this.lastId = 0;
+    this.conversation = this.read("conversation");
+    this.open = false;
+    this.failures = 0;
+    this.timer = null;
+    this.pendingSeq = 0;
+  }
+
+  Widget.prototype.read = function (name) {
+    return this.store ? this.store.getItem(this.key + name) : null;
+  };
+  Widget.prototype.write = function (name, value) {
+    if (!this.store) return;
+    if (value === null) this.store.removeItem(this.key + name); else this.store.setItem(this.key + name, value);
+  };
+
+  Widget.prototype.start = function () {
+    var self = this;
+    if (!this.base || !this.token) { warn("the script needs data-api-base and data-installation-token"); return; }
+    api(this.base, "GET", "/api/v1/widget/config/" + encodeURIComponent(this.token)).then(function (res) {
+      if (res.status !== 200 || !res.body) {
+        warn("the widget could not load its configuration (HTTP " + res.status + ")", res.body && res.body.error);
+        return;
+      }
+      self.config = res.body;
+      if (res.body.installation && res.body.installation.status === "disabled") { warn("this installation is disabled"); return; }
+      self.render();
+      self.heartbeat();
+      self.visitor = self.read("visitor") || newUuid();
+      self.write("visitor", self.visitor);
+      self.sync({});
+      if (self.conversation) { self.showChat(); self.poll(); }
+    }).catch(function (e) { warn("the chat service cannot be reached", e && e.message); });
+  };
+
+  Widget.prototype.heartbeat = function () {
+    api(this.base, "POST", "/api/v1/widget/ping", {
+      token: this.token, current_url: location.href.slice(0, 2048), installation_type: "web", version: VERSION
+    }).catch(function () { /* a missed heartbeat is not the visitor's problem */ });
+  };
+
+  Widget.prototype.sync = function (extra) {
+    var body = { token: this.token, uuid: this.visitor, current_url: location.href.slice(0, 2048) };
+    Object.keys(extra).forEach(function (k) { if (extra[k]) body[k] = extra[k]; });
+    return api(this.base, "POST", "/api/v1/widget/visitors", body);
+  };
+
+  Widget.prototype.render = function () {
+    var self = this;
+    var cfg = this.config;
+    var look = (cfg.site && cfg.site.widget) || {};
+    var title = look.title || (cfg.site && cfg.site.name) || "Chat";
+    var host = el("div", { id: "parley-widget", "data-parley": "widget" });
+    document.body.appendChild(host);
+    var root = host.attachShadow({ mode: "open" });
+    var accent = /^#[0-9a-fA-F]{6}$/.test(look.accent_color || "") ? look.accent_color : "#2563eb";
+    root.appendChild(el("style", { text: ":host{--accent:" + accent + "}" + CSS }));
+
+    this.launcher = el("button", { "class": "launcher", type: "button", "aria-label": "Open chat", "aria-expanded": "false", "aria-controls": "parley-panel" });
+    this.launcher.innerHTML = '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z"/></svg>';
+    this.launcher.addEventListener("click", function () { self.toggle(); });
+
+    var close = el("button", { type: "button", "aria-label": "Close chat", text: "\u00d7" });
+    close.addEventListener("click", function () { self.toggle(false); });
+    this.log = el("ol", { "class": "log", role: "log", "aria-live": "polite", "aria-label": "Messages" });
+    this.panel = el("section", { "class": "panel", id: "parley-panel", role: "dialog", "aria-label": title, hidden: true }, [
+      el("div", { "class": "head" }, [el("h2", { text: title }), close]),
+      look.greeting ? el("p", { "class": "greeting", text: look.greeting }) : null,
+      this.log
+    ]);
+    this.panel.addEventListener("keydown", function (e) { if (e.key === "Escape") { self.toggle(false); self.launcher.focus(); } });
+
+    this.buildConsent(look);
+    this.buildComposer();
+    this.buildVerification();
+    root.appendChild(this.panel);
+    root.appendChild(this.launcher);
+    this.root = root;
+    document.addEventListener("visibilitychange", function () { self.schedule(); });
+  };
+
+  Widget.prototype.buildConsent = function (look) {
+    var self = this;
+    this.nameInput = el("input", { type: "text", autocomplete: "name", "aria-label": "Your name (optional)", placeholder: "Your name (optional)", maxlength: "255" });
+    this.emailInput = el("input", { type: "email", autocomplete: "email", "aria-label": "Your email (optional)", placeholder: "Your email (optional)" });
+    this.consentBox = el("input", { type: "checkbox", id: "parley-consent", required: "required" });
+    var policy = el("span", { text: (look.privacy_text || "I agree that my messages are stored to answer me.") + " " });
+    if (look.privacy_url && /^https?:\/\//.test(look.privacy_url)) {
+      policy.appendChild(el("a", { href: look.privacy_url, target: "_blank", rel: "noopener noreferrer", text: "Privacy policy" }));
+    }
+    this.consentError = el("p", { "class": "error", role: "alert", hidden: true });
+    this.consent = el("div", { "class": "consent" }, [
+      this.nameInput, this.emailInput,
+      el("label", { "class": "check", "for": "parley-consent" }, [this.consentBox, policy]),
+      this.consentError
+    ]);
+    this.panel.appendChild(this.consent);
+  };
+
+  Widget.prototype.buildComposer = function () {
+    var self = this;
+    this.input = el("textarea", { "aria-label": "Write a message", placeholder: "Write a message\u2026", maxlength: "5000", rows: "1" });
+    this.send = el("button", { "class": "primary", type: "submit", text: "Send", "aria-label": "Send message" });
+    var form = el("form", { "class": "compose" }, [this.input, this.send]);
+    form.addEventListener("submit", function (e) { e.preventDefault(); self.submit(); });
+    this.input.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); self.submit(); }
+    });
+    this.panel.appendChild(form);
+  };
+
+  Widget.prototype.buildVerification = function () {
+    var self = this;
+    var methods = (this.config.installation && this.config.installation.verification_methods) || [];
+    this.verify = el("div", { "class": "verify", hidden: true });
+    if (!methods.length) return;
+    var labels = { email_otp: "Email me a code", sms_otp: "Text me a code", magic_link: "Email me a link" };
+    var open = el("button", { "class": "link", type: "button", text: "Verify my identity" });
+    var select = el("select", { "aria-label": "Verification method" });
+    methods.forEach(function (m) { select.appendChild(el("option", { value: m, text: labels[m] || m })); });
+    var target = el("input", { type: "text", "aria-label": "Email or phone to verify (optional)", placeholder: "Email or phone (optional)" });
+    var sendCode = el("button", { "class": "primary", type: "button", text: "Send" });
+    var status = el("p", { "class": "notice", role: "status" });
+    var code = el("input", { type: "text", inputmode: "numeric", autocomplete: "one-time-code", "aria-label": "Verification code", placeholder: "Code" });
+    var confirm = el("button", { "class": "primary", type: "button", text: "Confirm" });
+    var codeRow = el("div", { "class": "row", hidden: true }, [code, confirm]);
+    var form = el("div", { hidden: true }, [select, el("div", { "class": "row" }, [target, sendCode])]);
+    this.verifiedNote = el("p", { "class": "verified", hidden: true, text: "\u2713 You are verified" });
+    this.verify.appendChild(open);
+    this.verify.appendChild(form);
+    this.verify.appendChild(codeRow);
+    this.verify.appendChild(status);
+    this.verify.appendChild(this.verifiedNote);
+    this.panel.appendChild(this.verify);
+
+    open.addEventListener("click", function () { form.hidden = !form.hidden; if (!form.hidden) select.focus(); });
+    sendCode.addEventListener("click", function () {
+      if (!self.conversation) return;
+      sendCode.disabled = true;
+      status.className = "notice";
+      status.textContent = "Sending\u2026";
+      var body = { token: self.token, method: select.value };
+      if (target.value.trim()) body.target = target.value.trim();
+      api(self.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(self.conversation) + "/verification/start", body)
+        .then(function (res) {
+          sendCode.disabled = false;
+          if (res.status !== 202) { status.className = "error"; status.textContent = self.problem(res, "Could not send the code."); return; }
+          self.challenge = res.body.challenge;
+          if (select.value === "magic_link") {
+            status.textContent = "We emailed a link to " + res.body.challenge.target_hint + ". Open it, then come back here.";
+            codeRow.hidden = true;
+          } else {
+            status.textContent = "We sent a code to " + res.body.challenge.target_hint + ".";
+            codeRow.hidden = false;
+            code.focus();
+          }
+        })
+        .catch(function () { sendCode.disabled = false; status.className = "error"; status.textContent = "The chat service cannot be reached."; });
+    });
+    confirm.addEventListener("click", function () {
+      if (!self.challenge || !code.value.trim()) return;
+      confirm.disabled = true;
+      var body = { token: self.token, challenge_id: self.challenge.id, code: code.value.trim() };
+      api(self.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(self.conversation) + "/verification/confirm", body)
+        .then(function (res) {
+          confirm.disabled = false;
+          if (res.status !== 200) { status.className = "error"; status.textContent = self.problem(res, "That did not work."); return; }
+          form.hidden = true;
+          codeRow.hidden = true;
+          status.textContent = "";
+          self.setVerified(true);
+          self.poll();
+        })
+        .catch(function () { confirm.disabled = false; status.className = "error"; status.textContent = "The chat service cannot be reached."; });
+    });
+  };
+
+  Widget.prototype.problem = function (res, fallback) {
+    var err = res.body && res.body.error;
+    if (!err) return fallback;
+    if (err.code === "invalid_code") return "That code is not right. Try again.";
+    if (err.code === "challenge_expired") return "That code has expired. Ask for a new one.";
+    if (err.code === "rate_limited") return "Too many attempts. Please wait a moment.";
+    if (err.fields) return Object.keys(err.fields).map(function (k) { return err.fields[k].join(" "); }).join(" ");
+    return err.message || fallback;
+  };
+
+  Widget.prototype.setVerified = function (yes) {
+    if (this.verifiedNote) this.verifiedNote.hidden = !yes;
+  };
+
+  Widget.prototype.toggle = function (force) {
+    this.open = force === undefined ? !this.open : force;
+    this.panel.hidden = !this.open;
+    this.launcher.setAttribute("aria-expanded", String(this.open));
+    this.launcher.setAttribute("aria-label", this.open ? "Close chat" : "Open chat");
+    if (this.open) { this.input.focus(); this.scroll(); }
+    this.schedule();
+  };
+
+  /** Once a conversation exists: no consent form, verification available. */
+  Widget.prototype.showChat = function () {
+    this.consent.hidden = true;
+    if (this.verify.childNodes.length) this.verify.hidden = false;
+  };
+
+  Widget.prototype.scroll = function () {
+    this.log.scrollTop = this.log.scrollHeight;
+  };
+
+  /** Adds or updates one message, rendered as text only. */
+  Widget.prototype.show = function (m, node) {
+    var kind = m.sender && m.sender.type;
+    kind = kind === "visitor" || kind === "operator" || kind === "system" ? kind : "system";
+    var item = node || el("li", {});
+    item.className = "msg " + kind;
+    item.textContent = "";
+    if (kind === "operator" && m.sender.name) item.appendChild(el("span", { "class": "who", text: m.sender.name }));
+    item.appendChild(document.createTextNode(m.body));
+    if (m.id) {
+      item.setAttribute("data-id", String(m.id));
+      this.messages[m.id] = item;
+      if (m.id > this.lastId) this.lastId = m.id;
+    }
+    if (!node) this.log.appendChild(item);
+    this.scroll();
+    return item;
+  };
+
+  Widget.prototype.receive = function (list) {
+    var self = this;
+    (list || []).forEach(function (m) { if (!self.messages[m.id]) self.show(m); });
+  };
+
+  Widget.prototype.submit = function () {
+    var text = this.input.value.trim();
+    if (!text) return;
+    if (!this.conversation && !this.consentBox.checked) {
+      this.consentError.hidden = false;
+      this.consentError.textContent = "Please accept the privacy notice to start the chat.";
+      this.consentBox.focus();
+      return;
+    }
+    this.consentError.hidden = true;
+    this.input.value = "";
+    var pending = el("li", { "class": "msg visitor pending" });
+    pending.appendChild(document.createTextNode(text));
+    var state = el("span", { "class": "state", text: "Sending\u2026" });
+    pending.appendChild(state);
+    this.log.appendChild(pending);
+    this.scroll();
+    this.deliver(text, pending);
+  };
+
+  Widget.prototype.deliver = function (text, pending) {
+    var self = this;
+    var request;
+    if (this.conversation) {
+      request = api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages",
+        { token: this.token, body: text, current_url: location.href.slice(0, 2048) });
+    } else {
+      request = this.sync({ name: this.nameInput.value.trim(), email: this.emailInput.value.trim() }).then(function () {
+        return api(self.base, "POST", "/api/v1/widget/conversations",
+          { token: self.token, visitor_uuid: self.visitor, message: text, privacy_accepted: true, current_url: location.href.slice(0, 2048) });
+      });
+    }
+    request.then(function (res) {
+      if (res.status === 201 && res.body) {
+        if (res.body.conversation && !self.conversation) {
+          self.conversation = res.body.conversation.public_id;
+          self.write("conversation", self.conversation);
+          self.showChat();
+        }
+        var sent = res.body.message || (res.body.messages && res.body.messages[0]);
+        if (sent && self.messages[sent.id]) { pending.remove(); } else if (sent) { self.show(sent, pending); }
+        self.poll();
+      } else {
+        self.failed(text, pending, self.problem(res, "Not sent."));
+      }
+    }).catch(function () { self.failed(text, pending, "Not sent: the chat service cannot be reached."); });
+  };
+
+  Widget.prototype.failed = function (text, pending, why) {
+    var self = this;
+    pending.className = "msg visitor failed";
+    pending.textContent = "";
+    pending.appendChild(document.createTextNode(text));
+    var state = el("span", { "class": "state", role: "alert", text: why });
+    var retry = el("button", { "class": "retry", type: "button", text: "Retry", "aria-label": "Retry sending this message" });
+    retry.addEventListener("click", function () {
+      pending.className = "msg visitor pending";
+      state.textContent = "Sending\u2026";
+      retry.remove();
+      self.deliver(text, pending);
+    });
+    state.appendChild(retry);
+    pending.appendChild(state);
+  };
+
+  /** Fetches new messages now, then keeps polling at the right pace. */
+  Widget.prototype.poll = function () {
+    var self = this;
+    clearTimeout(this.timer);
+    if (!this.conversation) return;
+    var path = "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages?token=" +
+      encodeURIComponent(this.token) + (this.lastId ? "&after_id=" + this.lastId : "");
+    api(this.base, "GET", path).then(function (res) {
+      if (res.status === 404) {
+        // The conversation is gone (another site, or the data was reset).
+        self.conversation = null;
+        self.write("conversation", null);
+        self.consent.hidden = false;
+        return;
+      }
+      if (res.status !== 200 || !res.body) throw new Error("HTTP " + res.status);
+      self.failures = 0;
+      self.status = res.body.conversation && res.body.conversation.status;
+      if (res.body.conversation) self.setVerified(!!res.body.conversation.verified);
+      self.receive(res.body.messages);
+      self.schedule();
+    }).catch(function (e) {
+      self.failures += 1;
+      if (self.failures === 1) warn("could not fetch messages", e && e.message);
+      self.schedule();
+    });
+  };
+
+  Widget.prototype.schedule = function () {
+    var self = this;
+    clearTimeout(this.timer);
+    if (!this.conversation) return;
+    var pace = this.open && !document.hidden && this.status !== "closed" ? POLL_OPEN_MS : POLL_IDLE_MS;
+    if (this.failures) pace = Math.min(POLL_MAX_BACKOFF_MS, pace * Math.pow(2, this.failures));
+    this.timer = setTimeout(function () { self.poll(); }, pace);
+  };
+
+  function boot() {
+    try {
+      var script = findScript();
+      if (!script) { warn("could not find its script element"); return; }
+      script.__parleyStarted = true;
+      var registry = window.__parleyWidgets = window.__parleyWidgets || {};
+      var token = script.getAttribute("data-installation-token");
+      if (registry[token]) return;
+      registry[token] = new Widget(script);
+      var start = function () { try { registry[token].start(); } catch (e) { warn("failed to start", e && e.message); } };
+      if (document.body) start(); else document.addEventListener("DOMContentLoaded", start);
+    } catch (e) {
+      warn("failed to start", e && e.message);
+    }
+  }
+
+  boot();
+})();

@@ -1,0 +1,248 @@
+// The widget in a real browser: Chromium (Debian's, never a download)
+// driven by playwright-core, against a real `parley demo` process, with
+// the widget embedded in a page of another origin, as a partner would.
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, "..", "..");
+const binary = process.env.PARLEY_BIN || join(root, "target", "debug", "parley");
+const artifacts = join(here, "artifacts");
+mkdirSync(artifacts, { recursive: true });
+
+let parley, api, creds, host, hostUrl, browser;
+
+/** Starts `parley demo` on a free port in a fresh folder and waits for its address. */
+function startParley() {
+  const dir = mkdtempSync(join(tmpdir(), "parley-browser-"));
+  const child = spawn(binary, ["demo"], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, PARLEY_LISTEN: "127.0.0.1:0", PARLEY_LOG: "warn", PARLEY_RATE_LIMITS: "off" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const m = out.match(/Parley listening on (\S+)/);
+      if (m) resolve({ child, url: m[1] });
+    });
+    child.on("exit", (code) => reject(new Error(`parley exited with ${code}`)));
+    setTimeout(() => reject(new Error("parley did not start in 30 s")), 30000);
+  });
+}
+
+/** A partner's page on another origin (another port), with other scripts around the widget. */
+function hostPage(scriptBase, apiBase, token) {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Partner shop</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>button { background: red; } * { font-size: 30px; } li { display: none }</style>
+<script>window.partnerReady = true;</script>
+</head><body><h1>Partner shop</h1><p>Some content.</p>
+<script async src="${scriptBase}/widget.js" data-api-base="${apiBase}" data-installation-token="${token}"></script>
+<script>window.afterWidget = 1;</script>
+</body></html>`;
+}
+
+function serveHost() {
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, "http://localhost");
+    const token = url.searchParams.get("token") ?? creds.widget_token;
+    const base = url.searchParams.get("api") ?? api;
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(hostPage(api, base, token));
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+async function json(path, init = {}) {
+  const res = await fetch(api + path, init);
+  return { status: res.status, body: await res.json() };
+}
+
+/** A fresh visitor: its own context, so its own localStorage. */
+async function visitor(viewport = { width: 1280, height: 800 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+  page.on("dialog", (d) => {
+    problems.push(`dialog: ${d.message()}`);
+    d.dismiss();
+  });
+  return { context, page, problems };
+}
+
+/** Opens the host page and the chat panel. */
+async function openChat(page, query = "") {
+  await page.goto(hostUrl + "/" + query);
+  await page.locator("button.launcher").click();
+  await page.locator("section.panel").waitFor({ state: "visible" });
+}
+
+async function send(page, text) {
+  await page.locator("textarea").fill(text);
+  await page.locator("button.primary[type=submit]").click();
+}
+
+/** The mobile API as the demo admin. */
+function asAdmin(path, init = {}) {
+  return json(path, { ...init, headers: { authorization: `Bearer ${creds.mobile_token}`, "content-type": "application/json", ...(init.headers || {}) } });
+}
+
+before(async () => {
+  const started = await startParley();
+  parley = started.child;
+  api = started.url;
+  creds = (await json("/sandbox/credentials")).body;
+  host = await serveHost();
+  hostUrl = `http://127.0.0.1:${host.address().port}`;
+  assert.notEqual(new URL(hostUrl).origin, new URL(api).origin, "the page and the API are different origins");
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  host?.close();
+  parley?.kill("SIGTERM");
+});
+
+describe("the widget", () => {
+  it("takes consent, sends a message across origins and shows it", async () => {
+    const { context, page, problems } = await visitor();
+    await openChat(page);
+    await assert.doesNotReject(page.locator("h2", { hasText: "Chat with us" }).waitFor());
+    await send(page, "Hello from the shop");
+    const error = page.locator(".consent .error");
+    await error.waitFor({ state: "visible" });
+    assert.match(await error.textContent(), /accept the privacy notice/);
+    await page.locator("input[type=email]").fill("shopper@example.com");
+    await page.locator("#parley-consent").check();
+    await send(page, "Hello from the shop");
+    const mine = page.locator("li.msg.visitor", { hasText: "Hello from the shop" });
+    await mine.waitFor();
+    await page.locator("li.msg.pending").waitFor({ state: "detached" });
+    assert.ok(await mine.getAttribute("data-id"), "the message carries its server id");
+    assert.equal(await page.locator(".consent").isHidden(), true, "consent is asked once");
+
+    const list = await asAdmin("/api/v1/mobile/conversations");
+    const conversation = list.body.conversations.find((c) => c.visitor.email === "shopper@example.com");
+    assert.ok(conversation, "the operator sees it");
+    await page.screenshot({ path: join(artifacts, "widget-open.png") });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("shows an operator's reply, keeps the conversation across reloads, and renders text as text", async () => {
+    const { context, page, problems } = await visitor();
+    await openChat(page);
+    await page.locator("#parley-consent").check();
+    await send(page, "Where is my parcel?");
+    await page.locator("li.msg.visitor[data-id]").waitFor();
+    const list = await asAdmin("/api/v1/mobile/conversations?status=open");
+    const id = list.body.conversations[0].id;
+    const reply = await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: "On its way!" }) });
+    assert.equal(reply.status, 200);
+    await page.locator("li.msg.operator", { hasText: "On its way!" }).waitFor({ timeout: 10000 });
+
+    await page.reload();
+    await page.locator("button.launcher").click();
+    await page.locator("li.msg.visitor", { hasText: "Where is my parcel?" }).waitFor();
+    await page.locator("li.msg.operator", { hasText: "On its way!" }).waitFor();
+    assert.equal(await page.locator(".consent").isHidden(), true, "still the same conversation");
+
+    const attack = "<img src=x onerror=alert(1)>";
+    await send(page, attack);
+    const shown = page.locator("li.msg.visitor[data-id]", { hasText: "<img" });
+    await shown.waitFor();
+    assert.equal(await shown.textContent(), attack);
+    const images = await page.evaluate(() => document.querySelector("#parley-widget").shadowRoot.querySelectorAll("img").length);
+    assert.equal(images, 0, "nothing was parsed as HTML");
+    assert.deepEqual(problems, [], "no script ran and nothing was thrown");
+    await context.close();
+  });
+
+  it("verifies the visitor by email with the code from the sandbox outbox", async () => {
+    const { context, page, problems } = await visitor();
+    await openChat(page);
+    await page.locator("#parley-consent").check();
+    await send(page, "I want to check my account");
+    await page.locator("li.msg.visitor[data-id]").waitFor();
+    await page.locator("button.link", { hasText: "Verify my identity" }).click();
+    await page.locator("select").selectOption("email_otp");
+    await page.locator("input[placeholder='Email or phone (optional)']").fill("verify.me@example.com");
+    await page.locator(".verify button.primary", { hasText: "Send" }).click();
+    await page.locator(".verify p.notice", { hasText: "v***@example.com" }).waitFor();
+    const outbox = await json("/sandbox/outbox");
+    const mail = outbox.body.messages.find((m) => m.to === "verify.me@example.com");
+    const code = mail.body.match(/code is (\d{6})/)[1];
+    await page.locator("input[autocomplete=one-time-code]").fill(code);
+    await page.locator(".verify button.primary", { hasText: "Confirm" }).click();
+    await page.locator("p.verified").waitFor({ state: "visible" });
+    await page.locator("li.msg.system", { hasText: "verified their email address" }).waitFor({ timeout: 10000 });
+    await page.screenshot({ path: join(artifacts, "widget-verified.png") });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("is usable on a 360 px wide phone and with the keyboard", async () => {
+    const { context, page, problems } = await visitor({ width: 360, height: 740 });
+    await page.goto(hostUrl + "/");
+    await page.locator("button.launcher").waitFor();
+    await page.locator("button.launcher").focus();
+    await page.keyboard.press("Enter");
+    const panel = page.locator("section.panel");
+    await panel.waitFor({ state: "visible" });
+    const box = await panel.boundingBox();
+    assert.ok(box.x >= 0 && box.x + box.width <= 360, `the panel fits the screen: ${JSON.stringify(box)}`);
+    assert.equal(await page.locator("button.launcher").getAttribute("aria-expanded"), "true");
+    assert.equal(await page.locator("ol.log").getAttribute("aria-live"), "polite");
+    const focused = await page.evaluate(() => document.querySelector("#parley-widget").shadowRoot.activeElement?.tagName);
+    assert.equal(focused, "TEXTAREA", "opening the chat puts the cursor in the message field");
+    await page.screenshot({ path: join(artifacts, "widget-phone.png") });
+    await page.keyboard.press("Escape");
+    await panel.waitFor({ state: "hidden" });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("fails quietly with a wrong token or an unreachable service", async () => {
+    for (const query of ["?token=inst_wrong", "?api=http://127.0.0.1:9"]) {
+      const { context, page, problems } = await visitor();
+      const warnings = [];
+      page.on("console", (m) => m.type() === "warning" && warnings.push(m.text()));
+      await page.goto(hostUrl + "/" + query);
+      await page.waitForFunction(() => window.afterWidget === 1);
+      await assert.doesNotReject(async () => {
+        for (let i = 0; i < 100 && !warnings.some((w) => w.includes("[parley]")); i++) await page.waitForTimeout(50);
+      });
+      assert.ok(warnings.some((w) => w.includes("[parley]")), `a console warning: ${warnings}`);
+      assert.equal(await page.locator("button.launcher").count(), 0, "no widget appears");
+      assert.deepEqual(problems, [], "nothing thrown into the page");
+      assert.equal(await page.evaluate(() => window.partnerReady), true, "the page's own scripts still ran");
+      await context.close();
+    }
+  });
+
+  it("is served with caching headers and CORS", async () => {
+    const res = await fetch(api + "/widget.js", { headers: { origin: hostUrl } });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type"), /javascript/);
+    assert.equal(res.headers.get("access-control-allow-origin"), hostUrl);
+    const etag = res.headers.get("etag");
+    assert.ok(etag);
+    const again = await fetch(api + "/widget.js", { headers: { "if-none-match": etag } });
+    assert.equal(again.status, 304);
+  });
+});
