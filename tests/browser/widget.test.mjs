@@ -35,6 +35,7 @@ function startParley() {
       const m = out.match(/Parley listening on (\S+)/);
       if (m) resolve({ child, url: m[1] });
     });
+    child.on("error", reject);
     child.on("exit", (code) => reject(new Error(`parley exited with ${code}`)));
     setTimeout(() => reject(new Error("parley did not start in 30 s")), 30000);
   });

@@ -133,10 +133,7 @@ impl InboxService {
                 } else {
                     format!("{} assigned the conversation to {}", actor.name, target.name)
                 };
-                c.status = ConversationStatus::Assigned;
-                c.assignee_id = Some(target.id);
-                tx.update_conversation(scope, &c)?;
-                tx.insert_message(scope, &system_message(&c, text, now))?;
+                hand_to(tx, scope, &mut c, &target, text, now)?;
                 details(tx, scope, id)
             })
             .await
@@ -157,11 +154,8 @@ impl InboxService {
                 let scope: ConversationScope = actor.scope().into();
                 let mut c = open_conversation(tx, scope, id)?;
                 let target = assignable(tx, &actor, &c, target)?;
-                c.status = ConversationStatus::Assigned;
-                c.assignee_id = Some(target.id);
-                tx.update_conversation(scope, &c)?;
                 let text = format!("{} transferred the conversation to {}", actor.name, target.name);
-                tx.insert_message(scope, &system_message(&c, text, now))?;
+                hand_to(tx, scope, &mut c, &target, text, now)?;
                 if let Some(note) = note {
                     tx.insert_message(scope, &operator_message(&c, &actor, note, true, now))?;
                 }
@@ -215,6 +209,22 @@ fn assignable(tx: &mut dyn WriteTx, actor: &Operator, c: &Conversation, target: 
         return Err(problem("the conversation is already assigned to this operator"));
     }
     Ok(operator)
+}
+
+/// Assigns the conversation to `target` and tells both sides why.
+fn hand_to(
+    tx: &mut dyn WriteTx,
+    scope: ConversationScope,
+    c: &mut Conversation,
+    target: &Operator,
+    announcement: String,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    c.status = ConversationStatus::Assigned;
+    c.assignee_id = Some(target.id);
+    tx.update_conversation(scope, c)?;
+    tx.insert_message(scope, &system_message(c, announcement, now))?;
+    Ok(())
 }
 
 fn details(tx: &mut dyn WriteTx, scope: ConversationScope, id: ConversationId) -> Result<ConversationDetails, DomainError> {

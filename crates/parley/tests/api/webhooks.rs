@@ -67,6 +67,15 @@ pub(crate) fn verify(r: &crate::receiver::Received, secrets: &[&str]) -> Value {
     envelope
 }
 
+/// The endpoint's delivery log once its newest delivery satisfies `done`.
+async fn delivery_log_when(app: &TestApp, admin: &str, id: i64, done: impl Fn(&Value) -> bool) -> Value {
+    eventually(|| async {
+        let body = deliveries(app, admin, id).await;
+        done(&body["deliveries"][0]).then_some(body)
+    })
+    .await
+}
+
 async fn deliveries(app: &TestApp, admin: &str, id: i64) -> Value {
     let (status, body) = app.authed(Method::GET, &format!("/api/v1/admin/webhooks/{id}/deliveries"), admin, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -174,11 +183,7 @@ async fn failures_retry_on_schedule_with_one_event_id() {
 
     let first = receiver.next().await;
     verify(&first, &[&secret]);
-    let pending = eventually(|| async {
-        let body = deliveries(&app, &admin, id).await;
-        (body["deliveries"][0]["attempts"].as_array().unwrap().len() == 1).then_some(body)
-    })
-    .await;
+    let pending = delivery_log_when(&app, &admin, id, |d| d["attempts"].as_array().unwrap().len() == 1).await;
     let d = &pending["deliveries"][0];
     assert_eq!(d["status"], "pending");
     assert_eq!(d["attempts"][0]["status_code"], 500);
@@ -194,11 +199,7 @@ async fn failures_retry_on_schedule_with_one_event_id() {
     assert!(ids.windows(2).all(|w| w[0] == w[1]), "one event_id for every attempt: {ids:?}");
     assert_eq!(second.body, first.body, "the same body each time");
 
-    let done = eventually(|| async {
-        let body = deliveries(&app, &admin, id).await;
-        (body["deliveries"][0]["status"] == "delivered").then_some(body)
-    })
-    .await;
+    let done = delivery_log_when(&app, &admin, id, |d| d["status"] == "delivered").await;
     let codes: Vec<i64> =
         done["deliveries"][0]["attempts"].as_array().unwrap().iter().map(|a| a["status_code"].as_i64().unwrap()).collect();
     assert_eq!(codes, [500, 500, 200]);
@@ -222,11 +223,7 @@ async fn after_the_last_retry_the_delivery_fails() {
     receiver.next().await;
     app.clock.advance(Duration::from_secs(12));
     receiver.next().await;
-    let failed = eventually(|| async {
-        let body = deliveries(&app, &admin, id).await;
-        (body["deliveries"][0]["status"] == "failed").then_some(body)
-    })
-    .await;
+    let failed = delivery_log_when(&app, &admin, id, |d| d["status"] == "failed").await;
     assert_eq!(failed["deliveries"][0]["attempts"].as_array().unwrap().len(), 2);
     assert_eq!(failed["deliveries"][0]["last_error"], "HTTP 503");
 }
@@ -268,11 +265,7 @@ async fn redirects_are_failures_and_are_not_followed() {
     let (id, _) = register(&app, &admin, &receiver.url, None).await;
     app.post("/api/widget/ping", json!({"token": f.token})).await;
     receiver.next().await;
-    let body = eventually(|| async {
-        let body = deliveries(&app, &admin, id).await;
-        (!body["deliveries"][0]["attempts"].as_array().unwrap().is_empty()).then_some(body)
-    })
-    .await;
+    let body = delivery_log_when(&app, &admin, id, |d| !d["attempts"].as_array().unwrap().is_empty()).await;
     // A followed redirect would have recorded the target's 200 instead.
     assert_eq!(body["deliveries"][0]["attempts"][0]["status_code"], 302);
     assert_eq!(body["deliveries"][0]["status"], "pending", "to be retried");
@@ -288,11 +281,7 @@ async fn retry_after_is_honoured() {
     let (id, _) = register(&app, &admin, &receiver.url, None).await;
     app.post("/api/widget/ping", json!({"token": f.token})).await;
     receiver.next().await;
-    let body = eventually(|| async {
-        let body = deliveries(&app, &admin, id).await;
-        (!body["deliveries"][0]["attempts"].as_array().unwrap().is_empty()).then_some(body)
-    })
-    .await;
+    let body = delivery_log_when(&app, &admin, id, |d| !d["attempts"].as_array().unwrap().is_empty()).await;
     assert_eq!(body["deliveries"][0]["next_attempt_at"], "2026-01-01T00:02:00.000Z");
 }
 
@@ -327,11 +316,8 @@ async fn redeliver_sends_the_same_event_again() {
     let (id, _) = register(&app, &admin, &receiver.url, None).await;
     app.post("/api/widget/ping", json!({"token": f.token})).await;
     let first = receiver.next().await.json();
-    let delivery = eventually(|| async {
-        let body = deliveries(&app, &admin, id).await;
-        (body["deliveries"][0]["status"] == "delivered").then(|| body["deliveries"][0]["id"].as_i64().unwrap())
-    })
-    .await;
+    let log = delivery_log_when(&app, &admin, id, |d| d["status"] == "delivered").await;
+    let delivery = log["deliveries"][0]["id"].as_i64().unwrap();
     for prefix in PREFIXES {
         let (status, body) =
             app.authed(Method::POST, &format!("{prefix}/admin/webhooks/{id}/deliveries/{delivery}/redeliver"), &admin, None).await;
