@@ -173,7 +173,7 @@ impl VerificationService {
             .write(move |tx| {
                 let conversation = tx.conversation_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
                 let challenge = tx.challenge(scope, conversation.id, input.challenge_id)?.ok_or(DomainError::NotFound)?;
-                settle(tx, &tenant, challenge, &input.code, now)
+                settle(tx, &tenant, challenge, &input.code, now, CountWrong::Yes)
             })
             .await?;
         finish(outcome)
@@ -188,7 +188,10 @@ impl VerificationService {
             .write(move |tx| {
                 let challenge = tx.challenge_by_id(challenge_id)?.filter(|c| c.method == Method::MagicLink).ok_or(DomainError::NotFound)?;
                 let tenant = tx.tenant(challenge.scope.tenant)?.ok_or(DomainError::NotFound)?;
-                settle(tx, &tenant, challenge, &code, now)
+                // Challenge ids are sequential and this route needs no token:
+                // a wrong code here must not spend someone else's challenge.
+                // Nobody guesses 256 bits, so not counting costs nothing.
+                settle(tx, &tenant, challenge, &code, now, CountWrong::No)
             })
             .await?;
         finish(outcome)
@@ -208,13 +211,30 @@ fn finish(outcome: Outcome) -> Result<Verified, DomainError> {
     }
 }
 
+/// Whether a wrong code counts towards spending the challenge.
+#[derive(PartialEq, Eq)]
+enum CountWrong {
+    Yes,
+    No,
+}
+
 /// Applies one code to a challenge, inside the write unit.
-fn settle(tx: &mut dyn WriteTx, tenant: &Tenant, challenge: Challenge, code: &str, now: Timestamp) -> Result<Outcome, DomainError> {
+fn settle(
+    tx: &mut dyn WriteTx,
+    tenant: &Tenant,
+    challenge: Challenge,
+    code: &str,
+    now: Timestamp,
+    count: CountWrong,
+) -> Result<Outcome, DomainError> {
     let scope = challenge.scope;
     if challenge.status != ChallengeStatus::Active || now >= challenge.expires_at {
         return Ok(Outcome::Expired);
     }
     if !codes::matches(&challenge.code_salt, &challenge.code_hash, code) {
+        if count == CountWrong::No {
+            return Ok(Outcome::WrongCode);
+        }
         let attempts = challenge.attempts + 1;
         let status = if attempts >= MAX_ATTEMPTS { ChallengeStatus::Spent } else { ChallengeStatus::Active };
         tx.update_challenge(scope, challenge.id, status, attempts, None)?;

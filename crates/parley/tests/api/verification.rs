@@ -406,3 +406,17 @@ async fn verification_completed_reaches_webhooks_signed() {
     assert_eq!(envelope["data"]["conversation"]["verified"], true);
     assert_eq!(envelope["data"]["visitor"]["uuid"], "ann");
 }
+
+/// Challenge ids are sequential and the link needs no token: wrong codes
+/// through the link must not let anyone spend a visitor's link.
+#[tokio::test]
+async fn wrong_link_codes_do_not_spend_the_link() {
+    let s = setup().await;
+    let id = s.started("/api", json!({"method": "magic_link"})).await;
+    let link = link_in(&s.smtp.next().await.data).replace(PUBLIC_URL, &s.app.base);
+    for _ in 0..10 {
+        let wrong = format!("{}/verify/{id}?code=guess", s.app.base);
+        assert_eq!(s.app.client.get(&wrong).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+    }
+    assert_eq!(s.app.client.get(&link).send().await.unwrap().status(), StatusCode::OK, "the real link still works");
+}
