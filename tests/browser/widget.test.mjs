@@ -42,13 +42,14 @@ function startParley() {
 }
 
 /** A partner's page on another origin (another port), with other scripts around the widget. */
-function hostPage(scriptBase, apiBase, token) {
+function hostPage(scriptBase, apiBase, token, second) {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Partner shop</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>button { background: red; } * { font-size: 30px; } li { display: none }</style>
 <script>window.partnerReady = true;</script>
 </head><body><h1>Partner shop</h1><p>Some content.</p>
 <script async src="${scriptBase}/widget.js" data-api-base="${apiBase}" data-installation-token="${token}"></script>
+${second ? `<script async src="${scriptBase}/widget.js" data-api-base="${apiBase}" data-installation-token="${second}"></script>` : ""}
 <script>window.afterWidget = 1;</script>
 </body></html>`;
 }
@@ -59,7 +60,7 @@ function serveHost() {
     const token = url.searchParams.get("token") ?? creds.widget_token;
     const base = url.searchParams.get("api") ?? api;
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-    res.end(hostPage(api, base, token));
+    res.end(hostPage(api, base, token, url.searchParams.get("second")));
   });
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
@@ -225,15 +226,48 @@ describe("the widget", () => {
       page.on("console", (m) => m.type() === "warning" && warnings.push(m.text()));
       await page.goto(hostUrl + "/" + query);
       await page.waitForFunction(() => window.afterWidget === 1);
-      await assert.doesNotReject(async () => {
-        for (let i = 0; i < 100 && !warnings.some((w) => w.includes("[parley]")); i++) await page.waitForTimeout(50);
-      });
+      for (let i = 0; i < 100 && !warnings.some((w) => w.includes("[parley]")); i++) await page.waitForTimeout(50);
       assert.ok(warnings.some((w) => w.includes("[parley]")), `a console warning: ${warnings}`);
       assert.equal(await page.locator("button.launcher").count(), 0, "no widget appears");
       assert.deepEqual(problems, [], "nothing thrown into the page");
       assert.equal(await page.evaluate(() => window.partnerReady), true, "the page's own scripts still ran");
       await context.close();
     }
+  });
+
+  it("opens one conversation even when the first messages are sent quickly", async () => {
+    const { context, page, problems } = await visitor();
+    await openChat(page);
+    await page.locator("input[type=email]").fill("double@example.com");
+    await page.locator("#parley-consent").check();
+    await page.locator("textarea").fill("first");
+    await page.locator("textarea").press("Enter");
+    await page.locator("textarea").fill("second");
+    await page.locator("textarea").press("Enter");
+    await page.locator("li.msg.visitor[data-id]", { hasText: "second" }).waitFor();
+    await page.locator("li.msg.visitor[data-id]", { hasText: "first" }).waitFor();
+    const list = await asAdmin("/api/v1/mobile/conversations?per_page=100");
+    const mine = list.body.conversations.filter((c) => c.visitor.email === "double@example.com");
+    assert.equal(mine.length, 1, "one conversation");
+    const messages = await asAdmin(`/api/v1/mobile/conversations/${mine[0].id}/messages`);
+    assert.deepEqual(messages.body.messages.map((m) => m.body), ["first", "second"]);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("places two widgets on one page side by side", async () => {
+    const sites = await asAdmin("/api/v1/admin/sites");
+    const created = await asAdmin(`/api/v1/admin/sites/${sites.body.sites[0].id}/installations`, { method: "POST", body: JSON.stringify({ name: "Second" }) });
+    assert.equal(created.status, 201);
+    const { context, page, problems } = await visitor();
+    await page.goto(`${hostUrl}/?second=${created.body.installation.token}`);
+    await page.waitForFunction(() => document.querySelectorAll("[data-parley=widget]").length === 2);
+    const boxes = await page.locator("button.launcher").evaluateAll((all) => all.map((b) => b.getBoundingClientRect().toJSON()));
+    assert.equal(boxes.length, 2);
+    const [a, b] = boxes;
+    assert.ok(a.right <= b.left || b.right <= a.left, `launchers do not overlap: ${JSON.stringify(boxes)}`);
+    assert.deepEqual(problems, []);
+    await context.close();
   });
 
   it("is served with caching headers and CORS", async () => {

@@ -1,8 +1,11 @@
 //! The platform health report behind `GET /health`.
 //!
-//! `down` (503) when the database cannot be read; `degraded` when the
-//! oldest pending webhook delivery is older than the allowed age or the
-//! sweeper has not completed a pass for three intervals; `ok` otherwise.
+//! `down` (503) when the database cannot be read; `degraded` when webhook
+//! delivery lags (a delivery has been due, and attempted by no one, for
+//! longer than the allowed age) or the sweeper has not completed a pass for
+//! three intervals; `ok` otherwise. A delivery waiting for its scheduled
+//! retry is not lag: one tenant's broken endpoint must not degrade the
+//! platform for the two days its retries take.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +44,8 @@ pub struct WebhookCheck {
     /// Deliveries waiting for a first or next attempt.
     pub pending: u64,
     pub oldest_pending_seconds: u64,
+    /// How long the longest-waiting due delivery has waited for a worker.
+    pub lag_seconds: u64,
     pub failing_endpoints: u64,
 }
 
@@ -65,7 +70,7 @@ pub struct HealthReport {
 pub struct HealthSettings {
     /// `PARLEY_SWEEP_INTERVAL`.
     pub sweep_interval: Duration,
-    /// `PARLEY_HEALTH_QUEUE_MAX_AGE`: older pending deliveries degrade.
+    /// `PARLEY_HEALTH_QUEUE_MAX_AGE`: longer delivery lag degrades.
     pub queue_max_age: Duration,
 }
 
@@ -87,11 +92,11 @@ impl HealthService {
 
     pub async fn report(&self) -> HealthReport {
         let started = Instant::now();
-        let read = self.db.read(|r| Ok((r.outbox_stats()?, r.state(LAST_SWEEP_KEY)?))).await;
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         let now = self.clock.now();
+        let read = self.db.read(move |r| Ok((r.outbox_stats()?, r.oldest_due_delivery(now)?, r.state(LAST_SWEEP_KEY)?))).await;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         let backend = self.db.kind();
-        let (stats, last_sweep) = match read {
+        let (stats, oldest_due, last_sweep) = match read {
             Ok(values) => values,
             Err(e) => {
                 tracing::error!(error = %e, "health check: database unreachable");
@@ -105,10 +110,12 @@ impl HealthService {
             }
         };
         let oldest = stats.oldest_pending_at.map_or(Duration::ZERO, |t| now.since(t));
+        let lag = oldest_due.map_or(Duration::ZERO, |t| now.since(t));
         let webhooks = WebhookCheck {
-            status: if oldest > self.settings.queue_max_age { Status::Degraded } else { Status::Ok },
+            status: if lag > self.settings.queue_max_age { Status::Degraded } else { Status::Ok },
             pending: stats.pending,
             oldest_pending_seconds: oldest.as_secs(),
+            lag_seconds: lag.as_secs(),
             failing_endpoints: stats.failing_endpoints,
         };
         let last_run_at = last_sweep.map(Timestamp::from_millis);

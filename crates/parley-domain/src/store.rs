@@ -97,6 +97,9 @@ pub trait ReadTx {
     fn count_conversations(&mut self, scope: ConversationScope, filter: StatusFilter) -> StoreResult<u64>;
     fn messages(&mut self, scope: ConversationScope, conversation: ConversationId, page: MessagePage) -> StoreResult<Vec<Message>>;
     fn outbox_stats(&mut self) -> StoreResult<OutboxStats>;
+    /// When the longest-waiting delivery that is due at `now` and held by
+    /// no worker fell due: how far delivery lags behind.
+    fn oldest_due_delivery(&mut self, now: Timestamp) -> StoreResult<Option<Timestamp>>;
     /// Service-wide state (all tenants): a named integer.
     fn state(&mut self, key: &str) -> StoreResult<Option<i64>>;
     /// Conversations not closed, across all tenants (for metrics).
@@ -135,6 +138,9 @@ pub trait WriteTx: ReadTx {
     fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
     fn insert_installation(&mut self, scope: SiteScope, installation: &NewInstallation) -> StoreResult<Installation>;
     fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()>;
+    /// Forgets a visitor's verification and that of its conversations
+    /// (the verified email or phone changed).
+    fn clear_verification(&mut self, scope: SiteScope, visitor: VisitorId) -> StoreResult<()>;
     fn set_heartbeat_status(&mut self, scope: SiteScope, id: InstallationId, status: InstallationStatus) -> StoreResult<()>;
     fn set_state(&mut self, key: &str, value: i64) -> StoreResult<()>;
     fn record_heartbeat(

@@ -238,9 +238,21 @@ impl WidgetService {
         self.db
             .write(move |tx| match tx.visitor_by_uuid(scope, &input.uuid)? {
                 Some(mut visitor) => {
+                    let before = visitor.profile.clone();
                     if visitor.profile.merge(&profile) {
                         tx.update_visitor_profile(scope, visitor.id, &visitor.profile, now)?;
                         visitor.updated_at = now;
+                        // A verification vouches for one email or phone: a new one is unverified.
+                        let changed = match visitor.verified_method {
+                            Some(m) if m.uses_phone() => before.phone != visitor.profile.phone,
+                            Some(_) => before.email != visitor.profile.email,
+                            None => false,
+                        };
+                        if changed {
+                            tx.clear_verification(scope, visitor.id)?;
+                            visitor.verified_at = None;
+                            visitor.verified_method = None;
+                        }
                     }
                     Ok((visitor, Synced::Updated))
                 }

@@ -151,7 +151,7 @@
       self.heartbeat();
       self.visitor = self.read("visitor") || newUuid();
       self.write("visitor", self.visitor);
-      self.sync({});
+      self.sync({}).catch(function () { /* retried with the first message */ });
       if (self.conversation) { self.showChat(); self.poll(); }
     }).catch(function (e) { warn("the chat service cannot be reached", e && e.message); });
   };
@@ -173,11 +173,14 @@
     var cfg = this.config;
     var look = (cfg.site && cfg.site.widget) || {};
     var title = look.title || (cfg.site && cfg.site.name) || "Chat";
-    var host = el("div", { id: "parley-widget", "data-parley": "widget" });
+    // Several widgets on one page sit side by side instead of on top of each other.
+    var index = document.querySelectorAll("[data-parley=widget]").length;
+    var host = el("div", { id: index ? "parley-widget-" + (index + 1) : "parley-widget", "data-parley": "widget" });
     document.body.appendChild(host);
     var root = host.attachShadow({ mode: "open" });
     var accent = /^#[0-9a-fA-F]{6}$/.test(look.accent_color || "") ? look.accent_color : "#2563eb";
-    root.appendChild(el("style", { text: ":host{--accent:" + accent + "}" + CSS }));
+    var offset = ".launcher{right:" + (16 + index * 72) + "px}";
+    root.appendChild(el("style", { text: ":host{--accent:" + accent + "}" + CSS + (index ? offset : "") }));
 
     this.launcher = el("button", { "class": "launcher", type: "button", "aria-label": "Open chat", "aria-expanded": "false", "aria-controls": "parley-panel" });
     this.launcher.innerHTML = '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z"/></svg>';
@@ -377,6 +380,13 @@
 
   Widget.prototype.deliver = function (text, pending) {
     var self = this;
+    // While the conversation is being opened, later messages wait for it,
+    // so a quick second message cannot open a second conversation.
+    if (!this.conversation && this.opening) {
+      this.opening.then(function () { self.deliver(text, pending); });
+      return;
+    }
+    var opens = !this.conversation;
     var request;
     if (this.conversation) {
       request = api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages",
@@ -387,7 +397,7 @@
           { token: self.token, visitor_uuid: self.visitor, message: text, privacy_accepted: true, current_url: location.href.slice(0, 2048) });
       });
     }
-    request.then(function (res) {
+    var settled = request.then(function (res) {
       if (res.status === 201 && res.body) {
         if (res.body.conversation && !self.conversation) {
           self.conversation = res.body.conversation.public_id;
@@ -401,6 +411,9 @@
         self.failed(text, pending, self.problem(res, "Not sent."));
       }
     }).catch(function () { self.failed(text, pending, "Not sent: the chat service cannot be reached."); });
+    if (opens) {
+      this.opening = settled.then(function () { self.opening = null; });
+    }
   };
 
   Widget.prototype.failed = function (text, pending, why) {

@@ -18,7 +18,12 @@ use crate::error::ApiError;
 /// Counts every request by route template, method and status, with its latency.
 pub async fn track(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
     let route = req.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
-    let method = req.method().as_str().to_owned();
+    // Label values come from a fixed set: any client can send any method.
+    let method = match req.method().as_str() {
+        m @ ("GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "HEAD") => m,
+        _ => "other",
+    }
+    .to_owned();
     let started = Instant::now();
     let response = next.run(req).await;
     metrics.request(&route, &method, response.status().as_u16(), started.elapsed());

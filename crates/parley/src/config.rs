@@ -84,6 +84,7 @@ const KNOWN: &[&str] = &[
     "PARLEY_VERIFY_LIMIT_PER_TENANT",
     "PARLEY_SMS_LIMIT_PER_NUMBER",
     "PARLEY_SMS_DAILY_BUDGET",
+    "PARLEY_VERIFY_EMAIL_LIMIT_PER_RECIPIENT",
     "PARLEY_TRUSTED_PROXIES",
     "PARLEY_METRICS_LISTEN",
     "PARLEY_HEALTH_QUEUE_MAX_AGE",
@@ -249,6 +250,7 @@ impl Config {
                 Ok(n) if n > 0 => Ok(Some(n)),
                 _ => Err(format!("{s:?} is not a positive number")),
             }),
+            email_per_recipient: r.rate("PARLEY_VERIFY_EMAIL_LIMIT_PER_RECIPIENT", v.email_per_recipient),
             per_conversation: v.per_conversation,
         };
         let verification_limits = if limits_on { verification_limits } else { VerificationLimits::off() };

@@ -10,6 +10,9 @@ pub struct Visitor {
     pub uuid: String,
     pub profile: VisitorProfile,
     pub verified_at: Option<Timestamp>,
+    /// How the visitor verified; the verified email or phone is the one in
+    /// the profile, and changing it clears the verification.
+    pub verified_method: Option<crate::verification::Method>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::ChallengeCount;
+use super::{ChallengeCount, Method};
 use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::limits::Rate;
@@ -26,6 +26,9 @@ pub struct VerificationLimits {
     pub sms_per_number: Option<Rate>,
     /// SMS per tenant per day.
     pub sms_daily_budget: Option<u32>,
+    /// Emails (codes and links) per recipient address (5 per hour by
+    /// default), so nobody can flood an inbox from a tenant's sender.
+    pub email_per_recipient: Option<Rate>,
 }
 
 impl VerificationLimits {
@@ -39,11 +42,19 @@ impl VerificationLimits {
             per_tenant: Some(Rate { count: 1000, period: Duration::from_secs(3600) }),
             sms_per_number: Some(Rate { count: 3, period: Duration::from_secs(600) }),
             sms_daily_budget: Some(1000),
+            email_per_recipient: Some(Rate { count: 5, period: Duration::from_secs(3600) }),
         }
     }
 
     pub fn off() -> Self {
-        Self { per_conversation: Vec::new(), per_address: None, per_tenant: None, sms_per_number: None, sms_daily_budget: None }
+        Self {
+            per_conversation: Vec::new(),
+            per_address: None,
+            per_tenant: None,
+            sms_per_number: None,
+            sms_daily_budget: None,
+            email_per_recipient: None,
+        }
     }
 
     /// Refuses a start that would break a limit counted in storage.
@@ -52,7 +63,8 @@ impl VerificationLimits {
         tx: &mut dyn WriteTx,
         tenant: TenantId,
         conversation: ConversationId,
-        phone: Option<&str>,
+        method: Method,
+        target: &str,
         now: Timestamp,
     ) -> Result<(), DomainError> {
         let mut checks: Vec<(ChallengeCount, Rate)> =
@@ -60,13 +72,15 @@ impl VerificationLimits {
         if let Some(r) = self.per_tenant {
             checks.push((ChallengeCount::Tenant, r));
         }
-        if let Some(number) = phone {
+        if method.uses_phone() {
             if let Some(r) = self.sms_per_number {
-                checks.push((ChallengeCount::Phone(number.to_owned()), r));
+                checks.push((ChallengeCount::Phone(target.to_owned()), r));
             }
             if let Some(budget) = self.sms_daily_budget {
                 checks.push((ChallengeCount::TenantSms, Rate { count: budget, period: Duration::from_secs(86_400) }));
             }
+        } else if let Some(r) = self.email_per_recipient {
+            checks.push((ChallengeCount::Email(target.to_owned()), r));
         }
         for (count, rate) in checks {
             let since = now.minus(rate.period);

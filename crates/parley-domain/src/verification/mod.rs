@@ -124,4 +124,6 @@ pub enum ChallengeCount {
     TenantSms,
     /// SMS challenges to one number, in any tenant.
     Phone(String),
+    /// Email challenges (codes and links) to one address, in any tenant.
+    Email(String),
 }

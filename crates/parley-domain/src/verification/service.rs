@@ -106,7 +106,7 @@ impl VerificationService {
                     let what = if method.uses_phone() { "phone number" } else { "email address" };
                     DomainError::invalid("target", format!("no {what} is known for this visitor: send one as target"))
                 })?;
-                limits.check(tx, tenant.id, conversation.id, method.uses_phone().then_some(target.as_str()), now)?;
+                limits.check(tx, tenant.id, conversation.id, method, &target, now)?;
                 let id = tx.insert_challenge(
                     scope,
                     &NewChallenge {

@@ -50,6 +50,8 @@ fn forbidden_v6(ip: Ipv6Addr) -> bool {
         || (first & 0xffc0) == 0xfe80   // link-local fe80::/10
         || (first & 0xffc0) == 0xfec0   // site-local fec0::/10
         || (first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
+        || (first == 0x2001 && ip.segments()[1] == 0) // Teredo: tunnels to an address it hides
+        || (first == 0x64 && ip.segments()[1] == 0xff9b && ip.segments()[2] == 1) // local-use NAT64: where the IPv4 sits varies
 }
 
 /// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), compatible
@@ -63,8 +65,13 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     if s[..6] == [0, 0, 0, 0, 0, 0] && !ip.is_loopback() && !ip.is_unspecified() {
         return Some(tail);
     }
+    // NAT64, well-known prefix (64:ff9b::/96).
     if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
         return Some(tail);
+    }
+    // 6to4 (2002::/16) carries the IPv4 address in its second and third groups.
+    if s[0] == 0x2002 {
+        return Some(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8));
     }
     None
 }
@@ -141,10 +148,14 @@ mod tests {
             "::ffff:10.0.0.1",
             "::127.0.0.1",
             "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::a9fe:a9fe",
+            "2002:a9fe:a9fe::1",
+            "2002:7f00:1::",
+            "2001:0:4136:e378::1",
         ] {
             assert!(forbidden_ip(bad.parse().unwrap()), "{bad} must be refused");
         }
-        for good in ["93.184.216.34", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for good in ["93.184.216.34", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"] {
             assert!(!forbidden_ip(good.parse().unwrap()), "{good} must be allowed");
         }
     }

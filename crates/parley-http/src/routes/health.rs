@@ -66,8 +66,11 @@ struct WebhookCheckView {
     status: &'static str,
     /// Deliveries waiting for a first or next attempt.
     pending: u64,
-    /// Age of the oldest of them.
+    /// Age of the oldest of them (retries included).
     oldest_pending_seconds: u64,
+    /// How long the longest-waiting due delivery has waited for a worker;
+    /// `degraded` past `PARLEY_HEALTH_QUEUE_MAX_AGE`.
+    lag_seconds: u64,
     /// Endpoints whose pending deliveries have failed at least once.
     failing_endpoints: u64,
 }
@@ -93,6 +96,7 @@ impl From<HealthReport> for HealthReportView {
                     status: w.status.as_str(),
                     pending: w.pending,
                     oldest_pending_seconds: w.oldest_pending_seconds,
+                    lag_seconds: w.lag_seconds,
                     failing_endpoints: w.failing_endpoints,
                 }),
             },

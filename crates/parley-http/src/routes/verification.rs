@@ -22,7 +22,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// The page a magic link opens; served at the root, outside `/api`.
 pub fn page_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(link))
+    OpenApiRouter::new().routes(routes!(link, link_confirm))
 }
 
 /// Sends a code (or a magic link) to the visitor's email or phone.
@@ -65,40 +65,76 @@ impl crate::extract::FromFields for LinkCode {
     }
 }
 
-/// The magic link: confirms the challenge and tells the visitor to go back
-/// to the chat.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> (StatusCode, Html<String>) {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title><style>body{{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1f2937}}\
+         button{{font:inherit;padding:.6rem 1.2rem;border:0;border-radius:8px;background:#2563eb;color:#fff;cursor:pointer}}</style>\
+         </head><body><h1>{title}</h1>{body}</body></html>"
+    );
+    (status, Html(html))
+}
+
+/// The magic link opens this page. It changes nothing: mail scanners fetch
+/// links before people do, so the confirmation is the button's POST.
 #[utoipa::path(get, path = "/verify/{id}", operation_id = "verification_link", tag = "verification",
     params(("id" = i64, Path, description = "Challenge id"), ("code" = String, Query, description = "The link's code")),
+    responses(
+        (status = 200, description = "A page with a button that confirms", content_type = "text/html"),
+        (status = 404, description = "Not a valid link", content_type = "text/html")))]
+async fn link(id: Result<PathId, ApiError>, code: Result<QueryFields<LinkCode>, ApiError>) -> (StatusCode, Html<String>) {
+    let (Ok(PathId(id)), Ok(QueryFields(q))) = (id, code) else {
+        return page(
+            StatusCode::NOT_FOUND,
+            "This link is not valid",
+            "<p>Check that you opened the whole link, or ask for a new one in the chat.</p>",
+        );
+    };
+    let form = format!(
+        "<p>Confirm that this email address is yours to finish the verification in your chat.</p>\
+         <form method=\"post\" action=\"/verify/{id}\"><input type=\"hidden\" name=\"code\" value=\"{code}\">\
+         <button type=\"submit\">Confirm my email address</button></form>",
+        code = escape(&q.code)
+    );
+    page(StatusCode::OK, "Confirm your email address", &form)
+}
+
+/// The button of the link's page: confirms the challenge and tells the
+/// visitor to return to the chat.
+#[utoipa::path(post, path = "/verify/{id}", operation_id = "verification_link_confirm", tag = "verification",
+    params(("id" = i64, Path, description = "Challenge id")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "`code=…`"),
     responses(
         (status = 200, description = "Verified", content_type = "text/html"),
         (status = 404, description = "Not a valid link", content_type = "text/html"),
         (status = 410, description = "Expired or already used", content_type = "text/html")))]
-async fn link(
-    State(s): State<AppState>,
-    id: Result<PathId, ApiError>,
-    code: Result<QueryFields<LinkCode>, ApiError>,
-) -> (StatusCode, Html<String>) {
+async fn link_confirm(State(s): State<AppState>, id: Result<PathId, ApiError>, body: axum::body::Bytes) -> (StatusCode, Html<String>) {
+    let code = url::form_urlencoded::parse(&body).find(|(k, _)| k == "code").map(|(_, v)| v.into_owned());
     let result = match (id, code) {
-        (Ok(PathId(id)), Ok(QueryFields(q))) => s.verification.confirm_link(id, q.code).await,
+        (Ok(PathId(id)), Some(code)) => s.verification.confirm_link(id, code).await,
         _ => Err(DomainError::NotFound),
     };
-    let (status, title, text) = match result {
-        Ok(_) => (StatusCode::OK, "You are verified", "Your email address is confirmed. You can close this page and return to the chat."),
+    match result {
+        Ok(_) => page(
+            StatusCode::OK,
+            "You are verified",
+            "<p>Your email address is confirmed. You can close this page and return to the chat.</p>",
+        ),
         Err(DomainError::ChallengeExpired) => {
-            (StatusCode::GONE, "This link has expired", "It was already used or is too old. Ask for a new one in the chat.")
+            page(StatusCode::GONE, "This link has expired", "<p>It was already used or is too old. Ask for a new one in the chat.</p>")
         }
-        Err(DomainError::InvalidCode | DomainError::NotFound) => {
-            (StatusCode::NOT_FOUND, "This link is not valid", "Check that you opened the whole link, or ask for a new one in the chat.")
-        }
+        Err(DomainError::InvalidCode | DomainError::NotFound) => page(
+            StatusCode::NOT_FOUND,
+            "This link is not valid",
+            "<p>Check that you opened the whole link, or ask for a new one in the chat.</p>",
+        ),
         Err(e) => {
             tracing::error!(error = %e, "magic link confirmation failed");
-            (StatusCode::SERVICE_UNAVAILABLE, "Something went wrong", "Please try the link again in a moment.")
+            page(StatusCode::SERVICE_UNAVAILABLE, "Something went wrong", "<p>Please try the link again in a moment.</p>")
         }
-    };
-    let page = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title}</title><style>body{{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1f2937}}</style>\
-         </head><body><h1>{title}</h1><p>{text}</p></body></html>"
-    );
-    (status, Html(page))
+    }
 }

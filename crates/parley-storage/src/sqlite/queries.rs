@@ -231,8 +231,7 @@ fn operator_at(r: &Row<'_>) -> rusqlite::Result<Operator> {
     })
 }
 
-const VISITOR_COLS: &str =
-    "v.id, v.tenant_id, v.site_id, v.uuid, v.name, v.email, v.phone, v.last_url, v.verified_at, v.created_at, v.updated_at";
+const VISITOR_COLS: &str = "v.id, v.tenant_id, v.site_id, v.uuid, v.name, v.email, v.phone, v.last_url, v.verified_at, v.created_at, v.updated_at, v.verified_method";
 fn visitor_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Visitor> {
     Ok(Visitor {
         id: VisitorId(r.get(o)?),
@@ -243,6 +242,12 @@ fn visitor_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Visitor> {
         verified_at: opt_ts(r, o + 8)?,
         created_at: ts(r, o + 9)?,
         updated_at: ts(r, o + 10)?,
+        verified_method: match r.get::<_, Option<String>>(o + 11)? {
+            Some(m) => Some(
+                Method::parse(&m).ok_or_else(|| rusqlite::Error::FromSqlConversionFailure(o + 11, Type::Text, "unknown method".into()))?,
+            ),
+            None => None,
+        },
     })
 }
 
@@ -268,14 +273,14 @@ fn conversation_at(r: &Row<'_>) -> rusqlite::Result<Conversation> {
 
 /// A conversation row followed by its visitor, site and assignee columns.
 fn details_at(r: &Row<'_>) -> rusqlite::Result<ConversationDetails> {
-    let assignee = match r.get::<_, Option<i64>>(26)? {
-        Some(id) => Some(OperatorRef { id: OperatorId(id), name: r.get(27)?, email: r.get(28)? }),
+    let assignee = match r.get::<_, Option<i64>>(27)? {
+        Some(id) => Some(OperatorRef { id: OperatorId(id), name: r.get(28)?, email: r.get(29)? }),
         None => None,
     };
     Ok(ConversationDetails {
         conversation: conversation_at(r)?,
         visitor: visitor_at(r, 13)?,
-        site: SiteRef { id: SiteId(r.get(24)?), name: r.get(25)? },
+        site: SiteRef { id: SiteId(r.get(25)?), name: r.get(26)? },
         assignee,
     })
 }
@@ -508,6 +513,12 @@ impl ReadTx for Handle<'_> {
         Ok(stats.unwrap_or_default())
     }
 
+    fn oldest_due_delivery(&mut self, now: Timestamp) -> StoreResult<Option<Timestamp>> {
+        let sql = "SELECT MIN(next_attempt_at) FROM webhook_deliveries
+                   WHERE status = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)";
+        Ok(self.one(sql, [now.as_millis()], |r| opt_ts(r, 0))?.flatten())
+    }
+
     fn state(&mut self, key: &str) -> StoreResult<Option<i64>> {
         self.one("SELECT value FROM system_state WHERE key = ?1", [key], |r| r.get(0))
     }
@@ -581,6 +592,12 @@ impl ReadTx for Handle<'_> {
                 "SELECT created_at FROM verification_challenges WHERE method = 'sms_otp' AND target = ?1 AND created_at > ?2
                  ORDER BY created_at DESC LIMIT ?3",
                 params![number, since, limit],
+                ts0,
+            ),
+            ChallengeCount::Email(address) => self.all(
+                "SELECT created_at FROM verification_challenges WHERE method IN ('email_otp', 'magic_link') AND target = ?1 AND created_at > ?2
+                 ORDER BY created_at DESC LIMIT ?3",
+                params![address, since, limit],
                 ts0,
             ),
         }
@@ -759,6 +776,7 @@ impl WriteTx for Handle<'_> {
             uuid: v.uuid.clone(),
             profile: v.profile.clone(),
             verified_at: None,
+            verified_method: None,
             created_at: v.created_at,
             updated_at: v.created_at,
         })
@@ -913,6 +931,19 @@ impl WriteTx for Handle<'_> {
         Ok(())
     }
 
+    fn clear_verification(&mut self, scope: SiteScope, visitor: VisitorId) -> StoreResult<()> {
+        self.exec(
+            "UPDATE visitors SET verified_at = NULL, verified_method = NULL, verified_target = NULL
+             WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
+            params![scope.tenant.0, scope.site.0, visitor.0],
+        )?;
+        self.exec(
+            "UPDATE conversations SET verified_at = NULL, verified_method = NULL WHERE tenant_id = ?1 AND site_id = ?2 AND visitor_id = ?3",
+            params![scope.tenant.0, scope.site.0, visitor.0],
+        )?;
+        Ok(())
+    }
+
     fn set_heartbeat_status(&mut self, scope: SiteScope, id: InstallationId, status: InstallationStatus) -> StoreResult<()> {
         self.exec(
             "UPDATE installations SET heartbeat_status = ?4 WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
@@ -981,8 +1012,8 @@ impl WriteTx for Handle<'_> {
     ) -> StoreResult<()> {
         self.exec(
             "UPDATE visitors SET verified_at = ?4, verified_method = ?5, verified_target = ?6, updated_at = ?4,
-                 email = CASE WHEN ?5 = 'sms_otp' THEN email ELSE COALESCE(email, ?6) END,
-                 phone = CASE WHEN ?5 = 'sms_otp' THEN COALESCE(phone, ?6) ELSE phone END
+                 email = CASE WHEN ?5 = 'sms_otp' THEN email ELSE ?6 END,
+                 phone = CASE WHEN ?5 = 'sms_otp' THEN ?6 ELSE phone END
              WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
             params![scope.tenant.0, scope.site.0, visitor.0, at.as_millis(), method.as_str(), target],
         )?;

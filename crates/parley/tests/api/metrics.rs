@@ -57,3 +57,15 @@ async fn metrics_can_live_on_their_own_address() {
     let text = scrape(&app, &base).await;
     assert!(text.contains("parley_open_conversations"));
 }
+
+#[tokio::test]
+async fn odd_methods_do_not_create_new_series() {
+    let app = TestApp::spawn().await;
+    for n in 0..5 {
+        let method = reqwest::Method::from_bytes(format!("ZZ{n}").as_bytes()).unwrap();
+        app.client.request(method, app.url("/nothing")).send().await.unwrap();
+    }
+    let text = scrape(&app, &app.base).await;
+    assert!(!text.contains("ZZ0"), "client-chosen methods never become label values");
+    assert_eq!(sample(&text, "parley_http_requests_total{route=\"unmatched\",method=\"other\",status=\"404\"}"), 5.0);
+}

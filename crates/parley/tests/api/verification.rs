@@ -155,22 +155,33 @@ async fn a_magic_link_confirms_once_and_is_built_from_the_public_url() {
     assert!(link.starts_with(&format!("{PUBLIC_URL}/verify/{id}?code=")), "never from the request's Host: {link}");
     assert!(link.len() > PUBLIC_URL.len() + 50, "a long random code");
     let local = link.replace(PUBLIC_URL, &s.app.base);
+    let code = link.split("code=").nth(1).unwrap().to_owned();
 
+    // Opening the link (as a mail scanner would) changes nothing.
     let res = s.app.client.get(&local).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
     let page = res.text().await.unwrap();
+    assert!(page.contains(&format!(r#"<form method="post" action="/verify/{id}">"#)) && page.contains(&code), "{page}");
+    let (_, visitor) = s.app.post("/api/widget/visitors", json!({"token": s.f.token, "uuid": "ann"})).await;
+    assert_eq!(visitor["visitor"]["verified"], false, "a GET does not verify");
+
+    // The page's button does.
+    let confirm = || s.app.client.post(s.app.url(&format!("/verify/{id}"))).form(&[("code", code.as_str())]).send();
+    let res = confirm().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let page = res.text().await.unwrap();
     assert!(page.contains("You are verified") && page.contains("return to the chat"), "{page}");
-    let again = s.app.client.get(&local).send().await.unwrap();
-    assert_eq!(again.status(), StatusCode::GONE, "single use");
+    assert_eq!(confirm().await.unwrap().status(), StatusCode::GONE, "single use");
     let (_, visitor) = s.app.post("/api/widget/visitors", json!({"token": s.f.token, "uuid": "ann"})).await;
     assert_eq!(visitor["visitor"]["verified"], true);
+    assert_eq!(visitor["visitor"]["email_hint"], "o***@example.com", "the verified address is the visitor's email now");
 
-    let wrong = format!("{}/verify/{id}?code=not-the-code", s.app.base);
-    assert_eq!(s.app.client.get(&wrong).send().await.unwrap().status(), StatusCode::GONE, "the challenge is used up");
-    for bad in ["/verify/999999?code=x", "/verify/abc?code=x", &format!("/verify/{id}")] {
-        assert_eq!(s.app.client.get(s.app.url(bad)).send().await.unwrap().status(), StatusCode::NOT_FOUND, "{bad}");
+    for bad in ["/verify/999999", "/verify/abc"] {
+        let res = s.app.client.post(s.app.url(bad)).form(&[("code", "x")]).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{bad}");
     }
+    assert_eq!(s.app.client.get(s.app.url(&format!("/verify/{id}"))).send().await.unwrap().status(), StatusCode::NOT_FOUND, "no code")
 }
 
 #[tokio::test]
@@ -414,9 +425,63 @@ async fn wrong_link_codes_do_not_spend_the_link() {
     let s = setup().await;
     let id = s.started("/api", json!({"method": "magic_link"})).await;
     let link = link_in(&s.smtp.next().await.data).replace(PUBLIC_URL, &s.app.base);
+    let code = link.split("code=").nth(1).unwrap().to_owned();
     for _ in 0..10 {
-        let wrong = format!("{}/verify/{id}?code=guess", s.app.base);
-        assert_eq!(s.app.client.get(&wrong).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+        let res = s.app.client.post(s.app.url(&format!("/verify/{id}"))).form(&[("code", "guess")]).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
     }
-    assert_eq!(s.app.client.get(&link).send().await.unwrap().status(), StatusCode::OK, "the real link still works");
+    let res = s.app.client.post(s.app.url(&format!("/verify/{id}"))).form(&[("code", code.as_str())]).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK, "the real link still works");
+}
+
+#[tokio::test]
+async fn changing_the_verified_email_clears_the_verification() {
+    let s = setup().await;
+    let id = s.started("/api", json!({"method": "email_otp", "target": "real@example.com"})).await;
+    let code = s.email_code().await;
+    assert_eq!(s.confirm("/api", id, &code).await.0, StatusCode::OK);
+    let admin = s.app.login("admin@acme.example.com").await;
+    let (_, list) = s.app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let c = &list["conversations"][0];
+    assert_eq!(
+        (c["visitor"]["email"].as_str(), c["verified"].as_bool()),
+        (Some("real@example.com"), Some(true)),
+        "operators see what was verified"
+    );
+
+    s.app.post("/api/widget/visitors", json!({"token": s.f.token, "uuid": "ann", "name": "Still Ann"})).await;
+    let (_, list) = s.app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    assert_eq!(list["conversations"][0]["verified"], true, "other changes keep it");
+
+    let (_, visitor) = s.app.post("/api/widget/visitors", json!({"token": s.f.token, "uuid": "ann", "email": "ceo@victim.example"})).await;
+    assert_eq!(visitor["visitor"]["verified"], false);
+    let (_, list) = s.app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let c = &list["conversations"][0];
+    assert_eq!(
+        (c["visitor"]["email"].as_str(), c["verified"].as_bool()),
+        (Some("ceo@victim.example"), Some(false)),
+        "a new address is unverified"
+    );
+}
+
+#[tokio::test]
+async fn email_codes_are_limited_per_recipient() {
+    let s = setup_with(&[("PARLEY_RATE_LIMITS", "on"), ("PARLEY_VERIFY_EMAIL_LIMIT_PER_RECIPIENT", "2/1h")]).await;
+    let mut conversations = Vec::new();
+    for n in 0..3 {
+        conversations.push(s.app.open_conversation("/api", &s.f.token, &format!("v{n}"), "hi").await);
+    }
+    let start = |c: &str| {
+        let path = format!("/api/widget/conversations/{c}/verification/start");
+        let body = json!({"token": s.f.token, "method": "magic_link", "target": "victim@example.com"});
+        (path, body)
+    };
+    for c in &conversations[..2] {
+        let (path, body) = start(c);
+        assert_eq!(s.app.post(&path, body).await.0, StatusCode::ACCEPTED);
+    }
+    let (path, body) = start(&conversations[2]);
+    let (status, res) = s.app.post(&path, body).await;
+    assert_error(status, &res, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    assert_eq!(s.smtp.drain().await.len(), 2, "the third never reached the mail server");
 }

@@ -333,9 +333,15 @@ async fn redeliver_sends_the_same_event_again() {
 #[tokio::test]
 async fn deleting_an_endpoint_removes_it_and_its_log() {
     let app = webhook_app().await;
-    app.fixture("acme", &[]).await;
+    let f = app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
-    let (id, _) = register(&app, &admin, "http://127.0.0.1:9/hook", None).await;
+    let receiver = Receiver::start().await;
+    receiver.reply(&[Reply::Status(500)]);
+    let (id, _) = register(&app, &admin, &receiver.url, None).await;
+    app.open_conversation("/api", &f.token, "ann", "hi").await;
+    receiver.next().await;
+    // The endpoint has deliveries with attempts: deleting it must take them along.
+    delivery_log_when(&app, &admin, id, |d| !d["attempts"].as_array().unwrap().is_empty()).await;
     for (n, prefix) in PREFIXES.into_iter().enumerate() {
         let (status, _) = app.authed(Method::DELETE, &format!("{prefix}/admin/webhooks/{id}"), &admin, None).await;
         assert_eq!(status, if n == 0 { StatusCode::NO_CONTENT } else { StatusCode::NOT_FOUND });
@@ -436,8 +442,10 @@ async fn health_reports_pending_deliveries_and_failing_endpoints() {
     })
     .await;
     assert_eq!(checks["pending"], 1);
-    app.clock.advance(Duration::from_secs(30));
     assert_eq!(checks["oldest_pending_seconds"], 0);
+    app.clock.advance(Duration::from_secs(30));
+    let (_, later) = app.get("/health").await;
+    assert_eq!(later["checks"]["webhooks"]["oldest_pending_seconds"], 30, "the age grows with the clock");
     receiver.next().await;
     eventually(|| async {
         let (_, body) = app.get("/health").await;
