@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 
 use crate::clock::Clock;
 use crate::error::DomainError;
-use crate::limits::{FailureWindow, RateLimitSettings};
+use crate::limits::{RateLimitSettings, SlidingWindow};
 use crate::model::{Operator, Session};
 use crate::password;
 use crate::store::Database;
@@ -39,8 +39,8 @@ pub struct AuthService {
     clock: Arc<dyn Clock>,
     tenancy: Tenancy,
     token_ttl: Duration,
-    by_email: Arc<FailureWindow<String>>,
-    by_address: Arc<FailureWindow<IpAddr>>,
+    by_email: Arc<SlidingWindow<String>>,
+    by_address: Arc<SlidingWindow<IpAddr>>,
     /// Password checks running at once.
     hashing: Arc<Semaphore>,
 }
@@ -66,8 +66,8 @@ impl AuthService {
             clock,
             tenancy,
             token_ttl,
-            by_email: Arc::new(FailureWindow::new(limits.login_failures_per_email)),
-            by_address: Arc::new(FailureWindow::new(limits.login_failures_per_address)),
+            by_email: Arc::new(SlidingWindow::new(limits.login_failures_per_email)),
+            by_address: Arc::new(SlidingWindow::new(limits.login_failures_per_address)),
             hashing: Arc::new(Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()).max(2))),
         }
     }

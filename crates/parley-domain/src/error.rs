@@ -75,6 +75,12 @@ pub enum DomainError {
 }
 
 impl DomainError {
+    /// Refused by a limit; retry after `wait`, in whole seconds rounded up
+    /// (at least one, so a client never retries at once).
+    pub fn rate_limited(wait: std::time::Duration) -> Self {
+        Self::RateLimited { retry_after_secs: (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1) }
+    }
+
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
         Self::Validation(FieldErrors::single(field, message))
     }

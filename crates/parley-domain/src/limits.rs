@@ -99,10 +99,7 @@ impl<K: Hash + Eq + Clone> Limiter<K> {
     }
 
     fn check(&self, key: &K) -> Result<(), DomainError> {
-        self.inner.check_key(key).map_err(|not_until| {
-            let wait = not_until.wait_time_from(self.clock.now());
-            DomainError::RateLimited { retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0) }
-        })
+        self.inner.check_key(key).map_err(|not_until| DomainError::rate_limited(not_until.wait_time_from(self.clock.now())))
     }
 }
 
@@ -138,32 +135,33 @@ impl RateLimits {
     }
 }
 
-/// Counts failures (not attempts) per key in a sliding window, on the
-/// injected clock: "5 failed logins per email in 15 minutes" refuses the
-/// sixth attempt whatever its password, and forgets each failure exactly
-/// when it leaves the window. GCRA buckets cannot express "only failures
-/// count" without consuming a cell on every attempt, hence this small log.
-pub struct FailureWindow<K: Hash + Eq + Clone> {
+/// Counts events per key in a sliding window, on the injected clock, with
+/// counts that can be taken back: "5 failed logins per email in 15
+/// minutes" reserves a count for every attempt and returns it when the
+/// password was right, so only failures stay; verification starts keep
+/// theirs unless nothing was started. Each count leaves exactly when it
+/// leaves the window. GCRA buckets cannot take a count back, hence this
+/// small log.
+pub struct SlidingWindow<K: Hash + Eq + Clone> {
     rate: Option<Rate>,
-    failures: Mutex<HashMap<K, VecDeque<Timestamp>>>,
+    events: Mutex<HashMap<K, VecDeque<Timestamp>>>,
 }
 
-impl<K: Hash + Eq + Clone> FailureWindow<K> {
+impl<K: Hash + Eq + Clone> SlidingWindow<K> {
     pub fn new(rate: Option<Rate>) -> Self {
-        Self { rate, failures: Mutex::new(HashMap::new()) }
+        Self { rate, events: Mutex::new(HashMap::new()) }
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut HashMap<K, VecDeque<Timestamp>>) -> T) -> T {
-        match self.failures.lock() {
+        match self.events.lock() {
             Ok(mut map) => f(&mut map),
             Err(poisoned) => f(&mut poisoned.into_inner()),
         }
     }
 
-    /// Counts an attempt as a failure before it is evaluated, refusing it
-    /// when `key` already has the allowed number: parallel attempts cannot
-    /// all slip under the limit. A successful attempt then takes its
-    /// reservation back with [`FailureWindow::forget`].
+    /// Counts an event before the work it stands for, refusing it when
+    /// `key` already has the allowed number: parallel attempts cannot all
+    /// slip under the limit. [`SlidingWindow::forget`] takes it back.
     pub fn reserve(&self, key: &K, now: Timestamp) -> Result<(), DomainError> {
         let Some(rate) = self.rate else { return Ok(()) };
         self.with(|map| {
@@ -173,8 +171,7 @@ impl<K: Hash + Eq + Clone> FailureWindow<K> {
             }
             match log.front() {
                 Some(oldest) if log.len() >= rate.count as usize => {
-                    let wait = rate.period.saturating_sub(now.since(*oldest));
-                    Err(DomainError::RateLimited { retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0) })
+                    Err(DomainError::rate_limited(rate.period.saturating_sub(now.since(*oldest))))
                 }
                 _ => {
                     log.push_back(now);
@@ -199,7 +196,7 @@ impl<K: Hash + Eq + Clone> FailureWindow<K> {
         self.with(|map| map.remove(key));
     }
 
-    /// Drops keys whose failures have all left the window.
+    /// Drops keys whose counts have all left the window.
     pub fn shrink(&self, now: Timestamp) {
         let Some(rate) = self.rate else { return };
         self.with(|map| map.retain(|_, log| log.back().is_some_and(|t| now.since(*t) < rate.period)));
@@ -222,8 +219,8 @@ mod tests {
     }
 
     #[test]
-    fn failure_windows_forget_each_failure_when_it_leaves_the_window() {
-        let w = FailureWindow::new(Some(Rate { count: 2, period: Duration::from_secs(900) }));
+    fn sliding_windows_forget_each_count_when_it_leaves_the_window() {
+        let w = SlidingWindow::new(Some(Rate { count: 2, period: Duration::from_secs(900) }));
         let t0 = Timestamp::from_millis(0);
         assert!(w.reserve(&"a", t0).is_ok());
         assert!(w.reserve(&"a", t0.plus(Duration::from_secs(60))).is_ok());

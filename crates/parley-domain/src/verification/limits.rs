@@ -94,10 +94,7 @@ impl VerificationLimits {
 /// `times` are the newest first, all within the window.
 fn within(times: &[Timestamp], rate: Rate, now: Timestamp) -> Result<(), DomainError> {
     match times.get(rate.count as usize - 1) {
-        Some(oldest_counted) => {
-            let wait = rate.period.saturating_sub(now.since(*oldest_counted));
-            Err(DomainError::RateLimited { retry_after_secs: (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1) })
-        }
+        Some(oldest_counted) => Err(DomainError::rate_limited(rate.period.saturating_sub(now.since(*oldest_counted)))),
         None => Ok(()),
     }
 }

@@ -9,7 +9,7 @@ use super::{CHALLENGE_TTL, Challenge, ChallengeStatus, MAX_ATTEMPTS, Method, New
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
-use crate::limits::FailureWindow;
+use crate::limits::SlidingWindow;
 use crate::mask;
 use crate::model::*;
 use crate::store::{Database, WriteTx};
@@ -58,7 +58,7 @@ pub struct VerificationService {
     widget: WidgetService,
     channels: Channels,
     limits: VerificationLimits,
-    per_address: Arc<FailureWindow<IpAddr>>,
+    per_address: Arc<SlidingWindow<IpAddr>>,
     /// `PARLEY_PUBLIC_URL`: magic links are built from it, never from a
     /// request's Host header.
     public_url: String,
@@ -73,7 +73,7 @@ impl VerificationService {
         limits: VerificationLimits,
         public_url: String,
     ) -> Self {
-        let per_address = Arc::new(FailureWindow::new(limits.per_address));
+        let per_address = Arc::new(SlidingWindow::new(limits.per_address));
         Self { db, clock, widget, channels, limits, per_address, public_url }
     }
 

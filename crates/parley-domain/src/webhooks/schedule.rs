@@ -16,6 +16,16 @@ pub enum Response {
     NoResponse,
 }
 
+impl Response {
+    /// The HTTP status, when an answer came.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            Self::Status { code, .. } => Some(*code),
+            Self::NoResponse => None,
+        }
+    }
+}
+
 /// Longest wait a `Retry-After` can impose.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 

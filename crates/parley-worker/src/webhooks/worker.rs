@@ -121,10 +121,7 @@ impl WebhookWorker {
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let number = delivery.attempts + 1;
         let next = next_step(&self.settings.schedule, number, &response, now, jitter());
-        let status_code = match response {
-            parley_domain::webhooks::schedule::Response::Status { code, .. } => Some(code),
-            parley_domain::webhooks::schedule::Response::NoResponse => None,
-        };
+        let status_code = response.status_code();
         tracing::info!(
             delivery = delivery.delivery_id,
             endpoint = delivery.webhook.id.0,
