@@ -6,6 +6,7 @@
 
 pub mod error;
 pub mod extract;
+mod html;
 mod middleware;
 mod requests;
 mod routes;

@@ -10,6 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::error::ApiError;
+use crate::html::escape;
 use crate::{AppState, SandboxInfo};
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -156,10 +157,6 @@ async fn page(State(s): State<AppState>) -> Result<Html<String>, ApiError> {
     let messages = outbox_messages(&s).await?;
     let deliveries = delivery_views(&s).await?;
     Ok(Html(s.sandbox.as_deref().map(|info| render(info, &messages, &deliveries)).unwrap_or_default()))
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 fn render(s: &SandboxInfo, outbox: &[OutboxMessageView], deliveries: &[SandboxDeliveryView]) -> String {

@@ -13,6 +13,7 @@ use super::openapi::VerificationErrors;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ClientCaller, JsonBody, PathId, QueryFields};
+use crate::html::escape;
 use crate::requests::verification::*;
 use crate::views::verification::*;
 
@@ -63,10 +64,6 @@ impl crate::extract::FromFields for LinkCode {
     fn from_fields(f: &mut crate::extract::Fields<'_>) -> Result<Self, crate::extract::Invalid> {
         Ok(Self { code: f.required("code", |s| Ok(s.to_owned()))? })
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 fn page(status: StatusCode, title: &str, body: &str) -> (StatusCode, Html<String>) {
