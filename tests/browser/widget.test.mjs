@@ -270,6 +270,28 @@ describe("the widget", () => {
     await context.close();
   });
 
+  it("works on the sandbox page under its strict content security policy", async () => {
+    const { context, page, problems } = await visitor();
+    const violations = [];
+    page.on("console", (m) => /Content Security Policy|Refused to/i.test(m.text()) && violations.push(m.text()));
+    const res = await page.goto(api + "/sandbox#access_token=kept-to-the-page");
+    assert.match(res.headers()["content-security-policy"], /script-src 'self'/);
+    await page.locator("button.launcher").click();
+    await page.locator("section.panel").waitFor({ state: "visible" });
+    await page.locator("input[type=email]").fill("csp@example.com");
+    await page.locator("#parley-consent").check();
+    await send(page, "Hello from the sandbox");
+    await page.locator("li.msg.visitor[data-id]", { hasText: "Hello from the sandbox" }).waitFor();
+    const list = await asAdmin("/api/v1/mobile/conversations?per_page=100");
+    const mine = list.body.conversations.find((c) => c.visitor.email === "csp@example.com");
+    assert.ok(mine, "the operator sees it");
+    assert.ok(!mine.visitor.current_url.includes("#"), `the page's fragment stays in the browser: ${mine.visitor.current_url}`);
+    assert.deepEqual(violations, [], "nothing was blocked by the policy");
+    assert.deepEqual(problems, []);
+    await page.screenshot({ path: join(artifacts, "sandbox-page.png") });
+    await context.close();
+  });
+
   it("is served with caching headers and CORS", async () => {
     const res = await fetch(api + "/widget.js", { headers: { origin: hostUrl } });
     assert.equal(res.status, 200);

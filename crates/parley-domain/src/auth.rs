@@ -5,9 +5,10 @@
 //! in for a missing operator), so neither the body nor the timing tells
 //! whether an email is registered. Failures are counted per email and per
 //! client address; past the limit every attempt is refused with a retry
-//! time, whatever its password.
+//! time, whatever its password. Every attempt costs a password check, so
+//! attempts are also limited per address whatever their outcome, and an
+//! address gets one check at a time.
 
-use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use tokio::sync::Semaphore;
 
 use crate::clock::Clock;
 use crate::error::DomainError;
-use crate::limits::{RateLimitSettings, SlidingWindow};
+use crate::limits::{ClientKey, OnePerKey, RateLimitSettings, SlidingWindow};
 use crate::model::{Operator, Session};
 use crate::password;
 use crate::store::Database;
@@ -40,7 +41,11 @@ pub struct AuthService {
     tenancy: Tenancy,
     token_ttl: Duration,
     by_email: Arc<SlidingWindow<String>>,
-    by_address: Arc<SlidingWindow<IpAddr>>,
+    by_address: Arc<SlidingWindow<ClientKey>>,
+    /// Every attempt per address, successful ones included.
+    attempts_by_address: Arc<SlidingWindow<ClientKey>>,
+    /// One password check at a time per address.
+    checking: Arc<OnePerKey<ClientKey>>,
     /// Password checks running at once.
     hashing: Arc<Semaphore>,
 }
@@ -68,13 +73,17 @@ impl AuthService {
             token_ttl,
             by_email: Arc::new(SlidingWindow::new(limits.login_failures_per_email)),
             by_address: Arc::new(SlidingWindow::new(limits.login_failures_per_address)),
+            attempts_by_address: Arc::new(SlidingWindow::new(limits.logins_per_address)),
+            checking: Arc::new(OnePerKey::default()),
             hashing: Arc::new(Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()).max(2))),
         }
     }
 
-    pub async fn login(&self, client: IpAddr, input: LoginInput) -> Result<LoginOutcome, DomainError> {
+    pub async fn login(&self, client: ClientKey, input: LoginInput) -> Result<LoginOutcome, DomainError> {
         let now = self.clock.now();
-        let email_key = input.email.to_lowercase();
+        let _turn = self.checking.turn(&client)?;
+        self.attempts_by_address.reserve(&client, now)?;
+        let email_key = crate::validate::email_key(&input.email);
         self.by_email.reserve(&email_key, now)?;
         if let Err(limited) = self.by_address.reserve(&client, now) {
             self.by_email.forget(&email_key, now);
@@ -151,5 +160,6 @@ impl AuthService {
         let now = self.clock.now();
         self.by_email.shrink(now);
         self.by_address.shrink(now);
+        self.attempts_by_address.shrink(now);
     }
 }

@@ -1,5 +1,6 @@
 //! What the service does by itself: installations without heartbeats
-//! become stale, idle conversations close.
+//! become stale, idle conversations close, and records past their
+//! retention are pruned.
 //!
 //! Each pass works in batches, one write unit per batch, re-reading its
 //! candidates inside the unit: a change and its event commit together, a
@@ -13,12 +14,18 @@ use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events::{self, ClosedBy};
 use crate::model::*;
-use crate::store::Database;
+use crate::store::{Database, Prunable};
 
 /// Where the last completed pass is recorded (service-wide state).
 pub const LAST_SWEEP_KEY: &str = "sweeper_last_run";
 
 const BATCH: u32 = 200;
+/// Rows pruned per write unit: small enough that other writes never wait
+/// long behind a prune.
+const PRUNE_BATCH: u32 = 500;
+/// Prune batches per kind in one pass; the rest waits for the next pass,
+/// so a large backlog is worked off without one pass running for long.
+const PRUNE_BATCHES_PER_PASS: usize = 200;
 
 #[derive(Clone, Debug)]
 pub struct AutomationSettings {
@@ -26,12 +33,24 @@ pub struct AutomationSettings {
     pub stale_after: Duration,
     /// `PARLEY_AUTO_CLOSE_AFTER`.
     pub auto_close_after: Duration,
+    /// `PARLEY_EVENT_RETENTION`: how long events, delivery logs, spent
+    /// tokens and challenges are kept.
+    pub retention: Duration,
+    /// How long a webhook delivery may stay pending before it is failed:
+    /// the retry schedule's span. A paused endpoint's deliveries do not
+    /// spend their retries, so without this a dead endpoint would keep
+    /// them (and their events) for ever.
+    pub delivery_give_up_after: Duration,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SweepReport {
     pub marked_stale: usize,
     pub closed: usize,
+    /// Rows removed because they outlived the retention.
+    pub pruned: usize,
+    /// Deliveries failed because their retry schedule ran out.
+    pub given_up: usize,
 }
 
 #[derive(Clone)]
@@ -65,8 +84,42 @@ impl Automation {
                 break;
             }
         }
+        report.given_up = self.give_up_deliveries(now).await?;
+        report.pruned = self.prune(now).await?;
         self.db.write(move |tx| Ok(tx.set_state(LAST_SWEEP_KEY, now.as_millis())?)).await?;
         Ok(report)
+    }
+
+    /// Fails deliveries still pending past the retry schedule's span.
+    async fn give_up_deliveries(&self, now: Timestamp) -> Result<usize, DomainError> {
+        let created_before = now.minus(self.settings.delivery_give_up_after);
+        let mut given_up = 0;
+        for _ in 0..PRUNE_BATCHES_PER_PASS {
+            let n = self.db.write(move |tx| Ok(tx.expire_deliveries(created_before, now, PRUNE_BATCH)?)).await?;
+            given_up += n;
+            if n < PRUNE_BATCH as usize {
+                break;
+            }
+        }
+        Ok(given_up)
+    }
+
+    /// Removes what outlived the retention, kind by kind, in small write
+    /// units. Events go with their deliveries and attempts, but never
+    /// while a delivery of theirs is still pending.
+    async fn prune(&self, now: Timestamp) -> Result<usize, DomainError> {
+        let cutoff = now.minus(self.settings.retention);
+        let mut pruned = 0;
+        for what in Prunable::ALL {
+            for _ in 0..PRUNE_BATCHES_PER_PASS {
+                let n = self.db.write(move |tx| Ok(tx.prune(what, cutoff, PRUNE_BATCH)?)).await?;
+                pruned += n;
+                if n < PRUNE_BATCH as usize {
+                    break;
+                }
+            }
+        }
+        Ok(pruned)
     }
 
     async fn mark_stale(&self, now: Timestamp) -> Result<Batch, DomainError> {

@@ -94,12 +94,20 @@ fn message_data(m: &Message) -> Value {
     })
 }
 
+/// The visitor with what a verification proved: the `name` never is, the
+/// `email` and `phone` only when their flag says so.
 fn visitor_data(v: &Visitor) -> Value {
+    let proof = v.proof();
     json!({
         "uuid": v.uuid,
         "name": v.profile.name,
         "email": v.profile.email,
         "phone": v.profile.phone,
+        "verified": proof.is_some(),
+        "verified_method": proof.as_ref().map(|p| p.method.as_str()),
+        "verified_target": proof.as_ref().map(|p| p.target.as_str()),
+        "email_verified": proof.as_ref().is_some_and(|p| p.email),
+        "phone_verified": proof.as_ref().is_some_and(|p| p.phone),
     })
 }
 

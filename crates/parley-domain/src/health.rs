@@ -22,6 +22,8 @@ pub enum Status {
 }
 
 impl Status {
+    pub const ALL: [Status; 3] = [Status::Ok, Status::Degraded, Status::Down];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",

@@ -6,8 +6,8 @@
 //! sight is simply not found.
 //!
 //! States: `unassigned` -> `assigned` (assign or transfer) -> `closed`
-//! (close); a visitor or operator message reopens a closed conversation to
-//! `assigned` if it still has an assignee, else `unassigned`. Assign and
+//! (close); a visitor or operator message reopens a closed conversation
+//! (see [`crate::activity`]). Assign and
 //! transfer on a closed conversation are conflicts; closing a closed one
 //! changes nothing.
 
@@ -96,13 +96,7 @@ impl InboxService {
                 let scope: ConversationScope = actor.scope().into();
                 let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
                 let message = tx.insert_message(scope, &operator_message(&c, &actor, body, false, now))?;
-                let status = c.status_after_message();
-                if status != c.status {
-                    c.closed_at = None;
-                }
-                c.status = status;
-                c.last_message_at = now;
-                tx.update_conversation(scope, &c)?;
+                crate::activity::record_message(tx, scope, &mut c, now)?;
                 tx.insert_event(tenant.id, &events::message_created(&tenant, &c, &message))?;
                 Ok((message, details(tx, scope, id)?))
             })

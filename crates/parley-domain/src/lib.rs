@@ -6,6 +6,7 @@
 //! for ("who may see this conversation", "what happens when a visitor writes
 //! to a closed conversation") live in this crate and nowhere else.
 
+mod activity;
 pub mod admin;
 pub mod auth;
 pub mod automation;
@@ -23,6 +24,7 @@ pub mod password;
 pub mod sandbox;
 pub mod store;
 pub mod tenancy;
+mod token_cache;
 pub mod validate;
 pub mod verification;
 pub mod webhooks;

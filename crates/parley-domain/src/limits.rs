@@ -4,10 +4,12 @@
 //! limits protect the service from floods, they are not billing. With
 //! several instances each enforces its own share.
 
+use std::collections::HashSet;
 use std::hash::Hash;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroU32;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::collections::{HashMap, VecDeque};
@@ -19,6 +21,24 @@ use governor::{DefaultKeyedRateLimiter, Quota};
 use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::model::{ConversationId, InstallationId};
+
+/// Whom a per-address limit counts: an IPv4 address, or the /64 network of
+/// an IPv6 address. One IPv6 subscriber is routed a whole /64 and can pick
+/// any address in it, so counting single addresses would count nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ClientKey(IpAddr);
+
+impl From<IpAddr> for ClientKey {
+    fn from(ip: IpAddr) -> Self {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => Self(IpAddr::V4(v4)),
+            IpAddr::V6(v6) => {
+                let s = v6.segments();
+                Self(IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0)))
+            }
+        }
+    }
+}
 
 /// `count` events per `period`, written like `120/1m`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +89,9 @@ pub struct RateLimitSettings {
     pub login_failures_per_email: Option<Rate>,
     /// Failed logins per client address.
     pub login_failures_per_address: Option<Rate>,
+    /// Every login (right password or not) per client address: each costs
+    /// a password check, whatever its outcome.
+    pub logins_per_address: Option<Rate>,
 }
 
 impl RateLimitSettings {
@@ -78,11 +101,18 @@ impl RateLimitSettings {
             conversation_messages: Some(Rate { count: 30, period: Duration::from_secs(60) }),
             login_failures_per_email: Some(Rate { count: 5, period: Duration::from_secs(15 * 60) }),
             login_failures_per_address: Some(Rate { count: 20, period: Duration::from_secs(15 * 60) }),
+            logins_per_address: Some(Rate { count: 300, period: Duration::from_secs(15 * 60) }),
         }
     }
 
     pub fn off() -> Self {
-        Self { widget_writes: None, conversation_messages: None, login_failures_per_email: None, login_failures_per_address: None }
+        Self {
+            widget_writes: None,
+            conversation_messages: None,
+            login_failures_per_email: None,
+            login_failures_per_address: None,
+            logins_per_address: None,
+        }
     }
 }
 
@@ -104,7 +134,7 @@ impl<K: Hash + Eq + Clone> Limiter<K> {
 }
 
 pub struct RateLimits {
-    widget_writes: Option<Limiter<(InstallationId, IpAddr)>>,
+    widget_writes: Option<Limiter<(InstallationId, ClientKey)>>,
     conversation_messages: Option<Limiter<ConversationId>>,
 }
 
@@ -116,7 +146,7 @@ impl RateLimits {
         }
     }
 
-    pub fn widget_write(&self, installation: InstallationId, client: IpAddr) -> Result<(), DomainError> {
+    pub fn widget_write(&self, installation: InstallationId, client: ClientKey) -> Result<(), DomainError> {
         self.widget_writes.as_ref().map_or(Ok(()), |l| l.check(&(installation, client)))
     }
 
@@ -203,9 +233,64 @@ impl<K: Hash + Eq + Clone> SlidingWindow<K> {
     }
 }
 
+/// At most one piece of work at a time per key: a client that sends a
+/// second while its first still runs is refused, so no single client can
+/// hold more than one of a scarce resource (a password-check slot).
+pub struct OnePerKey<K: Hash + Eq + Clone> {
+    busy: Arc<Mutex<HashSet<K>>>,
+}
+
+/// Holds a key's turn; dropping it frees the turn.
+pub struct Turn<K: Hash + Eq + Clone> {
+    busy: Arc<Mutex<HashSet<K>>>,
+    key: K,
+}
+
+impl<K: Hash + Eq + Clone> Default for OnePerKey<K> {
+    fn default() -> Self {
+        Self { busy: Arc::new(Mutex::new(HashSet::new())) }
+    }
+}
+
+impl<K: Hash + Eq + Clone> OnePerKey<K> {
+    /// The key's turn, or `rate_limited` (retry in a second) while it has one.
+    pub fn turn(&self, key: &K) -> Result<Turn<K>, DomainError> {
+        let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        if !busy.insert(key.clone()) {
+            return Err(DomainError::RateLimited { retry_after_secs: 1 });
+        }
+        Ok(Turn { busy: Arc::clone(&self.busy), key: key.clone() })
+    }
+}
+
+impl<K: Hash + Eq + Clone> Drop for Turn<K> {
+    fn drop(&mut self) {
+        self.busy.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.key);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_clients_are_keyed_by_their_64() {
+        let key = |s: &str| ClientKey::from(s.parse::<IpAddr>().unwrap());
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), key("2001:db8:1:2:ffff:ffff:ffff:ffff"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"), "a mapped IPv4 address is that address");
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+    }
+
+    #[test]
+    fn one_turn_per_key_at_a_time() {
+        let turns = OnePerKey::default();
+        let first = turns.turn(&"a").unwrap();
+        assert!(matches!(turns.turn(&"a"), Err(DomainError::RateLimited { .. })));
+        assert!(turns.turn(&"b").is_ok());
+        drop(first);
+        assert!(turns.turn(&"a").is_ok());
+    }
 
     #[test]
     fn parses_rates_and_durations() {
@@ -240,6 +325,7 @@ mod tests {
         let limits = RateLimits::new(&RateLimitSettings {
             login_failures_per_email: None,
             login_failures_per_address: None,
+            logins_per_address: None,
             widget_writes: None,
             conversation_messages: Some(Rate { count: 2, period: Duration::from_secs(3600) }),
         });

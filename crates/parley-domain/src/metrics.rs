@@ -5,10 +5,13 @@
 //! are kept as things happen; the two gauges are read from storage when
 //! the metrics are scraped.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -20,6 +23,27 @@ use crate::store::Database;
 
 type Labels = Vec<(&'static str, String)>;
 
+/// The labels of a request. Counted on every request, so they are built
+/// without allocating: the route template is shared (see `Metrics::route`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct RequestLabels {
+    route: Arc<str>,
+    method: &'static str,
+    /// Absent from the latency histogram's labels.
+    status: Option<u16>,
+}
+
+impl EncodeLabelSet for RequestLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), fmt::Error> {
+        ("route", &*self.route).encode(encoder.encode_label())?;
+        ("method", self.method).encode(encoder.encode_label())?;
+        match self.status {
+            Some(status) => ("status", status).encode(encoder.encode_label()),
+            None => Ok(()),
+        }
+    }
+}
+
 fn latency_histogram() -> Histogram {
     // 0.5 ms to about 4 s.
     Histogram::new(exponential_buckets(0.0005, 2.0, 14))
@@ -27,8 +51,11 @@ fn latency_histogram() -> Histogram {
 
 struct Inner {
     registry: Registry,
-    requests: Family<Labels, Counter>,
-    latency: Family<Labels, Histogram, fn() -> Histogram>,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RequestLabels, Histogram, fn() -> Histogram>,
+    /// Route templates seen so far: a fixed set (the routes, and
+    /// "unmatched"), each allocated once.
+    routes: RwLock<HashSet<Arc<str>>>,
     messages: Family<Labels, Counter>,
     attempts: Family<Labels, Counter>,
     sweeps: Counter,
@@ -45,8 +72,8 @@ pub struct Metrics {
 impl Metrics {
     pub fn new(db: Database) -> Self {
         let mut registry = Registry::with_prefix("parley");
-        let requests = Family::<Labels, Counter>::default();
-        let latency = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<RequestLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
         let messages = Family::<Labels, Counter>::default();
         let attempts = Family::<Labels, Counter>::default();
         let sweeps = Counter::default();
@@ -59,14 +86,28 @@ impl Metrics {
         registry.register("sweeps", "Completed automation passes", sweeps.clone());
         registry.register("webhook_queue_depth", "Webhook deliveries waiting for an attempt", queue_depth.clone());
         registry.register("open_conversations", "Conversations not closed", open_conversations.clone());
-        let inner = Inner { registry, requests, latency, messages, attempts, sweeps, queue_depth, open_conversations };
+        let routes = RwLock::default();
+        let inner = Inner { registry, requests, latency, routes, messages, attempts, sweeps, queue_depth, open_conversations };
         Self { inner: Arc::new(inner), db }
     }
 
-    pub fn request(&self, route: &str, method: &str, status: u16, elapsed: Duration) {
-        let labels = vec![("route", route.to_owned()), ("method", method.to_owned()), ("status", status.to_string())];
+    /// `route` is a route template (never a raw path: the set must stay
+    /// small), `method` one of a fixed set.
+    pub fn request(&self, route: &str, method: &'static str, status: u16, elapsed: Duration) {
+        let mut labels = RequestLabels { route: self.route(route), method, status: Some(status) };
         self.inner.requests.get_or_create(&labels).inc();
-        self.inner.latency.get_or_create(&vec![("route", route.to_owned()), ("method", method.to_owned())]).observe(elapsed.as_secs_f64());
+        labels.status = None;
+        self.inner.latency.get_or_create(&labels).observe(elapsed.as_secs_f64());
+    }
+
+    fn route(&self, name: &str) -> Arc<str> {
+        let known = self.inner.routes.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned();
+        known.unwrap_or_else(|| {
+            let mut routes = self.inner.routes.write().unwrap_or_else(|p| p.into_inner());
+            let route: Arc<str> = routes.get(name).cloned().unwrap_or_else(|| Arc::from(name));
+            routes.insert(Arc::clone(&route));
+            route
+        })
     }
 
     /// `sender` is `visitor`, `operator` or `system`.

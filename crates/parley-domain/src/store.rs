@@ -26,6 +26,7 @@ use crate::error::DomainError;
 use crate::events::OutboxEvent;
 use crate::model::*;
 use crate::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
+use crate::webhooks::fairness::{DueDelivery, EndpointHealth, Pause};
 use crate::webhooks::{AttemptRecord, ClaimedDelivery, Delivery, NewWebhook, Webhook};
 
 /// What went wrong below the domain. The message is for logs only.
@@ -51,6 +52,23 @@ pub struct MessagePage {
     pub limit: u32,
     /// Whether operator-only notes are included.
     pub include_internal: bool,
+}
+
+/// What the sweeper removes once it is older than the retention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prunable {
+    /// Webhook events with their deliveries and attempts (none pending).
+    Events,
+    /// Bearer tokens that expired or were revoked.
+    Tokens,
+    /// Verification challenges.
+    Challenges,
+    /// The demo's outbox of emails and SMS.
+    SandboxOutbox,
+}
+
+impl Prunable {
+    pub const ALL: [Prunable; 4] = [Prunable::Events, Prunable::Tokens, Prunable::Challenges, Prunable::SandboxOutbox];
 }
 
 /// Numbers about webhook deliveries for the health report.
@@ -96,6 +114,14 @@ pub trait ReadTx {
     ) -> StoreResult<Vec<ConversationDetails>>;
     fn count_conversations(&mut self, scope: ConversationScope, filter: StatusFilter) -> StoreResult<u64>;
     fn messages(&mut self, scope: ConversationScope, conversation: ConversationId, page: MessagePage) -> StoreResult<Vec<Message>>;
+    /// A conversation found by its public id with a page of its messages,
+    /// in one statement: a widget's poll, the request it makes most.
+    fn conversation_with_messages(
+        &mut self,
+        scope: ConversationScope,
+        public_id: &str,
+        page: MessagePage,
+    ) -> StoreResult<Option<(Conversation, Vec<Message>)>>;
     fn outbox_stats(&mut self) -> StoreResult<OutboxStats>;
     /// When the longest-waiting delivery that is due at `now` and held by
     /// no worker fell due: how far delivery lags behind.
@@ -128,8 +154,12 @@ pub trait ReadTx {
     /// The demo outbox, newest first.
     fn sandbox_outbox(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxMessage>>;
     /// When the next pending delivery falls due, across all tenants (for
-    /// the worker, which serves every tenant).
+    /// the worker, which serves every tenant), paused endpoints counted
+    /// from the end of their pause.
     fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>>;
+    /// Due deliveries of enabled, unpaused endpoints: for every such
+    /// endpoint, its `per_endpoint` oldest. Oldest first.
+    fn due_deliveries(&mut self, now: Timestamp, per_endpoint: u32) -> StoreResult<Vec<DueDelivery>>;
 }
 
 /// Operations that change data; only available inside a write unit.
@@ -172,7 +202,8 @@ pub trait WriteTx: ReadTx {
         attempts: u32,
         completed_at: Option<Timestamp>,
     ) -> StoreResult<()>;
-    /// Records what a verification established on the visitor and the conversation.
+    /// Records what a verification established on the visitor (method,
+    /// target, time) and the conversation; the profile is saved apart.
     fn mark_verified(
         &mut self,
         scope: SiteScope,
@@ -192,21 +223,26 @@ pub trait WriteTx: ReadTx {
     fn rotate_webhook_secret(&mut self, tenant: TenantId, id: WebhookId, secret: &str, previous_expires_at: Timestamp) -> StoreResult<()>;
     /// A new pending delivery of the same event to the same endpoint.
     fn redeliver(&mut self, tenant: TenantId, endpoint: WebhookId, delivery: i64, at: Timestamp) -> StoreResult<Option<i64>>;
-    /// Leases up to `limit` due deliveries of enabled endpoints (at most
-    /// `per_endpoint` of each, none of the `busy` ones) until
-    /// `lease_until`; deliveries whose lease ran out (a worker died) are
-    /// due again.
-    fn claim_deliveries(
-        &mut self,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: u32,
-        per_endpoint: u32,
-        busy: &[WebhookId],
-    ) -> StoreResult<Vec<ClaimedDelivery>>;
+    /// Leases the chosen deliveries until `lease_until`, those still due
+    /// and unleased at `now`, and returns them ready to send. A delivery
+    /// whose lease ran out (its worker died) is due again.
+    fn lease_deliveries(&mut self, ids: &[i64], now: Timestamp, lease_until: Timestamp) -> StoreResult<Vec<ClaimedDelivery>>;
     /// Logs an attempt and applies its consequence: delivered, retry,
     /// failed, or the endpoint disabled with its pending deliveries failed.
     fn record_attempt(&mut self, record: &AttemptRecord) -> StoreResult<()>;
+    /// Counts an attempt's outcome against its endpoint: an answer clears
+    /// the endpoint's failures in a row and its pauses, no answer adds a
+    /// failure. Returns the endpoint's standing after the count.
+    fn count_endpoint_outcome(&mut self, tenant: TenantId, endpoint: WebhookId, answered: bool) -> StoreResult<EndpointHealth>;
+    /// Fails up to `limit` deliveries still pending that were created
+    /// before `created_before` (and are not out with a worker at `now`);
+    /// returns how many.
+    fn expire_deliveries(&mut self, created_before: Timestamp, now: Timestamp, limit: u32) -> StoreResult<usize>;
+    /// Removes up to `limit` rows of `what` older than `cutoff`; returns
+    /// how many went.
+    fn prune(&mut self, what: Prunable, cutoff: Timestamp, limit: u32) -> StoreResult<usize>;
+    /// Makes no attempt to the endpoint before `pause.until` (circuit open).
+    fn pause_endpoint(&mut self, tenant: TenantId, endpoint: WebhookId, pause: Pause) -> StoreResult<()>;
 }
 
 /// A read unit: receives a read handle, or the reason none could be had.
@@ -245,6 +281,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Notified after every commit that added webhook deliveries, so the
     /// delivery worker wakes at once instead of polling.
     fn deliveries_signal(&self) -> Arc<tokio::sync::Notify>;
+    /// A number that changes after every commit that changed what an
+    /// installation token resolves to (an installation enabled or disabled,
+    /// …), so cached resolutions know when they are stale.
+    fn installations_generation(&self) -> u64;
 }
 
 /// The handle the rest of the program holds: cheap to clone, typed results.
@@ -305,6 +345,10 @@ impl Database {
 
     pub fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
         self.backend.deliveries_signal()
+    }
+
+    pub fn installations_generation(&self) -> u64 {
+        self.backend.installations_generation()
     }
 }
 

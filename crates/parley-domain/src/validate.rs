@@ -4,7 +4,21 @@
 //! a sentence telling the client what is wrong. The HTTP layer runs them for
 //! every field of a request before reporting, so a client learns about all
 //! of its mistakes at once.
+//!
+//! The text rules are [`Rule`]s: a regular expression and a length bound
+//! that the server checks and the OpenAPI document publishes, the same
+//! pattern in both places, so a value the document allows is accepted and
+//! one it forbids is refused. The patterns mean what JSON Schema says they
+//! mean (ECMA-262, where `$` is the end of the text) and keep to the part
+//! of that syntax Rust's `regex` reads the same way: explicit classes,
+//! `\uXXXX` escapes, `(?:…)` groups and bounded repeats; no `\s`, `\d` or
+//! lookaround, whose meaning differs between engines. (Python's `re`, where
+//! `$` also matches before a final newline, is not such an engine: tools
+//! written in it must check patterns the ECMA way, as Schemathesis does.)
 
+use std::sync::OnceLock;
+
+use regex::Regex;
 use url::Url;
 
 pub const MAX_MESSAGE_CHARS: usize = 5_000;
@@ -13,127 +27,309 @@ pub const MAX_URL_CHARS: usize = 2_048;
 pub const MAX_UUID_CHARS: usize = 128;
 pub const MAX_TOKEN_CHARS: usize = 128;
 pub const MAX_SHORT_TEXT_CHARS: usize = 64;
+pub const MAX_LONG_TEXT_CHARS: usize = 1_000;
+pub const MAX_EMAIL_CHARS: usize = 254;
+pub const MIN_PASSWORD_CHARS: usize = 10;
+pub const MAX_PASSWORD_CHARS: usize = 1_024;
 
 pub type Check<T> = Result<T, String>;
 
-/// An opaque public token or identifier. Unknown values are a 404 later, so
-/// this only rejects what cannot possibly be one.
+/// A text rule: the pattern a value must match (none when empty), with its
+/// length bounds in characters (Unicode code points, as JSON Schema counts
+/// them).
+pub struct Rule {
+    pub pattern: &'static str,
+    pub min_chars: usize,
+    pub max_chars: usize,
+    /// What the client is told when the pattern does not match.
+    pub message: &'static str,
+    /// The rule in a sentence, for the API document.
+    pub describe: &'static str,
+    compiled: OnceLock<Regex>,
+}
+
+impl Rule {
+    const fn new(pattern: &'static str, min_chars: usize, max_chars: usize, message: &'static str, describe: &'static str) -> Self {
+        Self { pattern, min_chars, max_chars, message, describe, compiled: OnceLock::new() }
+    }
+
+    /// Whether `s` satisfies the rule.
+    pub fn check(&self, s: &str) -> Check<()> {
+        let n = s.chars().count();
+        if n < self.min_chars {
+            return Err(if self.min_chars == 1 {
+                "must not be empty".into()
+            } else {
+                format!("must be at least {} characters", self.min_chars)
+            });
+        }
+        if n > self.max_chars {
+            return Err(format!("must be at most {} characters", self.max_chars));
+        }
+        // The patterns are constants checked by the tests below; one that
+        // failed to compile would refuse everything rather than panic.
+        let re = self.compiled.get_or_init(|| Regex::new(self.pattern).unwrap_or_else(|_| Regex::new("[^\\s\\S]").expect("valid")));
+        if re.is_match(s) { Ok(()) } else { Err(self.message.into()) }
+    }
+}
+
+// Character classes shared by the patterns. Controls are Unicode's Cc
+// (C0, DEL and C1); white space is Unicode's White_Space property.
+macro_rules! controls {
+    () => {
+        "\\u0000-\\u001F\\u007F-\\u009F"
+    };
+}
+/// Controls but tab, line feed and carriage return.
+macro_rules! text_controls {
+    () => {
+        "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F"
+    };
+}
+macro_rules! white_space {
+    () => {
+        "\\u0009-\\u000D\\u0020\\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000"
+    };
+}
+macro_rules! label {
+    () => {
+        "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    };
+}
+macro_rules! email_body {
+    () => {
+        concat!("[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@", label!(), "(?:\\.", label!(), ")+")
+    };
+}
+
+/// An opaque public token or identifier: printable ASCII without spaces.
+/// Unknown values are a 404 later, so this only refuses what cannot be one.
+pub static TOKEN: Rule = Rule::new(
+    "^[\\u0021-\\u007E]+$",
+    1,
+    MAX_TOKEN_CHARS,
+    "is not a valid token",
+    "An opaque token: 1 to 128 printable ASCII characters, no spaces.",
+);
+
+/// The widget's visitor identifier: printable characters, not all blank.
+pub static VISITOR_UUID: Rule = Rule::new(
+    concat!("^[^", controls!(), "]*[^", controls!(), white_space!(), "][^", controls!(), "]*$"),
+    1,
+    MAX_UUID_CHARS,
+    "must be printable characters, not all blank",
+    "1 to 128 printable characters, not all blank.",
+);
+
+/// A name that must be given: one line, not blank.
+pub static REQUIRED_NAME: Rule = Rule::new(
+    concat!("^[^", controls!(), "]*[^", controls!(), white_space!(), "][^", controls!(), "]*$"),
+    1,
+    MAX_NAME_CHARS,
+    "must not be blank or contain control characters",
+    "1 to 255 characters on one line, not blank; spaces around it are dropped.",
+);
+
+/// A name that may be left blank (blank counts as not given): one line.
+pub static NAME: Rule = Rule::new(
+    concat!("^[^", controls!(), "]*$"),
+    0,
+    MAX_NAME_CHARS,
+    "must not contain control characters",
+    "At most 255 characters on one line; spaces around it are dropped, and blank counts as not given.",
+);
+
+/// A short label (installation type, widget version): one line.
+pub static SHORT_TEXT: Rule = Rule::new(
+    concat!("^[^", controls!(), "]*$"),
+    0,
+    MAX_SHORT_TEXT_CHARS,
+    "must not contain control characters",
+    "At most 64 characters on one line; blank counts as not given.",
+);
+
+/// A paragraph (greeting, privacy notice): tabs and line breaks allowed.
+pub static LONG_TEXT: Rule = Rule::new(
+    concat!("^[^", text_controls!(), "]*$"),
+    0,
+    MAX_LONG_TEXT_CHARS,
+    "must not contain control characters other than tabs and line breaks",
+    "At most 1,000 characters; tabs and line breaks allowed, other control characters not; blank counts as not given.",
+);
+
+/// An operator-only note: like a paragraph, as long as a message.
+pub static NOTE: Rule = Rule::new(
+    concat!("^[^", text_controls!(), "]*$"),
+    0,
+    MAX_MESSAGE_CHARS,
+    "must not contain control characters other than tabs and line breaks",
+    "At most 5,000 characters; tabs and line breaks allowed, other control characters not; blank counts as not given.",
+);
+
+/// A message body: not blank; tabs and line breaks allowed, other control
+/// characters not (they only serve to spoof what an operator sees, and JSON
+/// sends each as six bytes).
+pub static MESSAGE_BODY: Rule = Rule::new(
+    concat!("^[^", text_controls!(), "]*[^", text_controls!(), white_space!(), "][^", text_controls!(), "]*$"),
+    1,
+    MAX_MESSAGE_CHARS,
+    "must not be blank or contain control characters other than tabs and line breaks",
+    "1 to 5,000 characters, not blank; tabs and line breaks allowed, other control characters not; white space around it is dropped.",
+);
+
+/// An email address, with spaces around it allowed (they are dropped).
+pub static EMAIL: Rule = Rule::new(
+    concat!("^ *", email_body!(), " *$"),
+    3,
+    MAX_EMAIL_CHARS,
+    "must be a valid email address",
+    "An email address (local part of letters, digits and !#$%&'*+/=?^_`{|}~-, dot-separated; a domain of at least two labels), at most 254 characters; spaces around it are dropped.",
+);
+
+/// A phone number in E.164 form (`+` and 2 to 15 digits, no leading zero),
+/// with spaces around it allowed.
+pub static PHONE: Rule = Rule::new(
+    "^ *\\+[1-9][0-9]{1,14} *$",
+    3,
+    64,
+    "must be a phone number in E.164 form, such as +14155550123",
+    "A phone number in E.164 form, such as +14155550123; spaces around it are dropped.",
+);
+
+/// An absolute http(s) URL: the scheme, then at least one character, and
+/// no spaces or control characters.
+pub static PAGE_URL: Rule = Rule::new(
+    concat!("^https?://[^", controls!(), "\\u0020\"<>\\\\`]+$"),
+    8,
+    MAX_URL_CHARS,
+    "must be an absolute http or https URL",
+    "An absolute URL: http:// or https:// and at least one more character, without spaces, control characters or any of \" < > \\ `, at most 2,048 characters; a fragment (#…) is dropped.",
+);
+
+/// A host name as listed in a site's `domains` (a trailing dot allowed).
+pub static DOMAIN: Rule = Rule::new(
+    concat!("^", label!(), "(?:\\.", label!(), ")*\\.?$"),
+    1,
+    254,
+    "must be a host name such as shop.example.com",
+    "A host name of letters, digits and hyphens in dot-separated labels, a trailing dot allowed.",
+);
+
+/// A colour: `#` and six hex digits.
+pub static COLOUR: Rule = Rule::new("^#[0-9A-Fa-f]{6}$", 7, 7, "must be a colour such as #2563eb", "A colour: # and six hex digits.");
+
+/// A password to sign in with: anything, as long as it is not empty.
+pub static PASSWORD: Rule = Rule::new("", 1, MAX_PASSWORD_CHARS, "must not be empty", "1 to 1,024 characters of any kind.");
+
+/// A new password: 10 to 1,024 characters of any kind.
+pub static NEW_PASSWORD: Rule =
+    Rule::new("", MIN_PASSWORD_CHARS, MAX_PASSWORD_CHARS, "must be 10 to 1024 characters", "10 to 1,024 characters of any kind.");
+
+/// A verification code: the six digits, or the long code of a magic link.
+pub static CODE: Rule = Rule::new(
+    "^ *[\\u0021-\\u007E]+ *$",
+    1,
+    128,
+    "is not a valid code",
+    "The six digits of a code, or the code of a magic link: printable ASCII characters without spaces, at most 128 with the spaces around it (which are dropped).",
+);
+
+/// An opaque public token or identifier.
 pub fn token(s: &str) -> Check<String> {
-    if s.is_empty() {
-        return Err("must not be empty".into());
-    }
-    if s.chars().count() > MAX_TOKEN_CHARS || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err("is not a valid token".into());
-    }
+    TOKEN.check(s)?;
     Ok(s.to_owned())
 }
 
-/// The widget's visitor identifier: 1 to 128 printable characters.
+/// The widget's visitor identifier.
 pub fn visitor_uuid(s: &str) -> Check<String> {
-    let n = s.chars().count();
-    if n == 0 || s.trim().is_empty() {
-        return Err("must not be empty".into());
-    }
-    if n > MAX_UUID_CHARS {
-        return Err(format!("must be at most {MAX_UUID_CHARS} characters"));
-    }
-    if s.chars().any(char::is_control) {
-        return Err("must contain printable characters only".into());
-    }
+    VISITOR_UUID.check(s)?;
     Ok(s.to_owned())
 }
 
-/// A person's or a thing's name: trimmed, at most 255 characters. Blank
-/// counts as not given.
+/// A name that may be left out: trimmed, blank counts as not given.
 pub fn name(s: &str) -> Check<Option<String>> {
-    optional_text(s, MAX_NAME_CHARS)
+    optional(&NAME, s)
 }
 
-/// A free-text field with a length bound; blank counts as not given.
-pub fn optional_text(s: &str, max: usize) -> Check<Option<String>> {
+/// A name that must be given, trimmed.
+pub fn required_name(s: &str) -> Check<String> {
+    REQUIRED_NAME.check(s)?;
+    Ok(s.trim().to_owned())
+}
+
+/// Free text under `rule`, trimmed; blank counts as not given.
+pub fn optional(rule: &Rule, s: &str) -> Check<Option<String>> {
+    rule.check(s)?;
     let t = s.trim();
-    if t.chars().count() > max {
-        return Err(format!("must be at most {max} characters"));
-    }
-    if t.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return Err("must not contain control characters".into());
-    }
     Ok((!t.is_empty()).then(|| t.to_owned()))
 }
 
-/// A message body: 1 to 5,000 characters after trimming.
+/// A message body, trimmed.
 pub fn message_body(s: &str) -> Check<String> {
-    let t = s.trim();
-    if t.is_empty() {
-        return Err("must not be blank".into());
-    }
-    if t.chars().count() > MAX_MESSAGE_CHARS {
-        return Err(format!("must be at most {MAX_MESSAGE_CHARS} characters"));
-    }
-    if t.chars().any(|c| c == '\0') {
-        return Err("must not contain NUL characters".into());
-    }
-    Ok(t.to_owned())
+    MESSAGE_BODY.check(s)?;
+    Ok(s.trim().to_owned())
 }
 
 /// An email address, lower-cased in its domain part.
 pub fn email(s: &str) -> Check<String> {
-    const INVALID: &str = "must be a valid email address";
-    let s = s.trim();
-    if s.len() > 254 {
-        return Err(INVALID.into());
-    }
-    let Some((local, domain)) = s.rsplit_once('@') else {
-        return Err(INVALID.into());
-    };
-    let local_ok = !local.is_empty()
-        && local.len() <= 64
-        && !local.starts_with('.')
-        && !local.ends_with('.')
-        && !local.contains("..")
-        && local.chars().all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+/=?^_`{|}~.-".contains(c));
-    if !local_ok || !hostname_ok(domain) || !domain.contains('.') {
-        return Err(INVALID.into());
-    }
+    EMAIL.check(s)?;
+    let s = s.trim_matches(' ');
+    let (local, domain) = s.rsplit_once('@').ok_or_else(|| EMAIL.message.to_owned())?;
     Ok(format!("{local}@{}", domain.to_ascii_lowercase()))
 }
 
-/// A phone number in E.164 form: `+` and 2 to 15 digits, no leading zero.
+/// An address as limits and uniqueness rules compare it: the whole of it
+/// lower-cased, since nobody runs mailboxes that differ only in case.
+pub fn email_key(address: &str) -> String {
+    address.trim().to_lowercase()
+}
+
+/// Whether two email addresses are the same mailbox for Parley's rules.
+pub fn same_email(a: &str, b: &str) -> bool {
+    email_key(a) == email_key(b)
+}
+
+/// A phone number in E.164 form.
 pub fn phone(s: &str) -> Check<String> {
-    let s = s.trim();
-    let digits = s.strip_prefix('+').unwrap_or("");
-    let ok = (2..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) && !digits.starts_with('0');
-    if ok { Ok(s.to_owned()) } else { Err("must be a phone number in E.164 form, such as +14155550123".into()) }
+    PHONE.check(s)?;
+    Ok(s.trim_matches(' ').to_owned())
 }
 
-/// An absolute http(s) URL of at most 2,048 characters.
-pub fn page_url(s: &str) -> Check<Url> {
-    if s.chars().count() > MAX_URL_CHARS {
-        return Err(format!("must be at most {MAX_URL_CHARS} characters"));
-    }
-    let url = Url::parse(s).map_err(|_| "must be an absolute http or https URL".to_owned())?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err("must be an absolute http or https URL".into());
-    }
-    Ok(url)
+/// A page address as the widget reports it: kept as sent, with its host
+/// when it has one the URL standard can read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageUrl {
+    pub url: String,
+    pub host: Option<String>,
 }
 
-/// A DNS host name (lower-cased), as listed in a site's `domains`.
+/// An absolute http(s) URL of at most 2,048 characters, kept without its
+/// fragment: what follows `#` may be what a page keeps to itself (the
+/// sign-in tokens of single-page apps), and nothing here needs it.
+pub fn page_url(s: &str) -> Check<PageUrl> {
+    PAGE_URL.check(s)?;
+    let url = s.split('#').next().unwrap_or(s).to_owned();
+    let host =
+        Url::parse(&url).ok().and_then(|u| u.host_str().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()));
+    Ok(PageUrl { url, host })
+}
+
+/// A DNS host name (lower-cased, without a trailing dot).
 pub fn domain(s: &str) -> Check<String> {
-    let d = s.trim().trim_end_matches('.').to_ascii_lowercase();
-    if hostname_ok(&d) { Ok(d) } else { Err(format!("{s:?} is not a valid host name")) }
+    DOMAIN.check(s)?;
+    Ok(s.trim_end_matches('.').to_ascii_lowercase())
 }
 
-fn hostname_ok(d: &str) -> bool {
-    !d.is_empty()
-        && d.len() <= 253
-        && d.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        })
+/// A colour, lower-cased.
+pub fn colour(s: &str) -> Check<String> {
+    COLOUR.check(s)?;
+    Ok(s.to_ascii_lowercase())
+}
+
+/// A verification code, without the spaces a paste may bring.
+pub fn code(s: &str) -> Check<String> {
+    CODE.check(s)?;
+    Ok(s.trim_matches(' ').to_owned())
 }
 
 /// A tenant slug: 2 to 63 of `a-z`, `0-9` and `-`, starting with a letter
@@ -146,13 +342,7 @@ pub fn slug(s: &str) -> Check<String> {
 
 /// A new password: 10 to 1,024 characters.
 pub fn new_password(s: &str) -> Check<String> {
-    let n = s.chars().count();
-    if n < 10 {
-        return Err("must be at least 10 characters".into());
-    }
-    if n > 1024 {
-        return Err("must be at most 1024 characters".into());
-    }
+    NEW_PASSWORD.check(s)?;
     Ok(s.to_owned())
 }
 
@@ -161,25 +351,56 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_pattern_compiles() {
+        for rule in [
+            &TOKEN,
+            &VISITOR_UUID,
+            &REQUIRED_NAME,
+            &NAME,
+            &SHORT_TEXT,
+            &LONG_TEXT,
+            &NOTE,
+            &MESSAGE_BODY,
+            &EMAIL,
+            &PHONE,
+            &PAGE_URL,
+            &DOMAIN,
+            &COLOUR,
+            &PASSWORD,
+            &NEW_PASSWORD,
+            &CODE,
+        ] {
+            assert!(Regex::new(rule.pattern).is_ok(), "{}", rule.pattern);
+        }
+    }
+
+    #[test]
     fn emails() {
         assert_eq!(email("Ann@Example.COM").unwrap(), "Ann@example.com");
-        for bad in ["", "ann", "ann@", "@x.com", "ann@localhost", "a b@x.com", "ann@-x.com", "a..b@x.com"] {
-            assert!(email(bad).is_err(), "{bad}");
+        assert_eq!(email(" ann@example.com ").unwrap(), "ann@example.com");
+        for bad in ["", "ann", "ann@", "@x.com", "ann@localhost", "a b@x.com", "ann@-x.com", "a..b@x.com", ".a@x.com", "a@x.com\n"] {
+            assert!(email(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn phones() {
         assert!(phone("+14155550123").is_ok());
-        for bad in ["14155550123", "+0123", "+1", "+1234567890123456", "+1-415"] {
+        for bad in ["14155550123", "+0123", "+1", "+1234567890123456", "+1-415", "+14155550123\n"] {
             assert!(phone(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn urls() {
-        assert!(page_url("https://example.com/a?b=c").is_ok());
-        for bad in ["example.com", "ftp://example.com", "javascript:alert(1)", "/relative"] {
+        let u = page_url("https://Example.com/a?b=c#access_token=secret").unwrap();
+        assert_eq!(u.host.as_deref(), Some("example.com"));
+        assert_eq!(u.url, "https://Example.com/a?b=c", "the fragment is dropped");
+        assert_eq!(page_url("http://127.0.0.1:8080/").unwrap().host.as_deref(), Some("127.0.0.1"));
+        assert_eq!(page_url("http://999.1.1.1/").unwrap().host, None, "kept, though no host can be read from it");
+        for bad in
+            ["example.com", "ftp://example.com", "javascript:alert(1)", "/relative", "http://", "https://a b", "HTTP://x", "http://x/\"<b>"]
+        {
             assert!(page_url(bad).is_err(), "{bad}");
         }
         assert!(page_url(&format!("https://e.com/{}", "a".repeat(2100))).is_err());
@@ -188,16 +409,40 @@ mod tests {
     #[test]
     fn bodies_are_trimmed_and_bounded() {
         assert_eq!(message_body("  hi \n").unwrap(), "hi");
-        assert!(message_body(" \n\t ").is_err());
+        assert!(message_body(" \n\t\u{3000} ").is_err());
         assert!(message_body(&"é".repeat(5000)).is_ok());
         assert!(message_body(&"é".repeat(5001)).is_err());
+        assert!(message_body("a\0b").is_err());
+        assert!(message_body("a\u{1}b").is_err(), "control characters are refused");
+        assert!(message_body("line\r\nbreak\ttab").is_ok());
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(name("  Ann ").unwrap().as_deref(), Some("Ann"));
+        assert_eq!(name("   ").unwrap(), None, "blank is not given");
+        assert!(name("a\u{7}b").is_err());
+        assert!(name(&"x".repeat(256)).is_err());
+        assert!(required_name(" ").is_err());
+        assert_eq!(required_name(" Shop ").unwrap(), "Shop");
     }
 
     #[test]
     fn uuids() {
         assert!(visitor_uuid("0b7f2c1e-visitor").is_ok());
         assert!(visitor_uuid("").is_err());
+        assert!(visitor_uuid("   ").is_err());
         assert!(visitor_uuid("a\u{7}b").is_err());
         assert!(visitor_uuid(&"x".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn domains_and_colours() {
+        assert_eq!(domain("Shop.Example.com.").unwrap(), "shop.example.com");
+        for bad in ["", "-x.com", "a..b", "a b", " x.com"] {
+            assert!(domain(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(colour("#0F766E").unwrap(), "#0f766e");
+        assert!(colour("blue").is_err());
     }
 }

@@ -9,15 +9,15 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use url::Url;
-
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
 use crate::ids;
-use crate::limits::RateLimits;
+use crate::limits::{ClientKey, RateLimits};
 use crate::model::*;
 use crate::store::{Database, MessagePage, WriteTx};
+use crate::token_cache::TokenCache;
+use crate::validate::{self, PageUrl};
 
 /// The widget version this build ships; older reported versions are
 /// flagged in the installation health.
@@ -38,6 +38,13 @@ pub struct Caller {
     pub origin: Origin,
 }
 
+impl Caller {
+    /// What per-address limits count this caller as.
+    pub fn key(&self) -> ClientKey {
+        self.ip.into()
+    }
+}
+
 /// The browser `Origin` of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
@@ -55,7 +62,7 @@ pub struct WidgetSettings {
 
 pub struct PingInput {
     pub token: String,
-    pub current_url: Option<Url>,
+    pub current_url: Option<PageUrl>,
     pub installation_type: Option<String>,
     pub version: Option<String>,
 }
@@ -66,7 +73,7 @@ pub struct VisitorInput {
     pub name: Option<String>,
     pub email: Option<String>,
     pub phone: Option<String>,
-    pub current_url: Option<Url>,
+    pub current_url: Option<PageUrl>,
 }
 
 pub struct OpenConversationInput {
@@ -74,14 +81,14 @@ pub struct OpenConversationInput {
     pub visitor_uuid: String,
     pub message: String,
     pub subject: Option<String>,
-    pub current_url: Option<Url>,
+    pub current_url: Option<PageUrl>,
 }
 
 pub struct PostMessageInput {
     pub token: String,
     pub public_id: String,
     pub body: String,
-    pub current_url: Option<Url>,
+    pub current_url: Option<PageUrl>,
 }
 
 /// Whether a visitor synchronisation created the visitor.
@@ -92,7 +99,7 @@ pub enum Synced {
 }
 
 pub struct InstallationHealth {
-    pub context: InstallationContext,
+    pub context: Arc<InstallationContext>,
     pub warnings: Vec<String>,
 }
 
@@ -102,22 +109,39 @@ pub struct WidgetService {
     clock: Arc<dyn Clock>,
     limits: Arc<RateLimits>,
     settings: WidgetSettings,
+    tokens: Arc<TokenCache>,
+}
+
+/// Whether a token may be resolved from the cache.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Freshness {
+    Cached,
+    /// Read now: the answer shows the installation's heartbeat and health.
+    Fresh,
 }
 
 impl WidgetService {
     pub fn new(db: Database, clock: Arc<dyn Clock>, limits: Arc<RateLimits>, settings: WidgetSettings) -> Self {
-        Self { db, clock, limits, settings }
+        Self { db, clock, limits, settings, tokens: Arc::new(TokenCache::default()) }
     }
 
     /// The installation a token names, with its tenant and site.
-    async fn lookup(&self, token: &str) -> Result<InstallationContext, DomainError> {
-        let token = token.to_owned();
-        self.db.read(move |r| r.installation_by_token(&token)?.ok_or(DomainError::NotFound)).await
+    async fn lookup(&self, token: &str, freshness: Freshness) -> Result<Arc<InstallationContext>, DomainError> {
+        let generation = self.db.installations_generation();
+        if freshness == Freshness::Cached
+            && let Some(context) = self.tokens.get(token, generation)
+        {
+            return Ok(context);
+        }
+        let owned = token.to_owned();
+        let context = Arc::new(self.db.read(move |r| r.installation_by_token(&owned)?.ok_or(DomainError::NotFound)).await?);
+        self.tokens.put(token, Arc::clone(&context), generation);
+        Ok(context)
     }
 
     /// Resolves a token and checks the caller's origin against the site.
-    async fn resolve(&self, token: &str, caller: &Caller) -> Result<InstallationContext, DomainError> {
-        let context = self.lookup(token).await?;
+    async fn resolve(&self, token: &str, caller: &Caller, freshness: Freshness) -> Result<Arc<InstallationContext>, DomainError> {
+        let context = self.lookup(token, freshness).await?;
         let allowed = match &caller.origin {
             Origin::Absent => true,
             Origin::Host(host) => context.site.allows_host(host),
@@ -136,28 +160,28 @@ impl WidgetService {
         token: &str,
         caller: &Caller,
         needs_enabled: bool,
-    ) -> Result<InstallationContext, DomainError> {
-        let context = self.resolve(token, caller).await?;
+    ) -> Result<Arc<InstallationContext>, DomainError> {
+        let context = self.resolve(token, caller, Freshness::Cached).await?;
         if needs_enabled && !context.installation.enabled {
             return Err(DomainError::Forbidden("this installation is disabled"));
         }
-        self.limits.widget_write(context.installation.id, caller.ip)?;
+        self.limits.widget_write(context.installation.id, caller.key())?;
         Ok(context)
     }
 
-    pub async fn config(&self, token: &str, caller: &Caller) -> Result<InstallationContext, DomainError> {
-        self.resolve(token, caller).await
+    pub async fn config(&self, token: &str, caller: &Caller) -> Result<Arc<InstallationContext>, DomainError> {
+        self.resolve(token, caller, Freshness::Fresh).await
     }
 
     /// The installation's health as a partner would want to read it. Open
     /// to any origin: it explains origin problems instead of refusing them.
-    pub async fn installation_health(&self, token: &str, current_url: Option<Url>) -> Result<InstallationHealth, DomainError> {
-        let context = self.lookup(token).await?;
+    pub async fn installation_health(&self, token: &str, current_url: Option<PageUrl>) -> Result<InstallationHealth, DomainError> {
+        let context = self.lookup(token, Freshness::Fresh).await?;
         let warnings = self.warnings(&context, current_url.as_ref());
         Ok(InstallationHealth { context, warnings })
     }
 
-    fn warnings(&self, ctx: &InstallationContext, current_url: Option<&Url>) -> Vec<String> {
+    fn warnings(&self, ctx: &InstallationContext, current_url: Option<&PageUrl>) -> Vec<String> {
         let inst = &ctx.installation;
         let mut warnings = Vec::new();
         if !inst.enabled {
@@ -166,7 +190,7 @@ impl WidgetService {
                     .to_owned(),
             );
         }
-        let hosts = current_url.and_then(Url::host_str).map(str::to_owned).into_iter().chain(inst.page_host.clone());
+        let hosts = current_url.and_then(|u| u.host.clone()).into_iter().chain(inst.page_host.clone());
         for host in hosts {
             if !ctx.site.allows_host(&host) {
                 warnings.push(format!(
@@ -208,7 +232,7 @@ impl WidgetService {
         let heartbeat = Heartbeat {
             at: now,
             version: input.version,
-            page_host: input.current_url.as_ref().and_then(Url::host_str).map(str::to_ascii_lowercase),
+            page_host: input.current_url.as_ref().and_then(|u| u.host.clone()),
             installation_type: input.installation_type,
         };
         let token = input.token;
@@ -238,7 +262,7 @@ impl WidgetService {
         let scope = ctx.scope();
         let now = self.clock.now();
         let profile =
-            VisitorProfile { name: input.name, email: input.email, phone: input.phone, last_url: input.current_url.map(String::from) };
+            VisitorProfile { name: input.name, email: input.email, phone: input.phone, last_url: input.current_url.map(|u| u.url) };
         self.db
             .write(move |tx| match tx.visitor_by_uuid(scope, &input.uuid)? {
                 Some(mut visitor) => {
@@ -249,13 +273,14 @@ impl WidgetService {
                         // A verification vouches for one email or phone: a new one is unverified.
                         let changed = match visitor.verified_method {
                             Some(m) if m.uses_phone() => before.phone != visitor.profile.phone,
-                            Some(_) => before.email != visitor.profile.email,
+                            Some(_) => !matches!((&before.email, &visitor.profile.email), (Some(a), Some(b)) if validate::same_email(a, b)),
                             None => false,
                         };
                         if changed {
                             tx.clear_verification(scope, visitor.id)?;
                             visitor.verified_at = None;
                             visitor.verified_method = None;
+                            visitor.verified_target = None;
                         }
                     }
                     Ok((visitor, Synced::Updated))
@@ -280,7 +305,7 @@ impl WidgetService {
         let scope = ctx.scope();
         let now = self.clock.now();
         let public_id = ids::conversation_public_id()?;
-        let tenant = ctx.tenant;
+        let tenant = ctx.tenant.clone();
         let installation_id = ctx.installation.id;
         self.db
             .write(move |tx| {
@@ -292,7 +317,7 @@ impl WidgetService {
                         installation_id,
                         visitor_id: visitor.id,
                         subject: input.subject,
-                        start_url: input.current_url.map(String::from),
+                        start_url: input.current_url.map(|u| u.url),
                         created_at: now,
                     },
                 )?;
@@ -312,13 +337,11 @@ impl WidgetService {
         public_id: String,
         after_id: Option<MessageId>,
     ) -> Result<(Conversation, Vec<Message>), DomainError> {
-        let scope = self.resolve(token, caller).await?.scope();
+        let scope = self.resolve(token, caller, Freshness::Cached).await?.scope();
         self.db
             .read(move |r| {
-                let conversation = r.conversation_by_public_id(scope.into(), &public_id)?.ok_or(DomainError::NotFound)?;
                 let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: false };
-                let messages = r.messages(scope.into(), conversation.id, page)?;
-                Ok((conversation, messages))
+                r.conversation_with_messages(scope.into(), &public_id, page)?.ok_or(DomainError::NotFound)
             })
             .await
     }
@@ -327,7 +350,7 @@ impl WidgetService {
     pub async fn post_message(&self, caller: &Caller, input: PostMessageInput) -> Result<(Message, Conversation), DomainError> {
         let ctx = self.resolve_for_write(&input.token, caller, false).await?;
         let scope = ctx.scope();
-        let tenant = ctx.tenant;
+        let tenant = ctx.tenant.clone();
         let now = self.clock.now();
         let limits = Arc::clone(&self.limits);
         self.db
@@ -336,16 +359,10 @@ impl WidgetService {
                 limits.conversation_message(conversation.id)?;
                 let visitor = tx.visitor(scope, conversation.visitor_id)?.ok_or(DomainError::NotFound)?;
                 let message = tx.insert_message(scope.into(), &visitor_message(&conversation, &visitor, input.body, now))?;
-                let status = conversation.status_after_message();
-                if status != conversation.status {
-                    conversation.closed_at = None;
-                }
-                conversation.status = status;
-                conversation.last_message_at = now;
-                tx.update_conversation(scope.into(), &conversation)?;
+                crate::activity::record_message(tx, scope.into(), &mut conversation, now)?;
                 if let Some(url) = input.current_url {
                     let mut profile = visitor.profile.clone();
-                    if profile.merge(&VisitorProfile { last_url: Some(url.into()), ..Default::default() }) {
+                    if profile.merge(&VisitorProfile { last_url: Some(url.url), ..Default::default() }) {
                         tx.update_visitor_profile(scope, visitor.id, &profile, now)?;
                     }
                 }
@@ -356,11 +373,11 @@ impl WidgetService {
     }
 }
 
-fn visitor_for(tx: &mut dyn WriteTx, scope: SiteScope, uuid: &str, url: Option<&Url>, now: Timestamp) -> Result<Visitor, DomainError> {
+fn visitor_for(tx: &mut dyn WriteTx, scope: SiteScope, uuid: &str, url: Option<&PageUrl>, now: Timestamp) -> Result<Visitor, DomainError> {
     if let Some(v) = tx.visitor_by_uuid(scope, uuid)? {
         return Ok(v);
     }
-    let profile = VisitorProfile { last_url: url.map(|u| u.to_string()), ..Default::default() };
+    let profile = VisitorProfile { last_url: url.map(|u| u.url.clone()), ..Default::default() };
     Ok(tx.insert_visitor(scope, &NewVisitor { uuid: uuid.to_owned(), profile, created_at: now })?)
 }
 

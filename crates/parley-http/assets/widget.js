@@ -30,6 +30,13 @@
     return null;
   }
 
+  /** The page's address without its fragment: a fragment can carry what
+   * the page keeps to itself (sign-in tokens of single-page apps), and the
+   * server has no use for it. */
+  function pageUrl() {
+    return location.href.split("#")[0].slice(0, 2048);
+  }
+
   function storage() {
     try { var s = window.localStorage; s.getItem("parley"); return s; } catch (e) { return null; }
   }
@@ -158,12 +165,12 @@
 
   Widget.prototype.heartbeat = function () {
     api(this.base, "POST", "/api/v1/widget/ping", {
-      token: this.token, current_url: location.href.slice(0, 2048), installation_type: "web", version: VERSION
+      token: this.token, current_url: pageUrl(), installation_type: "web", version: VERSION
     }).catch(function () { /* a missed heartbeat is not the visitor's problem */ });
   };
 
   Widget.prototype.sync = function (extra) {
-    var body = { token: this.token, uuid: this.visitor, current_url: location.href.slice(0, 2048) };
+    var body = { token: this.token, uuid: this.visitor, current_url: pageUrl() };
     Object.keys(extra).forEach(function (k) { if (extra[k]) body[k] = extra[k]; });
     return api(this.base, "POST", "/api/v1/widget/visitors", body);
   };
@@ -390,11 +397,11 @@
     var request;
     if (this.conversation) {
       request = api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages",
-        { token: this.token, body: text, current_url: location.href.slice(0, 2048) });
+        { token: this.token, body: text, current_url: pageUrl() });
     } else {
       request = this.sync({ name: this.nameInput.value.trim(), email: this.emailInput.value.trim() }).then(function () {
         return api(self.base, "POST", "/api/v1/widget/conversations",
-          { token: self.token, visitor_uuid: self.visitor, message: text, privacy_accepted: true, current_url: location.href.slice(0, 2048) });
+          { token: self.token, visitor_uuid: self.visitor, message: text, privacy_accepted: true, current_url: pageUrl() });
       });
     }
     var settled = request.then(function (res) {

@@ -19,6 +19,8 @@ pub enum ApiError {
     Domain(DomainError),
     MalformedJson(String),
     PayloadTooLarge,
+    /// The body did not arrive whole within the read timeout.
+    RequestTimeout,
     UnsupportedMediaType,
     MethodNotAllowed,
     RouteNotFound,
@@ -86,6 +88,7 @@ impl ApiError {
         match self {
             Self::MalformedJson(m) => Answer::new(S::BAD_REQUEST, "malformed_json", m),
             Self::PayloadTooLarge => Answer::new(S::PAYLOAD_TOO_LARGE, "payload_too_large", "The request body is larger than 64 KiB."),
+            Self::RequestTimeout => Answer::new(S::REQUEST_TIMEOUT, "request_timeout", "The request body did not arrive in time."),
             Self::UnsupportedMediaType => Answer::new(
                 S::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",

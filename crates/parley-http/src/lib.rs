@@ -10,6 +10,7 @@ mod html;
 mod middleware;
 mod requests;
 mod routes;
+pub mod server;
 mod views;
 
 use std::sync::Arc;
@@ -26,11 +27,29 @@ use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::WidgetService;
 
 pub use extract::TrustedProxies;
-pub use routes::{BODY_LIMIT, metrics_router, router};
+pub use routes::{BODY_LIMIT, MetricsAccess, RouterOptions, metrics_router, router};
 
-/// What every handler can reach.
+/// What every handler can reach. Cloned for every request (axum's `State`),
+/// so it is one `Arc`: a clone is one atomic increment, not one per service.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl AppState {
+    pub fn new(services: Services) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// The domain services behind the routes.
+pub struct Services {
     pub widget: WidgetService,
     pub health: HealthService,
     pub auth: AuthService,

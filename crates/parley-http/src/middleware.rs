@@ -1,33 +1,110 @@
-//! Layers around every route: request logs and panic containment.
+//! Layers around every route: request logs, panic containment, CORS and
+//! the security headers of HTML pages.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{Method, header};
-use axum::middleware::Next;
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use parley_domain::metrics::Metrics;
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
 use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::set_header::{MakeHeaderValue, SetResponseHeaderLayer};
 use tower_http::trace::{DefaultOnResponse, MakeSpan, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::error::ApiError;
 
-/// Counts every request by route template, method and status, with its latency.
-pub async fn track(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
-    let route = req.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
-    // Label values come from a fixed set: any client can send any method.
-    let method = match req.method().as_str() {
-        m @ ("GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "HEAD") => m,
-        _ => "other",
+/// Counts every request by route template, method and status, with its
+/// latency. A tower layer rather than `from_fn`, which boxes the rest of
+/// the stack and its future on every request.
+#[derive(Clone)]
+pub struct TrackLayer {
+    metrics: Metrics,
+}
+
+impl TrackLayer {
+    pub fn new(metrics: Metrics) -> Self {
+        Self { metrics }
     }
-    .to_owned();
-    let started = Instant::now();
-    let response = next.run(req).await;
-    metrics.request(&route, &method, response.status().as_u16(), started.elapsed());
-    response
+}
+
+impl<S> Layer<S> for TrackLayer {
+    type Service = Track<S>;
+
+    fn layer(&self, inner: S) -> Track<S> {
+        Track { inner, metrics: self.metrics.clone() }
+    }
+}
+
+#[derive(Clone)]
+pub struct Track<S> {
+    inner: S,
+    metrics: Metrics,
+}
+
+impl<S, B> Service<Request<B>> for Track<S>
+where
+    S: Service<Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = TrackFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        // The matched path is a shared string: keeping it costs no copy.
+        let route = req.extensions().get::<MatchedPath>().cloned();
+        // Label values come from a fixed set: any client can send any method.
+        let method = match *req.method() {
+            Method::GET => "GET",
+            Method::POST => "POST",
+            Method::PUT => "PUT",
+            Method::PATCH => "PATCH",
+            Method::DELETE => "DELETE",
+            Method::OPTIONS => "OPTIONS",
+            Method::HEAD => "HEAD",
+            _ => "other",
+        };
+        TrackFuture { inner: self.inner.call(req), metrics: self.metrics.clone(), route, method, started: Instant::now() }
+    }
+}
+
+pin_project! {
+    pub struct TrackFuture<F> {
+        #[pin]
+        inner: F,
+        metrics: Metrics,
+        route: Option<MatchedPath>,
+        method: &'static str,
+        started: Instant,
+    }
+}
+
+impl<F, E> Future for TrackFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let outcome = ready!(this.inner.poll(cx));
+        if let Ok(response) = &outcome {
+            let route = this.route.as_ref().map_or("unmatched", MatchedPath::as_str);
+            this.metrics.request(route, this.method, response.status().as_u16(), this.started.elapsed());
+        }
+        Poll::Ready(outcome)
+    }
 }
 
 /// Names a request by its route template, never by its URI: widget URIs
@@ -67,3 +144,56 @@ pub fn cors() -> CorsLayer {
         .expose_headers([header::RETRY_AFTER])
         .max_age(std::time::Duration::from_secs(86_400))
 }
+
+/// The policy HTML pages get. They (the sandbox, the magic-link page, the
+/// web app) run no inline script, so a strict policy holds: scripts only
+/// from this service, no framing, no plugins. `public_origin` is where the
+/// widget script and the API are served from when `PARLEY_PUBLIC_URL`
+/// names another host than the browser's.
+pub fn page_policy(public_origin: &str) -> HeaderValue {
+    let own = if public_origin.is_empty() { String::new() } else { format!(" {public_origin}") };
+    let policy = format!(
+        "default-src 'none'; script-src 'self'{own}; connect-src 'self'{own}; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data:; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    );
+    HeaderValue::from_str(&policy).unwrap_or_else(|_| HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"))
+}
+
+/// A header value set only on HTML responses.
+#[derive(Clone)]
+pub struct OnHtml(pub HeaderValue);
+
+impl<B> MakeHeaderValue<Response<B>> for OnHtml {
+    fn make_header_value(&mut self, response: &Response<B>) -> Option<HeaderValue> {
+        let is_html = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().get(..9).is_some_and(|t| t.eq_ignore_ascii_case("text/html")));
+        is_html.then(|| self.0.clone())
+    }
+}
+
+/// `nosniff` on every response; on HTML ones also the content security
+/// policy, a same-origin referrer and no framing.
+pub fn security_headers(public_origin: &str) -> SecurityHeaders {
+    use tower::layer::util::Stack;
+    Stack::new(
+        SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+        Stack::new(
+            SetResponseHeaderLayer::overriding(header::CONTENT_SECURITY_POLICY, OnHtml(page_policy(public_origin))),
+            Stack::new(
+                SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, OnHtml(HeaderValue::from_static("same-origin"))),
+                SetResponseHeaderLayer::overriding(header::X_FRAME_OPTIONS, OnHtml(HeaderValue::from_static("DENY"))),
+            ),
+        ),
+    )
+}
+
+pub type SecurityHeaders = tower::layer::util::Stack<
+    SetResponseHeaderLayer<HeaderValue>,
+    tower::layer::util::Stack<
+        SetResponseHeaderLayer<OnHtml>,
+        tower::layer::util::Stack<SetResponseHeaderLayer<OnHtml>, SetResponseHeaderLayer<OnHtml>>,
+    >,
+>;

@@ -1,6 +1,7 @@
 //! The sweeper: every `PARLEY_SWEEP_INTERVAL` (and once at start) it runs
-//! the automation pass (stale installations, idle conversations) and the
-//! housekeeping that keeps in-memory limits bounded.
+//! the automation pass (stale installations, idle conversations, records
+//! past their retention) and the housekeeping that keeps in-memory limits
+//! bounded.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +32,15 @@ impl Sweeper {
             loop {
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
-                    _ = tick.tick() => self.pass().await,
+                    _ = tick.tick() => {
+                        // A pass is many small write units; at shutdown it
+                        // stops between two of them and the rest waits for
+                        // the next start.
+                        tokio::select! {
+                            _ = shutdown.cancelled() => break,
+                            _ = self.pass() => {}
+                        }
+                    }
                 }
             }
         });
@@ -41,8 +50,14 @@ impl Sweeper {
         match self.automation.sweep().await {
             Ok(report) => {
                 self.metrics.sweep_completed();
-                if report.marked_stale > 0 || report.closed > 0 {
-                    tracing::info!(marked_stale = report.marked_stale, closed = report.closed, "sweep");
+                if report.marked_stale > 0 || report.closed > 0 || report.pruned > 0 || report.given_up > 0 {
+                    tracing::info!(
+                        marked_stale = report.marked_stale,
+                        closed = report.closed,
+                        pruned = report.pruned,
+                        deliveries_given_up = report.given_up,
+                        "sweep"
+                    );
                 }
             }
             Err(e) => tracing::error!(error = %e, "sweep failed"),

@@ -38,10 +38,13 @@ pub struct Config {
     pub webhook_lease: Duration,
     pub webhook_poll_interval: Duration,
     pub webhook_concurrency: usize,
+    pub webhook_endpoints_per_tenant: usize,
     pub mobile_token_ttl: Duration,
     pub heartbeat_stale_after: Duration,
     pub auto_close_after: Duration,
     pub sweep_interval: Duration,
+    /// How long events, delivery logs, spent tokens and challenges are kept.
+    pub event_retention: Duration,
     pub log_format: LogFormat,
     pub log_filter: String,
     pub rate_limits: RateLimitSettings,
@@ -50,6 +53,19 @@ pub struct Config {
     pub metrics_listen: Option<SocketAddr>,
     /// Pending webhook deliveries older than this degrade `/health`.
     pub health_queue_max_age: Duration,
+    /// `PARLEY_METRICS_TOKEN`: the bearer token `/metrics` requires.
+    pub metrics_token: Option<String>,
+    /// A request head must arrive within this time.
+    pub request_header_timeout: Duration,
+    /// How long a keep-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
+    /// How long a response may wait for the client to read some of it.
+    pub response_write_timeout: Duration,
+    /// A request body must arrive whole within this time.
+    pub request_read_timeout: Duration,
+    pub max_connections: usize,
+    /// How long a stopping process waits for requests and background work.
+    pub shutdown_timeout: Duration,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
@@ -69,10 +85,12 @@ const KNOWN: &[&str] = &[
     "PARLEY_WEBHOOK_LEASE",
     "PARLEY_WEBHOOK_POLL_INTERVAL",
     "PARLEY_WEBHOOK_CONCURRENCY",
+    "PARLEY_WEBHOOK_ENDPOINTS_PER_TENANT",
     "PARLEY_MOBILE_TOKEN_TTL",
     "PARLEY_HEARTBEAT_STALE_AFTER",
     "PARLEY_AUTO_CLOSE_AFTER",
     "PARLEY_SWEEP_INTERVAL",
+    "PARLEY_EVENT_RETENTION",
     "PARLEY_LOG_FORMAT",
     "PARLEY_LOG",
     "PARLEY_RATE_LIMITS",
@@ -80,6 +98,7 @@ const KNOWN: &[&str] = &[
     "PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES",
     "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL",
     "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS",
+    "PARLEY_RATE_LIMIT_LOGINS_PER_ADDRESS",
     "PARLEY_VERIFY_LIMIT_PER_ADDRESS",
     "PARLEY_VERIFY_LIMIT_PER_TENANT",
     "PARLEY_SMS_LIMIT_PER_NUMBER",
@@ -88,6 +107,13 @@ const KNOWN: &[&str] = &[
     "PARLEY_TRUSTED_PROXIES",
     "PARLEY_METRICS_LISTEN",
     "PARLEY_HEALTH_QUEUE_MAX_AGE",
+    "PARLEY_METRICS_TOKEN",
+    "PARLEY_REQUEST_HEADER_TIMEOUT",
+    "PARLEY_IDLE_TIMEOUT",
+    "PARLEY_RESPONSE_WRITE_TIMEOUT",
+    "PARLEY_REQUEST_READ_TIMEOUT",
+    "PARLEY_MAX_CONNECTIONS",
+    "PARLEY_SHUTDOWN_TIMEOUT",
 ];
 
 #[derive(Debug)]
@@ -214,6 +240,10 @@ impl Config {
             Ok(n) if (1..=4096).contains(&n) => Ok(n),
             _ => Err(format!("{s:?} is not a number from 1 to 4096")),
         });
+        let webhook_endpoints_per_tenant = r.get("PARLEY_WEBHOOK_ENDPOINTS_PER_TENANT", 10, |s| match s.parse::<usize>() {
+            Ok(n) if (1..=1000).contains(&n) => Ok(n),
+            _ => Err(format!("{s:?} is not a number from 1 to 1000")),
+        });
         if webhook_lease <= webhook_timeout {
             r.errors
                 .push(ConfigError { variable: "PARLEY_WEBHOOK_LEASE".into(), reason: "must be longer than PARLEY_WEBHOOK_TIMEOUT".into() });
@@ -222,6 +252,12 @@ impl Config {
         let heartbeat_stale_after = r.duration("PARLEY_HEARTBEAT_STALE_AFTER", Duration::from_secs(86_400));
         let auto_close_after = r.duration("PARLEY_AUTO_CLOSE_AFTER", Duration::from_secs(86_400));
         let sweep_interval = r.duration("PARLEY_SWEEP_INTERVAL", Duration::from_secs(60));
+        // The verification limits count stored challenges over windows of up
+        // to a day (the SMS budget): keeping less would reset them.
+        let event_retention = r.get("PARLEY_EVENT_RETENTION", Duration::from_secs(30 * 86_400), |s| match parse_duration(s)? {
+            d if d < Duration::from_secs(86_400) => Err("must be at least 1d: the verification limits count a day of challenges".into()),
+            d => Ok(d),
+        });
         let log_format = r.get("PARLEY_LOG_FORMAT", LogFormat::Text, |s| match s {
             "text" => Ok(LogFormat::Text),
             "json" => Ok(LogFormat::Json),
@@ -236,8 +272,15 @@ impl Config {
         let conversation_messages = r.rate("PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES", defaults.conversation_messages);
         let login_failures_per_email = r.rate("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL", defaults.login_failures_per_email);
         let login_failures_per_address = r.rate("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS", defaults.login_failures_per_address);
+        let logins_per_address = r.rate("PARLEY_RATE_LIMIT_LOGINS_PER_ADDRESS", defaults.logins_per_address);
         let rate_limits = if limits_on {
-            RateLimitSettings { widget_writes, conversation_messages, login_failures_per_email, login_failures_per_address }
+            RateLimitSettings {
+                widget_writes,
+                conversation_messages,
+                login_failures_per_email,
+                login_failures_per_address,
+                logins_per_address,
+            }
         } else {
             RateLimitSettings::off()
         };
@@ -270,6 +313,22 @@ impl Config {
         });
         let metrics_listen = r.get("PARLEY_METRICS_LISTEN", None, |s| s.parse().map(Some).map_err(|_| format!("{s:?} is not an address")));
         let health_queue_max_age = r.duration("PARLEY_HEALTH_QUEUE_MAX_AGE", Duration::from_secs(15 * 60));
+        let metrics_token = r.get("PARLEY_METRICS_TOKEN", None, |s| {
+            if s.len() >= 16 && s.bytes().all(|b| b.is_ascii_graphic()) {
+                Ok(Some(s.to_owned()))
+            } else {
+                Err("must be at least 16 printable characters without spaces".into())
+            }
+        });
+        let request_header_timeout = r.duration("PARLEY_REQUEST_HEADER_TIMEOUT", Duration::from_secs(10));
+        let request_read_timeout = r.duration("PARLEY_REQUEST_READ_TIMEOUT", Duration::from_secs(30));
+        let idle_timeout = r.duration("PARLEY_IDLE_TIMEOUT", Duration::from_secs(60));
+        let response_write_timeout = r.duration("PARLEY_RESPONSE_WRITE_TIMEOUT", Duration::from_secs(30));
+        let max_connections = r.get("PARLEY_MAX_CONNECTIONS", 10_000, |s| match s.parse::<usize>() {
+            Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+            _ => Err(format!("{s:?} is not a number from 1 to 1000000")),
+        });
+        let shutdown_timeout = r.duration("PARLEY_SHUTDOWN_TIMEOUT", Duration::from_secs(15));
         if !r.errors.is_empty() {
             return Err(ConfigErrors(r.errors));
         }
@@ -287,10 +346,12 @@ impl Config {
             webhook_lease,
             webhook_poll_interval,
             webhook_concurrency,
+            webhook_endpoints_per_tenant,
             mobile_token_ttl,
             heartbeat_stale_after,
             auto_close_after,
             sweep_interval,
+            event_retention,
             log_format,
             log_filter,
             rate_limits,
@@ -298,6 +359,13 @@ impl Config {
             trusted_proxies,
             metrics_listen,
             health_queue_max_age,
+            metrics_token,
+            request_header_timeout,
+            idle_timeout,
+            response_write_timeout,
+            request_read_timeout,
+            max_connections,
+            shutdown_timeout,
         };
         Ok((config, warnings))
     }

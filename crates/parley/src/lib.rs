@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod config;
+mod resources;
 pub mod startup;
 pub mod telemetry;
 

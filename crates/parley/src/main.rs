@@ -10,6 +10,11 @@ use parley_domain::tenancy::{NewTenantInput, Tenancy};
 use parley_domain::{DomainError, SystemClock};
 use tokio_util::sync::CancellationToken;
 
+/// glibc's allocator takes a lock its threads then queue on; a busy server
+/// allocates on every request, from both runtime threads.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The demo never touches the configured database.
 const DEMO_DATABASE_URL: &str = "sqlite://parley-data/demo.sqlite3";
 
@@ -33,7 +38,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match cli.command {
             Command::Serve => serve(config, Mode::Serve).await,
             Command::Demo => {
@@ -43,7 +48,11 @@ fn main() -> ExitCode {
             Command::Migrate => migrate(&config).await,
             Command::Tenant(TenantCommand::Create(args)) => create_tenant(&config, args).await,
         }
-    })
+    });
+    // Blocking work still running (a DNS lookup of a webhook host, say)
+    // must not hold the exit past the shutdown time.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
 }
 
 async fn serve(config: Config, mode: Mode) -> ExitCode {

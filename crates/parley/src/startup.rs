@@ -18,7 +18,8 @@ use parley_domain::verification::service::VerificationService;
 use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::{WidgetService, WidgetSettings};
 use parley_domain::{Clock, Database, DomainError};
-use parley_http::{AppState, SandboxInfo, TrustedProxies};
+use parley_http::server::ServerSettings;
+use parley_http::{AppState, MetricsAccess, RouterOptions, SandboxInfo, Services, TrustedProxies};
 use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
 use parley_worker::sweeper::Sweeper;
 use parley_worker::webhooks::{DeliverySettings, WebhookWorker};
@@ -49,6 +50,9 @@ pub enum StartError {
     Channel(String),
 }
 
+/// Connections the separate metrics listener accepts at once.
+const METRICS_CONNECTIONS: usize = 16;
+
 pub struct Application {
     listener: TcpListener,
     /// `PARLEY_METRICS_LISTEN`: `/metrics` on its own address.
@@ -61,6 +65,7 @@ pub struct Application {
     webhook_worker: Arc<WebhookWorker>,
     sweeper: Sweeper,
     demo: Option<DemoCredentials>,
+    server: ServerSettings,
 }
 
 async fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
@@ -116,6 +121,7 @@ impl Application {
             lease: config.webhook_lease,
             poll_interval: config.webhook_poll_interval,
             concurrency: config.webhook_concurrency,
+            shutdown_grace: config.shutdown_timeout,
             ..DeliverySettings::new(config.webhook_retry_schedule.clone(), allow_private)
         };
         let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery, metrics.clone())
@@ -124,7 +130,12 @@ impl Application {
             automation: Automation::new(
                 db.clone(),
                 Arc::clone(&clock),
-                AutomationSettings { stale_after: config.heartbeat_stale_after, auto_close_after: config.auto_close_after },
+                AutomationSettings {
+                    stale_after: config.heartbeat_stale_after,
+                    auto_close_after: config.auto_close_after,
+                    retention: config.event_retention,
+                    delivery_give_up_after: give_up_after(&config.webhook_retry_schedule, config.webhook_lease),
+                },
             ),
             limits: Arc::clone(&limits),
             auth: auth.clone(),
@@ -132,7 +143,7 @@ impl Application {
             metrics: metrics.clone(),
             every: config.sweep_interval,
         };
-        let state = AppState {
+        let state = AppState::new(Services {
             widget,
             verification,
             health: HealthService::new(
@@ -143,7 +154,7 @@ impl Application {
             auth,
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
             admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
-            webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), allow_private),
+            webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), allow_private, config.webhook_endpoints_per_tenant),
             metrics: metrics.clone(),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
             sandbox: match &demo {
@@ -156,11 +167,23 @@ impl Application {
                 }
                 None => None,
             },
+        });
+        let metrics_access = match (&metrics_listener, &config.metrics_token) {
+            (None, Some(token)) => MetricsAccess::Token(token.clone()),
+            _ => MetricsAccess::Hidden,
+        };
+        let options = RouterOptions { metrics: metrics_access, body_timeout: config.request_read_timeout, public_url: public_url.clone() };
+        let server = ServerSettings {
+            header_timeout: config.request_header_timeout,
+            idle_timeout: config.idle_timeout,
+            write_timeout: config.response_write_timeout,
+            max_connections: crate::resources::fit_connection_cap(config.max_connections),
+            drain_timeout: config.shutdown_timeout,
         };
         Ok(Self {
             listener,
-            router: parley_http::router(state, metrics_listener.is_none()),
-            metrics_router: parley_http::metrics_router(metrics),
+            router: parley_http::router(state, options),
+            metrics_router: parley_http::metrics_router(metrics, config.metrics_token.clone()),
             metrics_listener,
             db,
             local_addr,
@@ -168,6 +191,7 @@ impl Application {
             webhook_worker,
             sweeper,
             demo,
+            server,
         })
     }
 
@@ -192,30 +216,39 @@ impl Application {
         &self.db
     }
 
-    /// Serves until `shutdown` is cancelled; then lets in-flight requests
-    /// finish, stops background tasks (an attempt in flight completes), and
-    /// closes the database after every accepted write is committed.
+    /// Serves until `shutdown` is cancelled; then stops accepting, lets
+    /// requests and webhook attempts in flight finish for at most the
+    /// shutdown time (attempts still out then are abandoned to their
+    /// leases), and closes the database after every accepted write is
+    /// committed.
     pub async fn run(self, shutdown: CancellationToken) -> std::io::Result<()> {
         let tasks = TaskTracker::new();
         tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
         self.sweeper.spawn(&tasks, shutdown.clone());
         if let Some(listener) = self.metrics_listener {
-            let stop = shutdown.clone().cancelled_owned();
-            let router = self.metrics_router;
-            tasks.spawn(async move {
-                if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stop).await {
-                    tracing::error!(error = %e, "metrics listener failed");
-                }
-            });
+            // A scraper or two: a handful of connections is plenty, and
+            // they come out of the same open-file limit.
+            let settings = ServerSettings { max_connections: METRICS_CONNECTIONS, ..self.server };
+            tasks.spawn(parley_http::server::serve(listener, self.metrics_router, settings, shutdown.clone()));
         }
-        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
-        let served = axum::serve(self.listener, service).with_graceful_shutdown(shutdown.clone().cancelled_owned()).await;
+        parley_http::server::serve(self.listener, self.router, self.server, shutdown.clone()).await;
         shutdown.cancel();
         tasks.close();
-        tasks.wait().await;
+        // Every task bounds its own drain by the shutdown time; this is the
+        // backstop should one of them not.
+        let backstop = self.server.drain_timeout + std::time::Duration::from_secs(1);
+        if tokio::time::timeout(backstop, tasks.wait()).await.is_err() {
+            tracing::warn!("background work did not stop within the shutdown time");
+        }
         self.db.close().await;
-        served
+        Ok(())
     }
+}
+
+/// The span of the retry schedule (with its jitter of up to 10 %) and a
+/// lease: a delivery still pending after that is given up.
+fn give_up_after(schedule: &[std::time::Duration], lease: std::time::Duration) -> std::time::Duration {
+    schedule.iter().sum::<std::time::Duration>().mul_f64(1.1) + lease
 }
 
 /// Real channels where configured; under `parley demo` the others go to the

@@ -9,6 +9,8 @@ pub enum ConversationStatus {
 }
 
 impl ConversationStatus {
+    pub const ALL: [ConversationStatus; 3] = [ConversationStatus::Unassigned, ConversationStatus::Assigned, ConversationStatus::Closed];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Unassigned => "unassigned",
@@ -43,18 +45,6 @@ pub struct Conversation {
     pub last_message_at: Timestamp,
     pub closed_at: Option<Timestamp>,
     pub verified_at: Option<Timestamp>,
-}
-
-impl Conversation {
-    /// The status a visitor or operator message leaves the conversation in:
-    /// a closed conversation reopens, to its assignee if it still has one.
-    pub fn status_after_message(&self) -> ConversationStatus {
-        match (self.status, self.assignee_id) {
-            (ConversationStatus::Closed, Some(_)) => ConversationStatus::Assigned,
-            (ConversationStatus::Closed, None) => ConversationStatus::Unassigned,
-            (status, _) => status,
-        }
-    }
 }
 
 #[derive(Clone, Debug)]

@@ -13,6 +13,9 @@ pub enum InstallationStatus {
 }
 
 impl InstallationStatus {
+    pub const ALL: [InstallationStatus; 4] =
+        [InstallationStatus::Pending, InstallationStatus::Healthy, InstallationStatus::Stale, InstallationStatus::Disabled];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",

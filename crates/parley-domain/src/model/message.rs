@@ -9,6 +9,8 @@ pub enum SenderKind {
 }
 
 impl SenderKind {
+    pub const ALL: [SenderKind; 3] = [SenderKind::Visitor, SenderKind::Operator, SenderKind::System];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Visitor => "visitor",

@@ -17,7 +17,7 @@ pub use message::{Message, NewMessage, Sender, SenderKind};
 pub use operator::{NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, Role, Session};
 pub use site::{NewSite, Site, WidgetAppearance};
 pub use tenant::{NewTenant, Tenant};
-pub use visitor::{NewVisitor, Visitor, VisitorProfile};
+pub use visitor::{NewVisitor, Proof, Visitor, VisitorProfile};
 
 macro_rules! id_type {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {$(

@@ -10,6 +10,8 @@ pub enum Role {
 }
 
 impl Role {
+    pub const ALL: [Role; 2] = [Role::Admin, Role::Agent];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Admin => "admin",

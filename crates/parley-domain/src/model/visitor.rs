@@ -10,11 +10,37 @@ pub struct Visitor {
     pub uuid: String,
     pub profile: VisitorProfile,
     pub verified_at: Option<Timestamp>,
-    /// How the visitor verified; the verified email or phone is the one in
-    /// the profile, and changing it clears the verification.
+    /// How the visitor verified; changing the verified email or phone
+    /// clears the verification.
     pub verified_method: Option<crate::verification::Method>,
+    /// The email address or phone number the verification proved.
+    pub verified_target: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// What a completed verification proved about a visitor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proof {
+    pub method: crate::verification::Method,
+    /// The email address or phone number proven.
+    pub target: String,
+    /// The profile's email is the proven address. A visitor verified by
+    /// SMS may still type any email: that one is not.
+    pub email: bool,
+    /// The profile's phone is the proven number.
+    pub phone: bool,
+}
+
+impl Visitor {
+    /// What the visitor's verification proved, if it verified.
+    pub fn proof(&self) -> Option<Proof> {
+        let (method, target) = (self.verified_method?, self.verified_target.clone()?);
+        self.verified_at?;
+        let email = !method.uses_phone() && self.profile.email.as_deref().is_some_and(|e| crate::validate::same_email(&target, e));
+        let phone = method.uses_phone() && self.profile.phone.as_deref() == Some(target.as_str());
+        Some(Proof { method, target, email, phone })
+    }
 }
 
 /// The fields a visitor may tell about itself. `None` means "not told";

@@ -80,7 +80,8 @@ impl VerificationLimits {
                 checks.push((ChallengeCount::TenantSms, Rate { count: budget, period: Duration::from_secs(86_400) }));
             }
         } else if let Some(r) = self.email_per_recipient {
-            checks.push((ChallengeCount::Email(target.to_owned()), r));
+            // The same mailbox however its address is capitalised.
+            checks.push((ChallengeCount::Email(crate::validate::email_key(target)), r));
         }
         for (count, rate) in checks {
             let since = now.minus(rate.period);

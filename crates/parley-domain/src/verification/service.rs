@@ -1,6 +1,5 @@
 //! Starting and confirming verifications.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::channels::Channels;
@@ -9,7 +8,7 @@ use super::{CHALLENGE_TTL, Challenge, ChallengeStatus, MAX_ATTEMPTS, Method, New
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
-use crate::limits::SlidingWindow;
+use crate::limits::{ClientKey, SlidingWindow};
 use crate::mask;
 use crate::model::*;
 use crate::store::{Database, WriteTx};
@@ -58,7 +57,7 @@ pub struct VerificationService {
     widget: WidgetService,
     channels: Channels,
     limits: VerificationLimits,
-    per_address: Arc<SlidingWindow<IpAddr>>,
+    per_address: Arc<SlidingWindow<ClientKey>>,
     /// `PARLEY_PUBLIC_URL`: magic links are built from it, never from a
     /// request's Host header.
     public_url: String,
@@ -88,7 +87,7 @@ impl VerificationService {
             return Err(DomainError::invalid("method", "is not available on this service"));
         }
         let now = self.clock.now();
-        self.per_address.reserve(&caller.ip, now)?;
+        self.per_address.reserve(&caller.key(), now)?;
         let code = match input.method {
             Method::MagicLink => codes::link_code()?,
             Method::EmailOtp | Method::SmsOtp => codes::otp()?,
@@ -127,7 +126,7 @@ impl VerificationService {
             Ok(c) => c,
             Err(e) => {
                 // Nothing was started: the address keeps its allowance.
-                self.per_address.forget(&caller.ip, now);
+                self.per_address.forget(&caller.key(), now);
                 return Err(e);
             }
         };
@@ -243,9 +242,18 @@ fn settle(
     tx.update_challenge(scope, challenge.id, ChallengeStatus::Verified, challenge.attempts, Some(now))?;
     let mut conversation = tx.conversation(scope.into(), challenge.conversation_id)?.ok_or(DomainError::NotFound)?;
     let mut visitor = tx.visitor(scope, challenge.visitor_id)?.ok_or(DomainError::NotFound)?;
+    // The proven address or number becomes the visitor's own.
+    if challenge.method.uses_phone() {
+        visitor.profile.phone = Some(challenge.target.clone());
+    } else {
+        visitor.profile.email = Some(challenge.target.clone());
+    }
+    tx.update_visitor_profile(scope, visitor.id, &visitor.profile, now)?;
     tx.mark_verified(scope, visitor.id, conversation.id, challenge.method, &challenge.target, now)?;
     conversation.verified_at = Some(now);
     visitor.verified_at = Some(now);
+    visitor.verified_method = Some(challenge.method);
+    visitor.verified_target = Some(challenge.target.clone());
     let what = if challenge.method.uses_phone() { "phone number" } else { "email address" };
     let note = NewMessage {
         conversation_id: conversation.id,

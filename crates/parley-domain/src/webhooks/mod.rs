@@ -8,6 +8,7 @@
 //! deliveries with a lease, sends them, and records each attempt; what
 //! happens after an attempt is decided here, in [`schedule`].
 
+pub mod fairness;
 pub mod schedule;
 pub mod service;
 pub mod signing;
@@ -35,6 +36,10 @@ pub struct Webhook {
     pub enabled: bool,
     pub disabled_reason: Option<String>,
     pub created_at: Timestamp,
+    /// Failed attempts in a row (see [`fairness`]).
+    pub failure_streak: u32,
+    /// No attempt is made before this time (circuit open).
+    pub paused_until: Option<Timestamp>,
 }
 
 impl Webhook {
@@ -67,6 +72,8 @@ pub enum DeliveryStatus {
 }
 
 impl DeliveryStatus {
+    pub const ALL: [DeliveryStatus; 3] = [DeliveryStatus::Pending, DeliveryStatus::Delivered, DeliveryStatus::Failed];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",

@@ -24,11 +24,14 @@ pub struct WebhookService {
     clock: Arc<dyn Clock>,
     /// `PARLEY_WEBHOOK_ALLOW_PRIVATE`: endpoints on this network are allowed.
     allow_private: bool,
+    /// `PARLEY_WEBHOOK_ENDPOINTS_PER_TENANT`: every endpoint costs delivery
+    /// work on each event, so a tenant may have only so many.
+    max_endpoints: usize,
 }
 
 impl WebhookService {
-    pub fn new(db: Database, clock: Arc<dyn Clock>, allow_private: bool) -> Self {
-        Self { db, clock, allow_private }
+    pub fn new(db: Database, clock: Arc<dyn Clock>, allow_private: bool, max_endpoints: usize) -> Self {
+        Self { db, clock, allow_private, max_endpoints }
     }
 
     /// Registers an endpoint; the returned webhook carries its secret, shown this once.
@@ -36,7 +39,18 @@ impl WebhookService {
         let tenant = require_admin(session)?;
         let url = target::check_url(&input.url, self.allow_private).await.map_err(|m| DomainError::invalid("url", m))?;
         let new = NewWebhook { url: url.into(), events: input.events, secret: signing::new_secret()?, created_at: self.clock.now() };
-        self.db.write(move |tx| Ok(tx.insert_webhook(tenant, &new)?)).await
+        let max = self.max_endpoints;
+        self.db
+            .write(move |tx| {
+                // Counted inside the write, so parallel creations cannot
+                // both slip under the bound.
+                if tx.webhooks(tenant)?.len() >= max {
+                    let message = format!("this tenant already has the most endpoints allowed ({max}); delete one first");
+                    return Err(DomainError::invalid("url", message));
+                }
+                Ok(tx.insert_webhook(tenant, &new)?)
+            })
+            .await
     }
 
     pub async fn list(&self, session: &Session) -> Result<Vec<Webhook>, DomainError> {

@@ -21,33 +21,53 @@ impl TrustedProxies {
         Self(Arc::new(nets))
     }
 
+    /// A dual-stack listener sees IPv4 peers as `::ffff:a.b.c.d`: they are
+    /// compared as the IPv4 addresses they are.
     fn trusts(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
         self.0.iter().any(|n| n.contains(&ip))
     }
 
     /// The client address: the socket peer, or, when the peer is a trusted
     /// proxy, the right-most `X-Forwarded-For` entry that is not one.
-    pub fn client_ip(&self, peer: IpAddr, forwarded_for: Option<&str>) -> IpAddr {
+    ///
+    /// `forwarded_for` holds every `X-Forwarded-For` line in order: a
+    /// proxy may append its own line instead of extending the first one
+    /// (HAProxy's `option forwardfor`), and reading only the first would
+    /// believe whatever the client wrote there.
+    pub fn client_ip<'a>(&self, peer: IpAddr, forwarded_for: impl IntoIterator<Item = &'a str>) -> IpAddr {
         if !self.trusts(peer) {
             return peer;
         }
-        let Some(chain) = forwarded_for else {
-            return peer;
-        };
+        // Empty entries (a trailing comma) are no hop.
+        let hops: Vec<&str> = forwarded_for.into_iter().flat_map(|line| line.split(',')).filter(|h| !h.trim().is_empty()).collect();
         let mut client = peer;
-        for hop in chain.rsplit(',') {
-            match hop.trim().parse::<IpAddr>() {
-                Ok(ip) => {
+        for hop in hops.iter().rev() {
+            match parse_hop(hop) {
+                Some(ip) => {
                     client = ip;
                     if !self.trusts(ip) {
                         break;
                     }
                 }
-                Err(_) => break,
+                None => break,
             }
         }
         client
     }
+}
+
+/// One `X-Forwarded-For` entry: an address, possibly with a port
+/// (`192.0.2.1:5678`, `[2001:db8::1]:443`) or in brackets.
+fn parse_hop(hop: &str) -> Option<IpAddr> {
+    let hop = hop.trim();
+    if let Ok(ip) = hop.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Ok(addr) = hop.parse::<SocketAddr>() {
+        return Some(addr.ip());
+    }
+    hop.strip_prefix('[').and_then(|h| h.strip_suffix(']')).and_then(|h| h.parse().ok())
 }
 
 /// The domain's [`Caller`], read from the request.
@@ -62,7 +82,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([127, 0, 0, 1]), |c| c.0.ip());
-        let forwarded = parts.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
+        let forwarded = parts.headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok());
         let ip = TrustedProxies::from_ref(state).client_ip(peer, forwarded);
         let origin = match parts.headers.get(header::ORIGIN) {
             None => Origin::Absent,
@@ -86,9 +106,27 @@ mod tests {
         let proxies = TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()]);
         let peer: IpAddr = "10.0.0.2".parse().unwrap();
         let outsider: IpAddr = "203.0.113.9".parse().unwrap();
-        assert_eq!(proxies.client_ip(peer, Some("198.51.100.7, 10.0.0.5")), "198.51.100.7".parse::<IpAddr>().unwrap());
-        assert_eq!(proxies.client_ip(outsider, Some("198.51.100.7")), outsider);
-        assert_eq!(proxies.client_ip(peer, None), peer);
-        assert_eq!(proxies.client_ip(peer, Some("garbage")), peer);
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(proxies.client_ip(peer, ["198.51.100.7, 10.0.0.5"]), ip("198.51.100.7"));
+        assert_eq!(proxies.client_ip(outsider, ["198.51.100.7"]), outsider);
+        assert_eq!(proxies.client_ip(peer, []), peer);
+        assert_eq!(proxies.client_ip(peer, ["garbage"]), peer);
+    }
+
+    #[test]
+    fn every_forwarded_for_line_counts_and_entries_may_carry_ports() {
+        let proxies = TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()]);
+        let peer: IpAddr = "10.0.0.2".parse().unwrap();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        // The client forged the first line; the proxy appended the second.
+        assert_eq!(proxies.client_ip(peer, ["6.6.6.6", "203.0.113.9"]), ip("203.0.113.9"));
+        assert_eq!(proxies.client_ip(peer, ["6.6.6.6, 203.0.113.9", "10.0.0.7"]), ip("203.0.113.9"));
+        assert_eq!(proxies.client_ip(peer, ["203.0.113.9:5678"]), ip("203.0.113.9"));
+        assert_eq!(proxies.client_ip(peer, ["203.0.113.9, "]), ip("203.0.113.9"), "a trailing comma is no hop");
+        assert_eq!(proxies.client_ip(peer, ["[2001:db8::1]:443"]), ip("2001:db8::1"));
+        assert_eq!(proxies.client_ip(peer, ["[2001:db8::2]"]), ip("2001:db8::2"));
+        assert_eq!(proxies.client_ip(peer, ["2001:db8::3"]), ip("2001:db8::3"));
+        let mapped: IpAddr = "::ffff:10.0.0.2".parse().unwrap();
+        assert_eq!(proxies.client_ip(mapped, ["203.0.113.9"]), ip("203.0.113.9"), "a mapped IPv4 proxy is trusted");
     }
 }

@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::fields::{Fields, FromFields};
 use crate::error::ApiError;
@@ -25,10 +25,25 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Api
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge
+        } else if timed_out(&rejection) {
+            ApiError::RequestTimeout
         } else {
             ApiError::MalformedJson("The request body could not be read.".into())
         }
     })
+}
+
+/// Whether the body stopped because the read deadline passed (the router's
+/// body deadline layer), somewhere down the error's chain of causes.
+fn timed_out(rejection: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(rejection);
+    while let Some(e) = cause {
+        if e.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 fn parse<T: FromFields>(bytes: &[u8]) -> Result<T, ApiError> {
@@ -54,7 +69,8 @@ impl<S: Send + Sync, T: FromFields> FromRequest<S> for JsonBody<T> {
 }
 
 /// A body that may be left out entirely (empty, with or without a content
-/// type); when present it must be a JSON object like any other.
+/// type, or a JSON `null`); when present it must be a JSON object like any
+/// other.
 pub struct OptionalJsonBody<T>(pub Option<T>);
 
 impl<S: Send + Sync, T: FromFields> FromRequest<S> for OptionalJsonBody<T> {
@@ -69,7 +85,22 @@ impl<S: Send + Sync, T: FromFields> FromRequest<S> for OptionalJsonBody<T> {
         if !json {
             return Err(ApiError::UnsupportedMediaType);
         }
+        if serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.is_null()) {
+            return Ok(Self(None));
+        }
         parse(&bytes).map(|t| Self(Some(t)))
+    }
+}
+
+/// A body read as bytes, with the same answers for one that is too large
+/// (413) or too slow (408) as every JSON body.
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        read_body(req, state).await.map(RawBody)
     }
 }
 
@@ -81,9 +112,8 @@ impl<S: Send + Sync, T: FromFields> FromRequestParts<S> for QueryFields<T> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or("");
-        let map: Map<String, Value> =
-            url::form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), Value::String(v.into_owned()))).collect();
-        let mut fields = Fields::new(&map);
+        let pairs: Vec<_> = url::form_urlencoded::parse(query.as_bytes()).collect();
+        let mut fields = Fields::query(&pairs);
         let parsed = T::from_fields(&mut fields);
         fields.finish(parsed).map(QueryFields)
     }

@@ -7,5 +7,5 @@ mod json;
 
 pub use bearer::{Authenticated, PathId, PathIds};
 pub use caller::{ClientCaller, TrustedProxies};
-pub use fields::{Fields, FromFields, Invalid};
-pub use json::{JsonBody, OptionalJsonBody, QueryFields};
+pub use fields::{Fields, FromFields, Invalid, positive_id};
+pub use json::{JsonBody, OptionalJsonBody, QueryFields, RawBody};

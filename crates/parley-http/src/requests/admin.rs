@@ -9,43 +9,30 @@ use parley_domain::validate;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::extract::{Fields, FromFields, Invalid};
+use super::schema;
+use crate::extract::{Fields, FromFields, Invalid, positive_id};
 
 #[derive(ToSchema)]
 pub struct SiteCreateRequest {
-    /// At most 255 characters.
-    name: String,
+    /// At most 255 characters, not blank.
+    name: schema::RequiredName,
     /// Host names the widget may run on (subdomains included). Empty or absent: anywhere.
-    domains: Option<Vec<String>>,
+    domains: Option<Vec<schema::Domain>>,
     /// Widget title; defaults to the site name.
-    widget_title: Option<String>,
-    widget_greeting: Option<String>,
+    widget_title: Option<schema::Name>,
+    widget_greeting: Option<schema::LongText>,
     /// `#rrggbb`; default `#2563eb`.
-    accent_color: Option<String>,
-    privacy_text: Option<String>,
-    #[schema(format = "uri")]
-    privacy_url: Option<String>,
-}
-
-fn required_name(s: &str) -> Result<String, String> {
-    validate::name(s)?.ok_or_else(|| "must not be blank".to_owned())
-}
-
-fn colour(s: &str) -> Result<String, String> {
-    let hex = s.strip_prefix('#').unwrap_or("");
-    if hex.len() == 6 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(s.to_ascii_lowercase())
-    } else {
-        Err("must be a colour such as #2563eb".into())
-    }
+    accent_color: Option<schema::Colour>,
+    privacy_text: Option<schema::LongText>,
+    privacy_url: Option<schema::PageUrl>,
 }
 
 fn text(s: &str) -> Result<Option<String>, String> {
-    validate::optional_text(s, 1_000)
+    validate::optional(&validate::LONG_TEXT, s)
 }
 
 fn site_id(v: &Value) -> Result<SiteId, String> {
-    v.as_i64().filter(|n| *n > 0).map(SiteId).ok_or_else(|| "must be a positive integer id".into())
+    positive_id(v).map(SiteId).ok_or_else(|| "must be a positive integer id".into())
 }
 
 fn role(s: &str) -> Result<Role, String> {
@@ -54,11 +41,11 @@ fn role(s: &str) -> Result<Role, String> {
 
 impl FromFields for NewSiteInput {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let name = f.required("name", required_name);
+        let name = f.required("name", validate::required_name);
         let domains = f.optional_list("domains", |v| v.as_str().ok_or_else(|| "must be a string".to_owned()).and_then(validate::domain));
         let title = f.optional_text("widget_title", validate::name);
         let greeting = f.optional_text("widget_greeting", text);
-        let accent = f.optional("accent_color", colour);
+        let accent = f.optional("accent_color", validate::colour);
         let privacy_text = f.optional_text("privacy_text", text);
         let privacy_url = f.optional("privacy_url", validate::page_url);
         let name = name?;
@@ -69,7 +56,7 @@ impl FromFields for NewSiteInput {
                 greeting: greeting?.unwrap_or_else(|| "Hi! How can we help?".to_owned()),
                 accent_color: accent?.unwrap_or_else(|| "#2563eb".to_owned()),
                 privacy_text: privacy_text?.unwrap_or_else(|| "We keep your messages to answer you.".to_owned()),
-                privacy_url: privacy_url?.map(String::from),
+                privacy_url: privacy_url?.map(|u| u.url),
             },
             name,
         })
@@ -79,15 +66,15 @@ impl FromFields for NewSiteInput {
 #[derive(ToSchema)]
 pub struct InstallationCreateRequest {
     /// Default `Website`.
-    name: Option<String>,
+    name: Option<schema::Name>,
     /// Default `web`.
-    installation_type: Option<String>,
+    installation_type: Option<schema::ShortText>,
 }
 
 impl FromFields for NewInstallationInput {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let name = f.optional_text("name", validate::name);
-        let installation_type = f.optional_text("installation_type", |s| validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS));
+        let installation_type = f.optional_text("installation_type", |s| validate::optional(&validate::SHORT_TEXT, s));
         Ok(Self { name: name?, installation_type: installation_type? })
     }
 }
@@ -109,21 +96,22 @@ impl FromFields for InstallationPatch {
 
 #[derive(ToSchema)]
 pub struct OperatorCreateRequest {
-    #[schema(format = Email)]
-    email: String,
-    name: String,
+    /// Unique across the service, compared without regard to case.
+    email: schema::Email,
+    name: schema::RequiredName,
     /// 10 to 1,024 characters.
-    password: String,
-    /// `admin` or `agent`.
+    password: schema::NewPassword,
+    #[schema(schema_with = schema::role)]
     role: String,
-    /// Sites whose conversations an agent sees.
+    /// Sites of this tenant whose conversations an agent sees.
+    #[schema(schema_with = schema::site_ids)]
     site_ids: Option<Vec<i64>>,
 }
 
 impl FromFields for NewOperatorInput {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let email = f.required("email", validate::email);
-        let name = f.required("name", required_name);
+        let name = f.required("name", validate::required_name);
         let password = f.required("password", validate::new_password);
         let role = f.required("role", role);
         let site_ids = f.optional_list("site_ids", site_id);
@@ -135,16 +123,18 @@ impl FromFields for NewOperatorInput {
 /// or changing its password signs it out everywhere.
 #[derive(ToSchema)]
 pub struct OperatorPatchRequest {
-    name: Option<String>,
-    password: Option<String>,
+    name: Option<schema::RequiredName>,
+    password: Option<schema::NewPassword>,
+    #[schema(schema_with = schema::optional_role)]
     role: Option<String>,
     active: Option<bool>,
+    #[schema(schema_with = schema::site_ids)]
     site_ids: Option<Vec<i64>>,
 }
 
 impl FromFields for OperatorPatch {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let name = f.optional("name", required_name);
+        let name = f.optional("name", validate::required_name);
         let password = f.optional("password", validate::new_password);
         let role = f.optional("role", role);
         let active = f.optional_bool("active");
@@ -155,10 +145,12 @@ impl FromFields for OperatorPatch {
 
 #[derive(ToSchema)]
 pub struct WebhookCreateRequest {
-    /// http or https; must not point inside the network (unless allowed by configuration).
-    #[schema(format = "uri")]
-    url: String,
-    /// Kinds to receive; all kinds when absent.
+    /// http or https; its host must resolve, and not to an address inside
+    /// the network (unless the service allows private targets), or the
+    /// answer is 422.
+    url: schema::PageUrl,
+    /// Kinds to receive, at least one; all kinds when absent.
+    #[schema(schema_with = schema::event_kinds)]
     events: Option<Vec<String>>,
 }
 
@@ -170,7 +162,7 @@ pub struct WebhookCreate {
 
 impl FromFields for WebhookCreate {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let url = f.required("url", |s| if s.trim().is_empty() { Err("must not be empty".into()) } else { Ok(s.trim().to_owned()) });
+        let url = f.required("url", |s| validate::PAGE_URL.check(s).map(|()| s.to_owned()));
         let events = f.optional_list("events", |v| {
             let name = v.as_str().ok_or_else(|| "must be a string".to_owned())?;
             EventKind::parse(name).ok_or_else(|| {

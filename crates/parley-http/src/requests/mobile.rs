@@ -7,41 +7,40 @@ use parley_domain::model::{MessageId, OperatorId, StatusFilter};
 use parley_domain::validate;
 use utoipa::{IntoParams, ToSchema};
 
+use super::schema;
 use crate::extract::{Fields, FromFields, Invalid};
 
 #[derive(ToSchema)]
 pub struct MobileLoginRequest {
-    #[schema(format = Email)]
-    email: String,
-    password: String,
+    email: schema::Email,
+    password: schema::Password,
     /// Shown in the operator's list of sessions; at most 255 characters.
-    device_name: Option<String>,
+    device_name: Option<schema::Name>,
 }
 
 impl FromFields for LoginInput {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let email = f.required("email", validate::email);
-        let password = f.required("password", |s| match s.chars().count() {
-            0 => Err("must not be empty".into()),
-            1..=1024 => Ok(s.to_owned()),
-            _ => Err("must be at most 1024 characters".into()),
-        });
+        let password = f.required("password", |s| validate::PASSWORD.check(s).map(|()| s.to_owned()));
         let device_name = f.optional_text("device_name", validate::name);
         Ok(Self { email: email?, password: password?, device_name: device_name? })
     }
 }
 
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ConversationListQuery {
-    /// From 1; default 1.
-    #[param(minimum = 1)]
-    page: Option<u32>,
-    /// 1 to 100; default 20.
-    #[param(minimum = 1, maximum = 100)]
-    per_page: Option<u32>,
-    /// `unassigned`, `assigned`, `closed` or `open` (unassigned or assigned).
-    status: Option<String>,
+/// The inbox query: a page and a status filter.
+pub struct ConversationListQuery;
+
+impl IntoParams for ConversationListQuery {
+    fn into_params(in_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
+        let mut params = PageQuery::into_params(in_);
+        params.push(schema::query(
+            "status",
+            false,
+            "`unassigned`, `assigned`, `closed`, or `open` (unassigned or assigned); all when absent.",
+            schema::one_of(&["unassigned", "assigned", "closed", "open"], false),
+        ));
+        params
+    }
 }
 
 pub struct ConversationListParams {
@@ -53,7 +52,7 @@ pub struct ConversationListParams {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// From 1; default 1.
-    #[param(minimum = 1)]
+    #[param(minimum = 1, maximum = 1000000)]
     page: Option<u32>,
     /// 1 to 100; default 20.
     #[param(minimum = 1, maximum = 100)]
@@ -71,16 +70,18 @@ impl FromFields for PageParams {
     }
 }
 
+/// A query integer from `min` to `max`, written in digits.
+fn bounded(s: &str, min: u32, max: u32) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if (min..=max).contains(&n) && s.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(format!("must be an integer from {min} to {max}")),
+    }
+}
+
 /// Reads `page` and `per_page` of a listing query.
 pub fn page_request(f: &mut Fields<'_>) -> Result<PageRequest, Invalid> {
-    let page = f.optional("page", |s| match s.parse::<u32>() {
-        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
-        _ => Err("must be an integer from 1".into()),
-    });
-    let per_page = f.optional("per_page", |s| match s.parse::<u32>() {
-        Ok(n) if (1..=100).contains(&n) => Ok(n),
-        _ => Err("must be an integer from 1 to 100".into()),
-    });
+    let page = f.optional("page", |s| bounded(s, 1, 1_000_000));
+    let per_page = f.optional("per_page", |s| bounded(s, 1, 100));
     Ok(PageRequest { page: page?.unwrap_or(1), per_page: per_page?.unwrap_or(20) })
 }
 
@@ -93,12 +94,13 @@ impl FromFields for ConversationListParams {
     }
 }
 
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct OperatorMessagesQuery {
-    /// Only messages with a larger id. Without it, the latest 100.
-    #[param(minimum = 0)]
-    after_id: Option<i64>,
+/// The query of an operator's message poll.
+pub struct OperatorMessagesQuery;
+
+impl IntoParams for OperatorMessagesQuery {
+    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
+        vec![schema::query("after_id", false, "Only messages with a larger id. Without it, the latest 100.", schema::after_id())]
+    }
 }
 
 pub struct OperatorMessagesParams {
@@ -113,8 +115,8 @@ impl FromFields for OperatorMessagesParams {
 
 #[derive(ToSchema)]
 pub struct MobileMessageRequest {
-    /// 1 to 5,000 characters after trimming.
-    body: String,
+    /// At most 5,000 characters, not blank.
+    body: schema::MessageBody,
 }
 
 pub struct Reply {
@@ -131,6 +133,7 @@ impl FromFields for Reply {
 #[derive(ToSchema)]
 pub struct AssignRequest {
     /// The operator to assign; the caller when absent.
+    #[schema(schema_with = schema::optional_operator_id)]
     operator_id: Option<i64>,
 }
 
@@ -147,9 +150,10 @@ impl FromFields for Assign {
 #[derive(ToSchema)]
 pub struct TransferRequest {
     /// The operator who takes over.
+    #[schema(schema_with = schema::operator_id)]
     operator_id: i64,
     /// For operators only; never shown to the visitor. At most 5,000 characters.
-    note: Option<String>,
+    note: Option<schema::Note>,
 }
 
 pub struct Transfer {
@@ -160,7 +164,7 @@ pub struct Transfer {
 impl FromFields for Transfer {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let operator_id = f.required_id("operator_id");
-        let note = f.optional_text("note", |s| validate::optional_text(s, validate::MAX_MESSAGE_CHARS));
+        let note = f.optional_text("note", |s| validate::optional(&validate::NOTE, s));
         Ok(Self { operator_id: OperatorId(operator_id?), note: note? })
     }
 }

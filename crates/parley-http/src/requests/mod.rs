@@ -8,5 +8,6 @@
 
 pub mod admin;
 pub mod mobile;
+pub mod schema;
 pub mod verification;
 pub mod widget;

@@ -5,12 +5,15 @@ use parley_domain::validate;
 use parley_domain::verification::Method;
 use utoipa::ToSchema;
 
+use super::schema;
 use crate::extract::{Fields, FromFields, Invalid};
 
+/// Documented by hand in `routes::openapi` (`VerificationStartRequest`):
+/// which target a method takes, and which methods this service offers.
 #[derive(ToSchema)]
 pub struct VerificationStartRequest {
     /// The installation token.
-    token: String,
+    token: schema::Token,
     /// `email_otp`, `sms_otp` or `magic_link`.
     method: String,
     /// Email address (email_otp, magic_link) or E.164 phone (sms_otp);
@@ -40,11 +43,12 @@ impl FromFields for Start {
 
 #[derive(ToSchema)]
 pub struct VerificationConfirmRequest {
-    token: String,
+    token: schema::Token,
     /// The `id` of the challenge from start.
+    #[schema(schema_with = schema::challenge_id)]
     challenge_id: i64,
     /// The 6-digit code, or the code of the magic link.
-    code: String,
+    code: schema::Code,
 }
 
 pub struct Confirm {
@@ -57,11 +61,7 @@ impl FromFields for Confirm {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let token = f.required("token", validate::token);
         let challenge_id = f.required_id("challenge_id");
-        let code = f.required("code", |s| match s.trim().chars().count() {
-            0 => Err("must not be empty".into()),
-            1..=128 => Ok(s.trim().to_owned()),
-            _ => Err("is not a valid code".into()),
-        });
+        let code = f.required("code", validate::code);
         Ok(Self { token: token?, challenge_id: challenge_id?, code: code? })
     }
 }

@@ -2,47 +2,46 @@
 #![allow(dead_code)]
 
 use parley_domain::model::MessageId;
-use parley_domain::validate;
+use parley_domain::validate::{self, PageUrl};
 use parley_domain::widget::{OpenConversationInput, PingInput, PostMessageInput, VisitorInput};
 use utoipa::{IntoParams, ToSchema};
 
+use super::schema;
 use crate::extract::{Fields, FromFields, Invalid};
 
 #[derive(ToSchema)]
 pub struct WidgetPingRequest {
     /// The installation token.
-    token: String,
-    /// The page the widget runs on (absolute http(s) URL).
-    #[schema(format = "uri")]
-    current_url: Option<String>,
-    installation_type: Option<String>,
+    token: schema::Token,
+    /// The page the widget runs on: an absolute http(s) URL (its fragment
+    /// is best left out).
+    current_url: Option<schema::PageUrl>,
+    installation_type: Option<schema::ShortText>,
     /// The widget's version.
-    version: Option<String>,
+    version: Option<schema::ShortText>,
 }
 
 impl FromFields for PingInput {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let token = f.required("token", validate::token);
         let current_url = f.optional("current_url", validate::page_url);
-        let installation_type = f.optional_text("installation_type", |s| validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS));
-        let version = f.optional_text("version", |s| validate::optional_text(s, validate::MAX_SHORT_TEXT_CHARS));
+        let installation_type = f.optional_text("installation_type", |s| validate::optional(&validate::SHORT_TEXT, s));
+        let version = f.optional_text("version", |s| validate::optional(&validate::SHORT_TEXT, s));
         Ok(Self { token: token?, current_url: current_url?, installation_type: installation_type?, version: version? })
     }
 }
 
 #[derive(ToSchema)]
 pub struct WidgetVisitorRequest {
-    token: String,
+    token: schema::Token,
     /// Visitor identifier chosen by the client: 1 to 128 printable characters.
-    uuid: String,
-    /// At most 255 characters.
-    name: Option<String>,
-    #[schema(format = Email)]
-    email: Option<String>,
+    uuid: schema::VisitorUuid,
+    /// At most 255 characters; blank counts as not given.
+    name: Option<schema::Name>,
+    email: Option<schema::Email>,
     /// E.164, such as `+14155550123`.
-    phone: Option<String>,
-    #[schema(format = "uri")]
-    current_url: Option<String>,
+    phone: Option<schema::Phone>,
+    current_url: Option<schema::PageUrl>,
 }
 
 impl FromFields for VisitorInput {
@@ -59,17 +58,17 @@ impl FromFields for VisitorInput {
 
 #[derive(ToSchema)]
 pub struct WidgetConversationRequest {
-    token: String,
+    token: schema::Token,
     /// The visitor's `uuid`.
-    visitor_uuid: String,
-    /// The first message: 1 to 5,000 characters after trimming.
-    message: String,
+    visitor_uuid: schema::VisitorUuid,
+    /// The first message: at most 5,000 characters, not blank.
+    message: schema::MessageBody,
     /// Must be `true`.
+    #[schema(schema_with = schema::always_true)]
     privacy_accepted: bool,
-    /// At most 255 characters.
-    subject: Option<String>,
-    #[schema(format = "uri")]
-    current_url: Option<String>,
+    /// At most 255 characters; blank counts as not given.
+    subject: Option<schema::Name>,
+    current_url: Option<schema::PageUrl>,
 }
 
 impl FromFields for OpenConversationInput {
@@ -91,18 +90,17 @@ impl FromFields for OpenConversationInput {
 
 #[derive(ToSchema)]
 pub struct WidgetMessageCreateRequest {
-    token: String,
-    /// 1 to 5,000 characters after trimming.
-    body: String,
-    #[schema(format = "uri")]
-    current_url: Option<String>,
+    token: schema::Token,
+    /// At most 5,000 characters, not blank.
+    body: schema::MessageBody,
+    current_url: Option<schema::PageUrl>,
 }
 
 /// A visitor message before its conversation is known from the path.
 pub struct NewVisitorMessage {
     pub token: String,
     pub body: String,
-    pub current_url: Option<url::Url>,
+    pub current_url: Option<PageUrl>,
 }
 
 impl NewVisitorMessage {
@@ -120,14 +118,21 @@ impl FromFields for NewVisitorMessage {
     }
 }
 
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct MessagesQuery {
-    /// The installation token.
-    token: String,
-    /// Only messages with a larger id (incremental polling). Without it, the latest 100.
-    #[param(minimum = 0)]
-    after_id: Option<i64>,
+/// The query of a message poll: `token` and `after_id`.
+pub struct MessagesQuery;
+
+impl IntoParams for MessagesQuery {
+    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
+        vec![
+            schema::query("token", true, "The installation token.", schema::rule(&validate::TOKEN, false)),
+            schema::query(
+                "after_id",
+                false,
+                "Only messages with a larger id (incremental polling). Without it, the latest 100.",
+                schema::after_id(),
+            ),
+        ]
+    }
 }
 
 pub struct MessagesParams {
@@ -143,15 +148,22 @@ impl FromFields for MessagesParams {
     }
 }
 
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct HealthQuery {
-    /// A page URL to check against the site's domains.
-    current_url: Option<String>,
+/// The query of the installation health: an optional page URL.
+pub struct HealthQuery;
+
+impl IntoParams for HealthQuery {
+    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
+        vec![schema::query(
+            "current_url",
+            false,
+            "A page URL to check against the site's domains: an absolute http(s) URL.",
+            schema::rule(&validate::PAGE_URL, false),
+        )]
+    }
 }
 
 pub struct HealthParams {
-    pub current_url: Option<url::Url>,
+    pub current_url: Option<PageUrl>,
 }
 
 impl FromFields for HealthParams {
@@ -160,10 +172,10 @@ impl FromFields for HealthParams {
     }
 }
 
-/// An `after_id` query value: a non-negative integer.
+/// An `after_id` query value: a non-negative integer, in digits.
 pub fn after_id(s: &str) -> Result<MessageId, String> {
     match s.parse::<i64>() {
-        Ok(n) if n >= 0 => Ok(MessageId(n)),
+        Ok(n) if n >= 0 && s.bytes().all(|b| b.is_ascii_digit()) => Ok(MessageId(n)),
         _ => Err("must be a non-negative integer".into()),
     }
 }

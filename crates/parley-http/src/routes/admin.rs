@@ -6,19 +6,18 @@ use axum::http::StatusCode;
 use parley_domain::admin::{NewInstallationInput, NewOperatorInput, OperatorPatch};
 use parley_domain::model::{InstallationId, OperatorId, SiteId};
 use parley_domain::tenancy::NewSiteInput;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::openapi::AdminErrors;
+use super::Mount;
+use super::openapi::{AdminErrors, AdminReadErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody, PathId};
 use crate::requests::admin::*;
 use crate::views::admin::*;
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_sites, create_site))
+pub fn routes(api: Mount) -> Mount {
+    api.routes(routes!(list_sites, create_site))
         .routes(routes!(list_installations, create_installation))
         .routes(routes!(update_installation))
         .routes(routes!(list_operators, create_operator))
@@ -27,7 +26,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// The tenant's sites.
 #[utoipa::path(get, path = "/admin/sites", operation_id = "admin_list_sites", tag = "admin",
-    security(("bearer" = [])), responses((status = 200, body = SiteListResponse), AdminErrors))]
+    security(("bearer" = [])), responses((status = 200, body = SiteListResponse), AdminReadErrors))]
 async fn list_sites(State(s): State<AppState>, Authenticated(session): Authenticated) -> Result<Json<SiteListResponse>, ApiError> {
     let sites = s.admin.sites(&session).await?;
     Ok(Json(SiteListResponse { sites: sites.iter().map(Into::into).collect() }))
@@ -49,7 +48,7 @@ async fn create_site(
 /// The site's installations.
 #[utoipa::path(get, path = "/admin/sites/{id}/installations", operation_id = "admin_list_installations", tag = "admin",
     security(("bearer" = [])), params(("id" = i64, Path, description = "Site id")),
-    responses((status = 200, body = InstallationListResponse), AdminErrors))]
+    responses((status = 200, body = InstallationListResponse), AdminReadErrors))]
 async fn list_installations(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
@@ -90,7 +89,7 @@ async fn update_installation(
 
 /// The tenant's operators.
 #[utoipa::path(get, path = "/admin/operators", operation_id = "admin_list_operators", tag = "admin",
-    security(("bearer" = [])), responses((status = 200, body = OperatorListResponse), AdminErrors))]
+    security(("bearer" = [])), responses((status = 200, body = OperatorListResponse), AdminReadErrors))]
 async fn list_operators(State(s): State<AppState>, Authenticated(session): Authenticated) -> Result<Json<OperatorListResponse>, ApiError> {
     let list = s.admin.operators(&session).await?;
     Ok(Json(OperatorListResponse { operators: list.iter().map(Into::into).collect() }))

@@ -6,20 +6,19 @@ use axum::http::StatusCode;
 use parley_domain::health::{HealthReport, Status};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Mount;
 use crate::AppState;
 use crate::views::DateTime;
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(health))
+pub fn routes(api: Mount) -> Mount {
+    api.routes(routes!(health))
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct HealthReportView {
-    /// `ok`, `degraded` or `down`.
-    #[schema(example = "ok")]
+    #[schema(value_type = crate::views::names::HealthStatusName)]
     status: &'static str,
     checked_at: DateTime,
     app: AppView,
@@ -47,6 +46,7 @@ struct ChecksView {
 #[derive(Serialize, ToSchema)]
 struct SweeperCheckView {
     /// `degraded` when no pass completed for three intervals.
+    #[schema(value_type = crate::views::names::HealthStatusName)]
     status: &'static str,
     last_run_at: Option<DateTime>,
     interval_seconds: u64,
@@ -54,8 +54,9 @@ struct SweeperCheckView {
 
 #[derive(Serialize, ToSchema)]
 struct DatabaseCheckView {
+    #[schema(value_type = crate::views::names::HealthStatusName)]
     status: &'static str,
-    /// `sqlite` or `postgres`.
+    #[schema(value_type = crate::views::names::BackendName)]
     backend: &'static str,
     /// Round-trip time of a query, in milliseconds.
     latency_ms: f64,
@@ -63,6 +64,7 @@ struct DatabaseCheckView {
 
 #[derive(Serialize, ToSchema)]
 struct WebhookCheckView {
+    #[schema(value_type = crate::views::names::HealthStatusName)]
     status: &'static str,
     /// Deliveries waiting for a first or next attempt.
     pending: u64,
@@ -79,7 +81,7 @@ impl From<HealthReport> for HealthReportView {
     fn from(r: HealthReport) -> Self {
         Self {
             status: r.status.as_str(),
-            checked_at: r.checked_at.to_rfc3339(),
+            checked_at: crate::views::at(r.checked_at),
             app: AppView { name: "parley", version: env!("CARGO_PKG_VERSION") },
             checks: ChecksView {
                 database: DatabaseCheckView {
@@ -89,7 +91,7 @@ impl From<HealthReport> for HealthReportView {
                 },
                 sweeper: r.sweeper.map(|w| SweeperCheckView {
                     status: w.status.as_str(),
-                    last_run_at: w.last_run_at.map(|t| t.to_rfc3339()),
+                    last_run_at: w.last_run_at.map(crate::views::at),
                     interval_seconds: w.interval_seconds,
                 }),
                 webhooks: r.webhooks.map(|w| WebhookCheckView {

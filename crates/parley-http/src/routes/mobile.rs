@@ -5,10 +5,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use parley_domain::auth::LoginInput;
 use parley_domain::model::ConversationId;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::openapi::{LoginErrors, OperatorErrors};
+use super::Mount;
+use super::openapi::{LoginErrors, OperatorErrors, OperatorReadErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields};
@@ -16,9 +16,8 @@ use crate::requests::mobile::*;
 use crate::views::at;
 use crate::views::mobile::*;
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(login))
+pub fn routes(api: Mount) -> Mount {
+    api.routes(routes!(login))
         .routes(routes!(logout))
         .routes(routes!(me))
         .routes(routes!(list_conversations))
@@ -38,7 +37,7 @@ async fn login(
     ClientCaller(caller): ClientCaller,
     JsonBody(input): JsonBody<LoginInput>,
 ) -> Result<Json<MobileLoginResponse>, ApiError> {
-    let outcome = s.auth.login(caller.ip, input).await?;
+    let outcome = s.auth.login(caller.key(), input).await?;
     let session = &outcome.session;
     Ok(Json(MobileLoginResponse {
         token: outcome.token,
@@ -61,7 +60,7 @@ async fn logout(State(s): State<AppState>, Authenticated(session): Authenticated
 /// The signed-in operator and its tenant.
 #[utoipa::path(get, path = "/mobile/me", operation_id = "mobile_me", tag = "mobile",
     security(("bearer" = [])),
-    responses((status = 200, body = MobileMeResponse), OperatorErrors))]
+    responses((status = 200, body = MobileMeResponse), OperatorReadErrors))]
 async fn me(Authenticated(session): Authenticated) -> Json<MobileMeResponse> {
     Json((&session).into())
 }
@@ -69,7 +68,7 @@ async fn me(Authenticated(session): Authenticated) -> Json<MobileMeResponse> {
 /// The conversations visible to the operator, most recent activity first.
 #[utoipa::path(get, path = "/mobile/conversations", operation_id = "mobile_list_conversations", tag = "mobile",
     security(("bearer" = [])), params(ConversationListQuery),
-    responses((status = 200, body = MobileConversationListResponse), OperatorErrors))]
+    responses((status = 200, body = MobileConversationListResponse), OperatorReadErrors))]
 async fn list_conversations(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
@@ -82,7 +81,7 @@ async fn list_conversations(
 /// One conversation.
 #[utoipa::path(get, path = "/mobile/conversations/{id}", operation_id = "mobile_get_conversation", tag = "mobile",
     security(("bearer" = [])), params(("id" = i64, Path)),
-    responses((status = 200, body = MobileConversationResponse), OperatorErrors))]
+    responses((status = 200, body = MobileConversationResponse), OperatorReadErrors))]
 async fn get_conversation(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
@@ -96,7 +95,7 @@ async fn get_conversation(
 /// polling as in the widget.
 #[utoipa::path(get, path = "/mobile/conversations/{id}/messages", operation_id = "mobile_list_messages", tag = "mobile",
     security(("bearer" = [])), params(("id" = i64, Path), OperatorMessagesQuery),
-    responses((status = 200, body = MobileMessagesResponse), OperatorErrors))]
+    responses((status = 200, body = MobileMessagesResponse), OperatorReadErrors))]
 async fn list_messages(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,

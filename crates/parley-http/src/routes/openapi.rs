@@ -11,8 +11,14 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Content, OpenApi as Doc, Ref, RefOr};
 use utoipa::{IntoResponses, OpenApi};
 
+use parley_domain::validate;
+use parley_domain::verification::Method;
+use utoipa::openapi::link::LinkBuilder;
+use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema};
+
 use crate::AppState;
 use crate::error::{ErrorBody, ErrorDetail};
+use crate::requests::schema;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -56,12 +62,15 @@ const ORIGIN: (&str, &str) =
 const INVALID: (&str, &str) = ("422", "`validation_failed`, with `fields` naming every bad field");
 const UNAVAILABLE: (&str, &str) = ("503", "`unavailable`: the database cannot be reached");
 
-const BODY_ERRORS: [(&str, &str); 3] = [
+const BODY_ERRORS: [(&str, &str); 4] = [
     ("400", "`malformed_json`: the body is not a JSON object"),
+    ("408", "`request_timeout`: the body did not arrive whole in time"),
     ("413", "`payload_too_large`: the body is over 64 KiB"),
     ("415", "`unsupported_media_type`: the content type is not application/json"),
 ];
 const UNAUTHENTICATED: (&str, &str) = ("401", "`unauthenticated`: missing, malformed, expired or revoked bearer token");
+const NOT_ADMIN: (&str, &str) = ("403", "`forbidden`: the operator is not an admin");
+const NOT_IN_TENANT: (&str, &str) = ("404", "`not_found`: no such record in this tenant");
 
 /// Errors of the login route.
 pub struct LoginErrors;
@@ -72,14 +81,23 @@ impl IntoResponses for LoginErrors {
         list.extend([
             ("401", "`invalid_credentials`: unknown email or wrong password (the same answer for both)"),
             INVALID,
-            ("429", "`rate_limited`: too many failed logins for this email or address; see `Retry-After`"),
+            ("429", "`rate_limited`: too many logins from this address or failures for this email; see `Retry-After`"),
             UNAVAILABLE,
         ]);
         errors(&list)
     }
 }
 
-/// Errors of the operator routes.
+/// Errors of the operator routes that only read.
+pub struct OperatorReadErrors;
+
+impl IntoResponses for OperatorReadErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[UNAUTHENTICATED, ("404", "`not_found`: no such conversation, or not visible to this operator"), INVALID, UNAVAILABLE])
+    }
+}
+
+/// Errors of the operator routes that change something.
 pub struct OperatorErrors;
 
 impl IntoResponses for OperatorErrors {
@@ -89,14 +107,23 @@ impl IntoResponses for OperatorErrors {
             UNAUTHENTICATED,
             ("404", "`not_found`: no such conversation, or not visible to this operator"),
             ("409", "`conflict`: assign or transfer on a closed conversation"),
-            ("422", "`validation_failed`, with `fields`; also an impossible assignee"),
+            ("422", "`validation_failed`, with `fields`; also an operator who cannot take the conversation"),
             UNAVAILABLE,
         ]);
         errors(&list)
     }
 }
 
-/// Errors of the administration routes.
+/// Errors of the administration routes that only read.
+pub struct AdminReadErrors;
+
+impl IntoResponses for AdminReadErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[UNAUTHENTICATED, NOT_ADMIN, NOT_IN_TENANT, INVALID, UNAVAILABLE])
+    }
+}
+
+/// Errors of the administration routes that change something.
 pub struct AdminErrors;
 
 impl IntoResponses for AdminErrors {
@@ -104,9 +131,14 @@ impl IntoResponses for AdminErrors {
         let mut list = BODY_ERRORS.to_vec();
         list.extend([
             UNAUTHENTICATED,
-            ("403", "`forbidden`: the operator is not an admin"),
-            ("404", "`not_found`: no such record in this tenant"),
-            INVALID,
+            NOT_ADMIN,
+            NOT_IN_TENANT,
+            ("409", "`conflict`: the record's state does not allow it (a disabled endpoint cannot redeliver)"),
+            (
+                "422",
+                "`validation_failed`, with `fields`: a bad value, a referenced site that does not exist, an email \
+                 already in use, an admin locking itself out, or a webhook host that cannot be used",
+            ),
             UNAVAILABLE,
         ]);
         errors(&list)
@@ -145,45 +177,192 @@ pub struct WriteErrors;
 
 impl IntoResponses for WriteErrors {
     fn responses() -> BTreeMap<String, RefOr<Response>> {
-        errors(&[
-            ("400", "`malformed_json`: the body is not a JSON object"),
-            ORIGIN,
-            NOT_FOUND,
-            ("413", "`payload_too_large`: the body is over 64 KiB"),
-            ("415", "`unsupported_media_type`: the content type is not application/json"),
-            INVALID,
-            ("429", "`rate_limited`, with a `Retry-After` header"),
-            UNAVAILABLE,
-        ])
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([ORIGIN, NOT_FOUND, INVALID, ("429", "`rate_limited`, with a `Retry-After` header"), UNAVAILABLE]);
+        errors(&list)
     }
 }
 
-/// Gives each copy of a route (root, `/api`, `/api/v1`) its own operation id,
-/// as OpenAPI requires them to be unique.
-pub fn finish(mut doc: Doc) -> Doc {
+/// Completes the collected document: each copy of a route (root, `/api`,
+/// `/api/v1`) gets its own operation id, as OpenAPI requires them to be
+/// unique, and the verification start names the methods this service
+/// offers, each with the target it takes.
+pub fn finish(mut doc: Doc, methods: &[Method]) -> Doc {
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    if let Some(components) = doc.components.as_mut() {
+        components.schemas.insert("VerificationStartRequest".to_owned(), verification_start(methods).into());
+    }
     let bearer = SecurityScheme::Http(
         HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("Token from `POST /api/v1/mobile/login`")).build(),
     );
     doc.components.get_or_insert_with(Default::default).add_security_scheme("bearer", bearer);
     for (path, item) in doc.paths.paths.iter_mut() {
-        let suffix = if path.starts_with("/api/v1/") {
-            ""
-        } else if path.starts_with("/api/") {
-            "_unversioned"
-        } else {
-            "_root"
-        };
-        if suffix.is_empty() || path.starts_with("/sandbox") || path.starts_with("/verify") {
-            continue;
-        }
+        let suffix = id_suffix(path);
         for op in [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten() {
-            if let Some(id) = &mut op.operation_id {
+            if let Some(suffix) = suffix {
+                add_links(op, suffix);
+            }
+            if let (Some(id), Some(suffix)) = (&mut op.operation_id, suffix.filter(|s| !s.is_empty())) {
                 id.push_str(suffix);
             }
         }
     }
     doc
+}
+
+/// The operation-id suffix of a path's copy: none under `/api/v1`,
+/// `_unversioned` under `/api`, `_root` for `/health` at the root; `None`
+/// for the pages, which exist once.
+fn id_suffix(path: &str) -> Option<&'static str> {
+    if path.starts_with("/api/v1/") {
+        Some("")
+    } else if path.starts_with("/api/") {
+        Some("_unversioned")
+    } else if path.starts_with("/sandbox") || path.starts_with("/verify") {
+        None
+    } else {
+        Some("_root")
+    }
+}
+
+/// A link from an operation's answer to an operation that uses it, so
+/// stateful testing (and a reader) can chain a create into its uses.
+struct LinkSpec {
+    from: &'static str,
+    status: &'static str,
+    to: &'static str,
+    /// Target parameter (`path.id`, `query.token`) and its expression.
+    parameters: &'static [(&'static str, &'static str)],
+    /// Body fields of the target and their expressions.
+    body: &'static [(&'static str, &'static str)],
+}
+
+const fn link(
+    from: &'static str,
+    status: &'static str,
+    to: &'static str,
+    parameters: &'static [(&'static str, &'static str)],
+    body: &'static [(&'static str, &'static str)],
+) -> LinkSpec {
+    LinkSpec { from, status, to, parameters, body }
+}
+
+const TOKEN_FROM_BODY: &[(&str, &str)] = &[("token", "$request.body#/token")];
+const NEW_TOKEN: &[(&str, &str)] = &[("token", "$response.body#/installation/token")];
+const CONVERSATION: &[(&str, &str)] = &[("path.public_id", "$response.body#/conversation/public_id")];
+const FIRST_CONVERSATION: &[(&str, &str)] = &[("path.id", "$response.body#/conversations/0/id")];
+const NEW_WEBHOOK: &[(&str, &str)] = &[("path.id", "$response.body#/webhook/id")];
+
+const LINKS: &[LinkSpec] = &[
+    link(
+        "widget_sync_visitor",
+        "201",
+        "widget_open_conversation",
+        &[],
+        &[("token", "$request.body#/token"), ("visitor_uuid", "$request.body#/uuid")],
+    ),
+    link(
+        "widget_open_conversation",
+        "201",
+        "widget_list_messages",
+        &[("path.public_id", "$response.body#/conversation/public_id"), ("query.token", "$request.body#/token")],
+        &[],
+    ),
+    link("widget_open_conversation", "201", "widget_post_message", CONVERSATION, TOKEN_FROM_BODY),
+    link("widget_open_conversation", "201", "verification_start", CONVERSATION, TOKEN_FROM_BODY),
+    link(
+        "verification_start",
+        "202",
+        "verification_confirm",
+        &[("path.public_id", "$request.path.public_id")],
+        &[("token", "$request.body#/token"), ("challenge_id", "$response.body#/challenge/id")],
+    ),
+    link("admin_create_site", "201", "admin_list_installations", &[("path.id", "$response.body#/site/id")], &[]),
+    link("admin_create_site", "201", "admin_create_installation", &[("path.id", "$response.body#/site/id")], &[]),
+    link("admin_create_installation", "201", "admin_update_installation", &[("path.id", "$response.body#/installation/id")], &[]),
+    link("admin_create_installation", "201", "widget_config", &[("path.token", "$response.body#/installation/token")], &[]),
+    link("admin_create_installation", "201", "widget_installation_health", &[("path.token", "$response.body#/installation/token")], &[]),
+    link("admin_create_installation", "201", "widget_ping", &[], NEW_TOKEN),
+    link("admin_create_installation", "201", "widget_sync_visitor", &[], NEW_TOKEN),
+    link("admin_create_installation", "201", "widget_open_conversation", &[], NEW_TOKEN),
+    link("admin_create_operator", "201", "admin_update_operator", &[("path.id", "$response.body#/operator/id")], &[]),
+    link("admin_create_webhook", "201", "admin_list_deliveries", NEW_WEBHOOK, &[]),
+    link("admin_create_webhook", "201", "admin_rotate_webhook_secret", NEW_WEBHOOK, &[]),
+    link("admin_create_webhook", "201", "admin_delete_webhook", NEW_WEBHOOK, &[]),
+    link(
+        "admin_list_deliveries",
+        "200",
+        "admin_redeliver",
+        &[("path.id", "$request.path.id"), ("path.delivery_id", "$response.body#/deliveries/0/id")],
+        &[],
+    ),
+    link("mobile_list_conversations", "200", "mobile_get_conversation", FIRST_CONVERSATION, &[]),
+    link("mobile_list_conversations", "200", "mobile_list_messages", FIRST_CONVERSATION, &[]),
+    link("mobile_list_conversations", "200", "mobile_reply", FIRST_CONVERSATION, &[]),
+    link("mobile_list_conversations", "200", "mobile_assign", FIRST_CONVERSATION, &[]),
+    link("mobile_list_conversations", "200", "mobile_transfer", FIRST_CONVERSATION, &[]),
+    link("mobile_list_conversations", "200", "mobile_close", FIRST_CONVERSATION, &[]),
+];
+
+/// Adds [`LINKS`] to an operation of the copy whose operation ids end in
+/// `suffix` (the links name the suffixed ids they point to).
+fn add_links(op: &mut utoipa::openapi::path::Operation, suffix: &str) {
+    let Some(id) = op.operation_id.clone() else { return };
+    for spec in LINKS.iter().filter(|l| l.from == id) {
+        let Some(RefOr::T(response)) = op.responses.responses.get_mut(spec.status) else { continue };
+        let mut builder = LinkBuilder::new().operation_id(format!("{}{suffix}", spec.to));
+        for (name, expression) in spec.parameters {
+            builder = builder.parameter(*name, *expression);
+        }
+        if !spec.body.is_empty() {
+            let body: serde_json::Map<String, serde_json::Value> =
+                spec.body.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v))).collect();
+            builder = builder.request_body(Some(serde_json::Value::Object(body)));
+        }
+        response.links.insert(spec.to.to_owned(), builder.build().into());
+    }
+}
+
+/// One variant per kind of target: email methods take an email address,
+/// `sms_otp` a phone number; only the methods offered are listed.
+fn verification_start(methods: &[Method]) -> Schema {
+    let names = |phone: bool| -> Vec<&str> { methods.iter().filter(|m| m.uses_phone() == phone).map(|m| m.as_str()).collect() };
+    let variant = |methods: Vec<&str>, target: &validate::Rule, what: &str| -> Object {
+        ObjectBuilder::new()
+            .property("token", schema::rule(&validate::TOKEN, false))
+            .required("token")
+            .property("method", schema::one_of(&methods, false))
+            .required("method")
+            .property(
+                "target",
+                ObjectBuilder::from(schema::rule(target, true)).description(Some(format!("{what}; the visitor's own when absent"))),
+            )
+            .build()
+    };
+    let (email, phone) = (names(false), names(true));
+    let mut one_of = OneOfBuilder::new().description(Some(
+        "Starts a verification. Only the methods this service can send are listed; 422 `validation_failed` also when no \
+         target is given and none is known for the visitor.",
+    ));
+    if !email.is_empty() {
+        one_of = one_of.item(variant(email, &validate::EMAIL, "Email address"));
+    }
+    if !phone.is_empty() {
+        one_of = one_of.item(variant(phone, &validate::PHONE, "Phone number in E.164 form"));
+    }
+    if methods.is_empty() {
+        // Nothing can be sent: every start is refused; the document says so.
+        let all: Vec<&str> = Method::ALL.iter().map(|m| m.as_str()).collect();
+        return ObjectBuilder::new()
+            .property("token", schema::rule(&validate::TOKEN, false))
+            .property("method", schema::one_of(&all, false))
+            .required("token")
+            .required("method")
+            .description(Some("No verification method is configured on this service: every start answers 422."))
+            .build()
+            .into();
+    }
+    one_of.build().into()
 }
 
 pub fn routes(doc: Doc) -> Router<AppState> {

@@ -6,20 +6,15 @@ use axum::http::StatusCode;
 use axum::response::Html;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Mount;
 use crate::error::ApiError;
 use crate::html::escape;
 use crate::{AppState, SandboxInfo};
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(credentials))
-        .routes(routes!(page))
-        .routes(routes!(outbox))
-        .routes(routes!(deliveries))
-        .routes(routes!(receive))
+pub fn routes(api: Mount) -> Mount {
+    api.routes(routes!(credentials)).routes(routes!(page)).routes(routes!(outbox)).routes(routes!(deliveries)).routes(routes!(receive))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -35,6 +30,7 @@ pub struct SandboxCredentials {
 pub struct SandboxOperator {
     email: String,
     password: String,
+    #[schema(value_type = crate::views::names::RoleName)]
     role: &'static str,
 }
 
@@ -63,7 +59,7 @@ async fn credentials(State(s): State<AppState>) -> Json<Option<SandboxCredential
 
 #[derive(Serialize, ToSchema)]
 pub struct OutboxMessageView {
-    /// `email` or `sms`.
+    #[schema(value_type = crate::views::names::ChannelName)]
     channel: &'static str,
     to: String,
     subject: Option<String>,
@@ -88,7 +84,7 @@ async fn outbox_messages(s: &AppState) -> Result<Vec<OutboxMessageView>, ApiErro
             to: m.recipient,
             subject: m.subject,
             body: m.body,
-            created_at: m.created_at.to_rfc3339(),
+            created_at: crate::views::at(m.created_at),
         })
         .collect())
 }
@@ -103,9 +99,10 @@ async fn outbox(State(s): State<AppState>) -> Result<Json<OutboxResponse>, ApiEr
 
 #[derive(Serialize, ToSchema)]
 pub struct SandboxDeliveryView {
+    #[schema(value_type = crate::views::names::EventName)]
     event: &'static str,
     event_id: String,
-    /// `pending`, `delivered` or `failed`.
+    #[schema(value_type = crate::views::names::DeliveryStatusName)]
     status: &'static str,
     attempts: usize,
     last_status_code: Option<u16>,
@@ -131,7 +128,7 @@ async fn delivery_views(s: &AppState) -> Result<Vec<SandboxDeliveryView>, ApiErr
             status: d.status.as_str(),
             attempts: d.attempts.len(),
             last_status_code: d.attempts.last().and_then(|a| a.status_code),
-            created_at: d.created_at.to_rfc3339(),
+            created_at: crate::views::at(d.created_at),
         })
         .collect())
 }
@@ -169,7 +166,7 @@ fn render(s: &SandboxInfo, outbox: &[OutboxMessageView], deliveries: &[SandboxDe
                 let code = d.last_status_code.map(|c| c.to_string()).unwrap_or_else(|| "-".to_owned());
                 format!(
                     "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} ({code})</td></tr>",
-                    escape(&d.created_at),
+                    escape(&d.created_at.to_string()),
                     d.event,
                     escape(&d.event_id),
                     d.status
@@ -187,7 +184,7 @@ fn render(s: &SandboxInfo, outbox: &[OutboxMessageView], deliveries: &[SandboxDe
                 let subject = m.subject.as_deref().map(|s| format!("<strong>{}</strong><br>", escape(s))).unwrap_or_default();
                 format!(
                     "<tr><td>{}</td><td>{}</td><td>{}</td><td>{subject}<pre>{}</pre></td></tr>",
-                    escape(&m.created_at),
+                    escape(&m.created_at.to_string()),
                     m.channel,
                     escape(&m.to),
                     escape(&m.body)

@@ -3,27 +3,27 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::Html;
+use axum::response::{Html, IntoResponse};
 use parley_domain::DomainError;
 use parley_domain::verification::service::{ConfirmInput, StartInput};
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Mount;
 use super::openapi::VerificationErrors;
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{ClientCaller, JsonBody, PathId, QueryFields};
+use crate::extract::{ClientCaller, JsonBody, PathId, QueryFields, RawBody};
 use crate::html::escape;
 use crate::requests::verification::*;
 use crate::views::verification::*;
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(start)).routes(routes!(confirm))
+pub fn routes(api: Mount) -> Mount {
+    api.routes(routes!(start)).routes(routes!(confirm))
 }
 
 /// The page a magic link opens; served at the root, outside `/api`.
-pub fn page_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(link, link_confirm))
+pub fn page_routes(api: Mount) -> Mount {
+    api.routes(routes!(link, link_confirm))
 }
 
 /// Sends a code (or a magic link) to the visitor's email or phone.
@@ -108,8 +108,21 @@ async fn link(id: Result<PathId, ApiError>, code: Result<QueryFields<LinkCode>, 
     responses(
         (status = 200, description = "Verified", content_type = "text/html"),
         (status = 404, description = "Not a valid link", content_type = "text/html"),
-        (status = 410, description = "Expired or already used", content_type = "text/html")))]
-async fn link_confirm(State(s): State<AppState>, id: Result<PathId, ApiError>, body: axum::body::Bytes) -> (StatusCode, Html<String>) {
+        (status = 408, description = "The form did not arrive in time", content_type = "text/html"),
+        (status = 410, description = "Expired or already used", content_type = "text/html"),
+        (status = 413, description = "The form is over 64 KiB", content_type = "text/html")))]
+async fn link_confirm(
+    State(s): State<AppState>,
+    id: Result<PathId, ApiError>,
+    body: Result<RawBody, ApiError>,
+) -> (StatusCode, Html<String>) {
+    let body = match body {
+        Ok(RawBody(bytes)) => bytes,
+        Err(e) => {
+            let status = e.into_response().status();
+            return page(status, "The form did not arrive", "<p>Please go back and press the button again.</p>");
+        }
+    };
     let code = url::form_urlencoded::parse(&body).find(|(k, _)| k == "code").map(|(_, v)| v.into_owned());
     let result = match (id, code) {
         (Ok(PathId(id)), Some(code)) => s.verification.confirm_link(id, code).await,

@@ -5,10 +5,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use parley_domain::model::WebhookId;
 use parley_domain::webhooks::service::NewWebhookInput;
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::openapi::AdminErrors;
+use super::Mount;
+use super::openapi::{AdminErrors, AdminReadErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody, PathId, PathIds, QueryFields};
@@ -16,9 +16,8 @@ use crate::requests::admin::*;
 use crate::requests::mobile::PageParams;
 use crate::views::admin::*;
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_webhooks, create_webhook))
+pub fn routes(api: Mount) -> Mount {
+    api.routes(routes!(list_webhooks, create_webhook))
         .routes(routes!(delete_webhook))
         .routes(routes!(rotate_secret))
         .routes(routes!(list_deliveries))
@@ -27,7 +26,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// The tenant's webhook endpoints (without secrets).
 #[utoipa::path(get, path = "/admin/webhooks", operation_id = "admin_list_webhooks", tag = "admin",
-    security(("bearer" = [])), responses((status = 200, body = WebhookListResponse), AdminErrors))]
+    security(("bearer" = [])), responses((status = 200, body = WebhookListResponse), AdminReadErrors))]
 async fn list_webhooks(State(s): State<AppState>, Authenticated(session): Authenticated) -> Result<Json<WebhookListResponse>, ApiError> {
     let list = s.webhooks.list(&session).await?;
     Ok(Json(WebhookListResponse { webhooks: list.iter().map(|w| WebhookView::new(w, false)).collect() }))
@@ -76,7 +75,7 @@ async fn rotate_secret(
 /// The endpoint's deliveries, newest first, each with its attempts.
 #[utoipa::path(get, path = "/admin/webhooks/{id}/deliveries", operation_id = "admin_list_deliveries", tag = "admin",
     security(("bearer" = [])), params(("id" = i64, Path), crate::requests::mobile::PageQuery),
-    responses((status = 200, body = DeliveryListResponse), AdminErrors))]
+    responses((status = 200, body = DeliveryListResponse), AdminReadErrors))]
 async fn list_deliveries(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,

@@ -4,9 +4,9 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use parley_domain::widget::{OpenConversationInput, PingInput, Synced, VisitorInput};
-use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::Mount;
 use super::openapi::{ReadErrors, WriteErrors};
 use crate::AppState;
 use crate::error::ApiError;
@@ -14,9 +14,8 @@ use crate::extract::{ClientCaller, JsonBody, QueryFields};
 use crate::requests::widget::*;
 use crate::views::widget::*;
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(config))
+pub fn routes(api: Mount) -> Mount {
+    api.routes(routes!(config))
         .routes(routes!(installation_health))
         .routes(routes!(ping))
         .routes(routes!(sync_visitor))

@@ -34,7 +34,7 @@ pub struct AdminInstallationView {
     pub token: String,
     pub name: String,
     pub installation_type: String,
-    /// `pending`, `healthy`, `stale` or `disabled`.
+    #[schema(value_type = crate::views::names::InstallationStatusName)]
     pub status: &'static str,
     pub enabled: bool,
     pub last_seen_at: Option<DateTime>,
@@ -99,11 +99,17 @@ pub struct WebhookView {
     pub id: i64,
     pub url: String,
     /// The kinds this endpoint receives.
+    #[schema(value_type = Vec<crate::views::names::EventName>)]
     pub events: Vec<&'static str>,
     /// False once the endpoint answered 410 Gone.
     pub enabled: bool,
     pub disabled_reason: Option<String>,
     pub created_at: DateTime,
+    /// Failed attempts in a row; from 5 on the endpoint is paused as a
+    /// whole, 30 s doubling up to an hour, then probed with one attempt.
+    pub consecutive_failures: u32,
+    /// No attempt is made before this time (the endpoint keeps failing).
+    pub paused_until: Option<DateTime>,
     /// The signing secret: only in the answers of create and rotate-secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
@@ -122,6 +128,8 @@ impl WebhookView {
             enabled: w.enabled,
             disabled_reason: w.disabled_reason.clone(),
             created_at: at(w.created_at),
+            consecutive_failures: w.failure_streak,
+            paused_until: w.paused_until.map(at),
             secret: with_secret.then(|| w.secret.clone()),
         }
     }
@@ -150,8 +158,10 @@ pub struct AttemptView {
 pub struct DeliveryView {
     pub id: i64,
     pub event_id: String,
+    #[schema(value_type = crate::views::names::EventName)]
     pub event: &'static str,
     /// `pending`, `delivered` or `failed`.
+    #[schema(value_type = crate::views::names::DeliveryStatusName)]
     pub status: &'static str,
     /// When the next attempt is due, while pending.
     pub next_attempt_at: Option<DateTime>,

@@ -1,7 +1,7 @@
 //! What the operator apps see.
 
 use parley_domain::inbox::PageMeta;
-use parley_domain::model::{ConversationDetails, Message, Operator, Session};
+use parley_domain::model::{ConversationDetails, Message, Operator, Session, Visitor};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -13,7 +13,7 @@ pub struct UserView {
     pub id: i64,
     pub email: String,
     pub name: String,
-    /// `admin` or `agent`.
+    #[schema(value_type = crate::views::names::RoleName)]
     pub role: &'static str,
     pub active: bool,
     /// Sites whose conversations the operator sees (all sites for an admin).
@@ -37,7 +37,7 @@ impl From<&Operator> for UserView {
 pub struct MobileLoginResponse {
     /// Opaque bearer token, shown once.
     pub token: String,
-    #[schema(example = "Bearer")]
+    #[schema(value_type = crate::views::names::TokenTypeName)]
     pub token_type: &'static str,
     pub expires_at: DateTime,
     pub user: UserView,
@@ -56,13 +56,47 @@ impl From<&Session> for MobileMeResponse {
     }
 }
 
+/// The visitor as operators see it, with what a verification proved.
+/// `name` is never proven; `email` and `phone` only when their
+/// `*_verified` flag says so.
 #[derive(Serialize, ToSchema)]
 pub struct ConversationVisitorView {
     pub uuid: String,
     pub name: Option<String>,
     pub email: Option<String>,
     pub phone: Option<String>,
+    /// The page the visitor was last seen on (without its fragment).
+    pub current_url: Option<String>,
+    /// The visitor completed a verification (see `verified_method` and
+    /// `verified_target` for what it proved).
     pub verified: bool,
+    /// How the visitor verified; null when not verified.
+    #[schema(value_type = Option<crate::views::names::MethodName>)]
+    pub verified_method: Option<&'static str>,
+    /// The email address or phone number the verification proved.
+    pub verified_target: Option<String>,
+    /// `email` is the address a verification proved.
+    pub email_verified: bool,
+    /// `phone` is the number a verification proved.
+    pub phone_verified: bool,
+}
+
+impl From<&Visitor> for ConversationVisitorView {
+    fn from(v: &Visitor) -> Self {
+        let proof = v.proof();
+        Self {
+            uuid: v.uuid.clone(),
+            name: v.profile.name.clone(),
+            email: v.profile.email.clone(),
+            phone: v.profile.phone.clone(),
+            current_url: v.profile.last_url.clone(),
+            verified: proof.is_some(),
+            verified_method: proof.as_ref().map(|p| p.method.as_str()),
+            verified_target: proof.as_ref().map(|p| p.target.clone()),
+            email_verified: proof.as_ref().is_some_and(|p| p.email),
+            phone_verified: proof.as_ref().is_some_and(|p| p.phone),
+        }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -84,6 +118,7 @@ pub struct MobileConversationView {
     pub id: i64,
     pub public_id: String,
     /// `unassigned`, `assigned` or `closed`.
+    #[schema(value_type = crate::views::names::ConversationStatusName)]
     pub status: &'static str,
     pub subject: Option<String>,
     pub visitor: ConversationVisitorView,
@@ -103,13 +138,7 @@ impl From<&ConversationDetails> for MobileConversationView {
             public_id: c.public_id.clone(),
             status: c.status.as_str(),
             subject: c.subject.clone(),
-            visitor: ConversationVisitorView {
-                uuid: v.uuid.clone(),
-                name: v.profile.name.clone(),
-                email: v.profile.email.clone(),
-                phone: v.profile.phone.clone(),
-                verified: v.verified_at.is_some(),
-            },
+            visitor: v.into(),
             assignee: d.assignee.as_ref().map(|a| AssigneeView { id: a.id.0, name: a.name.clone(), email: a.email.clone() }),
             site: ConversationSiteView { id: d.site.id.0, name: d.site.name.clone() },
             last_message_at: at(c.last_message_at),

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod mobile;
+pub mod names;
 pub mod verification;
 pub mod widget;
 

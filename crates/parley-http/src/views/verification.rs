@@ -10,6 +10,7 @@ use super::{DateTime, at};
 #[derive(Serialize, ToSchema)]
 pub struct ChallengeView {
     pub id: i64,
+    #[schema(value_type = crate::views::names::MethodName)]
     pub method: &'static str,
     pub expires_at: DateTime,
     /// Where the code went, masked: `a***@example.com`, `+1*******123`.
@@ -36,8 +37,9 @@ impl From<&Started> for VerificationStartResponse {
 
 #[derive(Serialize, ToSchema)]
 pub struct VerificationView {
-    #[schema(example = "verified")]
+    #[schema(value_type = crate::views::names::VerificationStatusName)]
     pub status: &'static str,
+    #[schema(value_type = crate::views::names::MethodName)]
     pub method: &'static str,
     pub verified_at: DateTime,
 }

@@ -11,11 +11,35 @@ use parley_domain::{Timestamp, mask};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// An ISO 8601 date-time in UTC.
-pub type DateTime = String;
+/// An RFC 3339 date-time in UTC with milliseconds
+/// (`2026-01-01T00:00:00.000Z`). Kept as the timestamp and written only
+/// when the response is: no string per field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct DateTime(Timestamp);
+
+impl utoipa::PartialSchema for DateTime {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .description(Some("An RFC 3339 date-time in UTC, with milliseconds."))
+            .examples([serde_json::json!("2026-01-01T09:30:00.000Z")])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for DateTime {}
+
+impl std::fmt::Display for DateTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.rfc3339().as_str())
+    }
+}
 
 pub fn at(t: Timestamp) -> DateTime {
-    t.to_rfc3339()
+    DateTime(t)
 }
 
 #[derive(Serialize, ToSchema)]
@@ -73,6 +97,7 @@ pub struct InstallationView {
     pub installation_type: String,
     /// `pending`, `healthy`, `stale` or `disabled`.
     #[schema(example = "healthy")]
+    #[schema(value_type = crate::views::names::InstallationStatusName)]
     pub status: &'static str,
     pub enabled: bool,
     pub last_seen_at: Option<DateTime>,
@@ -152,6 +177,7 @@ pub struct WidgetConversationView {
     pub public_id: String,
     /// `unassigned`, `assigned` or `closed`.
     #[schema(example = "unassigned")]
+    #[schema(value_type = crate::views::names::ConversationStatusName)]
     pub status: &'static str,
     pub subject: Option<String>,
     pub created_at: DateTime,
@@ -175,7 +201,7 @@ impl From<&Conversation> for WidgetConversationView {
 pub struct SenderView {
     /// `visitor`, `operator` or `system`.
     #[serde(rename = "type")]
-    #[schema(example = "visitor")]
+    #[schema(value_type = crate::views::names::SenderName)]
     pub kind: &'static str,
     pub name: Option<String>,
 }

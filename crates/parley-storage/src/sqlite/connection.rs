@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::OpenError;
@@ -11,13 +12,22 @@ fn fail(path: &Path, e: impl ToString) -> OpenError {
     OpenError::Io { path: path.to_owned(), reason: e.to_string() }
 }
 
+/// Settings every connection gets.
+fn tune(conn: &Connection, path: &Path) -> Result<(), OpenError> {
+    conn.busy_timeout(Duration::from_secs(5)).map_err(|e| fail(path, e))?;
+    // Without the query planner stability guarantee SQLite re-prepares a
+    // statement whenever a parameter the planner looked at (a bound LIMIT,
+    // say) is bound again: every poll would parse its SQL anew.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map_err(|e| fail(path, e))?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
 /// The one read-write connection.
 pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| fail(path, e))?;
-    }
+    super::files::prepare(path).map_err(|e| fail(path, e))?;
     let conn = Connection::open(path).map_err(|e| fail(path, e))?;
-    conn.busy_timeout(Duration::from_secs(5)).map_err(|e| fail(path, e))?;
+    tune(&conn, path)?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL;
          PRAGMA synchronous = FULL;
@@ -30,7 +40,8 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(fail(path, format!("could not switch to WAL mode (got {mode})")));
     }
-    conn.set_prepared_statement_cache_capacity(64);
+    // WAL mode has created the -wal and -shm files by now.
+    super::files::restrict(path).map_err(|e| fail(path, e))?;
     Ok(conn)
 }
 
@@ -38,8 +49,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
 pub(super) fn open_reader(path: &Path) -> Result<Connection, OpenError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| fail(path, e))?;
-    conn.busy_timeout(Duration::from_secs(5)).map_err(|e| fail(path, e))?;
+    tune(&conn, path)?;
     conn.execute_batch("PRAGMA query_only = ON;").map_err(|e| fail(path, e))?;
-    conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }

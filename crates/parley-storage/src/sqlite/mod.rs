@@ -4,14 +4,15 @@
 //! units in batches: every unit that arrives while a commit is in progress
 //! joins the next transaction, each inside its own savepoint, so one fsync
 //! makes many writes durable (group commit) and a failing unit rolls back
-//! alone. A few reader threads, each with its own connection, serve read
-//! units from WAL snapshots without ever blocking the writer.
+//! alone. Read units run on the calling thread, on a few read-only
+//! connections, from WAL snapshots that never block the writer.
 //!
 //! Durability: WAL with `synchronous=FULL`, so a unit is on disk before its
 //! caller hears about it, and survives a process kill or a power loss.
 
 mod connection;
 mod error;
+mod files;
 mod migrate;
 mod queries;
 mod readers;
@@ -20,6 +21,7 @@ mod writer;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -30,7 +32,7 @@ use crate::OpenError;
 
 #[derive(Clone, Debug)]
 pub struct SqliteOptions {
-    /// Reader threads (and connections).
+    /// Read-only connections (more than the runtime has threads).
     pub readers: usize,
     /// Most write units committed together.
     pub max_batch: usize,
@@ -42,14 +44,17 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Units of work waiting for a thread, per kind. Past this the backend
-/// answers "unavailable" at once instead of queueing without limit.
+/// Write units waiting for the writer. Past this the backend answers
+/// "unavailable" at once instead of queueing without limit.
 const QUEUE_BOUND: usize = 16_384;
 
 struct SqliteBackend {
     deliveries: Arc<tokio::sync::Notify>,
+    installations_generation: Arc<AtomicU64>,
     writes: Mutex<Option<SyncSender<WriteJob>>>,
-    reads: Mutex<Option<SyncSender<ReadJob>>>,
+    readers: readers::Readers,
+    /// Set once closing: reads are refused from then on.
+    closed: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -77,15 +82,18 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
     let mut threads = Vec::new();
     let deliveries = Arc::new(tokio::sync::Notify::new());
     let (write_tx, write_rx) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
-    threads.push(writer::spawn(conn, write_rx, options.max_batch.max(1), Arc::clone(&deliveries)).map_err(|e| io(&path, e))?);
-    let (read_tx, read_rx) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
-    let read_rx = Arc::new(Mutex::new(read_rx));
-    for n in 0..options.readers.max(1) {
-        let conn = connection::open_reader(&path)?;
-        threads.push(readers::spawn(n, conn, Arc::clone(&read_rx)).map_err(|e| io(&path, e))?);
-    }
-    let backend =
-        SqliteBackend { deliveries, writes: Mutex::new(Some(write_tx)), reads: Mutex::new(Some(read_tx)), threads: Mutex::new(threads) };
+    let installations_generation = Arc::new(AtomicU64::new(0));
+    let signals = writer::Signals { deliveries: Arc::clone(&deliveries), installations_generation: Arc::clone(&installations_generation) };
+    threads.push(writer::spawn(conn, write_rx, options.max_batch.max(1), signals).map_err(|e| io(&path, e))?);
+    let read_conns = (0..options.readers.max(1)).map(|_| connection::open_reader(&path)).collect::<Result<Vec<_>, _>>()?;
+    let backend = SqliteBackend {
+        deliveries,
+        installations_generation,
+        writes: Mutex::new(Some(write_tx)),
+        readers: readers::Readers::new(read_conns),
+        closed: AtomicBool::new(false),
+        threads: Mutex::new(threads),
+    };
     Ok(Database::new(Arc::new(backend)))
 }
 
@@ -99,14 +107,10 @@ impl Backend for SqliteBackend {
     }
 
     fn submit_read(&self, job: ReadJob) {
-        let sender = self.reads.lock().ok().and_then(|s| s.clone());
-        match sender {
-            Some(sender) => match sender.try_send(job) {
-                Ok(()) => {}
-                Err(TrySendError::Full(job)) => job(Err(StoreError::Unavailable("too many reads queued".into()))),
-                Err(TrySendError::Disconnected(job)) => job(Err(closed())),
-            },
-            None => job(Err(closed())),
+        if self.closed.load(Ordering::Acquire) {
+            job(Err(closed()));
+        } else {
+            self.readers.run(job);
         }
     }
 
@@ -126,14 +130,16 @@ impl Backend for SqliteBackend {
         Arc::clone(&self.deliveries)
     }
 
+    fn installations_generation(&self) -> u64 {
+        self.installations_generation.load(Ordering::Acquire)
+    }
+
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
             if let Ok(mut w) = self.writes.lock() {
                 w.take();
             }
-            if let Ok(mut r) = self.reads.lock() {
-                r.take();
-            }
+            self.closed.store(true, Ordering::Release);
             let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
             let _ = tokio::task::spawn_blocking(move || {
                 for t in threads {

@@ -8,8 +8,9 @@ use parley_domain::Timestamp;
 use parley_domain::events::EventKind;
 use parley_domain::events::OutboxEvent;
 use parley_domain::model::*;
-use parley_domain::store::{MessagePage, OutboxMessage, OutboxStats, ReadTx, StoreError, StoreResult, WriteTx};
+use parley_domain::store::{MessagePage, OutboxMessage, OutboxStats, Prunable, ReadTx, StoreError, StoreResult, WriteTx};
 use parley_domain::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
+use parley_domain::webhooks::fairness::{DueDelivery, EndpointHealth, Pause};
 use parley_domain::webhooks::{Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, NewWebhook, NextStep, Webhook};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -22,11 +23,14 @@ pub(super) struct Handle<'c> {
     /// Webhook deliveries this unit created; the writer wakes the delivery
     /// worker after committing them.
     pub(super) deliveries_added: usize,
+    /// Whether this unit changed what an installation token resolves to;
+    /// the writer then moves the installations generation on.
+    pub(super) installations_changed: bool,
 }
 
 impl<'c> Handle<'c> {
     pub(super) fn new(conn: &'c Connection) -> Self {
-        Self { conn, deliveries_added: 0 }
+        Self { conn, deliveries_added: 0, installations_changed: false }
     }
 
     fn one<T>(&self, sql: &str, params: impl rusqlite::Params, f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>) -> StoreResult<Option<T>> {
@@ -94,6 +98,11 @@ impl<'c> Handle<'c> {
     }
 }
 
+/// `?first, ?first+1, …` for a list of `n` values bound from position `first`.
+fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
+}
+
 fn ts(r: &Row<'_>, i: usize) -> rusqlite::Result<Timestamp> {
     Ok(Timestamp::from_millis(r.get(i)?))
 }
@@ -155,7 +164,7 @@ fn installation_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Installation> {
 }
 
 const WEBHOOK_COLS: &str = "w.id, w.tenant_id, w.url, w.events, w.secret, w.previous_secret, w.previous_secret_expires_at, \
-     w.enabled, w.disabled_reason, w.created_at";
+     w.enabled, w.disabled_reason, w.created_at, w.failure_streak, w.paused_until";
 fn webhook_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Webhook> {
     let events = match r.get::<_, Option<String>>(o + 3)? {
         Some(json) => {
@@ -176,6 +185,8 @@ fn webhook_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Webhook> {
         enabled: r.get(o + 7)?,
         disabled_reason: r.get(o + 8)?,
         created_at: ts(r, o + 9)?,
+        failure_streak: r.get(o + 10)?,
+        paused_until: opt_ts(r, o + 11)?,
     })
 }
 
@@ -231,7 +242,7 @@ fn operator_at(r: &Row<'_>) -> rusqlite::Result<Operator> {
     })
 }
 
-const VISITOR_COLS: &str = "v.id, v.tenant_id, v.site_id, v.uuid, v.name, v.email, v.phone, v.last_url, v.verified_at, v.created_at, v.updated_at, v.verified_method";
+const VISITOR_COLS: &str = "v.id, v.tenant_id, v.site_id, v.uuid, v.name, v.email, v.phone, v.last_url, v.verified_at, v.created_at, v.updated_at, v.verified_method, v.verified_target";
 fn visitor_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Visitor> {
     Ok(Visitor {
         id: VisitorId(r.get(o)?),
@@ -248,6 +259,7 @@ fn visitor_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Visitor> {
             ),
             None => None,
         },
+        verified_target: r.get(o + 12)?,
     })
 }
 
@@ -273,14 +285,14 @@ fn conversation_at(r: &Row<'_>) -> rusqlite::Result<Conversation> {
 
 /// A conversation row followed by its visitor, site and assignee columns.
 fn details_at(r: &Row<'_>) -> rusqlite::Result<ConversationDetails> {
-    let assignee = match r.get::<_, Option<i64>>(27)? {
-        Some(id) => Some(OperatorRef { id: OperatorId(id), name: r.get(28)?, email: r.get(29)? }),
+    let assignee = match r.get::<_, Option<i64>>(28)? {
+        Some(id) => Some(OperatorRef { id: OperatorId(id), name: r.get(29)?, email: r.get(30)? }),
         None => None,
     };
     Ok(ConversationDetails {
         conversation: conversation_at(r)?,
         visitor: visitor_at(r, 13)?,
-        site: SiteRef { id: SiteId(r.get(25)?), name: r.get(26)? },
+        site: SiteRef { id: SiteId(r.get(26)?), name: r.get(27)? },
         assignee,
     })
 }
@@ -317,18 +329,22 @@ const STATUS_FILTER: &str = "(?5 = 'all' OR (?5 = 'open' AND c.status <> 'closed
 const MESSAGE_COLS: &str =
     "m.id, m.tenant_id, m.conversation_id, m.sender_type, m.sender_id, m.sender_name, m.body, m.internal, m.created_at";
 fn message_at(r: &Row<'_>) -> rusqlite::Result<Message> {
+    message_at_offset(r, 0)
+}
+
+fn message_at_offset(r: &Row<'_>, o: usize) -> rusqlite::Result<Message> {
     Ok(Message {
-        id: MessageId(r.get(0)?),
-        tenant_id: TenantId(r.get(1)?),
-        conversation_id: ConversationId(r.get(2)?),
+        id: MessageId(r.get(o)?),
+        tenant_id: TenantId(r.get(o + 1)?),
+        conversation_id: ConversationId(r.get(o + 2)?),
         sender: Sender {
-            kind: enum_col(r, 3, SenderKind::parse)?,
-            operator_id: r.get::<_, Option<i64>>(4)?.map(OperatorId),
-            name: r.get(5)?,
+            kind: enum_col(r, o + 3, SenderKind::parse)?,
+            operator_id: r.get::<_, Option<i64>>(o + 4)?.map(OperatorId),
+            name: r.get(o + 5)?,
         },
-        body: r.get(6)?,
-        internal: r.get(7)?,
-        created_at: ts(r, 8)?,
+        body: r.get(o + 6)?,
+        internal: r.get(o + 7)?,
+        created_at: ts(r, o + 8)?,
     })
 }
 
@@ -446,6 +462,57 @@ impl ReadTx for Handle<'_> {
         }
     }
 
+    fn conversation_with_messages(
+        &mut self,
+        scope: ConversationScope,
+        public_id: &str,
+        page: MessagePage,
+    ) -> StoreResult<Option<(Conversation, Vec<Message>)>> {
+        // The conversation's columns come with every message row (or once,
+        // with no message, through the LEFT JOIN).
+        macro_rules! page_sql {
+            ($order:literal) => {
+                concat!(
+                    "SELECT c.id, c.public_id, c.tenant_id, c.site_id, c.installation_id, c.visitor_id, c.status, c.subject, \
+                     c.assignee_id, c.created_at, c.last_message_at, c.closed_at, c.verified_at, \
+                     m.id, m.tenant_id, m.conversation_id, m.sender_type, m.sender_id, m.sender_name, m.body, m.internal, m.created_at \
+                     FROM conversations c \
+                     LEFT JOIN messages m ON m.conversation_id = c.id AND m.tenant_id = c.tenant_id AND m.id > ?7 AND (?6 OR m.internal = 0) \
+                     WHERE c.tenant_id = ?1 AND (?2 IS NULL OR c.site_id = ?2) \
+                       AND (?3 IS NULL OR ?4 OR c.site_id IN (SELECT os.site_id FROM operator_sites os WHERE os.operator_id = ?3 AND os.tenant_id = ?1)) \
+                       AND c.public_id = ?5 \
+                     ORDER BY m.id ",
+                    $order,
+                    " LIMIT ?8"
+                )
+            };
+        }
+        const AFTER: &str = page_sql!("ASC");
+        const LATEST: &str = page_sql!("DESC");
+        let (t, site, op, admin) = scope_params(scope);
+        let (sql, after) = match page.after_id {
+            Some(after) => (AFTER, after.0),
+            None => (LATEST, -1),
+        };
+        let mut conversation = None;
+        let mut messages = Vec::new();
+        let mut stmt = self.conn.prepare_cached(sql).map_err(map)?;
+        let mut rows =
+            stmt.query(params![t, site, op, admin, public_id, page.include_internal, after, i64::from(page.limit)]).map_err(map)?;
+        while let Some(r) = rows.next().map_err(map)? {
+            if conversation.is_none() {
+                conversation = Some(conversation_at(r).map_err(map)?);
+            }
+            if r.get_ref(13).map_err(map)?.data_type() != rusqlite::types::Type::Null {
+                messages.push(message_at_offset(r, 13).map_err(map)?);
+            }
+        }
+        if page.after_id.is_none() {
+            messages.reverse();
+        }
+        Ok(conversation.map(|c| (c, messages)))
+    }
+
     fn session(&mut self, token_hash: &[u8]) -> StoreResult<Option<Session>> {
         let sql = format!(
             "SELECT {OPERATOR_COLS}, {TENANT_COLS}, tok.id, tok.expires_at
@@ -514,8 +581,12 @@ impl ReadTx for Handle<'_> {
     }
 
     fn oldest_due_delivery(&mut self, now: Timestamp) -> StoreResult<Option<Timestamp>> {
-        let sql = "SELECT MIN(next_attempt_at) FROM webhook_deliveries
-                   WHERE status = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)";
+        // Deliveries of a paused endpoint wait by design: they are its
+        // tenant's concern (its log, `failing_endpoints`), not lag.
+        let sql = "SELECT MIN(d.next_attempt_at) FROM webhook_deliveries d
+                   JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.tenant_id = d.tenant_id
+                   WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1)
+                     AND w.enabled = 1 AND (w.paused_until IS NULL OR w.paused_until <= ?1)";
         Ok(self.one(sql, [now.as_millis()], |r| opt_ts(r, 0))?.flatten())
     }
 
@@ -595,7 +666,7 @@ impl ReadTx for Handle<'_> {
                 ts0,
             ),
             ChallengeCount::Email(address) => self.all(
-                "SELECT created_at FROM verification_challenges WHERE method IN ('email_otp', 'magic_link') AND target = ?1 AND created_at > ?2
+                "SELECT created_at FROM verification_challenges WHERE method IN ('email_otp', 'magic_link') AND lower(target) = ?1 AND created_at > ?2
                  ORDER BY created_at DESC LIMIT ?3",
                 params![address, since, limit],
                 ts0,
@@ -674,10 +745,38 @@ impl ReadTx for Handle<'_> {
     }
 
     fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>> {
-        let sql = "SELECT MIN(MAX(d.next_attempt_at, COALESCE(d.lease_until, 0)))
+        // The latest of the due time, the lease and the pause, written as
+        // CASE: scalar MAX takes several arguments in SQLite only.
+        let sql = "SELECT MIN(CASE
+                       WHEN COALESCE(d.lease_until, 0) >= d.next_attempt_at AND COALESCE(d.lease_until, 0) >= COALESCE(w.paused_until, 0)
+                           THEN d.lease_until
+                       WHEN COALESCE(w.paused_until, 0) >= d.next_attempt_at THEN w.paused_until
+                       ELSE d.next_attempt_at END)
                    FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled = 1
                    WHERE d.status = 'pending'";
         Ok(self.one(sql, [], |r| opt_ts(r, 0))?.flatten())
+    }
+
+    fn due_deliveries(&mut self, now: Timestamp, per_endpoint: u32) -> StoreResult<Vec<DueDelivery>> {
+        // Each endpoint's oldest, through its (endpoint, due time) index: a
+        // backlog at one endpoint cannot push the others out of a claim.
+        let sql = "SELECT d.id, d.tenant_id, d.endpoint_id, w.failure_streak
+             FROM webhook_endpoints w
+             JOIN webhook_deliveries d ON d.id IN (
+                 SELECT d2.id FROM webhook_deliveries d2
+                 WHERE d2.endpoint_id = w.id AND d2.tenant_id = w.tenant_id AND d2.status = 'pending'
+                   AND d2.next_attempt_at <= ?1 AND (d2.lease_until IS NULL OR d2.lease_until <= ?1)
+                 ORDER BY d2.next_attempt_at, d2.id LIMIT ?2)
+             WHERE w.enabled = 1 AND (w.paused_until IS NULL OR w.paused_until <= ?1)
+             ORDER BY d.next_attempt_at, d.id";
+        self.all(sql, params![now.as_millis(), i64::from(per_endpoint)], |r| {
+            Ok(DueDelivery {
+                id: r.get(0)?,
+                tenant_id: TenantId(r.get(1)?),
+                endpoint_id: WebhookId(r.get(2)?),
+                endpoint_failures: r.get(3)?,
+            })
+        })
     }
 }
 
@@ -777,6 +876,7 @@ impl WriteTx for Handle<'_> {
             profile: v.profile.clone(),
             verified_at: None,
             verified_method: None,
+            verified_target: None,
             created_at: v.created_at,
             updated_at: v.created_at,
         })
@@ -881,6 +981,7 @@ impl WriteTx for Handle<'_> {
 
     fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()> {
         self.exec("UPDATE installations SET enabled = ?3 WHERE tenant_id = ?1 AND id = ?2", params![tenant.0, id.0, enabled])?;
+        self.installations_changed = true;
         Ok(())
     }
 
@@ -1011,9 +1112,7 @@ impl WriteTx for Handle<'_> {
         at: Timestamp,
     ) -> StoreResult<()> {
         self.exec(
-            "UPDATE visitors SET verified_at = ?4, verified_method = ?5, verified_target = ?6, updated_at = ?4,
-                 email = CASE WHEN ?5 = 'sms_otp' THEN email ELSE ?6 END,
-                 phone = CASE WHEN ?5 = 'sms_otp' THEN ?6 ELSE phone END
+            "UPDATE visitors SET verified_at = ?4, verified_method = ?5, verified_target = ?6, updated_at = ?4
              WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3",
             params![scope.tenant.0, scope.site.0, visitor.0, at.as_millis(), method.as_str(), target],
         )?;
@@ -1074,44 +1173,130 @@ impl WriteTx for Handle<'_> {
         Ok(Some(self.conn.last_insert_rowid()))
     }
 
-    fn claim_deliveries(
-        &mut self,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: u32,
-        per_endpoint: u32,
-        busy: &[WebhookId],
-    ) -> StoreResult<Vec<ClaimedDelivery>> {
-        let busy = serde_json::to_string(&busy.iter().map(|w| w.0).collect::<Vec<_>>()).map_err(|e| StoreError::Internal(e.to_string()))?;
-        // The inner scan walks the due index in order and stops early, so a
-        // large backlog does not make every claim slow.
+    fn lease_deliveries(&mut self, ids: &[i64], now: Timestamp, lease_until: Timestamp) -> StoreResult<Vec<ClaimedDelivery>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = placeholders(3, ids.len());
+        let mut args: Vec<rusqlite::types::Value> = vec![now.as_millis().into(), lease_until.as_millis().into()];
+        args.extend(ids.iter().map(|id| rusqlite::types::Value::from(*id)));
+        // Exactly the rows this statement leased: another claimer's leases,
+        // whatever their time, are never read back as ours.
+        let leased: Vec<i64> = self.all(
+            &format!(
+                "UPDATE webhook_deliveries SET lease_until = ?2
+                 WHERE id IN ({list}) AND status = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)
+                 RETURNING id"
+            ),
+            rusqlite::params_from_iter(args),
+            |r| r.get(0),
+        )?;
+        if leased.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = placeholders(1, leased.len());
         let sql = format!(
             "SELECT d.id, d.tenant_id, d.attempts, {WEBHOOK_COLS}, ev.event_id, ev.kind, ev.payload
-             FROM (SELECT d.*, ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
-                   FROM (SELECT * FROM webhook_deliveries
-                         WHERE status = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)
-                           AND endpoint_id NOT IN (SELECT value FROM json_each(?4))
-                         ORDER BY next_attempt_at, id LIMIT 4096) d) d
-             JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.tenant_id = d.tenant_id AND w.enabled = 1
+             FROM webhook_deliveries d
+             JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.tenant_id = d.tenant_id
              JOIN webhook_events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id
-             WHERE d.rn <= ?3
-             ORDER BY d.next_attempt_at, d.id LIMIT ?2"
+             WHERE d.id IN ({list})
+             ORDER BY d.next_attempt_at, d.id"
         );
-        let claimed = self.all(&sql, params![now.as_millis(), i64::from(limit), i64::from(per_endpoint), busy], |r| {
+        self.all(&sql, rusqlite::params_from_iter(leased), |r| {
             Ok(ClaimedDelivery {
                 delivery_id: r.get(0)?,
                 tenant_id: TenantId(r.get(1)?),
                 attempts: r.get(2)?,
                 webhook: webhook_at(r, 3)?,
-                event_id: r.get(13)?,
-                kind: enum_col(r, 14, EventKind::parse)?,
-                payload: r.get(15)?,
+                event_id: r.get(15)?,
+                kind: enum_col(r, 16, EventKind::parse)?,
+                payload: r.get(17)?,
             })
+        })
+    }
+
+    fn count_endpoint_outcome(&mut self, tenant: TenantId, endpoint: WebhookId, answered: bool) -> StoreResult<EndpointHealth> {
+        let sql = if answered {
+            "UPDATE webhook_endpoints SET failure_streak = 0, paused_until = NULL, pause_count = 0
+             WHERE tenant_id = ?1 AND id = ?2 RETURNING failure_streak, paused_until, pause_count"
+        } else {
+            "UPDATE webhook_endpoints SET failure_streak = failure_streak + 1
+             WHERE tenant_id = ?1 AND id = ?2 RETURNING failure_streak, paused_until, pause_count"
+        };
+        let health = self.one(sql, params![tenant.0, endpoint.0], |r| {
+            Ok(EndpointHealth { failures: r.get(0)?, paused_until: opt_ts(r, 1)?, pauses: r.get(2)? })
         })?;
-        for c in &claimed {
-            self.exec("UPDATE webhook_deliveries SET lease_until = ?2 WHERE id = ?1", params![c.delivery_id, lease_until.as_millis()])?;
+        Ok(health.unwrap_or(EndpointHealth { failures: 0, paused_until: None, pauses: 0 }))
+    }
+
+    fn pause_endpoint(&mut self, tenant: TenantId, endpoint: WebhookId, pause: Pause) -> StoreResult<()> {
+        self.exec(
+            "UPDATE webhook_endpoints SET paused_until = ?3, pause_count = ?4 WHERE tenant_id = ?1 AND id = ?2",
+            params![tenant.0, endpoint.0, pause.until.as_millis(), pause.pauses],
+        )?;
+        Ok(())
+    }
+
+    fn expire_deliveries(&mut self, created_before: Timestamp, now: Timestamp, limit: u32) -> StoreResult<usize> {
+        self.exec(
+            "UPDATE webhook_deliveries
+             SET status = 'failed', finished_at = ?2, lease_until = NULL,
+                 last_error = 'given up: still undelivered when its retry schedule had run out'
+             WHERE id IN (SELECT id FROM webhook_deliveries
+                          WHERE status = 'pending' AND created_at < ?1 AND (lease_until IS NULL OR lease_until <= ?2)
+                          ORDER BY created_at LIMIT ?3)",
+            params![created_before.as_millis(), now.as_millis(), i64::from(limit)],
+        )
+    }
+
+    fn prune(&mut self, what: Prunable, cutoff: Timestamp, limit: u32) -> StoreResult<usize> {
+        let args = params![cutoff.as_millis(), i64::from(limit)];
+        match what {
+            Prunable::Events => {
+                // An event goes once it is old and none of its deliveries is
+                // pending or recent (a redelivery keeps its log). The
+                // deletes re-check that, so a delivery added meanwhile
+                // keeps its event.
+                let doomed = "SELECT e.id FROM webhook_events e WHERE e.occurred_at < ?1
+                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                                     WHERE d.event_id = e.id AND (d.status = 'pending' OR d.created_at >= ?1))
+                     ORDER BY e.occurred_at LIMIT ?2";
+                let ids: Vec<i64> = self.all(doomed, args, |r| r.get(0))?;
+                if ids.is_empty() {
+                    return Ok(0);
+                }
+                let list = placeholders(2, ids.len());
+                let mut with_cutoff: Vec<rusqlite::types::Value> = vec![cutoff.as_millis().into()];
+                with_cutoff.extend(ids.iter().map(|id| rusqlite::types::Value::from(*id)));
+                // Attempts go with their deliveries (ON DELETE CASCADE).
+                self.exec(
+                    &format!("DELETE FROM webhook_deliveries WHERE event_id IN ({list}) AND status <> 'pending' AND created_at < ?1"),
+                    rusqlite::params_from_iter(with_cutoff.clone()),
+                )?;
+                self.exec(
+                    &format!(
+                        "DELETE FROM webhook_events WHERE id IN ({list}) AND occurred_at < ?1
+                         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id)"
+                    ),
+                    rusqlite::params_from_iter(with_cutoff),
+                )
+            }
+            Prunable::Tokens => self.exec(
+                "DELETE FROM operator_tokens WHERE id IN (SELECT id FROM operator_tokens
+                     WHERE expires_at < ?1 OR revoked_at < ?1 ORDER BY id LIMIT ?2)",
+                args,
+            ),
+            Prunable::Challenges => self.exec(
+                "DELETE FROM verification_challenges WHERE id IN (SELECT id FROM verification_challenges
+                     WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
+                args,
+            ),
+            Prunable::SandboxOutbox => self.exec(
+                "DELETE FROM sandbox_outbox WHERE id IN (SELECT id FROM sandbox_outbox WHERE created_at < ?1 ORDER BY id LIMIT ?2)",
+                args,
+            ),
         }
-        Ok(claimed)
     }
 
     fn record_attempt(&mut self, rec: &AttemptRecord) -> StoreResult<()> {

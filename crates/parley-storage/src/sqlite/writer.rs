@@ -1,6 +1,7 @@
 //! The writer thread and its group commit.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
@@ -10,13 +11,15 @@ use tokio::sync::Notify;
 
 use super::error::map;
 use super::queries::Handle;
+use super::readers::statement;
 
-pub(super) fn spawn(
-    conn: Connection,
-    jobs: Receiver<WriteJob>,
-    max_batch: usize,
-    deliveries: Arc<Notify>,
-) -> std::io::Result<JoinHandle<()>> {
+/// What the writer tells the rest of the backend after a commit.
+pub(super) struct Signals {
+    pub deliveries: Arc<Notify>,
+    pub installations_generation: Arc<AtomicU64>,
+}
+
+pub(super) fn spawn(conn: Connection, jobs: Receiver<WriteJob>, max_batch: usize, signals: Signals) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || {
         // `recv` keeps returning queued jobs after every sender is gone, so
         // everything accepted before shutdown is still committed.
@@ -29,7 +32,7 @@ pub(super) fn spawn(
                     Err(_) => break,
                 }
             }
-            run_batch(&conn, batch, &deliveries);
+            run_batch(&conn, batch, &signals);
         }
         let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
     })
@@ -37,28 +40,31 @@ pub(super) fn spawn(
 
 /// Runs every unit of the batch in one transaction, each in a savepoint,
 /// then commits once and answers every unit with the commit's outcome.
-fn run_batch(conn: &Connection, batch: Vec<WriteJob>, deliveries: &Notify) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
+    if let Err(e) = statement(conn, "BEGIN IMMEDIATE") {
         tracing::error!(error = %map(e), "could not begin a write transaction");
         return; // dropping the jobs answers their callers "unavailable"
     }
     let mut finishers = Vec::with_capacity(batch.len());
     let mut deliveries_added = 0;
+    let mut installations_changed = false;
     let mut jobs = batch.into_iter();
     for job in jobs.by_ref() {
-        if conn.execute_batch("SAVEPOINT unit").is_err() {
+        if statement(conn, "SAVEPOINT unit").is_err() {
             continue;
         }
         let mut handle = Handle::new(conn);
         let outcome = job(&mut handle);
-        let released = outcome.keep && conn.execute_batch("RELEASE unit").is_ok();
+        let released = outcome.keep && statement(conn, "RELEASE unit").is_ok();
         if !released {
-            let _ = conn.execute_batch("ROLLBACK TO unit; RELEASE unit");
+            let _ = statement(conn, "ROLLBACK TO unit");
+            let _ = statement(conn, "RELEASE unit");
         }
         // A unit that wanted its changes kept but lost them must hear so.
         let lost = outcome.keep && !released;
         if released {
             deliveries_added += handle.deliveries_added;
+            installations_changed |= handle.installations_changed;
         }
         finishers.push((outcome.on_commit, lost));
         // On some errors (disk full, I/O) SQLite rolls the whole transaction
@@ -73,13 +79,16 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, deliveries: &Notify) {
             return;
         }
     }
-    let commit: StoreResult<()> = conn.execute_batch("COMMIT").map_err(map);
+    let commit: StoreResult<()> = statement(conn, "COMMIT").map_err(map);
     if commit.is_ok() && deliveries_added > 0 {
-        deliveries.notify_one();
+        signals.deliveries.notify_one();
+    }
+    if commit.is_ok() && installations_changed {
+        signals.installations_generation.fetch_add(1, Ordering::Release);
     }
     if let Err(e) = &commit {
         tracing::error!(error = %e, units = finishers.len(), "write batch failed to commit");
-        let _ = conn.execute_batch("ROLLBACK");
+        let _ = statement(conn, "ROLLBACK");
     }
     for (finish, lost) in finishers {
         if lost {

@@ -28,6 +28,8 @@ pub struct DeliverySettings {
     pub per_endpoint: usize,
     /// `PARLEY_WEBHOOK_ALLOW_PRIVATE`.
     pub allow_private: bool,
+    /// How long attempts in flight may finish once shutdown begins.
+    pub shutdown_grace: Duration,
 }
 
 impl DeliverySettings {
@@ -40,6 +42,7 @@ impl DeliverySettings {
             concurrency: 128,
             per_endpoint: 16,
             allow_private,
+            shutdown_grace: Duration::from_secs(15),
         }
     }
 }

@@ -1,19 +1,20 @@
 //! The delivery loop.
 //!
 //! It claims due deliveries (leased, so a crashed worker's claims come back
-//! when their leases run out), sends them concurrently within a global and
-//! a per-endpoint bound, and records each attempt with its consequence in
-//! one write. It wakes as soon as a commit adds deliveries, and otherwise
+//! when their leases run out), sends them concurrently within a global
+//! bound, shared fairly between tenants and bounded per endpoint (see
+//! `parley_domain::webhooks::fairness`), and records each attempt with its
+//! consequence, and its effect on the endpoint's circuit breaker, in one
+//! write. It wakes as soon as a commit adds deliveries, and otherwise
 //! looks for due retries every poll interval. On shutdown it stops claiming
-//! and waits for the attempts in flight.
+//! and waits for the attempts in flight, for at most the shutdown grace.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use parley_domain::metrics::Metrics;
-use parley_domain::model::WebhookId;
-use parley_domain::webhooks::schedule::next_step;
+use parley_domain::webhooks::fairness::{self, InFlight, Slots};
+use parley_domain::webhooks::schedule::{Response, next_step};
 use parley_domain::webhooks::{Attempt, AttemptRecord, ClaimedDelivery, NextStep};
 use parley_domain::{Clock, Database, ids};
 use tokio::sync::Semaphore;
@@ -28,14 +29,15 @@ pub struct WebhookWorker {
     sender: Sender,
     settings: DeliverySettings,
     metrics: Metrics,
-    /// Bounds attempts in flight per endpoint.
-    endpoints: Mutex<HashMap<WebhookId, Arc<Semaphore>>>,
+    /// Attempts whose request is out, by tenant and endpoint: what the
+    /// fair shares are counted from.
+    in_flight: Mutex<InFlight>,
 }
 
 impl WebhookWorker {
     pub fn new(db: Database, clock: Arc<dyn Clock>, settings: DeliverySettings, metrics: Metrics) -> Result<Arc<Self>, reqwest::Error> {
         let sender = Sender::new(settings.timeout, settings.allow_private)?;
-        Ok(Arc::new(Self { db, clock, sender, settings, metrics, endpoints: Mutex::new(HashMap::new()) }))
+        Ok(Arc::new(Self { db, clock, sender, settings, metrics, in_flight: Mutex::new(InFlight::default()) }))
     }
 
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
@@ -48,11 +50,11 @@ impl WebhookWorker {
             let found = !claimed.is_empty();
             for delivery in claimed {
                 let Ok(slot) = Arc::clone(&slots).acquire_owned().await else { break };
-                let endpoint = self.endpoint_slot(delivery.webhook.id);
                 let worker = Arc::clone(&self);
+                let out = self.start(&delivery);
                 in_flight.spawn(async move {
                     let _slot = slot;
-                    worker.attempt(delivery, endpoint).await;
+                    worker.attempt(delivery, out).await;
                 });
             }
             while in_flight.try_join_next().is_some() {}
@@ -69,19 +71,39 @@ impl WebhookWorker {
                 _ = tokio::time::sleep(wait) => {},
             }
         }
-        while in_flight.join_next().await.is_some() {}
+        // Attempts still out when the grace is up are abandoned: their
+        // leases run out and another instance, or the next start, retries
+        // them. Delivery is at least once, so nothing is lost.
+        let drained = tokio::time::timeout(self.settings.shutdown_grace, async { while in_flight.join_next().await.is_some() {} }).await;
+        if drained.is_err() {
+            tracing::warn!(
+                abandoned = in_flight.len(),
+                "webhook attempts still in flight at shutdown; their leases will let them be retried"
+            );
+            in_flight.abort_all();
+            while in_flight.join_next().await.is_some() {}
+        }
     }
 
-    /// Claims due deliveries, leaving out endpoints that already have as
-    /// many attempts in flight as they may: a claim never waits behind a
-    /// slow endpoint long enough for its lease to run out.
-    async fn claim(&self, limit: usize) -> Vec<ClaimedDelivery> {
+    /// Claims due deliveries for at most `free` slots: tenants take turns
+    /// within their fair shares, endpoints within their bounds. A claim
+    /// never takes what it could not start at once, so no lease runs out
+    /// while its delivery waits here.
+    async fn claim(&self, free: usize) -> Vec<ClaimedDelivery> {
         let now = self.clock.now();
         let lease_until = now.plus(self.settings.lease);
-        let per_endpoint = u32::try_from(self.settings.per_endpoint).unwrap_or(u32::MAX);
-        let limit = u32::try_from(limit).unwrap_or(u32::MAX);
-        let busy = self.busy_endpoints();
-        match self.db.write(move |tx| Ok(tx.claim_deliveries(now, lease_until, limit, per_endpoint, &busy)?)).await {
+        let slots = Slots { total: self.settings.concurrency.max(1), per_endpoint: self.settings.per_endpoint.max(1) };
+        let snapshot = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let per_endpoint = u32::try_from(slots.per_endpoint).unwrap_or(u32::MAX);
+        let claimed = self
+            .db
+            .write(move |tx| {
+                let due = tx.due_deliveries(now, per_endpoint)?;
+                let chosen = fairness::pick(&due, &snapshot, free, slots);
+                Ok(tx.lease_deliveries(&chosen, now, lease_until)?)
+            })
+            .await;
+        match claimed {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::error!(error = %e, "could not claim webhook deliveries");
@@ -90,34 +112,35 @@ impl WebhookWorker {
         }
     }
 
-    fn busy_endpoints(&self) -> Vec<WebhookId> {
-        let map = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
-        map.iter().filter(|(_, s)| s.available_permits() == 0).map(|(id, _)| *id).collect()
+    /// Counts a delivery as out; the returned guard counts it back in.
+    fn start(self: &Arc<Self>, d: &ClaimedDelivery) -> Out {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        *in_flight.tenants.entry(d.tenant_id).or_default() += 1;
+        *in_flight.endpoints.entry(d.webhook.id).or_default() += 1;
+        Out { worker: Arc::clone(self), tenant: d.tenant_id, endpoint: d.webhook.id }
     }
 
     /// Until the next retry falls due, at most one poll interval.
+    ///
+    /// A delivery due already but not claimed waits for a bound: an attempt
+    /// finishing (which wakes the loop) or the next poll, not a busy loop.
     async fn idle_wait(&self) -> Duration {
         let poll = self.settings.poll_interval;
+        let now = self.clock.now();
         match self.db.read(|r| Ok(r.next_delivery_due()?)).await {
-            Ok(Some(due)) => due.since(self.clock.now()).min(poll).max(Duration::from_millis(5)),
+            Ok(Some(due)) if due > now => due.since(now).min(poll).max(Duration::from_millis(5)),
             _ => poll,
         }
     }
 
-    fn endpoint_slot(&self, id: WebhookId) -> Arc<Semaphore> {
-        let mut map = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(map.entry(id).or_insert_with(|| Arc::new(Semaphore::new(self.settings.per_endpoint.max(1)))))
-    }
-
-    /// Sends one delivery, holding an endpoint slot only while the request
-    /// is out (the bound protects the partner, not the database), then
-    /// records the attempt.
-    async fn attempt(&self, delivery: ClaimedDelivery, endpoint: Arc<Semaphore>) {
-        let Ok(endpoint_slot) = endpoint.acquire_owned().await else { return };
+    /// Sends one delivery, counted as out only while the request is (the
+    /// bounds protect partners, not the database), then records the
+    /// attempt and its effect on the endpoint.
+    async fn attempt(&self, delivery: ClaimedDelivery, out: Out) {
         let now = self.clock.now();
         let started = Instant::now();
         let (response, error) = self.sender.send(&delivery, now).await;
-        drop(endpoint_slot);
+        drop(out);
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let number = delivery.attempts + 1;
         let next = next_step(&self.settings.schedule, number, &response, now, jitter());
@@ -141,7 +164,32 @@ impl WebhookWorker {
             attempt: Attempt { attempted_at: now, duration_ms, status_code, error },
             next,
         };
-        if let Err(e) = self.db.write(move |tx| Ok(tx.record_attempt(&record)?)).await {
+        // An endpoint that answers is up, whatever it answered; one that
+        // does not answer, or answers 5xx or 429, counts towards a pause.
+        let answered = matches!(response, Response::Status { code, .. } if code < 500 && code != 429);
+        let (tenant, endpoint, finished) = (record.tenant_id, record.endpoint_id, self.clock.now());
+        let written = self
+            .db
+            .write(move |tx| {
+                tx.record_attempt(&record)?;
+                let health = tx.count_endpoint_outcome(tenant, endpoint, answered)?;
+                let pause = if answered { None } else { fairness::pause_after_failure(health, finished) };
+                if let Some(pause) = pause {
+                    tx.pause_endpoint(tenant, endpoint, pause)?;
+                }
+                Ok((health, pause))
+            })
+            .await;
+        if let Ok((health, Some(pause))) = &written {
+            tracing::warn!(
+                endpoint = endpoint.0,
+                failures = health.failures,
+                pauses = pause.pauses,
+                paused_until_ms = pause.until.as_millis(),
+                "webhook endpoint keeps failing; pausing it"
+            );
+        }
+        if let Err(e) = written {
             // The lease runs out and the delivery is attempted again:
             // at least once, never lost.
             tracing::error!(error = %e, delivery = delivery.delivery_id, "could not record a webhook attempt");
@@ -163,5 +211,29 @@ fn jitter() -> f64 {
     match ids::random_bytes::<4>() {
         Ok(b) => f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * 2.0 - 1.0,
         Err(_) => 0.0,
+    }
+}
+
+/// A delivery whose request is out; dropping it counts it back in.
+struct Out {
+    worker: Arc<WebhookWorker>,
+    tenant: parley_domain::model::TenantId,
+    endpoint: parley_domain::model::WebhookId,
+}
+
+impl Drop for Out {
+    fn drop(&mut self) {
+        let mut in_flight = self.worker.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        decrement(&mut in_flight.tenants, self.tenant);
+        decrement(&mut in_flight.endpoints, self.endpoint);
+    }
+}
+
+fn decrement<K: std::hash::Hash + Eq>(map: &mut std::collections::HashMap<K, usize>, key: K) {
+    if let std::collections::hash_map::Entry::Occupied(mut e) = map.entry(key) {
+        *e.get_mut() -= 1;
+        if *e.get() == 0 {
+            e.remove();
+        }
     }
 }

@@ -260,3 +260,79 @@ async fn health_degrades_when_the_sweeper_is_late() {
     assert_eq!(body["status"], "degraded");
     assert_eq!(body["checks"]["sweeper"]["status"], "degraded");
 }
+
+/// Events with their deliveries and attempts, spent tokens and challenges
+/// are pruned once older than the retention; what is younger stays.
+#[tokio::test]
+async fn records_past_their_retention_are_pruned() {
+    let smtp = crate::smtp_sink::SmtpSink::start().await;
+    let app = swept_app(&[
+        ("PARLEY_EVENT_RETENTION", "2d"),
+        ("PARLEY_AUTO_CLOSE_AFTER", "30d"),
+        ("PARLEY_MOBILE_TOKEN_TTL", "1h"),
+        ("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true"),
+        ("PARLEY_SMTP_URL", &smtp.url()),
+        ("PARLEY_MAIL_FROM", "noreply@parley.test"),
+    ])
+    .await;
+    let f = app.fixture("acme", &[]).await;
+    let admin_token = app.login("admin@acme.example.com").await;
+    let receiver = crate::receiver::Receiver::start().await;
+    let (endpoint, _) = crate::webhooks::register(&app, &admin_token, &receiver.url, Some(json!(["conversation.created"]))).await;
+    let old = app.open_conversation("/api", &f.token, "old", "an old question").await;
+    receiver.next().await;
+    eventually(|| async { (delivery_count(&app, &admin_token, endpoint).await == 1).then_some(()) }).await;
+    let path = format!("/api/widget/conversations/{old}/verification/start");
+    let (status, started) = app.post(&path, json!({"token": f.token, "method": "email_otp", "target": "a@example.com"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
+    let challenge = started["challenge"]["id"].as_i64().unwrap();
+    assert!(app.db.read(move |r| Ok(r.challenge_by_id(challenge)?)).await.unwrap().is_some());
+    let digest = parley_domain::password::token_digest(&admin_token);
+
+    app.clock.advance(3 * DAY);
+    let fresh_admin = app.login("admin@acme.example.com").await;
+    app.open_conversation("/api", &f.token, "new", "a new question").await;
+    receiver.next().await;
+    eventually(|| async { (app.events("acme").await == ["conversation.created", "message.created"]).then_some(()) }).await;
+    eventually(|| async { (delivery_count(&app, &fresh_admin, endpoint).await == 1).then_some(()) }).await;
+    let token_row = app.db.read(move |r| Ok(r.session(&digest)?.is_some())).await.unwrap();
+    assert!(!token_row, "the expired token is gone");
+    assert!(app.db.read(move |r| Ok(r.challenge_by_id(challenge)?)).await.unwrap().is_none(), "the old challenge is gone");
+    let (_, conversations) = app.authed(Method::GET, "/api/mobile/conversations", &fresh_admin, None).await;
+    assert_eq!(conversations["meta"]["total"], 2, "conversations and messages are the tenant's data: never pruned");
+}
+
+async fn delivery_count(app: &TestApp, token: &str, endpoint: i64) -> u64 {
+    let path = format!("/api/v1/admin/webhooks/{endpoint}/deliveries");
+    app.authed(Method::GET, &path, token, None).await.1["meta"]["total"].as_u64().unwrap()
+}
+
+/// An event whose delivery is still pending is kept past the retention, so
+/// pruning never takes a delivery from under the worker.
+#[tokio::test]
+async fn an_event_with_a_pending_delivery_is_kept() {
+    let app = swept_app(&[
+        ("PARLEY_EVENT_RETENTION", "1d"),
+        ("PARLEY_AUTO_CLOSE_AFTER", "30d"),
+        ("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true"),
+        ("PARLEY_WEBHOOK_RETRY_SCHEDULE", "10d"),
+    ])
+    .await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let receiver = crate::receiver::Receiver::start().await;
+    receiver.reply(&[crate::receiver::Reply::Status(500)]);
+    let (endpoint, _) = crate::webhooks::register(&app, &admin, &receiver.url, Some(json!(["conversation.created"]))).await;
+    app.open_conversation("/api", &f.token, "v", "hi").await;
+    receiver.next().await;
+    app.clock.advance(3 * DAY);
+    let sweeps = |app: &TestApp| {
+        let db = app.db.clone();
+        async move { db.read(|r| Ok(r.state(parley_domain::automation::LAST_SWEEP_KEY)?)).await.unwrap() }
+    };
+    let now = app.clock.now().as_millis();
+    eventually(|| async { (sweeps(&app).await >= Some(now)).then_some(()) }).await;
+    let admin = app.login("admin@acme.example.com").await;
+    assert_eq!(delivery_count(&app, &admin, endpoint).await, 1, "the pending delivery and its event stay");
+    assert_eq!(app.events("acme").await, ["conversation.created", "message.created"][..1], "only the event still to deliver stays");
+}

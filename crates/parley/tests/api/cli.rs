@@ -12,10 +12,15 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::Mutex;
 
-const BIN: &str = env!("CARGO_BIN_EXE_parley");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_parley");
 
-fn parley(dir: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
+pub(crate) fn parley(dir: &Path) -> Command {
+    command(BIN, dir)
+}
+
+/// `program` in `dir` with only the variables a test sets (and `PATH`).
+pub(crate) fn command(program: &str, dir: &Path) -> Command {
+    let mut cmd = Command::new(program);
     cmd.current_dir(dir)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -33,13 +38,17 @@ async fn output(cmd: &mut Command) -> (i32, String, String) {
 }
 
 /// Starts a server process and returns it with its base URL.
-async fn start(dir: &Path, command: &str) -> (Child, String) {
+pub(crate) async fn start(dir: &Path, command: &str) -> (Child, String) {
     start_with(dir, command, &[]).await
 }
 
-async fn start_with(dir: &Path, command: &str, env: &[(&str, &str)]) -> (Child, String) {
-    let mut child =
-        parley(dir).envs(env.iter().copied()).arg(command).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn parley");
+pub(crate) async fn start_with(dir: &Path, command: &str, env: &[(&str, &str)]) -> (Child, String) {
+    spawn_server(parley(dir).envs(env.iter().copied()).arg(command)).await
+}
+
+/// Spawns a command that runs a server and waits until it listens.
+pub(crate) async fn spawn_server(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn parley");
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
     let base = tokio::time::timeout(Duration::from_secs(30), async {
@@ -97,7 +106,7 @@ async fn migrate_applies_once() {
     let dir = tempfile::tempdir().unwrap();
     let (code, stdout, _) = output(parley(dir.path()).arg("migrate")).await;
     assert_eq!(code, 0);
-    assert!(stdout.contains("Applied migrations: [1, 2, 3, 4]"), "{stdout}");
+    assert!(stdout.contains("Applied migrations: [1, 2, 3, 4, 5]"), "{stdout}");
     let (_, stdout, _) = output(parley(dir.path()).arg("migrate")).await;
     assert!(stdout.contains("up to date"), "{stdout}");
 }
@@ -265,4 +274,56 @@ async fn a_delivery_in_flight_when_the_process_dies_is_made_again() {
     })
     .await;
     assert_eq!(deliveries["meta"]["total"], 1, "one delivery, made again: none lost, none doubled");
+}
+
+/// Many deliveries queued to an endpoint that accepts connections and never
+/// answers: SIGTERM still ends the process within its shutdown time, the
+/// attempts out are abandoned to their leases, and every acknowledged write
+/// is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_is_bounded_when_an_endpoint_stops_answering() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = crate::helpers::http_client();
+    let black_hole = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hole_url = format!("http://{}/hook", black_hole.local_addr().unwrap());
+    let (accepted_tx, mut accepted) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = black_hole.accept().await {
+            held.push(socket);
+            let _ = accepted_tx.send(());
+        }
+    });
+
+    let env = [("PARLEY_SHUTDOWN_TIMEOUT", "2s"), ("PARLEY_WEBHOOK_TIMEOUT", "30s"), ("PARLEY_WEBHOOK_LEASE", "60s")];
+    let (mut child, base) = start_with(dir.path(), "demo", &env).await;
+    let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
+    let admin = creds["mobile_token"].as_str().unwrap();
+    let res = client
+        .post(format!("{base}/api/v1/admin/webhooks"))
+        .bearer_auth(admin)
+        .json(&json!({"url": hole_url, "events": ["message.created"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let (token, public_id) = open_demo_conversation(&client, &base).await;
+    let url = format!("{base}/api/widget/conversations/{public_id}/messages");
+    for n in 0..40 {
+        let res = client.post(&url).json(&json!({"token": token, "body": format!("queued {n}")})).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+    }
+    tokio::time::timeout(Duration::from_secs(10), accepted.recv()).await.expect("attempts are under way").unwrap();
+
+    let pid = child.id().expect("pid").to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().await.unwrap().success());
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("exits within its 2 s shutdown time (and a margin), not after the 30 s attempts")
+        .unwrap();
+    assert!(status.success(), "clean exit: {status:?}");
+
+    let (_child, base) = start(dir.path(), "demo").await;
+    let stored = all_bodies(&client, &base, &token, &public_id).await;
+    assert!((0..40).all(|n| stored.contains(&format!("queued {n}"))), "every acknowledged message is stored");
 }

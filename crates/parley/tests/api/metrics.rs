@@ -10,8 +10,11 @@ fn sample(text: &str, prefix: &str) -> f64 {
     text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
 }
 
+/// The token the tests that scrape the main address configure.
+const TOKEN: &str = "metrics-token-0123456789";
+
 async fn scrape(app: &TestApp, base: &str) -> String {
-    let res = app.client.get(format!("{base}/metrics")).send().await.unwrap();
+    let res = app.client.get(format!("{base}/metrics")).bearer_auth(TOKEN).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     assert!(res.headers()["content-type"].to_str().unwrap().contains("text"));
     res.text().await.unwrap()
@@ -19,7 +22,12 @@ async fn scrape(app: &TestApp, base: &str) -> String {
 
 #[tokio::test]
 async fn metrics_count_requests_messages_attempts_and_state() {
-    let app = TestApp::with().var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true").var("PARLEY_WEBHOOK_POLL_INTERVAL", "20ms").start().await;
+    let app = TestApp::with()
+        .var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true")
+        .var("PARLEY_WEBHOOK_POLL_INTERVAL", "20ms")
+        .var("PARLEY_METRICS_TOKEN", TOKEN)
+        .start()
+        .await;
     let f = app.fixture("acme", &[]).await;
     let before = scrape(&app, &app.base).await;
     for name in ["parley_webhook_queue_depth", "parley_open_conversations", "parley_sweeps"] {
@@ -49,18 +57,40 @@ async fn metrics_count_requests_messages_attempts_and_state() {
 }
 
 #[tokio::test]
+async fn metrics_are_not_public_by_default() {
+    let app = TestApp::spawn().await;
+    let (status, body) = app.get("/metrics").await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    let (status, _) = app.send(Method::GET, "/metrics", None, &[("authorization", "Bearer anything-at-all-really")]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "no token is configured, so none opens it");
+}
+
+#[tokio::test]
+async fn metrics_on_the_main_address_need_the_token() {
+    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
+    for auth in [None, Some("Bearer metrics-token-wrong-guess"), Some("Bearer "), Some(TOKEN)] {
+        let headers: Vec<(&str, &str)> = auth.map(|a| vec![("authorization", a)]).unwrap_or_default();
+        let (status, body) = app.send(Method::GET, "/metrics", None, &headers).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    }
+    assert!(scrape(&app, &app.base).await.contains("parley_open_conversations"));
+}
+
+#[tokio::test]
 async fn metrics_can_live_on_their_own_address() {
-    let app = TestApp::with().var("PARLEY_METRICS_LISTEN", "127.0.0.1:0").start().await;
-    let (status, _) = app.get("/metrics").await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "not on the public address");
+    let app = TestApp::with().var("PARLEY_METRICS_LISTEN", "127.0.0.1:0").var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
+    let (status, _) = app.send(Method::GET, "/metrics", None, &[("authorization", &format!("Bearer {TOKEN}"))]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "not on the public address, even with the token");
     let base = app.metrics_base.clone().expect("metrics address");
+    let res = app.client.get(format!("{base}/metrics")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND, "the token is required there too");
     let text = scrape(&app, &base).await;
     assert!(text.contains("parley_open_conversations"));
 }
 
 #[tokio::test]
 async fn odd_methods_do_not_create_new_series() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
     for n in 0..5 {
         let method = reqwest::Method::from_bytes(format!("ZZ{n}").as_bytes()).unwrap();
         app.client.request(method, app.url("/nothing")).send().await.unwrap();
@@ -68,4 +98,16 @@ async fn odd_methods_do_not_create_new_series() {
     let text = scrape(&app, &app.base).await;
     assert!(!text.contains("ZZ0"), "client-chosen methods never become label values");
     assert_eq!(sample(&text, "parley_http_requests_total{route=\"unmatched\",method=\"other\",status=\"404\"}"), 5.0);
+}
+
+#[tokio::test]
+async fn other_methods_on_metrics_look_like_an_unknown_route() {
+    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
+    let auth = format!("Bearer {TOKEN}");
+    for method in [Method::POST, Method::DELETE, Method::PUT] {
+        let (status, body) = app.send(method.clone(), "/metrics", None, &[("authorization", &auth)]).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    }
+    let (status, _) = app.send(Method::GET, "/metrics", None, &[("authorization", &format!("bearer {TOKEN}"))]).await;
+    assert_eq!(status, StatusCode::OK, "the scheme is case-insensitive");
 }

@@ -196,17 +196,20 @@ async fn changing_a_password_revokes_all_tokens() {
     assert_eq!(status, StatusCode::OK, "other operators keep their tokens");
 }
 
-/// Parallel wrong passwords for one email: only the allowed number are
-/// evaluated, the rest are refused before any password check.
+/// Parallel wrong passwords for one email, each from another address: only
+/// the allowed number are evaluated, the rest are refused before any
+/// password check.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn parallel_failed_logins_cannot_slip_under_the_limit() {
-    let app = std::sync::Arc::new(TestApp::with().var("PARLEY_RATE_LIMITS", "on").start().await);
+    let app = std::sync::Arc::new(TestApp::with().var("PARLEY_RATE_LIMITS", "on").var("PARLEY_TRUSTED_PROXIES", "127.0.0.1").start().await);
     app.fixture("acme", &[]).await;
     let mut attempts = Vec::new();
-    for _ in 0..40 {
+    for n in 0..40 {
         let app = app.clone();
         attempts.push(tokio::spawn(async move {
-            app.post("/api/mobile/login", json!({"email": "admin@acme.example.com", "password": "wrong password"})).await.0
+            let body = json!({"email": "admin@acme.example.com", "password": "wrong password"});
+            let client = format!("198.51.100.{n}");
+            app.send(Method::POST, "/api/mobile/login", Some(body), &[("x-forwarded-for", &client)]).await.0
         }));
     }
     let mut evaluated = 0;
@@ -219,4 +222,68 @@ async fn parallel_failed_logins_cannot_slip_under_the_limit() {
         }
     }
     assert_eq!((evaluated, refused), (5, 35));
+}
+
+/// Behind a proxy that appends its own `X-Forwarded-For` line, a client
+/// cannot escape the per-address limit by writing a first line itself.
+#[tokio::test]
+async fn forged_forwarded_for_lines_do_not_escape_the_address_limit() {
+    let app = TestApp::with()
+        .var("PARLEY_RATE_LIMITS", "on")
+        .var("PARLEY_TRUSTED_PROXIES", "127.0.0.1")
+        .var("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS", "20/15m")
+        .start()
+        .await;
+    app.fixture("acme", &[]).await;
+    let mut limited = None;
+    for n in 0..25 {
+        let mut req =
+            app.client.post(app.url("/api/mobile/login")).json(&json!({"email": format!("guess{n}@acme.example"), "password": "x"}));
+        // Two header lines, as HAProxy's `option forwardfor` sends them.
+        req = req.header("x-forwarded-for", format!("6.6.{n}.6")).header("x-forwarded-for", "203.0.113.9:41234");
+        let status = req.send().await.unwrap().status();
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            limited = Some(n);
+            break;
+        }
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(limited, Some(20), "the 21st failure from the real client is refused");
+}
+
+/// An IPv6 client owns a whole /64: changing the last 64 bits does not
+/// make it another client.
+#[tokio::test]
+async fn ipv6_clients_are_limited_by_their_64() {
+    let app = TestApp::with()
+        .var("PARLEY_RATE_LIMITS", "on")
+        .var("PARLEY_TRUSTED_PROXIES", "127.0.0.1")
+        .var("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS", "3/15m")
+        .start()
+        .await;
+    app.fixture("acme", &[]).await;
+    let app = &app;
+    let attempt = |n: u32, prefix: &'static str| {
+        let client = format!("[{prefix}{n:x}]:443");
+        let body = json!({"email": format!("guess{n}@acme.example"), "password": "x"});
+        async move { app.send(Method::POST, "/api/mobile/login", Some(body), &[("x-forwarded-for", &client)]).await.0 }
+    };
+    for n in 1..=3 {
+        assert_eq!(attempt(n, "2001:db8:1:2::").await, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(attempt(99, "2001:db8:1:2:ffff::").await, StatusCode::TOO_MANY_REQUESTS, "the same /64");
+    assert_eq!(attempt(1, "2001:db8:1:3::").await, StatusCode::UNAUTHORIZED, "another /64 is another client");
+}
+
+/// Right passwords cost a password check too: they are limited per
+/// address, so one client cannot keep the checks busy with its own login.
+#[tokio::test]
+async fn successful_logins_are_limited_per_address() {
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").var("PARLEY_RATE_LIMIT_LOGINS_PER_ADDRESS", "3/15m").start().await;
+    app.fixture("acme", &[]).await;
+    for _ in 0..3 {
+        app.login("admin@acme.example.com").await;
+    }
+    let (status, body) = app.post("/api/mobile/login", json!({"email": "admin@acme.example.com", "password": PASSWORD})).await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
 }

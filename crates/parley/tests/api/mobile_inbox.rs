@@ -319,3 +319,39 @@ async fn taking_a_conversation_twice_is_safe_to_retry() {
     let joined = widget_messages(&app, &f.token, &public_id).await.iter().filter(|m| m["sender"]["type"] == "system").count();
     assert_eq!(joined, 1, "one system message for one change");
 }
+
+/// A closed conversation goes back to its assignee only if that operator
+/// can still answer it; otherwise it reopens into the unassigned queue.
+#[tokio::test]
+async fn a_reopened_conversation_never_goes_back_to_an_operator_who_cannot_answer() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let other_site = app.site("acme", f.scope.tenant, &[]).await;
+    let base = "/api/v1/mobile/conversations";
+    for case in ["disabled", "moved to another site"] {
+        let email = format!("{}@acme.example", case.len());
+        let agent = app.operator(&f, &email, Role::Agent, &[f.scope.site]).await;
+        let public_id = app.open_conversation("/api", &f.token, case, "hi").await;
+        let (_, list) = app.authed(Method::GET, &format!("{base}?status=unassigned"), &admin, None).await;
+        let id = list["conversations"][0]["id"].as_i64().unwrap();
+        let (status, _) = app.authed(Method::POST, &format!("{base}/{id}/assign"), &admin, Some(json!({"operator_id": agent}))).await;
+        assert_eq!(status, StatusCode::OK);
+        app.authed(Method::POST, &format!("{base}/{id}/close"), &admin, None).await;
+        let change = if case == "disabled" { json!({"active": false}) } else { json!({"site_ids": [other_site.scope.site.0]}) };
+        let (status, body) = app.authed(Method::PATCH, &format!("/api/v1/admin/operators/{agent}"), &admin, Some(change)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+
+        let (status, body) = app.post_message("/api", &f.token, &public_id, "hello again").await;
+        assert_eq!(status, StatusCode::CREATED);
+        assert_eq!(body["conversation"]["status"], "unassigned", "{case}");
+        let (_, body) = app.authed(Method::GET, &format!("{base}/{id}"), &admin, None).await;
+        assert_eq!(
+            (body["conversation"]["status"].as_str(), &body["conversation"]["assignee"]),
+            (Some("unassigned"), &Value::Null),
+            "{case}"
+        );
+        let (_, queue) = app.authed(Method::GET, &format!("{base}?status=unassigned"), &admin, None).await;
+        assert!(queue["conversations"].as_array().unwrap().iter().any(|c| c["id"] == id), "{case}: back in the queue");
+    }
+}

@@ -127,3 +127,28 @@ async fn the_sandbox_embeds_the_widget_and_shows_deliveries_to_its_own_receiver(
     let html = app.client.get(app.url("/sandbox")).send().await.unwrap().text().await.unwrap();
     assert!(html.contains("conversation.created"), "the page lists them");
 }
+
+/// Every HTML page gets a strict content security policy (scripts from this
+/// service only, never inline), no framing, a same-origin referrer and
+/// `nosniff`; and none of them carries an inline script.
+#[tokio::test]
+async fn html_pages_send_security_headers_and_no_inline_script() {
+    let app = TestApp::with().demo().start().await;
+    for path in ["/sandbox", "/verify/1?code=abc", "/verify/not-a-number"] {
+        let res = app.client.get(app.url(path)).send().await.unwrap();
+        let headers = res.headers().clone();
+        let policy = headers.get("content-security-policy").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        let script_src = policy.split(';').map(str::trim).find(|d| d.starts_with("script-src")).unwrap_or_default().to_owned();
+        assert!(script_src.starts_with("script-src 'self'") && !script_src.contains("unsafe"), "{path}: {policy}");
+        assert!(policy.contains("frame-ancestors 'none'") && policy.contains("default-src 'none'"), "{path}: {policy}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["referrer-policy"], "same-origin", "{path}");
+        let html = res.text().await.unwrap();
+        for tag in html.match_indices("<script").map(|(i, _)| &html[i..html[i..].find('>').map_or(html.len(), |e| i + e)]) {
+            assert!(tag.contains(" src="), "{path} has an inline script: {tag}");
+        }
+    }
+    let res = app.client.get(app.url("/api/v1/health")).send().await.unwrap();
+    assert_eq!(res.headers()["x-content-type-options"], "nosniff", "JSON answers are not sniffed either");
+    assert!(res.headers().get("content-security-policy").is_none());
+}

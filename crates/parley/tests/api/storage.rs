@@ -113,3 +113,29 @@ async fn a_rolled_back_change_emits_nothing() {
     let (_, health) = app.get("/health").await;
     assert_eq!(health["checks"]["webhooks"]["pending"], 0, "no delivery");
 }
+
+/// The database holds visitor details and webhook secrets: the folder
+/// Parley creates is 0700 and the files 0600, and an older, world-readable
+/// database is tightened at the next start.
+#[tokio::test]
+async fn database_files_are_private_to_the_service() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let url = format!("sqlite://{}/parley.sqlite3", data.display());
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+
+    let app = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+    app.fixture("acme", &[]).await;
+    assert_eq!(mode(&data), 0o700);
+    for file in ["parley.sqlite3", "parley.sqlite3-wal", "parley.sqlite3-shm"] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+    app.stop().await;
+
+    let db = data.join("parley.sqlite3");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let app = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+    assert_eq!(mode(&db), 0o600, "tightened at start");
+    app.stop().await;
+}

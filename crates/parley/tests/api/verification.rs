@@ -485,3 +485,67 @@ async fn email_codes_are_limited_per_recipient() {
     assert_error(status, &res, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
     assert_eq!(s.smtp.drain().await.len(), 2, "the third never reached the mail server");
 }
+
+/// `Victim@mail.test` and `victim@mail.test` are one mailbox: they share
+/// the per-recipient limit.
+#[tokio::test]
+async fn the_recipient_limit_ignores_the_case_of_the_address() {
+    let s = setup_with(&[("PARLEY_RATE_LIMITS", "on"), ("PARLEY_VERIFY_EMAIL_LIMIT_PER_RECIPIENT", "2/1h")]).await;
+    let mut conversations = Vec::new();
+    for n in 0..3 {
+        conversations.push(s.app.open_conversation("/api", &s.f.token, &format!("v{n}"), "hi").await);
+    }
+    let targets = ["Victim@mail.test", "victim@MAIL.test", "VICTIM@mail.test"];
+    for (c, target) in conversations.iter().zip(targets).take(2) {
+        let path = format!("/api/widget/conversations/{c}/verification/start");
+        let (status, body) = s.app.post(&path, json!({"token": s.f.token, "method": "email_otp", "target": target})).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    }
+    let path = format!("/api/widget/conversations/{}/verification/start", conversations[2]);
+    let (status, res) = s.app.post(&path, json!({"token": s.f.token, "method": "email_otp", "target": targets[2]})).await;
+    assert_error(status, &res, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    assert_eq!(s.smtp.drain().await.len(), 2);
+}
+
+/// After an SMS verification the visitor may type any email and name:
+/// operators see which contact detail was proven and which was not.
+#[tokio::test]
+async fn operators_see_what_a_verification_proved() {
+    let s = setup().await;
+    let id = s.started("/api", json!({"method": "sms_otp"})).await;
+    let sms = s.sms.next().await;
+    let code: String = sms.json()["body"].as_str().unwrap().chars().take(6).collect();
+    assert_eq!(s.confirm("/api", id, &code).await.0, StatusCode::OK);
+    let (status, _) = s
+        .app
+        .post("/api/widget/visitors", json!({"token": s.f.token, "uuid": "ann", "name": "The CEO", "email": "ceo@bank.example"}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let admin = s.app.login("admin@acme.example.com").await;
+    for prefix in PREFIXES {
+        let (_, list) = s.app.authed(Method::GET, &format!("{prefix}/mobile/conversations"), &admin, None).await;
+        let v = &list["conversations"][0]["visitor"];
+        assert_eq!(v["verified"], true, "{v}");
+        assert_eq!(v["verified_method"], "sms_otp");
+        assert_eq!(v["verified_target"], "+14155550123");
+        assert_eq!(v["phone"], "+14155550123");
+        assert_eq!(v["phone_verified"], true, "the phone was proven");
+        assert_eq!(v["email"], "ceo@bank.example");
+        assert_eq!(v["email_verified"], false, "the email was not");
+    }
+
+    // An email verification proves the address, whatever its case later.
+    let id = s.started("/api", json!({"method": "email_otp", "target": "ann@example.com"})).await;
+    let code = s.email_code().await;
+    s.app.clock.advance(Duration::from_secs(31));
+    assert_eq!(s.confirm("/api", id, &code).await.0, StatusCode::OK);
+    s.app.post("/api/widget/visitors", json!({"token": s.f.token, "uuid": "ann", "email": "Ann@Example.com"})).await;
+    let (_, list) = s.app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let v = &list["conversations"][0]["visitor"];
+    assert_eq!(
+        (v["verified_method"].as_str(), v["email_verified"].as_bool(), v["phone_verified"].as_bool()),
+        (Some("email_otp"), Some(true), Some(false)),
+        "{v}"
+    );
+}

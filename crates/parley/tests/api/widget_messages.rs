@@ -162,3 +162,22 @@ async fn widget_writes_are_rate_limited_per_installation_and_address() {
     let (status, _) = app.get(&format!("/api/widget/config/{}", f.token)).await;
     assert_eq!(status, StatusCode::OK, "reads are not limited by the write budget");
 }
+
+/// A page address loses its fragment (where single-page apps keep sign-in
+/// tokens) before it is stored, whatever client sent it.
+#[tokio::test]
+async fn page_addresses_are_kept_without_their_fragment() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let public_id = app.open_conversation("/api", &f.token, "ann", "hello").await;
+    let (status, body) = app
+        .post(
+            &format!("/api/widget/conversations/{public_id}/messages"),
+            serde_json::json!({"token": f.token, "body": "hi", "current_url": "https://shop.example/account?tab=2#access_token=secret"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{body}");
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, list) = app.authed(reqwest::Method::GET, "/api/v1/mobile/conversations", &admin, None).await;
+    assert_eq!(list["conversations"][0]["visitor"]["current_url"], "https://shop.example/account?tab=2");
+}

@@ -1,0 +1,137 @@
+//! Generating load and recording what came back: a closed loop (each
+//! connection sends its next request as soon as the last is answered,
+//! as wrk does) and paced senders (a request every so often, for the mix).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tokio::task::JoinSet;
+
+use crate::client::{Call, Conn};
+
+/// Latencies and outcomes of one route.
+#[derive(Clone)]
+pub struct RouteStats {
+    pub latency: Histogram<u64>,
+    pub ok: u64,
+    pub non_2xx: u64,
+    pub errors: u64,
+}
+
+impl Default for RouteStats {
+    fn default() -> Self {
+        // Microseconds, up to a minute, three significant figures.
+        Self { latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds"), ok: 0, non_2xx: 0, errors: 0 }
+    }
+}
+
+impl RouteStats {
+    pub fn record(&mut self, outcome: &std::io::Result<crate::client::Answer>) {
+        match outcome {
+            Ok(a) => {
+                let micros = u64::try_from(a.latency.as_micros()).unwrap_or(u64::MAX).clamp(1, 60_000_000);
+                let _ = self.latency.record(micros);
+                if (200..300).contains(&a.status) {
+                    self.ok += 1;
+                } else {
+                    self.non_2xx += 1;
+                }
+            }
+            Err(_) => self.errors += 1,
+        }
+    }
+
+    pub fn merge(&mut self, other: &RouteStats) {
+        let _ = self.latency.add(&other.latency);
+        self.ok += other.ok;
+        self.non_2xx += other.non_2xx;
+        self.errors += other.errors;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.ok + self.non_2xx + self.errors
+    }
+}
+
+/// Route name to its stats.
+pub type Stats = BTreeMap<String, RouteStats>;
+
+pub fn merge_into(total: &mut Stats, part: Stats) {
+    for (route, stats) in part {
+        total.entry(route).or_default().merge(&stats);
+    }
+}
+
+/// Runs `connections` closed loops for `duration`; `next(connection,
+/// iteration)` names the route and the call.
+pub async fn closed_loop<F>(addr: SocketAddr, connections: usize, duration: Duration, next: F) -> Stats
+where
+    F: Fn(usize, u64) -> (&'static str, Call) + Send + Sync + 'static,
+{
+    let next = Arc::new(next);
+    let deadline = Instant::now() + duration;
+    let mut tasks = JoinSet::new();
+    for c in 0..connections {
+        let next = Arc::clone(&next);
+        tasks.spawn(async move {
+            let mut stats = Stats::new();
+            let Ok(mut conn) = Conn::open(addr).await else {
+                stats.entry("connect".into()).or_default().errors += 1;
+                return stats;
+            };
+            let mut i = 0;
+            while Instant::now() < deadline {
+                let (route, call) = next(c, i);
+                let outcome = conn.send(&call).await;
+                record(&mut stats, route, &outcome);
+                i += 1;
+            }
+            stats
+        });
+    }
+    let mut total = Stats::new();
+    while let Some(part) = tasks.join_next().await {
+        if let Ok(part) = part {
+            merge_into(&mut total, part);
+        }
+    }
+    total
+}
+
+/// One sender that sends `next(i)` every `period`, starting after `phase`,
+/// until `deadline`, on its own connection.
+pub async fn paced<F>(addr: SocketAddr, period: Duration, phase: Duration, deadline: Instant, next: F) -> Stats
+where
+    F: Fn(u64) -> (&'static str, Call),
+{
+    let mut stats = Stats::new();
+    let Ok(mut conn) = Conn::open(addr).await else {
+        stats.entry("connect".into()).or_default().errors += 1;
+        return stats;
+    };
+    let start = tokio::time::Instant::now() + phase;
+    let mut i = 0;
+    loop {
+        let at = start + period.mul_f64(i as f64);
+        if at.into_std() >= deadline {
+            break;
+        }
+        tokio::time::sleep_until(at).await;
+        let (route, call) = next(i);
+        let outcome = conn.send(&call).await;
+        record(&mut stats, route, &outcome);
+        i += 1;
+    }
+    stats
+}
+
+/// Records an outcome without allocating the route's name again.
+fn record(stats: &mut Stats, route: &str, outcome: &std::io::Result<crate::client::Answer>) {
+    match stats.get_mut(route) {
+        Some(s) => s.record(outcome),
+        None => stats.entry(route.to_owned()).or_default().record(outcome),
+    }
+}

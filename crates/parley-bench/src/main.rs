@@ -1,0 +1,262 @@
+//! `parley-bench`: drives a real Parley server over HTTP and prints every
+//! figure beside a reference measured in the same run (see
+//! docs/benchmarks.md).
+//!
+//! It starts Parley itself on a fresh database (or targets a running one
+//! with `--target`), sets up its own tenant through the admin API, starts
+//! the reference app as its own process, and runs the scenarios one after
+//! another with the same client.
+
+mod ceiling;
+mod client;
+mod load;
+mod process;
+mod receiver;
+mod report;
+mod scenarios;
+mod setup;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::process::Server;
+use crate::scenarios::{Bench, Load};
+
+#[derive(Parser)]
+#[command(name = "parley-bench", about = "Load benchmark of Parley beside the stack's ceiling")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The reference app (started by the bench itself).
+    #[command(hide = true)]
+    CeilingServer {
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long)]
+        conversations: i64,
+        #[arg(long)]
+        messages: i64,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+struct RunArgs {
+    /// Seconds per closed-loop scenario, in each round.
+    #[arg(long, default_value_t = 10)]
+    duration: u64,
+    /// Rounds of the closed-loop scenarios (reference and Parley in turn);
+    /// the report shows the median round.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Connections of the closed-loop scenarios.
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    /// Visitors of the mix, each on its own connection.
+    #[arg(long, default_value_t = 10_000)]
+    visitors: usize,
+    /// Seconds between a visitor's polls in the mix.
+    #[arg(long, default_value_t = 3)]
+    poll_every: u64,
+    /// Messages per second in the mix.
+    #[arg(long, default_value_t = 50.0)]
+    rate: f64,
+    /// Operators (besides the admin) in the inbox scenarios and the mix.
+    #[arg(long, default_value_t = 10)]
+    operators: usize,
+    /// Seconds of the mix.
+    #[arg(long, default_value_t = 30)]
+    mix_duration: u64,
+    /// Conversations the closed-loop scenarios spread over.
+    #[arg(long, default_value_t = 256)]
+    conversations: usize,
+    /// Messages in each of them (latest polls return them).
+    #[arg(long, default_value_t = 20)]
+    messages: usize,
+    /// Scenarios to run, comma-separated: post, poll-empty, poll-latest,
+    /// inbox, webhooks, mix (all by default).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// A running server to measure instead of starting one.
+    #[arg(long)]
+    target: Option<String>,
+    /// The process id of the server at `--target`, for its CPU and memory.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// The admin to set up with on `--target`.
+    #[arg(long)]
+    admin_email: Option<String>,
+    #[arg(long)]
+    admin_password: Option<String>,
+    /// The `parley` binary (default: next to this one).
+    #[arg(long)]
+    parley: Option<PathBuf>,
+    /// Database of the started server (default: a fresh SQLite file).
+    #[arg(long)]
+    database_url: Option<String>,
+    /// Measure Parley alone, without the reference app (for profiling).
+    #[arg(long)]
+    no_reference: bool,
+    /// Also write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    // Thousands of connections: one descriptor each.
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("parley-bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        match cli.command {
+            Some(Command::CeilingServer { db, conversations, messages }) => ceiling::serve(db, conversations, messages).await,
+            None => run(cli.run).await,
+        }
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("parley-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn wants(args: &RunArgs, scenario: &str) -> bool {
+    args.only.is_empty() || args.only.iter().any(|s| s == scenario)
+}
+
+async fn run(args: RunArgs) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let own = std::env::current_exe().map_err(|e| e.to_string())?;
+    let parley_bin = args.parley.clone().unwrap_or_else(|| own.with_file_name("parley"));
+    // The server runs in a temporary folder: a relative path would not reach it.
+    let parley_bin = std::fs::canonicalize(&parley_bin).map_err(|e| format!("cannot find {}: {e}", parley_bin.display()))?;
+
+    // The server under test: started here, or given.
+    let (parley, admin_token, label) = match &args.target {
+        Some(url) => {
+            let addr: SocketAddr =
+                url.trim_start_matches("http://").trim_end_matches('/').parse().map_err(|_| format!("{url} is not http://HOST:PORT"))?;
+            let (email, password) = (
+                args.admin_email.clone().ok_or("--target needs --admin-email")?,
+                args.admin_password.clone().ok_or("--target needs --admin-password")?,
+            );
+            let token = setup::login(addr, &email, &password).await?;
+            (None, token, format!("run{}", std::process::id()))
+        }
+        None => {
+            let database_url = args.database_url.clone().unwrap_or_else(|| format!("sqlite://{}/parley.sqlite3", dir.path().display()));
+            let create = [
+                "tenant",
+                "create",
+                "--slug",
+                "bench",
+                "--name",
+                "Bench",
+                "--admin-email",
+                "admin@bench.example",
+                "--admin-password",
+                setup::ADMIN_PASSWORD,
+            ];
+            let status = process::parley(&parley_bin, dir.path(), &database_url, &create)
+                .status()
+                .await
+                .map_err(|e| format!("cannot run {}: {e}", parley_bin.display()))?;
+            if !status.success() {
+                return Err("creating the bench tenant failed".into());
+            }
+            let server = Server::start(process::parley(&parley_bin, dir.path(), &database_url, &["serve"])).await?;
+            let token = setup::login(server.addr, "admin@bench.example", setup::ADMIN_PASSWORD).await?;
+            (Some(server), token, "local".to_owned())
+        }
+    };
+    let addr = parley
+        .as_ref()
+        .map_or_else(|| args.target.as_deref().unwrap_or_default().trim_start_matches("http://").parse().ok(), |s| Some(s.addr))
+        .ok_or("no address")?;
+
+    println!(
+        "Setting up: {} conversations of {} messages, {} visitors, {} operators",
+        args.conversations, args.messages, args.visitors, args.operators
+    );
+    let tenant = setup::tenant(addr, admin_token, args.operators, &label).await?;
+    let conversations =
+        setup::conversations(addr, &tenant.widget_token, args.conversations, args.messages, &format!("{label}-closed")).await?;
+    // Set up last, so they lead the inbox the reply scenario answers from.
+    let writes = setup::conversations(addr, &tenant.widget_token, args.conversations, 1, &format!("{label}-writes")).await?;
+    let reference = if args.no_reference {
+        None
+    } else {
+        let mut cmd = tokio::process::Command::new(&own);
+        cmd.args(["ceiling-server", "--db"]).arg(dir.path().join("reference.sqlite3")).args([
+            "--conversations",
+            &args.conversations.to_string(),
+            "--messages",
+            &args.messages.to_string(),
+        ]);
+        Some(Server::start(cmd).await?)
+    };
+    let load = Load {
+        duration: Duration::from_secs(args.duration),
+        connections: args.connections,
+        poll_every: Duration::from_secs(args.poll_every),
+        messages_per_second: args.rate,
+        mix_duration: Duration::from_secs(args.mix_duration),
+    };
+    let watched = parley.as_ref().map(|s| s.pid).or(args.server_pid);
+    let mut bench = Bench::new(addr, watched, reference.as_ref().map(|r| r.addr), tenant, conversations, writes, load);
+
+    let rounds = args.rounds.max(1);
+    for round in 1..=rounds {
+        if reference.is_some() {
+            println!("Round {round} of {rounds}: measuring the reference app");
+            bench.ceiling().await;
+        }
+        for (name, step) in [("post", 0), ("poll-empty", 1), ("poll-latest", 2), ("inbox", 3)] {
+            if !wants(&args, name) {
+                continue;
+            }
+            println!("Round {round} of {rounds}: measuring {name}");
+            match step {
+                0 => bench.posts().await,
+                1 => bench.empty_polls().await,
+                2 => bench.latest_polls().await,
+                _ => bench.operators().await,
+            }
+        }
+    }
+    drop(reference);
+    if wants(&args, "webhooks") {
+        println!("Measuring webhooks");
+        bench.webhooks().await?;
+    }
+    if wants(&args, "mix") {
+        println!("Setting up the mix: {} visitors", args.visitors);
+        let visitors = setup::conversations(addr, &bench.tenant.widget_token, args.visitors, 1, &format!("{label}-mix")).await?;
+        println!("Measuring the mix for {} s", args.mix_duration);
+        bench.mix(visitors).await;
+    }
+    bench.report.print();
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&bench.report.json()).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        println!("JSON report: {}", path.display());
+    }
+    drop(parley);
+    Ok(())
+}

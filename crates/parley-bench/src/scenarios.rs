@@ -1,0 +1,341 @@
+//! The scenarios, each run against Parley and, where one exists, beside its
+//! same-run reference.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::task::JoinSet;
+
+use crate::client::{Call, once};
+use crate::load::{Stats, closed_loop, merge_into, paced};
+use crate::process::Usage;
+use crate::receiver::Receiver;
+use crate::report::{Report, Row, Target, UsageRow};
+use crate::setup::{Conversation, Tenant};
+
+/// How hard and how long.
+#[derive(Clone, Debug)]
+pub struct Load {
+    pub duration: Duration,
+    pub connections: usize,
+    pub poll_every: Duration,
+    pub messages_per_second: f64,
+    pub mix_duration: Duration,
+}
+
+/// The servers under test and what they serve.
+pub struct Bench {
+    pub parley: SocketAddr,
+    /// The server's process, when known (for /proc figures).
+    pub parley_process: Option<u32>,
+    /// The reference app, unless measuring Parley alone.
+    pub reference: Option<SocketAddr>,
+    pub tenant: Tenant,
+    /// Conversations that are only read: their messages stay as set up.
+    pub conversations: Arc<Vec<Conversation>>,
+    /// Conversations the write scenarios post to (newest in the inbox).
+    pub writes: Arc<Vec<Conversation>>,
+    pub load: Load,
+    pub report: Report,
+}
+
+/// Calls prepared once and sent in turn, each connection starting at its
+/// own place, so the client spends nothing on building requests.
+fn rotate(route: &'static str, calls: Vec<Call>) -> impl Fn(usize, u64) -> (&'static str, Call) + Send + Sync + 'static {
+    let calls = Arc::new(calls);
+    move |c, i| (route, calls[(c + i as usize * 7) % calls.len()].clone())
+}
+
+impl Bench {
+    pub fn new(
+        parley: SocketAddr,
+        parley_process: Option<u32>,
+        reference: Option<SocketAddr>,
+        tenant: Tenant,
+        conversations: Vec<Conversation>,
+        writes: Vec<Conversation>,
+        load: Load,
+    ) -> Self {
+        Self {
+            parley,
+            parley_process,
+            reference,
+            tenant,
+            conversations: Arc::new(conversations),
+            writes: Arc::new(writes),
+            load,
+            report: Report::default(),
+        }
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        self.parley_process.map(Usage::of)
+    }
+
+    /// Runs `f`, then adds its routes (and the server's CPU time over it) to
+    /// the report.
+    async fn measure<F, Fut>(&mut self, scenario: &str, rows: &[(&str, Option<&str>, Target)], f: F)
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Stats>,
+    {
+        if let Some(pid) = self.parley_process {
+            crate::process::reset_peak(pid);
+        }
+        let before = self.usage();
+        let started = Instant::now();
+        let stats = f().await;
+        let seconds = started.elapsed().as_secs_f64();
+        for (route, reference, target) in rows {
+            if let Some(s) = stats.get(*route) {
+                self.report.rows.push(Row {
+                    scenario: scenario.to_owned(),
+                    route: (*route).to_owned(),
+                    stats: s.clone(),
+                    seconds,
+                    reference: reference.map(str::to_owned),
+                    target: *target,
+                });
+            }
+        }
+        if let (Some(before), Some(after)) = (before, self.usage()) {
+            let usage = Usage { peak_rss_mb: after.peak_rss_mb, cpu_seconds: after.cpu_seconds - before.cpu_seconds };
+            let max_rss_mb = (scenario == "mix").then_some(200.0);
+            let requests = stats.values().map(|s| s.count()).sum();
+            self.report.usage.push(UsageRow { scenario: scenario.to_owned(), usage, seconds, requests, max_rss_mb });
+        }
+    }
+
+    /// The reference app: a trivial GET, a naive insert, naive polls.
+    pub async fn ceiling(&mut self) {
+        let Some(addr) = self.reference else { return };
+        let load = self.load.clone();
+        let conversations = self.conversations.len().max(1) as i64;
+        let per = |f: &dyn Fn(i64) -> Call| (1..=conversations).map(f).collect::<Vec<Call>>();
+        let insert =
+            |c: i64| Call::post("/naive/messages", &json!({"conversation_id": c, "body": "a message of about the size a visitor writes"}));
+        let runs: [(&'static str, Vec<Call>); 4] = [
+            ("trivial GET", vec![Call::get("/trivial")]),
+            ("naive insert", per(&insert)),
+            ("naive poll, empty", per(&|c| Call::get(format!("/naive/messages?conversation_id={c}&after_id=9223372036854775806")))),
+            ("naive poll, 20 rows", per(&|c| Call::get(format!("/naive/messages?conversation_id={c}&after_id=0")))),
+        ];
+        for (name, calls) in runs {
+            let started = Instant::now();
+            let stats = closed_loop(addr, load.connections, load.duration, rotate(name, calls)).await;
+            let seconds = started.elapsed().as_secs_f64();
+            if let Some(s) = stats.get(name) {
+                self.report.rows.push(Row {
+                    scenario: "reference".into(),
+                    route: name.into(),
+                    stats: s.clone(),
+                    seconds,
+                    reference: None,
+                    target: Target::default(),
+                });
+            }
+        }
+    }
+
+    /// Durable message posts across many conversations.
+    pub async fn posts(&mut self) {
+        let (addr, load, token, list) = (self.parley, self.load.clone(), self.tenant.widget_token.clone(), Arc::clone(&self.writes));
+        let target = Target { min_ratio: Some(1.5), max_p99_ms: Some(20.0) };
+        let body = json!({"token": token, "body": "a message of about the size a visitor writes"});
+        let calls = list.iter().map(|c| Call::post(format!("/api/v1/widget/conversations/{}/messages", c.public_id), &body)).collect();
+        self.measure("post", &[("widget message POST", Some("naive insert"), target)], || {
+            closed_loop(addr, load.connections, load.duration, rotate("widget message POST", calls))
+        })
+        .await;
+    }
+
+    /// Polls that find nothing new: the request a widget makes most.
+    pub async fn empty_polls(&mut self) {
+        let (addr, load, token, list) = (self.parley, self.load.clone(), self.tenant.widget_token.clone(), Arc::clone(&self.conversations));
+        let target = Target { min_ratio: Some(0.4), max_p99_ms: Some(10.0) };
+        let calls = list
+            .iter()
+            .map(|c| Call::get(format!("/api/v1/widget/conversations/{}/messages?token={token}&after_id=9223372036854775806", c.public_id)))
+            .collect();
+        self.measure("poll-empty", &[("widget poll, after_id, empty", Some("trivial GET"), target)], || {
+            closed_loop(addr, load.connections, load.duration, rotate("widget poll, after_id, empty", calls))
+        })
+        .await;
+    }
+
+    /// Polls of the latest messages (a widget opening a conversation).
+    pub async fn latest_polls(&mut self) {
+        let (addr, load, token, list) = (self.parley, self.load.clone(), self.tenant.widget_token.clone(), Arc::clone(&self.conversations));
+        let calls =
+            list.iter().map(|c| Call::get(format!("/api/v1/widget/conversations/{}/messages?token={token}", c.public_id))).collect();
+        self.measure("poll-latest", &[("widget poll, latest", Some("naive poll, 20 rows"), Target::default())], || {
+            closed_loop(addr, load.connections, load.duration, rotate("widget poll, latest", calls))
+        })
+        .await;
+    }
+
+    /// Operators reading their inbox and replying.
+    pub async fn operators(&mut self) {
+        let (addr, load, list) = (self.parley, self.load.clone(), Arc::clone(&self.writes));
+        let tokens: Vec<String> = std::iter::once(self.tenant.admin_token.clone()).chain(self.tenant.operator_tokens.clone()).collect();
+        let inbox = tokens.iter().map(|t| Call::get("/api/v1/mobile/conversations?per_page=20").bearer(t)).collect();
+        self.measure("inbox", &[("operator inbox, 20 per page", Some("trivial GET"), Target::default())], || {
+            closed_loop(addr, load.connections, load.duration, rotate("operator inbox, 20 per page", inbox))
+        })
+        .await;
+        let ids = inbox_ids(addr, &self.tenant.admin_token, list.len()).await;
+        let body = json!({"body": "an operator's answer of a usual length"});
+        let replies =
+            ids.iter().map(|id| Call::post(format!("/api/v1/mobile/conversations/{id}/messages"), &body).bearer(&tokens[0])).collect();
+        self.measure("reply", &[("operator reply POST", Some("naive insert"), Target::default())], || {
+            closed_loop(addr, load.connections, load.duration, rotate("operator reply POST", replies))
+        })
+        .await;
+    }
+
+    /// Webhook delivery: every message posted for a while is delivered to a
+    /// receiver in the bench; throughput and commit-to-delivery lag.
+    pub async fn webhooks(&mut self) -> Result<(), String> {
+        let receiver = Receiver::start().await?;
+        let hook = json!({"url": receiver.url, "events": ["message.created"]});
+        let (status, body) = once(self.parley, Call::post("/api/v1/admin/webhooks", &hook).bearer(&self.tenant.admin_token))
+            .await
+            .map_err(|e| e.to_string())?;
+        if status != 201 {
+            return Err(format!("registering the endpoint failed with {status}: {body}"));
+        }
+        let endpoint = body["webhook"]["id"].as_i64().unwrap_or(0);
+        let (addr, load, token, list) = (self.parley, self.load.clone(), self.tenant.widget_token.clone(), Arc::clone(&self.writes));
+        let started = Instant::now();
+        let posted = Arc::new(AtomicI64::new(0));
+        let counter = Arc::clone(&posted);
+        let body = json!({"token": token, "body": "a message a partner hears about"});
+        let calls: Arc<Vec<Call>> =
+            Arc::new(list.iter().map(|c| Call::post(format!("/api/v1/widget/conversations/{}/messages", c.public_id), &body)).collect());
+        self.measure("webhooks", &[("widget message POST (delivered)", Some("naive insert"), Target::default())], || {
+            closed_loop(addr, load.connections.min(16), load.duration, move |c, i| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                ("widget message POST (delivered)", calls[(c + i as usize * 7) % calls.len()].clone())
+            })
+        })
+        .await;
+        let expected = u64::try_from(posted.load(Ordering::Relaxed)).unwrap_or(0);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while receiver.count() < expected && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let (p50, p99, max) = receiver.lag();
+        self.report.notes.push((
+            "webhooks".into(),
+            json!({
+                "posted": expected,
+                "delivered": receiver.count(),
+                "deliveries_per_second": receiver.count() as f64 / seconds,
+                "commit_to_delivery_ms": {"p50": p50, "p99": p99, "max": max},
+            }),
+        ));
+        // Leave no endpoint behind to slow the next scenarios.
+        let _ = once(self.parley, Call::delete(format!("/api/v1/admin/webhooks/{endpoint}")).bearer(&self.tenant.admin_token)).await;
+        Ok(())
+    }
+
+    /// The day-to-day mix: many visitors, each on its own connection,
+    /// polling every few seconds, messages arriving at a steady rate, and
+    /// operators reading their inbox and answering.
+    pub async fn mix(&mut self, visitors: Vec<Conversation>) {
+        let (addr, load, token) = (self.parley, self.load.clone(), self.tenant.widget_token.clone());
+        let visitors = Arc::new(visitors);
+        let operator_tokens: Vec<String> =
+            std::iter::once(self.tenant.admin_token.clone()).chain(self.tenant.operator_tokens.clone()).collect();
+        let ids = inbox_ids(addr, &self.tenant.admin_token, 200).await;
+        let target = Target { min_ratio: None, max_p99_ms: Some(25.0) };
+        let rows = [
+            ("mix: widget poll", None, target),
+            ("mix: widget message POST", None, target),
+            ("mix: operator inbox", None, target),
+            ("mix: operator reply POST", None, target),
+        ];
+        self.measure("mix", &rows, || async move {
+            let deadline = Instant::now() + load.mix_duration;
+            let mut tasks = JoinSet::new();
+            let n = visitors.len().max(1);
+            for (v, conv) in visitors.iter().enumerate() {
+                let (token, conv) = (token.clone(), conv.clone());
+                let phase = load.poll_every.mul_f64(v as f64 / n as f64);
+                let call =
+                    Call::get(format!("/api/v1/widget/conversations/{}/messages?token={token}&after_id={}", conv.public_id, conv.last_id));
+                tasks
+                    .spawn(async move { paced(addr, load.poll_every, phase, deadline, move |_| ("mix: widget poll", call.clone())).await });
+            }
+            // Messages at the set rate, spread over a few senders.
+            const SENDERS: usize = 16;
+            let period = Duration::from_secs_f64(SENDERS as f64 / load.messages_per_second.max(0.001));
+            let body = json!({"token": token, "body": "a visitor's question"});
+            let posts: Arc<Vec<Call>> = Arc::new(
+                visitors.iter().map(|c| Call::post(format!("/api/v1/widget/conversations/{}/messages", c.public_id), &body)).collect(),
+            );
+            for s in 0..SENDERS {
+                let posts = Arc::clone(&posts);
+                let phase = period.mul_f64(s as f64 / SENDERS as f64);
+                tasks.spawn(async move {
+                    paced(addr, period, phase, deadline, move |i| {
+                        ("mix: widget message POST", posts[(s + i as usize * SENDERS) % posts.len()].clone())
+                    })
+                    .await
+                });
+            }
+            // Operators: each reads its inbox every 3 s and answers one
+            // conversation every 3 s.
+            let ids = Arc::new(ids);
+            for (o, op) in operator_tokens.iter().enumerate() {
+                let op = op.clone();
+                let every = Duration::from_secs(3);
+                let phase = every.mul_f64(o as f64 / operator_tokens.len() as f64);
+                let inbox = Call::get("/api/v1/mobile/conversations?per_page=20").bearer(&op);
+                tasks.spawn(async move { paced(addr, every, phase, deadline, move |_| ("mix: operator inbox", inbox.clone())).await });
+                let body = json!({"body": "an operator's answer"});
+                let replies: Vec<Call> =
+                    ids.iter().map(|id| Call::post(format!("/api/v1/mobile/conversations/{id}/messages"), &body).bearer(&op)).collect();
+                tasks.spawn(async move {
+                    paced(addr, every, phase + every / 2, deadline, move |i| {
+                        ("mix: operator reply POST", replies[(o + i as usize) % replies.len().max(1)].clone())
+                    })
+                    .await
+                });
+            }
+            let mut total = Stats::new();
+            while let Some(part) = tasks.join_next().await {
+                if let Ok(part) = part {
+                    merge_into(&mut total, part);
+                }
+            }
+            total
+        })
+        .await;
+    }
+}
+
+/// Ids of conversations the admin sees, for the operator routes.
+async fn inbox_ids(addr: SocketAddr, admin: &str, want: usize) -> Vec<i64> {
+    let mut ids = Vec::new();
+    let mut page = 1;
+    while ids.len() < want {
+        let call = Call::get(format!("/api/v1/mobile/conversations?per_page=100&page={page}")).bearer(admin);
+        let Ok((200, body)) = once(addr, call).await else { break };
+        let list: Vec<i64> =
+            body["conversations"].as_array().map(|l| l.iter().filter_map(|c| c["id"].as_i64()).collect()).unwrap_or_default();
+        if list.is_empty() {
+            break;
+        }
+        ids.extend(list);
+        page += 1;
+    }
+    if ids.is_empty() {
+        ids.push(1);
+    }
+    ids
+}

@@ -1,0 +1,146 @@
+//! Slow and idle clients: half-sent headers, bodies that never come, idle
+//! keep-alive connections, and the connection cap.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::helpers::*;
+
+/// A socket that sent part of a request's headers and then nothing.
+async fn stalled(addr: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: parley\r\nX-Slow: ").await.expect("write");
+    s
+}
+
+/// Reads until the server closes the connection; returns what it sent.
+async fn read_to_close(s: &mut TcpStream) -> String {
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await.expect("the server closes the connection").ok();
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn host(app: &TestApp) -> String {
+    app.base.trim_start_matches("http://").to_owned()
+}
+
+#[tokio::test]
+async fn half_sent_headers_are_cut_off() {
+    let app = TestApp::with().var("PARLEY_REQUEST_HEADER_TIMEOUT", "1s").start().await;
+    let mut s = stalled(&host(&app)).await;
+    // The connection closes (hyper may first answer 408); before the
+    // header timeout existed it stayed open for as long as the client liked.
+    let answer = read_to_close(&mut s).await;
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_body_that_never_arrives_gets_408_and_the_connection_closes() {
+    let app = TestApp::with().var("PARLEY_REQUEST_READ_TIMEOUT", "1s").start().await;
+    let mut s = TcpStream::connect(host(&app)).await.unwrap();
+    let head =
+        "POST /api/v1/mobile/login HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"email\":";
+    s.write_all(head.as_bytes()).await.unwrap();
+    let answer = read_to_close(&mut s).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains(r#""code":"request_timeout""#), "{answer}");
+}
+
+/// An idle keep-alive connection outlives the header timeout (a proxy in
+/// front reuses it) and closes after the idle timeout.
+#[tokio::test]
+async fn idle_keep_alive_connections_stay_for_the_idle_time_then_close() {
+    let app = TestApp::with().var("PARLEY_REQUEST_HEADER_TIMEOUT", "1s").var("PARLEY_IDLE_TIMEOUT", "3s").start().await;
+    let mut s = TcpStream::connect(host(&app)).await.unwrap();
+    let request = b"GET /health HTTP/1.1\r\nHost: parley\r\n\r\n";
+    s.write_all(request).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = s.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    // Longer than the header timeout, shorter than the idle timeout.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.write_all(request).await.unwrap();
+    let answer = read_to_close(&mut s).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "the connection was still usable: {answer}");
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_for_a_free_slot() {
+    let app = TestApp::with().var("PARLEY_MAX_CONNECTIONS", "3").var("PARLEY_REQUEST_HEADER_TIMEOUT", "60s").start().await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(stalled(&host(&app)).await);
+    }
+    let client = app.client.clone();
+    let url = app.url("/health");
+    let waiting = tokio::spawn(async move { client.get(url).send().await.map(|r| r.status()) });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "the fourth connection is not served while three are open");
+    drop(held.pop());
+    let status = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("served once a slot frees").unwrap().unwrap();
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// With the open-file limit at 256, three hundred sockets that stall in
+/// their headers do not keep `/health` unreachable: the connection cap
+/// stays below the limit and the header timeout frees the slots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_sockets_do_not_starve_health_under_a_low_file_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("ulimit -n 256 && exec {} serve", crate::cli::BIN);
+    let mut cmd = crate::cli::command("sh", dir.path());
+    cmd.env("PARLEY_REQUEST_HEADER_TIMEOUT", "1s").args(["-c", &script]);
+    let (mut child, base) = crate::cli::spawn_server(&mut cmd).await;
+    let addr = base.trim_start_matches("http://").to_owned();
+    let mut held = Vec::new();
+    for _ in 0..300 {
+        held.push(stalled(&addr).await);
+    }
+    let client = http_client();
+    let res = tokio::time::timeout(Duration::from_secs(20), client.get(format!("{base}/health")).send())
+        .await
+        .expect("/health answers while the stalled sockets are still open")
+        .expect("request");
+    assert_eq!(res.status(), StatusCode::OK);
+    drop(held);
+    child.kill().await.ok();
+}
+
+/// A client that asks for a large answer and never reads it does not keep
+/// the connection (and the answer's memory): once the write has made no
+/// progress for the write timeout, the connection ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_its_answer_is_dropped() {
+    let app = TestApp::with().var("PARLEY_RESPONSE_WRITE_TIMEOUT", "1s").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let public_id = app.open_conversation("/api", &f.token, "v", "start").await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, list) = app.authed(reqwest::Method::GET, "/api/v1/mobile/conversations", &admin, None).await;
+    let id = list["conversations"][0]["id"].as_i64().unwrap();
+    let big = "🦀".repeat(5000);
+    for _ in 0..100 {
+        let (status, _) = app
+            .authed(
+                reqwest::Method::POST,
+                &format!("/api/v1/mobile/conversations/{id}/messages"),
+                &admin,
+                Some(serde_json::json!({"body": big})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(1024).unwrap();
+    let mut s = socket.connect(host(&app).parse().unwrap()).await.unwrap();
+    let request = format!("GET /api/widget/conversations/{public_id}/messages?token={} HTTP/1.1\r\nHost: parley\r\n\r\n", f.token);
+    s.write_all(request.as_bytes()).await.unwrap();
+    // Not reading, for longer than the write timeout.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut sink = Vec::new();
+    let ended = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut sink)).await;
+    assert!(ended.is_ok(), "the server ended the connection; it did not wait for the reader ({} bytes read)", sink.len());
+    assert!(sink.len() < 2_000_000, "the answer was cut short: {} bytes", sink.len());
+}
