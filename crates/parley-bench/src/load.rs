@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
 use crate::client::{Call, Conn};
@@ -101,22 +102,52 @@ where
     total
 }
 
-/// One sender that sends `next(i)` every `period`, starting after `phase`,
-/// until `deadline`, on its own connection.
-pub async fn paced<F>(addr: SocketAddr, period: Duration, phase: Duration, deadline: Instant, next: F) -> Stats
+/// The shared clock of paced senders: they all connect first and start
+/// together, so thousands of visitors opening their connections in the
+/// same instant are not measured as their first requests.
+pub struct Window {
+    connected: Barrier,
+    start: OnceLock<tokio::time::Instant>,
+    length: Duration,
+}
+
+impl Window {
+    /// A window for `senders` paced senders, `length` long once they are
+    /// all connected.
+    pub fn new(senders: usize, length: Duration) -> Arc<Self> {
+        Arc::new(Self { connected: Barrier::new(senders), start: OnceLock::new(), length })
+    }
+
+    /// Waits for every sender's connection, then returns the common start.
+    async fn start(&self) -> tokio::time::Instant {
+        self.connected.wait().await;
+        *self.start.get_or_init(tokio::time::Instant::now)
+    }
+}
+
+/// How long a paced sender waits for its connection before giving up.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One sender that sends `next(i)` every `period`, starting `phase` into
+/// the window, until it ends, on its own connection.
+pub async fn paced<F>(addr: SocketAddr, window: Arc<Window>, period: Duration, phase: Duration, next: F) -> Stats
 where
     F: Fn(u64) -> (&'static str, Call),
 {
     let mut stats = Stats::new();
-    let Ok(mut conn) = Conn::open(addr).await else {
+    let conn = tokio::time::timeout(CONNECT_TIMEOUT, Conn::open(addr)).await;
+    // Every sender reaches the barrier, connected or not, or none starts.
+    let start = window.start().await;
+    let Ok(Ok(mut conn)) = conn else {
         stats.entry("connect".into()).or_default().errors += 1;
         return stats;
     };
-    let start = tokio::time::Instant::now() + phase;
+    let deadline = start + window.length;
+    let first = start + phase;
     let mut i = 0;
     loop {
-        let at = start + period.mul_f64(i as f64);
-        if at.into_std() >= deadline {
+        let at = first + period.mul_f64(i as f64);
+        if at >= deadline {
             break;
         }
         tokio::time::sleep_until(at).await;

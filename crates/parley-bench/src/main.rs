@@ -181,7 +181,12 @@ async fn run(args: RunArgs) -> Result<(), String> {
             if !status.success() {
                 return Err("creating the bench tenant failed".into());
             }
-            let server = Server::start(process::parley(&parley_bin, dir.path(), &database_url, &["serve"])).await?;
+            // The mix holds one connection per visitor, plus the senders and
+            // operators: the server's connection cap must leave room for all.
+            let cap = (args.visitors + 1024).max(10_000).to_string();
+            let mut serve = process::parley(&parley_bin, dir.path(), &database_url, &["serve"]);
+            serve.env("PARLEY_MAX_CONNECTIONS", cap);
+            let server = Server::start(serve).await?;
             let token = setup::login(server.addr, "admin@bench.example", setup::ADMIN_PASSWORD).await?;
             (Some(server), token, "local".to_owned())
         }

@@ -59,6 +59,13 @@ impl Receiver {
         self.seen.lock().map_or(0, |s| s.count)
     }
 
+    /// Forgets the lags seen so far (the count stays).
+    pub fn reset_lag(&self) {
+        if let Ok(mut s) = self.seen.lock() {
+            s.lag_ms.reset();
+        }
+    }
+
     /// Lag percentiles in milliseconds: p50, p99, max.
     pub fn lag(&self) -> (u64, u64, u64) {
         self.seen.lock().map_or((0, 0, 0), |s| (s.lag_ms.value_at_quantile(0.5), s.lag_ms.value_at_quantile(0.99), s.lag_ms.max()))

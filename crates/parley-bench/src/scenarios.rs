@@ -10,11 +10,14 @@ use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::client::{Call, once};
-use crate::load::{Stats, closed_loop, merge_into, paced};
+use crate::load::{Stats, Window, closed_loop, merge_into, paced};
 use crate::process::Usage;
 use crate::receiver::Receiver;
 use crate::report::{Report, Row, Target, UsageRow};
 use crate::setup::{Conversation, Tenant};
+
+/// Messages sent one at a time, each waited for, for the idle-queue lag.
+const IDLE_SAMPLES: usize = 200;
 
 /// How hard and how long.
 #[derive(Clone, Debug)]
@@ -197,7 +200,8 @@ impl Bench {
     }
 
     /// Webhook delivery: every message posted for a while is delivered to a
-    /// receiver in the bench; throughput and commit-to-delivery lag.
+    /// receiver in the bench; throughput and commit-to-delivery lag, under
+    /// that load and then one message at a time.
     pub async fn webhooks(&mut self) -> Result<(), String> {
         let receiver = Receiver::start().await?;
         let hook = json!({"url": receiver.url, "events": ["message.created"]});
@@ -238,6 +242,27 @@ impl Bench {
                 "commit_to_delivery_ms": {"p50": p50, "p99": p99, "max": max},
             }),
         ));
+        // The same on an idle queue: one message at a time, each waited
+        // for, so the lag is the worker's reaction, not a backlog.
+        receiver.reset_lag();
+        let single = Call::post(format!("/api/v1/widget/conversations/{}/messages", self.writes[0].public_id), &body);
+        let mut samples = 0;
+        for _ in 0..IDLE_SAMPLES {
+            let before = receiver.count();
+            if !matches!(once(self.parley, single.clone()).await, Ok((201, _))) {
+                continue;
+            }
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while receiver.count() == before && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            samples += 1;
+        }
+        let (p50, p99, max) = receiver.lag();
+        self.report.notes.push((
+            "webhooks, idle queue".into(),
+            json!({"samples": samples, "commit_to_delivery_ms": {"p50": p50, "p99": p99, "max": max}}),
+        ));
         // Leave no endpoint behind to slow the next scenarios.
         let _ = once(self.parley, Call::delete(format!("/api/v1/admin/webhooks/{endpoint}")).bearer(&self.tenant.admin_token)).await;
         Ok(())
@@ -260,7 +285,9 @@ impl Bench {
             ("mix: operator reply POST", None, target),
         ];
         self.measure("mix", &rows, || async move {
-            let deadline = Instant::now() + load.mix_duration;
+            // Each visitor, each sender, and two per operator.
+            const SENDERS: usize = 16;
+            let window = Window::new(visitors.len() + SENDERS + 2 * operator_tokens.len(), load.mix_duration);
             let mut tasks = JoinSet::new();
             let n = visitors.len().max(1);
             for (v, conv) in visitors.iter().enumerate() {
@@ -268,21 +295,20 @@ impl Bench {
                 let phase = load.poll_every.mul_f64(v as f64 / n as f64);
                 let call =
                     Call::get(format!("/api/v1/widget/conversations/{}/messages?token={token}&after_id={}", conv.public_id, conv.last_id));
-                tasks
-                    .spawn(async move { paced(addr, load.poll_every, phase, deadline, move |_| ("mix: widget poll", call.clone())).await });
+                let window = Arc::clone(&window);
+                tasks.spawn(async move { paced(addr, window, load.poll_every, phase, move |_| ("mix: widget poll", call.clone())).await });
             }
             // Messages at the set rate, spread over a few senders.
-            const SENDERS: usize = 16;
             let period = Duration::from_secs_f64(SENDERS as f64 / load.messages_per_second.max(0.001));
             let body = json!({"token": token, "body": "a visitor's question"});
             let posts: Arc<Vec<Call>> = Arc::new(
                 visitors.iter().map(|c| Call::post(format!("/api/v1/widget/conversations/{}/messages", c.public_id), &body)).collect(),
             );
             for s in 0..SENDERS {
-                let posts = Arc::clone(&posts);
+                let (posts, window) = (Arc::clone(&posts), Arc::clone(&window));
                 let phase = period.mul_f64(s as f64 / SENDERS as f64);
                 tasks.spawn(async move {
-                    paced(addr, period, phase, deadline, move |i| {
+                    paced(addr, window, period, phase, move |i| {
                         ("mix: widget message POST", posts[(s + i as usize * SENDERS) % posts.len()].clone())
                     })
                     .await
@@ -296,12 +322,14 @@ impl Bench {
                 let every = Duration::from_secs(3);
                 let phase = every.mul_f64(o as f64 / operator_tokens.len() as f64);
                 let inbox = Call::get("/api/v1/mobile/conversations?per_page=20").bearer(&op);
-                tasks.spawn(async move { paced(addr, every, phase, deadline, move |_| ("mix: operator inbox", inbox.clone())).await });
+                let inbox_window = Arc::clone(&window);
+                tasks.spawn(async move { paced(addr, inbox_window, every, phase, move |_| ("mix: operator inbox", inbox.clone())).await });
                 let body = json!({"body": "an operator's answer"});
                 let replies: Vec<Call> =
                     ids.iter().map(|id| Call::post(format!("/api/v1/mobile/conversations/{id}/messages"), &body).bearer(&op)).collect();
+                let reply_window = Arc::clone(&window);
                 tasks.spawn(async move {
-                    paced(addr, every, phase + every / 2, deadline, move |i| {
+                    paced(addr, reply_window, every, phase + every / 2, move |i| {
                         ("mix: operator reply POST", replies[(o + i as usize) % replies.len().max(1)].clone())
                     })
                     .await

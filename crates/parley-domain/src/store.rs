@@ -155,7 +155,10 @@ pub trait ReadTx {
     fn sandbox_outbox(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxMessage>>;
     /// When the next pending delivery falls due, across all tenants (for
     /// the worker, which serves every tenant), paused endpoints counted
-    /// from the end of their pause.
+    /// from the end of their pause. Leases are not looked at: a leased
+    /// delivery is in flight and its end wakes the worker, so the answer
+    /// may be early but never late. One index lookup per endpoint, however
+    /// long the backlog.
     fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>>;
     /// Due deliveries of enabled, unpaused endpoints: for every such
     /// endpoint, its `per_endpoint` oldest. Oldest first.

@@ -23,7 +23,7 @@ use parley_http::{AppState, MetricsAccess, RouterOptions, SandboxInfo, Services,
 use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
 use parley_worker::sweeper::Sweeper;
 use parley_worker::webhooks::{DeliverySettings, WebhookWorker};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -68,8 +68,20 @@ pub struct Application {
     server: ServerSettings,
 }
 
-async fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
-    TcpListener::bind(addr).await.map_err(|source| StartError::Listen { addr, source })
+/// Connections the kernel queues for the accept loop. Thousands of widgets
+/// reconnect at once after a restart or a network blip; a short queue
+/// drops their handshakes and each dropped one waits a second or more
+/// to retry. The kernel caps it at `net.core.somaxconn`.
+const LISTEN_BACKLOG: u32 = 4096;
+
+fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
+    let listen = || -> std::io::Result<TcpListener> {
+        let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(LISTEN_BACKLOG)
+    };
+    listen().map_err(|source| StartError::Listen { addr, source })
 }
 
 impl Application {
@@ -77,10 +89,10 @@ impl Application {
     /// picks a free port).
     pub async fn build(config: &Config, mode: Mode, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
         let db = parley_storage::open(&config.database_url, Default::default()).await?;
-        let listener = bind(config.listen).await?;
+        let listener = bind(config.listen)?;
         let local_addr = listener.local_addr().map_err(|source| StartError::Listen { addr: config.listen, source })?;
         let metrics_listener = match config.metrics_listen {
-            Some(addr) => Some(bind(addr).await?),
+            Some(addr) => Some(bind(addr)?),
             None => None,
         };
         let public_url = match &config.public_url {

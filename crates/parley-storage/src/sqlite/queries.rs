@@ -192,6 +192,35 @@ fn webhook_at(r: &Row<'_>, o: usize) -> rusqlite::Result<Webhook> {
 
 const DELIVERY_COLS: &str =
     "d.id, d.endpoint_id, ev.event_id, ev.kind, d.status, d.next_attempt_at, d.last_error, d.created_at, d.finished_at";
+/// Each endpoint's oldest due deliveries (`?1` now, `?2` how many), through
+/// its (endpoint, due time) index: a backlog at one endpoint cannot push
+/// the others out of a claim. CROSS JOIN keeps the endpoints as the outer
+/// loop: left to choose, SQLite scans every delivery and runs the
+/// subquery for each, which made a claim cost the whole backlog
+/// (milliseconds at a backlog of ten thousand instead of microseconds).
+const DUE_DELIVERIES: &str = "SELECT d.id, d.tenant_id, d.endpoint_id, w.failure_streak
+     FROM webhook_endpoints w CROSS JOIN webhook_deliveries d
+     WHERE d.id IN (
+         SELECT d2.id FROM webhook_deliveries d2
+         WHERE d2.endpoint_id = w.id AND d2.tenant_id = w.tenant_id AND d2.status = 'pending'
+           AND d2.next_attempt_at <= ?1 AND (d2.lease_until IS NULL OR d2.lease_until <= ?1)
+         ORDER BY d2.next_attempt_at, d2.id LIMIT ?2)
+       AND w.enabled = 1 AND (w.paused_until IS NULL OR w.paused_until <= ?1)
+     ORDER BY d.next_attempt_at, d.id";
+
+/// When the next pending delivery falls due: each enabled endpoint's
+/// earliest through its (endpoint, due time) index, or the end of its
+/// pause if later. The endpoint id is the table's key, so no tenant filter
+/// is needed to stay within its own rows (and one would cost the index its
+/// MIN shortcut). CASE, because scalar MAX takes several arguments in
+/// SQLite only.
+const NEXT_DELIVERY_DUE: &str = "SELECT MIN(CASE WHEN COALESCE(paused_until, 0) > due THEN paused_until ELSE due END)
+     FROM (SELECT w.paused_until,
+                  (SELECT MIN(d.next_attempt_at) FROM webhook_deliveries d
+                   WHERE d.endpoint_id = w.id AND d.status = 'pending') AS due
+           FROM webhook_endpoints w WHERE w.enabled = 1)
+     WHERE due IS NOT NULL";
+
 const DELIVERY_FROM: &str = "FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id";
 fn delivery_at(r: &Row<'_>) -> rusqlite::Result<Delivery> {
     let status = enum_col(r, 4, DeliveryStatus::parse)?;
@@ -745,31 +774,11 @@ impl ReadTx for Handle<'_> {
     }
 
     fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>> {
-        // The latest of the due time, the lease and the pause, written as
-        // CASE: scalar MAX takes several arguments in SQLite only.
-        let sql = "SELECT MIN(CASE
-                       WHEN COALESCE(d.lease_until, 0) >= d.next_attempt_at AND COALESCE(d.lease_until, 0) >= COALESCE(w.paused_until, 0)
-                           THEN d.lease_until
-                       WHEN COALESCE(w.paused_until, 0) >= d.next_attempt_at THEN w.paused_until
-                       ELSE d.next_attempt_at END)
-                   FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled = 1
-                   WHERE d.status = 'pending'";
-        Ok(self.one(sql, [], |r| opt_ts(r, 0))?.flatten())
+        Ok(self.one(NEXT_DELIVERY_DUE, [], |r| opt_ts(r, 0))?.flatten())
     }
 
     fn due_deliveries(&mut self, now: Timestamp, per_endpoint: u32) -> StoreResult<Vec<DueDelivery>> {
-        // Each endpoint's oldest, through its (endpoint, due time) index: a
-        // backlog at one endpoint cannot push the others out of a claim.
-        let sql = "SELECT d.id, d.tenant_id, d.endpoint_id, w.failure_streak
-             FROM webhook_endpoints w
-             JOIN webhook_deliveries d ON d.id IN (
-                 SELECT d2.id FROM webhook_deliveries d2
-                 WHERE d2.endpoint_id = w.id AND d2.tenant_id = w.tenant_id AND d2.status = 'pending'
-                   AND d2.next_attempt_at <= ?1 AND (d2.lease_until IS NULL OR d2.lease_until <= ?1)
-                 ORDER BY d2.next_attempt_at, d2.id LIMIT ?2)
-             WHERE w.enabled = 1 AND (w.paused_until IS NULL OR w.paused_until <= ?1)
-             ORDER BY d.next_attempt_at, d.id";
-        self.all(sql, params![now.as_millis(), i64::from(per_endpoint)], |r| {
+        self.all(DUE_DELIVERIES, params![now.as_millis(), i64::from(per_endpoint)], |r| {
             Ok(DueDelivery {
                 id: r.get(0)?,
                 tenant_id: TenantId(r.get(1)?),
@@ -1333,5 +1342,31 @@ impl WriteTx for Handle<'_> {
             }
         };
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod plans {
+    use super::{DUE_DELIVERIES, NEXT_DELIVERY_DUE};
+    use crate::sqlite::{connection, migrate};
+
+    /// The plans SQLite picks for the worker's queries, which run on every
+    /// commit that adds deliveries: none may walk the whole backlog.
+    #[test]
+    fn claims_walk_the_endpoints_not_the_deliveries() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let mut conn = connection::open_writer(&dir.path().join("plan.sqlite3")).expect("open");
+        migrate::apply(&mut conn).expect("migrate");
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {DUE_DELIVERIES}")).expect("prepare");
+        let plan: Vec<String> =
+            stmt.query_map(rusqlite::params![0, 16], |r| r.get::<_, String>(3)).expect("plan").collect::<Result<_, _>>().expect("rows");
+        assert!(plan.first().is_some_and(|p| p.starts_with("SCAN w")), "endpoints first: {plan:?}");
+        assert!(!plan.iter().any(|p| p.starts_with("SCAN d")), "no scan of the deliveries: {plan:?}");
+        assert!(plan.iter().any(|p| p.contains("webhook_deliveries_endpoint_due")), "the per-endpoint index: {plan:?}");
+
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {NEXT_DELIVERY_DUE}")).expect("prepare");
+        let plan: Vec<String> = stmt.query_map([], |r| r.get::<_, String>(3)).expect("plan").collect::<Result<_, _>>().expect("rows");
+        assert!(!plan.iter().any(|p| p.starts_with("SCAN d")), "no scan of the deliveries: {plan:?}");
+        assert!(plan.iter().any(|p| p.contains("COVERING INDEX webhook_deliveries_endpoint_due")), "the per-endpoint index: {plan:?}");
     }
 }

@@ -46,7 +46,7 @@ impl WebhookWorker {
         let mut in_flight = JoinSet::new();
         while !shutdown.is_cancelled() {
             let free = slots.available_permits();
-            let claimed = if free == 0 { Vec::new() } else { self.claim(free).await };
+            let (claimed, waiting) = if free == 0 { (Vec::new(), true) } else { self.claim(free).await };
             let found = !claimed.is_empty();
             for delivery in claimed {
                 let Ok(slot) = Arc::clone(&slots).acquire_owned().await else { break };
@@ -62,8 +62,10 @@ impl WebhookWorker {
                 continue; // more may be due right now
             }
             // Wait for new deliveries, a free slot (an endpoint may have
-            // left its bound), or the next due retry.
-            let wait = self.idle_wait().await;
+            // left its bound), or the next due retry. Deliveries due now
+            // but over their bounds wait for an attempt to end, with the
+            // poll as a backstop: no need to ask when the next one is due.
+            let wait = if waiting { self.settings.poll_interval } else { self.idle_wait().await };
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = signal.notified() => {},
@@ -88,26 +90,43 @@ impl WebhookWorker {
     /// Claims due deliveries for at most `free` slots: tenants take turns
     /// within their fair shares, endpoints within their bounds. A claim
     /// never takes what it could not start at once, so no lease runs out
-    /// while its delivery waits here.
-    async fn claim(&self, free: usize) -> Vec<ClaimedDelivery> {
+    /// while its delivery waits here. Also says whether deliveries are due
+    /// that were left for now.
+    ///
+    /// The worker wakes on every commit that adds deliveries, and while
+    /// its endpoints are at their bounds most wakes find nothing to take.
+    /// So it first looks on a reader, off the writer's queue; only when
+    /// that finds work does it choose and lease again inside one write,
+    /// where the choice sees every committed attempt, failure and pause.
+    async fn claim(&self, free: usize) -> (Vec<ClaimedDelivery>, bool) {
         let now = self.clock.now();
         let lease_until = now.plus(self.settings.lease);
         let slots = Slots { total: self.settings.concurrency.max(1), per_endpoint: self.settings.per_endpoint.max(1) };
-        let snapshot = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let per_endpoint = u32::try_from(slots.per_endpoint).unwrap_or(u32::MAX);
+        let snapshot = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let looked = self.db.read(move |r| Ok(r.due_deliveries(now, per_endpoint)?)).await;
+        match looked {
+            Ok(due) if fairness::pick(&due, &snapshot, free, slots).is_empty() => return (Vec::new(), !due.is_empty()),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "could not read due webhook deliveries");
+                return (Vec::new(), false);
+            }
+        }
         let claimed = self
             .db
             .write(move |tx| {
                 let due = tx.due_deliveries(now, per_endpoint)?;
                 let chosen = fairness::pick(&due, &snapshot, free, slots);
-                Ok(tx.lease_deliveries(&chosen, now, lease_until)?)
+                let waiting = due.len() > chosen.len();
+                Ok((tx.lease_deliveries(&chosen, now, lease_until)?, waiting))
             })
             .await;
         match claimed {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::error!(error = %e, "could not claim webhook deliveries");
-                Vec::new()
+                (Vec::new(), false)
             }
         }
     }
