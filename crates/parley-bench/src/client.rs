@@ -18,6 +18,8 @@ pub struct Answer {
     pub status: u16,
     pub body: Bytes,
     pub latency: Duration,
+    /// The connection had been closed and was opened again for this call.
+    pub reconnected: bool,
 }
 
 /// A request to send: method, path, optional JSON body and bearer token,
@@ -74,9 +76,11 @@ impl Conn {
     }
 
     /// Sends a call and reads the whole answer. A connection the server
-    /// closed is opened again once.
+    /// closed is opened again once, inside the measured time, and counted.
     pub async fn send(&mut self, call: &Call) -> std::io::Result<Answer> {
-        if self.sender.is_closed() {
+        let started = Instant::now();
+        let reconnected = self.sender.is_closed();
+        if reconnected {
             *self = Self::open(self.addr).await?;
         }
         let mut builder = Request::builder().method(call.method.clone()).uri(call.uri.clone()).header(HOST, self.host.clone());
@@ -87,12 +91,11 @@ impl Conn {
             builder = builder.header(AUTHORIZATION, auth.clone());
         }
         let request = builder.body(Full::new(call.body.clone().unwrap_or_default())).map_err(std::io::Error::other)?;
-        let started = Instant::now();
         self.sender.ready().await.map_err(std::io::Error::other)?;
         let response = self.sender.send_request(request).await.map_err(std::io::Error::other)?;
         let status = response.status().as_u16();
         let body = response.into_body().collect().await.map_err(std::io::Error::other)?.to_bytes();
-        Ok(Answer { status, body, latency: started.elapsed() })
+        Ok(Answer { status, body, latency: started.elapsed(), reconnected })
     }
 }
 

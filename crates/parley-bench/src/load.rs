@@ -12,6 +12,7 @@ use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
 use crate::client::{Call, Conn};
+use crate::process::Usage;
 
 /// Latencies and outcomes of one route.
 #[derive(Clone)]
@@ -20,12 +21,20 @@ pub struct RouteStats {
     pub ok: u64,
     pub non_2xx: u64,
     pub errors: u64,
+    /// Calls that found their connection closed by the server.
+    pub reconnects: u64,
 }
 
 impl Default for RouteStats {
     fn default() -> Self {
         // Microseconds, up to a minute, three significant figures.
-        Self { latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds"), ok: 0, non_2xx: 0, errors: 0 }
+        Self {
+            latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds"),
+            ok: 0,
+            non_2xx: 0,
+            errors: 0,
+            reconnects: 0,
+        }
     }
 }
 
@@ -33,6 +42,7 @@ impl RouteStats {
     pub fn record(&mut self, outcome: &std::io::Result<crate::client::Answer>) {
         match outcome {
             Ok(a) => {
+                self.reconnects += u64::from(a.reconnected);
                 let micros = u64::try_from(a.latency.as_micros()).unwrap_or(u64::MAX).clamp(1, 60_000_000);
                 let _ = self.latency.record(micros);
                 if (200..300).contains(&a.status) {
@@ -50,6 +60,7 @@ impl RouteStats {
         self.ok += other.ok;
         self.non_2xx += other.non_2xx;
         self.errors += other.errors;
+        self.reconnects += other.reconnects;
     }
 
     pub fn count(&self) -> u64 {
@@ -80,7 +91,7 @@ where
         tasks.spawn(async move {
             let mut stats = Stats::new();
             let Ok(mut conn) = Conn::open(addr).await else {
-                stats.entry("connect".into()).or_default().errors += 1;
+                stats.entry(CONNECT_FAILED.into()).or_default().errors += 1;
                 return stats;
             };
             let mut i = 0;
@@ -93,14 +104,25 @@ where
             stats
         });
     }
+    gather(tasks).await
+}
+
+/// Merges what every task recorded; a task that panicked counts as an
+/// error of its own row, so a broken run cannot pass for a quiet one.
+pub async fn gather(mut tasks: JoinSet<Stats>) -> Stats {
     let mut total = Stats::new();
     while let Some(part) = tasks.join_next().await {
-        if let Ok(part) = part {
-            merge_into(&mut total, part);
+        match part {
+            Ok(part) => merge_into(&mut total, part),
+            Err(_) => total.entry(TASK_FAILED.into()).or_default().errors += 1,
         }
     }
     total
 }
+
+/// The rows of failures that belong to no route.
+pub const CONNECT_FAILED: &str = "connect";
+pub const TASK_FAILED: &str = "task failed";
 
 /// The shared clock of paced senders: they all connect first and start
 /// together, so thousands of visitors opening their connections in the
@@ -108,25 +130,38 @@ where
 pub struct Window {
     connected: Barrier,
     start: OnceLock<tokio::time::Instant>,
-    length: Duration,
+    pub length: Duration,
+    /// The server whose use is read when the window opens.
+    server: Option<u32>,
+    /// Its CPU time when the window opened: the connections' set-up is
+    /// not the scenario's work.
+    pub usage_at_start: OnceLock<Usage>,
 }
 
 impl Window {
     /// A window for `senders` paced senders, `length` long once they are
     /// all connected.
-    pub fn new(senders: usize, length: Duration) -> Arc<Self> {
-        Arc::new(Self { connected: Barrier::new(senders), start: OnceLock::new(), length })
+    pub fn new(senders: usize, length: Duration, server: Option<u32>) -> Arc<Self> {
+        Arc::new(Self { connected: Barrier::new(senders), start: OnceLock::new(), length, server, usage_at_start: OnceLock::new() })
     }
 
     /// Waits for every sender's connection, then returns the common start.
     async fn start(&self) -> tokio::time::Instant {
         self.connected.wait().await;
-        *self.start.get_or_init(tokio::time::Instant::now)
+        *self.start.get_or_init(|| {
+            if let Some(pid) = self.server {
+                let _ = self.usage_at_start.set(Usage::of(pid));
+            }
+            tokio::time::Instant::now()
+        })
     }
 }
 
-/// How long a paced sender waits for its connection before giving up.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a paced sender waits for its connection before giving up:
+/// less than the server's 10 s deadline for a request head, which counts
+/// from the connection's opening, so no connection waiting for the others
+/// is closed before its first request.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// One sender that sends `next(i)` every `period`, starting `phase` into
 /// the window, until it ends, on its own connection.
@@ -139,7 +174,7 @@ where
     // Every sender reaches the barrier, connected or not, or none starts.
     let start = window.start().await;
     let Ok(Ok(mut conn)) = conn else {
-        stats.entry("connect".into()).or_default().errors += 1;
+        stats.entry(CONNECT_FAILED.into()).or_default().errors += 1;
         return stats;
     };
     let deadline = start + window.length;
@@ -152,7 +187,12 @@ where
         }
         tokio::time::sleep_until(at).await;
         let (route, call) = next(i);
-        let outcome = conn.send(&call).await;
+        // From the time the request was due, not the time it left: a
+        // sender held up by a slow answer must not hide the wait.
+        let outcome = conn.send(&call).await.map(|mut a| {
+            a.latency = at.elapsed();
+            a
+        });
         record(&mut stats, route, &outcome);
         i += 1;
     }

@@ -62,8 +62,8 @@ struct RunArgs {
     #[arg(long, default_value_t = 64)]
     connections: usize,
     /// Visitors of the mix, each on its own connection.
-    #[arg(long, default_value_t = 10_000)]
-    visitors: usize,
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    visitors: u32,
     /// Seconds between a visitor's polls in the mix.
     #[arg(long, default_value_t = 3)]
     poll_every: u64,
@@ -77,14 +77,14 @@ struct RunArgs {
     #[arg(long, default_value_t = 30)]
     mix_duration: u64,
     /// Conversations the closed-loop scenarios spread over.
-    #[arg(long, default_value_t = 256)]
-    conversations: usize,
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    conversations: u32,
     /// Messages in each of them (latest polls return them).
     #[arg(long, default_value_t = 20)]
     messages: usize,
     /// Scenarios to run, comma-separated: post, poll-empty, poll-latest,
     /// inbox, webhooks, mix (all by default).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = SCENARIOS)]
     only: Vec<String>,
     /// A running server to measure instead of starting one.
     #[arg(long)]
@@ -95,6 +95,7 @@ struct RunArgs {
     /// The admin to set up with on `--target`.
     #[arg(long)]
     admin_email: Option<String>,
+    /// Their password.
     #[arg(long)]
     admin_password: Option<String>,
     /// The `parley` binary (default: next to this one).
@@ -136,6 +137,9 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// The scenarios `--only` may name.
+const SCENARIOS: [&str; 6] = ["post", "poll-empty", "poll-latest", "inbox", "webhooks", "mix"];
 
 fn wants(args: &RunArgs, scenario: &str) -> bool {
     args.only.is_empty() || args.only.iter().any(|s| s == scenario)
@@ -202,9 +206,9 @@ async fn run(args: RunArgs) -> Result<(), String> {
     );
     let tenant = setup::tenant(addr, admin_token, args.operators, &label).await?;
     let conversations =
-        setup::conversations(addr, &tenant.widget_token, args.conversations, args.messages, &format!("{label}-closed")).await?;
+        setup::conversations(addr, &tenant.widget_token, args.conversations as usize, args.messages, &format!("{label}-closed")).await?;
     // Set up last, so they lead the inbox the reply scenario answers from.
-    let writes = setup::conversations(addr, &tenant.widget_token, args.conversations, 1, &format!("{label}-writes")).await?;
+    let writes = setup::conversations(addr, &tenant.widget_token, args.conversations as usize, 1, &format!("{label}-writes")).await?;
     let reference = if args.no_reference {
         None
     } else {
@@ -253,7 +257,7 @@ async fn run(args: RunArgs) -> Result<(), String> {
     }
     if wants(&args, "mix") {
         println!("Setting up the mix: {} visitors", args.visitors);
-        let visitors = setup::conversations(addr, &bench.tenant.widget_token, args.visitors, 1, &format!("{label}-mix")).await?;
+        let visitors = setup::conversations(addr, &bench.tenant.widget_token, args.visitors as usize, 1, &format!("{label}-mix")).await?;
         println!("Measuring the mix for {} s", args.mix_duration);
         bench.mix(visitors).await;
     }

@@ -103,6 +103,7 @@ impl Figure<'_> {
             "max_ms": r.stats.latency.max() as f64 / 1000.0,
             "non_2xx": r.stats.non_2xx,
             "errors": r.stats.errors,
+            "reconnects": r.stats.reconnects,
             "reference": self.reference.as_ref().map(|(name, rps)| json!({"name": name, "requests_per_second": rps})),
             "ratio": self.ratio(),
             "target": {"min_ratio": r.target.min_ratio, "max_p99_ms": r.target.max_p99_ms},
@@ -228,6 +229,10 @@ impl Report {
                 ratio,
                 f.target(),
             );
+        }
+        for f in self.figures().iter().filter(|f| f.median.stats.reconnects > 0) {
+            let r = f.median;
+            println!("note: {} {}: {} calls found their connection closed and reconnected", r.scenario, r.route, r.stats.reconnects);
         }
         println!();
         println!("{:<12} {:>14} {:>18} {:>14}  target", "scenario", "server CPU s", "CPU us / request", "peak RSS MB");

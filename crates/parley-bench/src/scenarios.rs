@@ -3,18 +3,20 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::client::{Call, once};
-use crate::load::{Stats, Window, closed_loop, merge_into, paced};
+use crate::load::{CONNECT_FAILED, Stats, TASK_FAILED, Window, closed_loop, gather, paced};
 use crate::process::Usage;
 use crate::receiver::Receiver;
 use crate::report::{Report, Row, Target, UsageRow};
 use crate::setup::{Conversation, Tenant};
+
+/// The route name of the webhook scenario's posts.
+const POSTED: &str = "widget message POST (delivered)";
 
 /// Messages sent one at a time, each waited for, for the idle-queue lag.
 const IDLE_SAMPLES: usize = 200;
@@ -79,8 +81,9 @@ impl Bench {
     }
 
     /// Runs `f`, then adds its routes (and the server's CPU time over it) to
-    /// the report.
-    async fn measure<F, Fut>(&mut self, scenario: &str, rows: &[(&str, Option<&str>, Target)], f: F)
+    /// the report, with a row for failures that belong to no route. With a
+    /// `window`, rates and CPU time count from the window's opening.
+    async fn measure<F, Fut>(&mut self, scenario: &str, rows: &[(&str, Option<&str>, Target)], window: Option<Arc<Window>>, f: F)
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Stats>,
@@ -91,8 +94,10 @@ impl Bench {
         let before = self.usage();
         let started = Instant::now();
         let stats = f().await;
-        let seconds = started.elapsed().as_secs_f64();
-        for (route, reference, target) in rows {
+        let seconds = window.as_ref().map_or_else(|| started.elapsed().as_secs_f64(), |w| w.length.as_secs_f64());
+        let before = window.as_ref().and_then(|w| w.usage_at_start.get().copied()).or(before);
+        let failures = [(CONNECT_FAILED, None, Target::default()), (TASK_FAILED, None, Target::default())];
+        for (route, reference, target) in rows.iter().chain(failures.iter()) {
             if let Some(s) = stats.get(*route) {
                 self.report.rows.push(Row {
                     scenario: scenario.to_owned(),
@@ -118,8 +123,15 @@ impl Bench {
         let load = self.load.clone();
         let conversations = self.conversations.len().max(1) as i64;
         let per = |f: &dyn Fn(i64) -> Call| (1..=conversations).map(f).collect::<Vec<Call>>();
-        let insert =
-            |c: i64| Call::post("/naive/messages", &json!({"conversation_id": c, "body": "a message of about the size a visitor writes"}));
+        // Inserts go to conversations of their own, as Parley's posts go to
+        // its `writes`: the polled ones keep their seeded rows, so the
+        // 20-row poll returns 20 rows in every round.
+        let insert = |c: i64| {
+            Call::post(
+                "/naive/messages",
+                &json!({"conversation_id": conversations + c, "body": "a message of about the size a visitor writes"}),
+            )
+        };
         let runs: [(&'static str, Vec<Call>); 4] = [
             ("trivial GET", vec![Call::get("/trivial")]),
             ("naive insert", per(&insert)),
@@ -149,7 +161,7 @@ impl Bench {
         let target = Target { min_ratio: Some(1.5), max_p99_ms: Some(20.0) };
         let body = json!({"token": token, "body": "a message of about the size a visitor writes"});
         let calls = list.iter().map(|c| Call::post(format!("/api/v1/widget/conversations/{}/messages", c.public_id), &body)).collect();
-        self.measure("post", &[("widget message POST", Some("naive insert"), target)], || {
+        self.measure("post", &[("widget message POST", Some("naive insert"), target)], None, || {
             closed_loop(addr, load.connections, load.duration, rotate("widget message POST", calls))
         })
         .await;
@@ -163,7 +175,7 @@ impl Bench {
             .iter()
             .map(|c| Call::get(format!("/api/v1/widget/conversations/{}/messages?token={token}&after_id=9223372036854775806", c.public_id)))
             .collect();
-        self.measure("poll-empty", &[("widget poll, after_id, empty", Some("trivial GET"), target)], || {
+        self.measure("poll-empty", &[("widget poll, after_id, empty", Some("trivial GET"), target)], None, || {
             closed_loop(addr, load.connections, load.duration, rotate("widget poll, after_id, empty", calls))
         })
         .await;
@@ -174,7 +186,7 @@ impl Bench {
         let (addr, load, token, list) = (self.parley, self.load.clone(), self.tenant.widget_token.clone(), Arc::clone(&self.conversations));
         let calls =
             list.iter().map(|c| Call::get(format!("/api/v1/widget/conversations/{}/messages?token={token}", c.public_id))).collect();
-        self.measure("poll-latest", &[("widget poll, latest", Some("naive poll, 20 rows"), Target::default())], || {
+        self.measure("poll-latest", &[("widget poll, latest", Some("naive poll, 20 rows"), Target::default())], None, || {
             closed_loop(addr, load.connections, load.duration, rotate("widget poll, latest", calls))
         })
         .await;
@@ -185,7 +197,7 @@ impl Bench {
         let (addr, load, list) = (self.parley, self.load.clone(), Arc::clone(&self.writes));
         let tokens: Vec<String> = std::iter::once(self.tenant.admin_token.clone()).chain(self.tenant.operator_tokens.clone()).collect();
         let inbox = tokens.iter().map(|t| Call::get("/api/v1/mobile/conversations?per_page=20").bearer(t)).collect();
-        self.measure("inbox", &[("operator inbox, 20 per page", Some("trivial GET"), Target::default())], || {
+        self.measure("inbox", &[("operator inbox, 20 per page", Some("trivial GET"), Target::default())], None, || {
             closed_loop(addr, load.connections, load.duration, rotate("operator inbox, 20 per page", inbox))
         })
         .await;
@@ -193,7 +205,7 @@ impl Bench {
         let body = json!({"body": "an operator's answer of a usual length"});
         let replies =
             ids.iter().map(|id| Call::post(format!("/api/v1/mobile/conversations/{id}/messages"), &body).bearer(&tokens[0])).collect();
-        self.measure("reply", &[("operator reply POST", Some("naive insert"), Target::default())], || {
+        self.measure("reply", &[("operator reply POST", Some("naive insert"), Target::default())], None, || {
             closed_loop(addr, load.connections, load.duration, rotate("operator reply POST", replies))
         })
         .await;
@@ -211,22 +223,21 @@ impl Bench {
         if status != 201 {
             return Err(format!("registering the endpoint failed with {status}: {body}"));
         }
-        let endpoint = body["webhook"]["id"].as_i64().unwrap_or(0);
+        let endpoint = body["webhook"]["id"].as_i64().ok_or_else(|| format!("the endpoint's answer has no id: {body}"))?;
         let (addr, load, token, list) = (self.parley, self.load.clone(), self.tenant.widget_token.clone(), Arc::clone(&self.writes));
         let started = Instant::now();
-        let posted = Arc::new(AtomicI64::new(0));
-        let counter = Arc::clone(&posted);
         let body = json!({"token": token, "body": "a message a partner hears about"});
         let calls: Arc<Vec<Call>> =
             Arc::new(list.iter().map(|c| Call::post(format!("/api/v1/widget/conversations/{}/messages", c.public_id), &body)).collect());
-        self.measure("webhooks", &[("widget message POST (delivered)", Some("naive insert"), Target::default())], || {
+        // 16 connections: the posts already outrun the deliveries with them.
+        self.measure("webhooks", &[(POSTED, Some("naive insert"), Target::default())], None, || {
             closed_loop(addr, load.connections.min(16), load.duration, move |c, i| {
-                counter.fetch_add(1, Ordering::Relaxed);
-                ("widget message POST (delivered)", calls[(c + i as usize * 7) % calls.len()].clone())
+                (POSTED, calls[(c + i as usize * 7) % calls.len()].clone())
             })
         })
         .await;
-        let expected = u64::try_from(posted.load(Ordering::Relaxed)).unwrap_or(0);
+        // Only what was answered 201 was committed and is owed a delivery.
+        let expected = self.report.rows.iter().rev().find(|r| r.route == POSTED).map_or(0, |r| r.stats.ok);
         let deadline = Instant::now() + Duration::from_secs(120);
         while receiver.count() < expected && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -246,22 +257,32 @@ impl Bench {
         // for, so the lag is the worker's reaction, not a backlog.
         receiver.reset_lag();
         let single = Call::post(format!("/api/v1/widget/conversations/{}/messages", self.writes[0].public_id), &body);
-        let mut samples = 0;
+        let (mut samples, mut failed, mut late) = (0, 0, 0);
         for _ in 0..IDLE_SAMPLES {
             let before = receiver.count();
             if !matches!(once(self.parley, single.clone()).await, Ok((201, _))) {
+                failed += 1;
                 continue;
             }
             let deadline = Instant::now() + Duration::from_secs(5);
             while receiver.count() == before && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
-            samples += 1;
+            if receiver.count() == before {
+                late += 1;
+            } else {
+                samples += 1;
+            }
         }
         let (p50, p99, max) = receiver.lag();
         self.report.notes.push((
             "webhooks, idle queue".into(),
-            json!({"samples": samples, "commit_to_delivery_ms": {"p50": p50, "p99": p99, "max": max}}),
+            json!({
+                "samples": samples,
+                "posts_failed": failed,
+                "not_delivered_within_5_s": late,
+                "commit_to_delivery_ms": {"p50": p50, "p99": p99, "max": max},
+            }),
         ));
         // Leave no endpoint behind to slow the next scenarios.
         let _ = once(self.parley, Call::delete(format!("/api/v1/admin/webhooks/{endpoint}")).bearer(&self.tenant.admin_token)).await;
@@ -284,10 +305,11 @@ impl Bench {
             ("mix: operator inbox", None, target),
             ("mix: operator reply POST", None, target),
         ];
-        self.measure("mix", &rows, || async move {
-            // Each visitor, each sender, and two per operator.
-            const SENDERS: usize = 16;
-            let window = Window::new(visitors.len() + SENDERS + 2 * operator_tokens.len(), load.mix_duration);
+        // Each visitor, each sender, and two per operator.
+        const SENDERS: usize = 16;
+        let window = Window::new(visitors.len() + SENDERS + 2 * operator_tokens.len(), load.mix_duration, self.parley_process);
+        let measured = Arc::clone(&window);
+        self.measure("mix", &rows, Some(measured), || async move {
             let mut tasks = JoinSet::new();
             let n = visitors.len().max(1);
             for (v, conv) in visitors.iter().enumerate() {
@@ -335,13 +357,7 @@ impl Bench {
                     .await
                 });
             }
-            let mut total = Stats::new();
-            while let Some(part) = tasks.join_next().await {
-                if let Ok(part) = part {
-                    merge_into(&mut total, part);
-                }
-            }
-            total
+            gather(tasks).await
         })
         .await;
     }

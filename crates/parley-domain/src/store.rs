@@ -155,10 +155,11 @@ pub trait ReadTx {
     fn sandbox_outbox(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxMessage>>;
     /// When the next pending delivery falls due, across all tenants (for
     /// the worker, which serves every tenant), paused endpoints counted
-    /// from the end of their pause. Leases are not looked at: a leased
-    /// delivery is in flight and its end wakes the worker, so the answer
-    /// may be early but never late. One index lookup per endpoint, however
-    /// long the backlog.
+    /// from the end of their pause. Leases are not looked at, so one index
+    /// lookup per endpoint answers however long the backlog: while an
+    /// endpoint's earliest delivery is in flight the answer is that
+    /// delivery's (past) due time, and the worker waits for an attempt to
+    /// end or for its poll interval, whichever comes first.
     fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>>;
     /// Due deliveries of enabled, unpaused endpoints: for every such
     /// endpoint, its `per_endpoint` oldest. Oldest first.
@@ -305,7 +306,8 @@ impl Database {
         self.backend.kind()
     }
 
-    /// Runs a read unit on a reader and returns its result.
+    /// Runs a read unit and returns its result. The SQLite backend runs
+    /// it on the calling thread: keep units short.
     pub async fn read<T, F>(&self, f: F) -> Result<T, DomainError>
     where
         T: Send + 'static,

@@ -11,7 +11,8 @@ use parley_domain::{DomainError, SystemClock};
 use tokio_util::sync::CancellationToken;
 
 /// glibc's allocator takes a lock its threads then queue on; a busy server
-/// allocates on every request, from both runtime threads.
+/// allocates on every request, from every runtime thread. mimalloc also
+/// kept the most connections in the least memory (docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

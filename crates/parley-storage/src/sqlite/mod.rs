@@ -32,7 +32,9 @@ use crate::OpenError;
 
 #[derive(Clone, Debug)]
 pub struct SqliteOptions {
-    /// Read-only connections (more than the runtime has threads).
+    /// Read-only connections: more than the runtime has threads, since a
+    /// read runs on the runtime thread that asks for it and one waiting
+    /// for a connection holds its thread.
     pub readers: usize,
     /// Most write units committed together.
     pub max_batch: usize,
@@ -40,7 +42,8 @@ pub struct SqliteOptions {
 
 impl Default for SqliteOptions {
     fn default() -> Self {
-        Self { readers: 4, max_batch: 512 }
+        let threads = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        Self { readers: (threads + 2).max(4), max_batch: 512 }
     }
 }
 
