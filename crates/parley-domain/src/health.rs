@@ -84,18 +84,37 @@ pub struct HealthService {
     /// A sweeper that has not run yet is only late once the service has run
     /// for a while.
     started_at: Timestamp,
+    /// The last report and when its computation began. The report counts
+    /// the whole webhook queue, so callers take turns, and one who asked
+    /// while a computation was under way takes the next one's answer
+    /// rather than starting another: however many clients ask, one runs.
+    last: Arc<tokio::sync::Mutex<Option<(Instant, HealthReport)>>>,
 }
 
 impl HealthService {
     pub fn new(db: Database, clock: Arc<dyn Clock>, settings: HealthSettings) -> Self {
         let started_at = clock.now();
-        Self { db, clock, settings, started_at }
+        Self { db, clock, settings, started_at, last: Arc::new(tokio::sync::Mutex::new(None)) }
     }
 
     pub async fn report(&self) -> HealthReport {
+        let asked = Instant::now();
+        let mut last = self.last.lock().await;
+        if let Some((began, report)) = last.as_ref()
+            && *began >= asked
+        {
+            return report.clone();
+        }
+        let began = Instant::now();
+        let report = self.compute().await;
+        *last = Some((began, report.clone()));
+        report
+    }
+
+    async fn compute(&self) -> HealthReport {
         let started = Instant::now();
         let now = self.clock.now();
-        let read = self.db.read(move |r| Ok((r.outbox_stats()?, r.oldest_due_delivery(now)?, r.state(LAST_SWEEP_KEY)?))).await;
+        let read = self.db.read_long(move |r| Ok((r.outbox_stats()?, r.oldest_due_delivery(now)?, r.state(LAST_SWEEP_KEY)?))).await;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         let backend = self.db.kind();
         let (stats, oldest_due, last_sweep) = match read {

@@ -313,15 +313,24 @@ impl Database {
         T: Send + 'static,
         F: FnOnce(&mut dyn ReadTx) -> Result<T, DomainError> + Send + 'static,
     {
-        let (tx, rx) = oneshot::channel();
-        self.backend.submit_read(Box::new(move |handle| {
-            let result = match handle {
-                Ok(handle) => run_guarded(|| f(handle)),
-                Err(e) => Err(e.into()),
-            };
-            let _ = tx.send(result);
-        }));
-        rx.await.unwrap_or_else(|_| Err(closed()))
+        let (job, answer) = read_job(f);
+        self.backend.submit_read(job);
+        answer.await.unwrap_or_else(|_| Err(closed()))
+    }
+
+    /// Runs a read unit whose cost grows with the data (the health report's
+    /// counts, listings with totals) on a blocking thread: on a large
+    /// database it may take a while, and it must not hold a runtime thread
+    /// that answers requests meanwhile.
+    pub async fn read_long<T, F>(&self, f: F) -> Result<T, DomainError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn ReadTx) -> Result<T, DomainError> + Send + 'static,
+    {
+        let (job, answer) = read_job(f);
+        let backend = Arc::clone(&self.backend);
+        tokio::task::spawn_blocking(move || backend.submit_read(job)).await.map_err(|_| closed())?;
+        answer.await.unwrap_or_else(|_| Err(closed()))
     }
 
     /// Runs a write unit and returns its result once it is durably
@@ -359,6 +368,23 @@ impl Database {
 
 fn closed() -> DomainError {
     StoreError::Unavailable("the database is closed".into()).into()
+}
+
+/// A read unit for the backend, and where its result arrives.
+fn read_job<T, F>(f: F) -> (ReadJob, oneshot::Receiver<Result<T, DomainError>>)
+where
+    T: Send + 'static,
+    F: FnOnce(&mut dyn ReadTx) -> Result<T, DomainError> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let job: ReadJob = Box::new(move |handle| {
+        let result = match handle {
+            Ok(handle) => run_guarded(|| f(handle)),
+            Err(e) => Err(e.into()),
+        };
+        let _ = tx.send(result);
+    });
+    (job, rx)
 }
 
 /// A panic inside a unit of work must not take a shared database thread

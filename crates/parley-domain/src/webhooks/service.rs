@@ -81,8 +81,9 @@ impl WebhookService {
 
     pub async fn deliveries(&self, session: &Session, id: WebhookId, page: PageRequest) -> Result<(Vec<Delivery>, PageMeta), DomainError> {
         let tenant = require_admin(session)?;
+        // Counting an endpoint's deliveries costs their number.
         self.db
-            .read(move |r| {
+            .read_long(move |r| {
                 r.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
                 let total = r.count_deliveries(tenant, id)?;
                 let offset = u64::from(page.page - 1) * u64::from(page.per_page);

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use parley_domain::metrics::Metrics;
 use tower::ServiceBuilder;
 use tower_http::timeout::RequestBodyDeadlineLayer;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
@@ -110,22 +111,29 @@ pub fn router(state: AppState, options: RouterOptions) -> Router {
     let (mut router, doc) = root.split_for_parts();
     let doc = openapi::finish(doc, &state.verification.methods());
     let metrics = state.metrics.clone();
-    if let MetricsAccess::Token(token) = options.metrics {
-        router = router.merge(self::metrics::routes(metrics.clone(), Some(token)));
+    if let MetricsAccess::Token(token) = &options.metrics {
+        router = router.merge(self::metrics::routes(metrics.clone(), Some(token.clone())));
     }
-    // Track and trace read the matched route, so they wrap each route;
-    // everything else wraps the router once, as one stack: a layer on the
-    // router itself would be boxed and cloned per route and per request.
     let routes = router
         .merge(openapi::routes(doc))
         .merge(widget_script::routes())
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(middleware::TrackLayer::new(metrics))
-        .layer(middleware::trace())
         .with_state(state);
+    stack(routes, metrics, &options)
+}
+
+/// Wraps the routes in the layers every request passes.
+///
+/// Track and trace read the matched route, so they wrap each route, and
+/// panic containment sits inside them, so a panic is answered, logged and
+/// counted like any 500. Everything else wraps the router once, as one
+/// stack: a layer on the router itself would be boxed and cloned per
+/// route and per request. CORS and the security headers are outermost, so
+/// no answer (a panic's, a 404's, a 413's) leaves without them.
+fn stack(routes: Router, metrics: Metrics, options: &RouterOptions) -> Router {
+    let routes = routes.layer(middleware::catch_panic()).layer(middleware::TrackLayer::new(metrics)).layer(middleware::trace());
     let outer = ServiceBuilder::new()
-        .layer(middleware::catch_panic())
         .layer(middleware::cors())
         .layer(middleware::security_headers(&origin(&options.public_url)))
         .layer(RequestBodyDeadlineLayer::new(options.body_timeout))
@@ -142,10 +150,37 @@ fn origin(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
     use parley_domain::verification::Method;
     use serde_json::Value;
+    use tower::ServiceExt;
 
     use super::*;
+
+    /// A handler that panics is answered like any 500: with CORS for the
+    /// widget's origin, the security headers, and a place in the metrics.
+    #[tokio::test]
+    async fn a_panic_is_answered_with_every_header_and_counted() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let url = format!("sqlite://{}/panic.sqlite3", dir.path().display());
+        let db = parley_storage::open(&url, Default::default()).await.expect("database");
+        let metrics = Metrics::new(db.clone());
+        let options =
+            RouterOptions { metrics: MetricsAccess::Hidden, body_timeout: Duration::from_secs(5), public_url: "http://127.0.0.1".into() };
+        async fn boom() -> StatusCode {
+            panic!("a handler's bug")
+        }
+        let routes = Router::new().route("/boom", axum::routing::get(boom));
+        let request = Request::get("/boom").header("origin", "https://shop.example").body(Body::empty()).expect("request");
+        let response = stack(routes, metrics.clone(), &options).oneshot(request).await.expect("answer");
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(response.headers()["access-control-allow-origin"], "https://shop.example");
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+        let text = metrics.render().await.expect("metrics");
+        assert!(text.lines().any(|l| l.contains("route=\"/boom\"") && l.contains("status=\"500\"")), "counted: {text}");
+        db.close().await;
+    }
 
     /// Every link names an operation, a response and parameters that
     /// exist: a renamed route must not drop its links without notice.

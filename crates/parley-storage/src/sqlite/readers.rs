@@ -6,10 +6,11 @@
 //! few read-only connections, inside a short read transaction that gives
 //! it one consistent snapshot. There are more connections than runtime
 //! threads, so a free one is almost always at hand; when none is, the
-//! read waits for one.
+//! read waits for whichever comes back first. Reads whose cost grows with
+//! the data go through `Database::read_long`, on a blocking thread, so
+//! they never hold a runtime thread.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex};
 
 use parley_domain::store::ReadJob;
 use rusqlite::Connection;
@@ -18,37 +19,43 @@ use super::error::map;
 use super::queries::Handle;
 
 pub(super) struct Readers {
-    conns: Vec<Mutex<Connection>>,
-    /// Where the next read starts looking, so reads spread over the pool.
-    next: AtomicUsize,
+    /// The connections not in use.
+    free: Mutex<Vec<Connection>>,
+    /// Signalled when a connection comes back.
+    returned: Condvar,
 }
 
 impl Readers {
     pub(super) fn new(conns: Vec<Connection>) -> Self {
-        Self { conns: conns.into_iter().map(Mutex::new).collect(), next: AtomicUsize::new(0) }
+        Self { free: Mutex::new(conns), returned: Condvar::new() }
     }
 
+    /// Runs `job` on a free connection, waiting for whichever comes back
+    /// first when none is. The lock is held only to take and return one.
     pub(super) fn run(&self, job: ReadJob) {
-        let n = self.conns.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
-        for k in 0..n {
-            if let Ok(conn) = self.conns[(start + k) % n].try_lock() {
-                return run_on(conn, job);
+        let conn = {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if let Some(conn) = free.pop() {
+                    break conn;
+                }
+                free = self.returned.wait(free).unwrap_or_else(|p| p.into_inner());
             }
-        }
-        let conn = self.conns[start].lock().unwrap_or_else(|p| p.into_inner());
-        run_on(conn, job)
+        };
+        run_on(&conn, job);
+        self.free.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+        self.returned.notify_one();
     }
 }
 
-fn run_on(conn: MutexGuard<'_, Connection>, job: ReadJob) {
-    if let Err(e) = statement(&conn, "BEGIN") {
+fn run_on(conn: &Connection, job: ReadJob) {
+    if let Err(e) = statement(conn, "BEGIN") {
         job(Err(map(e)));
         return;
     }
-    job(Ok(&mut Handle::new(&conn)));
-    if statement(&conn, "COMMIT").is_err() {
-        let _ = statement(&conn, "ROLLBACK");
+    job(Ok(&mut Handle::new(conn)));
+    if statement(conn, "COMMIT").is_err() {
+        let _ = statement(conn, "ROLLBACK");
     }
 }
 
