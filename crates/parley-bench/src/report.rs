@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::load::RouteStats;
+use crate::load::{RouteStats, Stats};
 use crate::process::Usage;
 
 /// What a figure must reach.
@@ -144,6 +144,20 @@ fn median_by<'a, T>(items: &[&'a T], key: impl Fn(&T) -> f64) -> &'a T {
 }
 
 impl Report {
+    /// Adds the row of `route` if it was measured.
+    pub fn add(&mut self, scenario: &str, route: &str, stats: &Stats, seconds: f64, reference: Option<&str>, target: Target) {
+        if let Some(s) = stats.get(route) {
+            self.rows.push(Row {
+                scenario: scenario.to_owned(),
+                route: route.to_owned(),
+                stats: s.clone(),
+                seconds,
+                reference: reference.map(str::to_owned),
+                target,
+            });
+        }
+    }
+
     /// Rows grouped by scenario and route, in the order first measured.
     fn grouped(&self) -> Vec<Vec<&Row>> {
         let mut order: Vec<(&str, &str)> = Vec::new();

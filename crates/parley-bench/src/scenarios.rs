@@ -12,7 +12,7 @@ use crate::client::{Call, once};
 use crate::load::{CONNECT_FAILED, Stats, TASK_FAILED, Window, closed_loop, gather, paced};
 use crate::process::Usage;
 use crate::receiver::Receiver;
-use crate::report::{Report, Row, Target, UsageRow};
+use crate::report::{Report, Target, UsageRow};
 use crate::setup::{Conversation, Tenant};
 
 /// The route name of the webhook scenario's posts.
@@ -98,16 +98,7 @@ impl Bench {
         let before = window.as_ref().and_then(|w| w.usage_at_start.get().copied()).or(before);
         let failures = [(CONNECT_FAILED, None, Target::default()), (TASK_FAILED, None, Target::default())];
         for (route, reference, target) in rows.iter().chain(failures.iter()) {
-            if let Some(s) = stats.get(*route) {
-                self.report.rows.push(Row {
-                    scenario: scenario.to_owned(),
-                    route: (*route).to_owned(),
-                    stats: s.clone(),
-                    seconds,
-                    reference: reference.map(str::to_owned),
-                    target: *target,
-                });
-            }
+            self.report.add(scenario, route, &stats, seconds, *reference, *target);
         }
         if let (Some(before), Some(after)) = (before, self.usage()) {
             let usage = Usage { peak_rss_mb: after.peak_rss_mb, cpu_seconds: after.cpu_seconds - before.cpu_seconds };
@@ -142,16 +133,7 @@ impl Bench {
             let started = Instant::now();
             let stats = closed_loop(addr, load.connections, load.duration, rotate(name, calls)).await;
             let seconds = started.elapsed().as_secs_f64();
-            if let Some(s) = stats.get(name) {
-                self.report.rows.push(Row {
-                    scenario: "reference".into(),
-                    route: name.into(),
-                    stats: s.clone(),
-                    seconds,
-                    reference: None,
-                    target: Target::default(),
-                });
-            }
+            self.report.add("reference", name, &stats, seconds, None, Target::default());
         }
     }
 

@@ -14,7 +14,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events::{self, ClosedBy};
 use crate::model::*;
-use crate::store::{Database, Prunable};
+use crate::store::{Database, Prunable, WriteTx};
 
 /// Where the last completed pass is recorded (service-wide state).
 pub const LAST_SWEEP_KEY: &str = "sweeper_last_run";
@@ -93,15 +93,7 @@ impl Automation {
     /// Fails deliveries still pending past the retry schedule's span.
     async fn give_up_deliveries(&self, now: Timestamp) -> Result<usize, DomainError> {
         let created_before = now.minus(self.settings.delivery_give_up_after);
-        let mut given_up = 0;
-        for _ in 0..PRUNE_BATCHES_PER_PASS {
-            let n = self.db.write(move |tx| Ok(tx.expire_deliveries(created_before, now, PRUNE_BATCH)?)).await?;
-            given_up += n;
-            if n < PRUNE_BATCH as usize {
-                break;
-            }
-        }
-        Ok(given_up)
+        self.in_batches(move |tx| Ok(tx.expire_deliveries(created_before, now, PRUNE_BATCH)?)).await
     }
 
     /// Removes what outlived the retention, kind by kind, in small write
@@ -111,15 +103,27 @@ impl Automation {
         let cutoff = now.minus(self.settings.retention);
         let mut pruned = 0;
         for what in Prunable::ALL {
-            for _ in 0..PRUNE_BATCHES_PER_PASS {
-                let n = self.db.write(move |tx| Ok(tx.prune(what, cutoff, PRUNE_BATCH)?)).await?;
-                pruned += n;
-                if n < PRUNE_BATCH as usize {
-                    break;
-                }
-            }
+            pruned += self.in_batches(move |tx| Ok(tx.prune(what, cutoff, PRUNE_BATCH)?)).await?;
         }
         Ok(pruned)
+    }
+
+    /// Runs `unit`, which handles at most `PRUNE_BATCH` rows, in write units
+    /// of its own until one handles fewer (nothing is left) or the pass has
+    /// done its share; returns the rows handled.
+    async fn in_batches<F>(&self, unit: F) -> Result<usize, DomainError>
+    where
+        F: Fn(&mut dyn WriteTx) -> Result<usize, DomainError> + Clone + Send + 'static,
+    {
+        let mut done = 0;
+        for _ in 0..PRUNE_BATCHES_PER_PASS {
+            let n = self.db.write(unit.clone()).await?;
+            done += n;
+            if n < PRUNE_BATCH as usize {
+                break;
+            }
+        }
+        Ok(done)
     }
 
     async fn mark_stale(&self, now: Timestamp) -> Result<Batch, DomainError> {
