@@ -3,7 +3,10 @@
 //! [`open`] reads the database URL once and returns the domain's
 //! [`Database`] handle; nothing above this crate knows which backend runs.
 
+mod postgres;
+mod sql;
 mod sqlite;
+pub mod testing;
 
 use std::path::PathBuf;
 
@@ -11,12 +14,26 @@ use parley_domain::store::Database;
 
 pub use sqlite::SqliteOptions;
 
+/// How a backend is sized.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// PostgreSQL connections, each with its thread (`PARLEY_DATABASE_POOL`).
+    pub pool: usize,
+    pub sqlite: SqliteOptions,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { pool: 16, sqlite: SqliteOptions::default() }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("unsupported database URL {0:?}: use sqlite://PATH")]
     Unsupported(String),
-    #[error("PostgreSQL is not supported by this build yet; use sqlite://PATH")]
-    PostgresNotYet,
+    #[error("PostgreSQL: {0}")]
+    Postgres(String),
     #[error("cannot open {path}: {reason}")]
     Io { path: PathBuf, reason: String },
     #[error("migration {version} failed: {reason}")]
@@ -48,10 +65,10 @@ impl Location {
 }
 
 /// Opens the database, applies pending migrations and starts its threads.
-pub async fn open(url: &str, options: SqliteOptions) -> Result<Database, OpenError> {
+pub async fn open(url: &str, options: Options) -> Result<Database, OpenError> {
     match Location::parse(url)? {
-        Location::Sqlite(path) => sqlite::open(path, options).await,
-        Location::Postgres(_) => Err(OpenError::PostgresNotYet),
+        Location::Sqlite(path) => sqlite::open(path, options.sqlite).await,
+        Location::Postgres(url) => postgres::open(url, options.pool).await,
     }
 }
 
@@ -59,8 +76,21 @@ pub async fn open(url: &str, options: SqliteOptions) -> Result<Database, OpenErr
 pub async fn migrate(url: &str) -> Result<Vec<u32>, OpenError> {
     match Location::parse(url)? {
         Location::Sqlite(path) => sqlite::migrate_only(path).await,
-        Location::Postgres(_) => Err(OpenError::PostgresNotYet),
+        Location::Postgres(url) => postgres::migrate_only(url).await,
     }
+}
+
+/// Prepares every statement of the storage layer on the database at
+/// `url` (migrated first) and returns how many there are, so SQL that one
+/// backend would reject only in production fails the tests instead.
+pub async fn prepare_all_statements(url: &str) -> Result<usize, String> {
+    let location = Location::parse(url).map_err(|e| e.to_string())?;
+    tokio::task::spawn_blocking(move || match location {
+        Location::Sqlite(path) => sqlite::prepare_all(&path),
+        Location::Postgres(url) => postgres::prepare_all(&url),
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 #[cfg(test)]

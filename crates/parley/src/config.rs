@@ -25,6 +25,10 @@ pub enum LogFormat {
 pub struct Config {
     pub listen: SocketAddr,
     pub database_url: String,
+    /// PostgreSQL connections (`PARLEY_DATABASE_POOL`).
+    pub database_pool: usize,
+    /// Where `parley demo` keeps its data: never the real database.
+    pub demo_database_url: String,
     /// Base address used in links and the embed snippet; defaults to the
     /// listening address.
     pub public_url: Option<Url>,
@@ -69,11 +73,14 @@ pub struct Config {
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
+pub const DEFAULT_DEMO_DATABASE_URL: &str = "sqlite://parley-data/demo.sqlite3";
 
 /// Every variable this build reads, so a misspelt one can be reported.
 const KNOWN: &[&str] = &[
     "PARLEY_LISTEN",
     "PARLEY_DATABASE_URL",
+    "PARLEY_DATABASE_POOL",
+    "PARLEY_DEMO_DATABASE_URL",
     "PARLEY_PUBLIC_URL",
     "PARLEY_SMTP_URL",
     "PARLEY_MAIL_FROM",
@@ -183,6 +190,11 @@ fn http_url(s: &str) -> Result<Url, String> {
 }
 
 impl Config {
+    /// How storage is sized.
+    pub fn storage_options(&self) -> parley_storage::Options {
+        parley_storage::Options { pool: self.database_pool, ..Default::default() }
+    }
+
     /// Reads the configuration from the process environment, after the
     /// optional file.
     pub fn load(file: Option<&Path>) -> Result<(Self, Vec<String>), ConfigErrors> {
@@ -214,6 +226,13 @@ impl Config {
             r.get("PARLEY_LISTEN", default_listen, |s| s.parse().map_err(|_| format!("{s:?} is not an address such as 127.0.0.1:8080")));
         let database_url = r.get("PARLEY_DATABASE_URL", DEFAULT_DATABASE_URL.to_owned(), |s| {
             parley_storage::Location::parse(s).map(|_| s.to_owned()).map_err(|e| e.to_string())
+        });
+        let demo_database_url = r.get("PARLEY_DEMO_DATABASE_URL", DEFAULT_DEMO_DATABASE_URL.to_owned(), |s| {
+            parley_storage::Location::parse(s).map(|_| s.to_owned()).map_err(|e| e.to_string())
+        });
+        let database_pool = r.get("PARLEY_DATABASE_POOL", 16, |s| match s.parse::<usize>() {
+            Ok(n) if (1..=1000).contains(&n) => Ok(n),
+            _ => Err(format!("{s:?} is not a number from 1 to 1000")),
         });
         let public_url = r.get("PARLEY_PUBLIC_URL", None, |s| http_url(s).map(Some));
         let smtp_url = r.get("PARLEY_SMTP_URL", None, |s| {
@@ -335,6 +354,8 @@ impl Config {
         let config = Config {
             listen,
             database_url,
+            database_pool,
+            demo_database_url,
             public_url,
             smtp_url,
             mail_from,

@@ -16,9 +16,6 @@ use tokio_util::sync::CancellationToken;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The demo never touches the configured database.
-const DEMO_DATABASE_URL: &str = "sqlite://parley-data/demo.sqlite3";
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let (mut config, warnings) = match Config::load(cli.config.as_deref()) {
@@ -43,7 +40,8 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve => serve(config, Mode::Serve).await,
             Command::Demo => {
-                config.database_url = DEMO_DATABASE_URL.to_owned();
+                // The demo never touches the configured database.
+                config.database_url = config.demo_database_url.clone();
                 serve(config, Mode::Demo).await
             }
             Command::Migrate => migrate(&config).await,
@@ -137,7 +135,7 @@ async fn migrate(config: &Config) -> ExitCode {
 }
 
 async fn create_tenant(config: &Config, args: parley::cli::TenantCreate) -> ExitCode {
-    let db = match parley_storage::open(&config.database_url, Default::default()).await {
+    let db = match parley_storage::open(&config.database_url, config.storage_options()).await {
         Ok(db) => db,
         Err(e) => {
             eprintln!("parley: {e}");

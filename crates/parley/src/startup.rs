@@ -88,7 +88,7 @@ impl Application {
     /// Opens storage, builds the services and binds the listeners (port 0
     /// picks a free port).
     pub async fn build(config: &Config, mode: Mode, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
-        let db = parley_storage::open(&config.database_url, Default::default()).await?;
+        let db = parley_storage::open(&config.database_url, config.storage_options()).await?;
         let listener = bind(config.listen)?;
         let local_addr = listener.local_addr().map_err(|source| StartError::Listen { addr: config.listen, source })?;
         let metrics_listener = match config.metrics_listen {

@@ -1,4 +1,4 @@
-use super::{OperatorId, SiteId, Tenant, TenantId};
+use super::{OperatorId, SiteId, Tenant, TenantId, TokenId};
 use crate::clock::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +83,7 @@ pub struct OperatorScope {
 /// A signed-in operator: the token in use, its owner and tenant.
 #[derive(Clone, Debug)]
 pub struct Session {
-    pub token_id: i64,
+    pub token_id: TokenId,
     pub operator: Operator,
     pub tenant: Tenant,
     pub expires_at: Timestamp,

@@ -17,7 +17,7 @@ pub mod service;
 use std::time::Duration;
 
 use crate::clock::Timestamp;
-use crate::model::{ConversationId, SiteScope, VisitorId};
+use crate::model::{ChallengeId, ConversationId, SiteScope, VisitorId};
 
 /// How long a challenge can be confirmed.
 pub const CHALLENGE_TTL: Duration = Duration::from_secs(10 * 60);
@@ -89,7 +89,7 @@ impl ChallengeStatus {
 
 #[derive(Clone, Debug)]
 pub struct Challenge {
-    pub id: i64,
+    pub id: ChallengeId,
     pub scope: SiteScope,
     pub conversation_id: ConversationId,
     pub visitor_id: VisitorId,

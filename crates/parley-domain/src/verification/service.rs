@@ -25,12 +25,12 @@ pub struct StartInput {
 pub struct ConfirmInput {
     pub token: String,
     pub public_id: String,
-    pub challenge_id: i64,
+    pub challenge_id: ChallengeId,
     pub code: String,
 }
 
 pub struct Started {
-    pub id: i64,
+    pub id: ChallengeId,
     pub method: Method,
     pub expires_at: Timestamp,
     pub target_hint: String,
@@ -131,10 +131,10 @@ impl VerificationService {
             }
         };
         if let Err(reason) = self.send(ctx.tenant.id, &ctx.tenant.name, method, &target, id, &code).await {
-            tracing::error!(challenge = id, method = method.as_str(), %reason, "could not send a verification message");
+            tracing::error!(challenge = id.0, method = method.as_str(), %reason, "could not send a verification message");
             let failed = self.db.write(move |tx| Ok(tx.update_challenge(scope, id, ChallengeStatus::Failed, 0, None)?)).await;
             if let Err(e) = failed {
-                tracing::error!(challenge = id, error = %e, "could not mark a verification challenge failed");
+                tracing::error!(challenge = id.0, error = %e, "could not mark a verification challenge failed");
             }
             return Err(DomainError::Unavailable("the verification message could not be sent"));
         }
@@ -142,11 +142,19 @@ impl VerificationService {
         Ok(Started { id, method, expires_at: now.plus(CHALLENGE_TTL), target_hint })
     }
 
-    async fn send(&self, tenant: TenantId, tenant_name: &str, method: Method, target: &str, id: i64, code: &str) -> Result<(), String> {
+    async fn send(
+        &self,
+        tenant: TenantId,
+        tenant_name: &str,
+        method: Method,
+        target: &str,
+        id: ChallengeId,
+        code: &str,
+    ) -> Result<(), String> {
         match method {
             Method::EmailOtp => self.email(tenant, messages::otp_email(target, tenant_name, code)).await,
             Method::MagicLink => {
-                let link = format!("{}/verify/{id}?code={code}", self.public_url);
+                let link = format!("{}/verify/{}?code={code}", self.public_url, id.0);
                 self.email(tenant, messages::link_email(target, tenant_name, &link)).await
             }
             Method::SmsOtp => match &self.channels.sms {
@@ -180,7 +188,7 @@ impl VerificationService {
 
     /// Confirms from the magic link itself: the challenge id and its long
     /// code are the capability.
-    pub async fn confirm_link(&self, challenge_id: i64, code: String) -> Result<Verified, DomainError> {
+    pub async fn confirm_link(&self, challenge_id: ChallengeId, code: String) -> Result<Verified, DomainError> {
         let now = self.clock.now();
         let outcome = self
             .db

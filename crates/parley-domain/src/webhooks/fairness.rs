@@ -29,7 +29,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::clock::Timestamp;
-use crate::model::{TenantId, WebhookId};
+use crate::model::{DeliveryId, TenantId, WebhookId};
 
 /// Failures in a row that pause an endpoint.
 pub const BREAKER_THRESHOLD: u32 = 5;
@@ -70,7 +70,7 @@ pub fn pause_after_failure(health: EndpointHealth, now: Timestamp) -> Option<Pau
 /// A due delivery, as a claim sees it before leasing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DueDelivery {
-    pub id: i64,
+    pub id: DeliveryId,
     pub tenant_id: TenantId,
     pub endpoint_id: WebhookId,
     /// The endpoint's failures in a row; above zero it is probed one
@@ -125,7 +125,7 @@ impl InFlight {
 /// Chooses which due deliveries to start: tenants take turns, each within
 /// its share and its endpoints' bounds, at most `free` in all. `due` is
 /// ordered oldest first.
-pub fn pick(due: &[DueDelivery], in_flight: &InFlight, free: usize, slots: Slots) -> Vec<i64> {
+pub fn pick(due: &[DueDelivery], in_flight: &InFlight, free: usize, slots: Slots) -> Vec<DeliveryId> {
     let mut queues: Vec<(TenantId, VecDeque<DueDelivery>)> = Vec::new();
     for d in due {
         match queues.iter_mut().find(|(t, _)| *t == d.tenant_id) {
@@ -169,7 +169,7 @@ mod tests {
     const SLOTS: Slots = Slots { total: 128, per_endpoint: 16 };
 
     fn due(id: i64, tenant: i64, endpoint: i64) -> DueDelivery {
-        DueDelivery { id, tenant_id: TenantId(tenant), endpoint_id: WebhookId(endpoint), endpoint_failures: 0 }
+        DueDelivery { id: DeliveryId(id), tenant_id: TenantId(tenant), endpoint_id: WebhookId(endpoint), endpoint_failures: 0 }
     }
 
     #[test]
@@ -180,7 +180,7 @@ mod tests {
         let mut list: Vec<DueDelivery> = (0..100).map(|n| due(n, 1, 10 + n % 10)).collect();
         list.push(due(1000, 2, 99));
         let chosen = pick(&list, &in_flight, 16, SLOTS);
-        assert_eq!(chosen, vec![1000], "tenant 1 may not take the reserve; tenant 2 gets its delivery at once");
+        assert_eq!(chosen, vec![DeliveryId(1000)], "tenant 1 may not take the reserve; tenant 2 gets its delivery at once");
     }
 
     #[test]
@@ -199,7 +199,7 @@ mod tests {
     fn tenants_take_turns() {
         let list: Vec<DueDelivery> = (0..50).map(|n| due(n, 1, 1)).chain((100..103).map(|n| due(n, 2, 2))).collect();
         let chosen = pick(&list, &InFlight::default(), 8, SLOTS);
-        assert_eq!(&chosen[..4], &[0, 100, 1, 101], "round robin, oldest first");
+        assert_eq!(&chosen[..4], &[0, 100, 1, 101].map(DeliveryId), "round robin, oldest first");
         assert_eq!(chosen.len(), 7, "tenant 1 gets ceil(8/2) = 4, tenant 2 its 3");
     }
 
@@ -209,15 +209,15 @@ mod tests {
         let mut list: Vec<DueDelivery> = (0..20).map(|n| due(n, 1, 1)).collect();
         list.extend((20..30).map(|n| DueDelivery { endpoint_failures: 2, ..due(n, 1, 2) }));
         let chosen = pick(&list, &InFlight::default(), 128, slots);
-        assert_eq!(chosen.iter().filter(|id| **id < 20).count(), 4, "per-endpoint bound");
-        assert_eq!(chosen.iter().filter(|id| **id >= 20).count(), 1, "one probe to the failing endpoint");
+        assert_eq!(chosen.iter().filter(|id| id.0 < 20).count(), 4, "per-endpoint bound");
+        assert_eq!(chosen.iter().filter(|id| id.0 >= 20).count(), 1, "one probe to the failing endpoint");
     }
 
     #[test]
     fn a_newcomer_gets_the_last_free_slot() {
         let mut in_flight = InFlight::default();
         in_flight.tenants.insert(TenantId(1), 127);
-        assert_eq!(pick(&[due(1, 2, 5)], &in_flight, 1, SLOTS), vec![1]);
+        assert_eq!(pick(&[due(1, 2, 5)], &in_flight, 1, SLOTS), vec![DeliveryId(1)]);
         assert!(pick(&[due(2, 1, 6)], &in_flight, 1, SLOTS).is_empty());
     }
 

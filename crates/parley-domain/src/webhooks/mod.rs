@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crate::clock::Timestamp;
 use crate::events::EventKind;
-use crate::model::{TenantId, WebhookId};
+use crate::model::{DeliveryId, TenantId, WebhookId};
 
 /// How long a rotated-out secret keeps signing next to the new one.
 pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3600);
@@ -105,7 +105,7 @@ pub struct Attempt {
 /// One event for one endpoint, with its attempts so far.
 #[derive(Clone, Debug)]
 pub struct Delivery {
-    pub id: i64,
+    pub id: DeliveryId,
     pub endpoint_id: WebhookId,
     pub event_id: String,
     pub kind: EventKind,
@@ -120,7 +120,7 @@ pub struct Delivery {
 /// A delivery a worker has leased, with everything needed to send it.
 #[derive(Clone, Debug)]
 pub struct ClaimedDelivery {
-    pub delivery_id: i64,
+    pub delivery_id: DeliveryId,
     pub tenant_id: TenantId,
     /// Attempts made before this one.
     pub attempts: u32,
@@ -145,7 +145,7 @@ pub enum NextStep {
 /// An attempt and its consequence, recorded in one write.
 #[derive(Clone, Debug)]
 pub struct AttemptRecord {
-    pub delivery_id: i64,
+    pub delivery_id: DeliveryId,
     pub tenant_id: TenantId,
     pub endpoint_id: WebhookId,
     pub attempt: Attempt,

@@ -9,7 +9,7 @@ use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::events::EventKind;
 use crate::inbox::{PageMeta, PageRequest};
-use crate::model::{Session, WebhookId};
+use crate::model::{DeliveryId, Session, WebhookId};
 use crate::store::Database;
 
 pub struct NewWebhookInput {
@@ -93,7 +93,7 @@ impl WebhookService {
     }
 
     /// Queues the delivery's event again for the same endpoint, due now.
-    pub async fn redeliver(&self, session: &Session, id: WebhookId, delivery: i64) -> Result<Delivery, DomainError> {
+    pub async fn redeliver(&self, session: &Session, id: WebhookId, delivery: DeliveryId) -> Result<Delivery, DomainError> {
         let tenant = require_admin(session)?;
         let now = self.clock.now();
         self.db

@@ -51,7 +51,12 @@ async fn confirm(
     axum::extract::Path(public_id): axum::extract::Path<String>,
     JsonBody(input): JsonBody<Confirm>,
 ) -> Result<Json<VerificationConfirmResponse>, ApiError> {
-    let input = ConfirmInput { token: input.token, public_id, challenge_id: input.challenge_id, code: input.code };
+    let input = ConfirmInput {
+        token: input.token,
+        public_id,
+        challenge_id: parley_domain::model::ChallengeId(input.challenge_id),
+        code: input.code,
+    };
     let verified = s.verification.confirm(&caller, input).await?;
     Ok(Json((&verified).into()))
 }
@@ -125,7 +130,7 @@ async fn link_confirm(
     };
     let code = url::form_urlencoded::parse(&body).find(|(k, _)| k == "code").map(|(_, v)| v.into_owned());
     let result = match (id, code) {
-        (Ok(PathId(id)), Some(code)) => s.verification.confirm_link(id, code).await,
+        (Ok(PathId(id)), Some(code)) => s.verification.confirm_link(parley_domain::model::ChallengeId(id), code).await,
         _ => Err(DomainError::NotFound),
     };
     match result {

@@ -95,6 +95,6 @@ async fn redeliver(
     Authenticated(session): Authenticated,
     PathIds(id, delivery): PathIds,
 ) -> Result<(StatusCode, Json<DeliveryResponse>), ApiError> {
-    let delivery = s.webhooks.redeliver(&session, WebhookId(id), delivery).await?;
+    let delivery = s.webhooks.redeliver(&session, WebhookId(id), parley_domain::model::DeliveryId(delivery)).await?;
     Ok((StatusCode::ACCEPTED, Json(DeliveryResponse { delivery: (&delivery).into() })))
 }

@@ -174,7 +174,7 @@ pub struct DeliveryView {
 impl From<&Delivery> for DeliveryView {
     fn from(d: &Delivery) -> Self {
         Self {
-            id: d.id,
+            id: d.id.0,
             event_id: d.event_id.clone(),
             event: d.kind.as_str(),
             status: d.status.as_str(),

@@ -26,7 +26,7 @@ impl From<&Started> for VerificationStartResponse {
     fn from(s: &Started) -> Self {
         Self {
             challenge: ChallengeView {
-                id: s.id,
+                id: s.id.0,
                 method: s.method.as_str(),
                 expires_at: at(s.expires_at),
                 target_hint: s.target_hint.clone(),

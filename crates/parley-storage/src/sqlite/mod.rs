@@ -10,11 +10,11 @@
 //! Durability: WAL with `synchronous=FULL`, so a unit is on disk before its
 //! caller hears about it, and survives a process kill or a power loss.
 
-mod connection;
+mod conn;
+pub(crate) mod connection;
 mod error;
 mod files;
-mod migrate;
-mod queries;
+pub(crate) mod migrate;
 mod readers;
 mod writer;
 
@@ -100,6 +100,19 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
     Ok(Database::new(Arc::new(backend)))
 }
 
+pub(crate) fn prepare_all(path: &std::path::Path) -> Result<usize, String> {
+    use crate::sql::Conn;
+    let mut conn = connection::open_writer(path).map_err(|e| e.to_string())?;
+    migrate::apply(&mut conn).map_err(|e| e.to_string())?;
+    let mut sql = conn::SqliteConn::new(&conn);
+    let mut n = 0;
+    for stmt in crate::sql::all_statements() {
+        sql.prepare(stmt).map_err(|e| format!("{}: {e}", stmt.name))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 fn io(path: &std::path::Path, e: std::io::Error) -> OpenError {
     OpenError::Io { path: path.to_owned(), reason: e.to_string() }
 }
@@ -156,4 +169,40 @@ impl Backend for SqliteBackend {
 
 fn closed() -> StoreError {
     StoreError::Unavailable("the database is closed".into())
+}
+
+#[cfg(test)]
+mod plans {
+    use crate::sql::{Dialect, webhooks_plan_queries as q};
+
+    fn plan(conn: &rusqlite::Connection, sql: &str, args: &[i64]) -> Vec<String> {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("prepare");
+        stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3)).expect("plan").collect::<Result<_, _>>().expect("rows")
+    }
+
+    /// The plans SQLite picks for the worker's queries, which run on every
+    /// commit that adds deliveries: none may walk the whole backlog.
+    #[test]
+    fn delivery_queries_walk_the_endpoints_not_the_backlog() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let mut conn = super::connection::open_writer(&dir.path().join("plan.sqlite3")).expect("open");
+        super::migrate::apply(&mut conn).expect("migrate");
+        let p = plan(&conn, q::DUE_DELIVERIES.text(Dialect::Sqlite), &[0, 16]);
+        assert!(p.first().is_some_and(|p| p.starts_with("SCAN w")), "endpoints first: {p:?}");
+        assert!(!p.iter().any(|p| p.starts_with("SCAN d")), "no scan of the deliveries: {p:?}");
+        assert!(p.iter().any(|p| p.contains("webhook_deliveries_endpoint_due")), "the per-endpoint index: {p:?}");
+
+        let p = plan(&conn, q::NEXT_DELIVERY_DUE.text(Dialect::Sqlite), &[]);
+        assert!(!p.iter().any(|p| p.starts_with("SCAN d")), "no scan of the deliveries: {p:?}");
+        assert!(p.iter().any(|p| p.contains("COVERING INDEX webhook_deliveries_endpoint_due")), "the per-endpoint index: {p:?}");
+
+        // The health report's lag, which anyone may ask for.
+        let p = plan(&conn, q::OLDEST_DUE_DELIVERY.text(Dialect::Sqlite), &[0]);
+        assert!(!p.iter().any(|p| p.starts_with("SCAN d")), "no scan of the deliveries: {p:?}");
+        assert!(p.iter().any(|p| p.contains("webhook_deliveries_endpoint_due")), "the per-endpoint index: {p:?}");
+
+        // Login finds the operator through an index, whatever the case.
+        let p = plan(&conn, "SELECT id FROM operators o WHERE lower(o.email) = lower('A@b.c')", &[]);
+        assert!(p.iter().any(|p| p.contains("operators_email_lower")), "the email index: {p:?}");
+    }
 }

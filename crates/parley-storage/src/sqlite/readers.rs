@@ -15,8 +15,9 @@ use std::sync::{Condvar, Mutex};
 use parley_domain::store::ReadJob;
 use rusqlite::Connection;
 
+use super::conn::SqliteConn;
 use super::error::map;
-use super::queries::Handle;
+use crate::sql::Tx;
 
 pub(super) struct Readers {
     /// The connections not in use.
@@ -53,7 +54,7 @@ fn run_on(conn: &Connection, job: ReadJob) {
         job(Err(map(e)));
         return;
     }
-    job(Ok(&mut Handle::new(conn)));
+    job(Ok(&mut Tx::read(&mut SqliteConn::new(conn))));
     if statement(conn, "COMMIT").is_err() {
         let _ = statement(conn, "ROLLBACK");
     }

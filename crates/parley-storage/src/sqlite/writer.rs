@@ -9,9 +9,10 @@ use parley_domain::store::{StoreError, StoreResult, WriteJob};
 use rusqlite::Connection;
 use tokio::sync::Notify;
 
+use super::conn::SqliteConn;
 use super::error::map;
-use super::queries::Handle;
 use super::readers::statement;
+use crate::sql::Tx;
 
 /// What the writer tells the rest of the backend after a commit.
 pub(super) struct Signals {
@@ -53,8 +54,10 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
         if statement(conn, "SAVEPOINT unit").is_err() {
             continue;
         }
-        let mut handle = Handle::new(conn);
-        let outcome = job(&mut handle);
+        let mut sql = SqliteConn::new(conn);
+        let mut tx = Tx::write(&mut sql);
+        let outcome = job(&mut tx);
+        let effects = tx.effects;
         let released = outcome.keep && statement(conn, "RELEASE unit").is_ok();
         if !released {
             let _ = statement(conn, "ROLLBACK TO unit");
@@ -63,8 +66,8 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
         // A unit that wanted its changes kept but lost them must hear so.
         let lost = outcome.keep && !released;
         if released {
-            deliveries_added += handle.deliveries_added;
-            installations_changed |= handle.installations_changed;
+            deliveries_added += effects.deliveries_added;
+            installations_changed |= effects.installations_changed;
         }
         finishers.push((outcome.on_commit, lost));
         // On some errors (disk full, I/O) SQLite rolls the whole transaction

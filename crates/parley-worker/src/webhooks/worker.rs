@@ -165,7 +165,7 @@ impl WebhookWorker {
         let next = next_step(&self.settings.schedule, number, &response, now, jitter());
         let status_code = response.status_code();
         tracing::info!(
-            delivery = delivery.delivery_id,
+            delivery = delivery.delivery_id.0,
             endpoint = delivery.webhook.id.0,
             event = delivery.kind.as_str(),
             attempt = number,
@@ -211,7 +211,7 @@ impl WebhookWorker {
         if let Err(e) = written {
             // The lease runs out and the delivery is attempted again:
             // at least once, never lost.
-            tracing::error!(error = %e, delivery = delivery.delivery_id, "could not record a webhook attempt");
+            tracing::error!(error = %e, delivery = delivery.delivery_id.0, "could not record a webhook attempt");
         }
     }
 }

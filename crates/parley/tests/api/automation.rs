@@ -286,7 +286,7 @@ async fn records_past_their_retention_are_pruned() {
     let (status, started) = app.post(&path, json!({"token": f.token, "method": "email_otp", "target": "a@example.com"})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{started}");
     let challenge = started["challenge"]["id"].as_i64().unwrap();
-    assert!(app.db.read(move |r| Ok(r.challenge_by_id(challenge)?)).await.unwrap().is_some());
+    assert!(app.db.read(move |r| Ok(r.challenge_by_id(parley_domain::model::ChallengeId(challenge))?)).await.unwrap().is_some());
     let digest = parley_domain::password::token_digest(&admin_token);
 
     app.clock.advance(3 * DAY);
@@ -297,7 +297,10 @@ async fn records_past_their_retention_are_pruned() {
     eventually(|| async { (delivery_count(&app, &fresh_admin, endpoint).await == 1).then_some(()) }).await;
     let token_row = app.db.read(move |r| Ok(r.session(&digest)?.is_some())).await.unwrap();
     assert!(!token_row, "the expired token is gone");
-    assert!(app.db.read(move |r| Ok(r.challenge_by_id(challenge)?)).await.unwrap().is_none(), "the old challenge is gone");
+    assert!(
+        app.db.read(move |r| Ok(r.challenge_by_id(parley_domain::model::ChallengeId(challenge))?)).await.unwrap().is_none(),
+        "the old challenge is gone"
+    );
     let (_, conversations) = app.authed(Method::GET, "/api/mobile/conversations", &fresh_admin, None).await;
     assert_eq!(conversations["meta"]["total"], 2, "conversations and messages are the tenant's data: never pruned");
 }

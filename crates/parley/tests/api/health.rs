@@ -13,7 +13,7 @@ async fn health_report_has_the_contract_shape_at_every_path() {
         assert!(body["app"]["version"].as_str().is_some());
         assert_eq!(body["checked_at"], "2026-01-01T00:00:00.000Z", "checked_at comes from the injected clock");
         assert_eq!(body["checks"]["database"]["status"], "ok");
-        assert_eq!(body["checks"]["database"]["backend"], "sqlite");
+        assert_eq!(body["checks"]["database"]["backend"], backend());
         assert!(body["checks"]["database"]["latency_ms"].as_f64().is_some());
         assert_eq!(body["checks"]["webhooks"]["pending"], 0);
     }

@@ -11,6 +11,7 @@ use parley::{Application, Config, Mode};
 use parley_domain::model::{Role, SiteId, SiteScope, WidgetAppearance};
 use parley_domain::tenancy::{NewSiteInput, NewTenantInput, Tenancy};
 use parley_domain::{Database, ManualClock, Timestamp};
+use parley_storage::testing::TestDatabase;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -34,9 +35,34 @@ pub struct TestApp {
     pub db: Database,
     pub clock: Arc<ManualClock>,
     pub tenancy: Tenancy,
+    /// The database this server uses.
+    pub database_url: String,
     shutdown: CancellationToken,
     server: Option<JoinHandle<std::io::Result<()>>>,
     pub dir: TempDir,
+    /// Dropped last: the PostgreSQL database, if the suite runs on one.
+    _database: Option<TestDatabase>,
+}
+
+/// A fresh, empty database of the backend under test: a PostgreSQL
+/// database when `PARLEY_TEST_DATABASE_URL` names a server, else an SQLite
+/// file in `dir`. Keep the guard as long as the database is used.
+pub async fn fresh_database(dir: &std::path::Path, file: &str) -> (String, Option<TestDatabase>) {
+    match parley_storage::testing::postgres_url() {
+        Some(server) => {
+            let db = tokio::task::spawn_blocking(move || parley_storage::testing::fresh_postgres(&server))
+                .await
+                .expect("blocking task")
+                .expect("a fresh PostgreSQL database");
+            (db.url.clone(), Some(db))
+        }
+        None => (format!("sqlite://{}/{file}", dir.display()), None),
+    }
+}
+
+/// "postgres" or "sqlite": the backend the suite runs on.
+pub fn backend() -> &'static str {
+    if parley_storage::testing::postgres_url().is_some() { "postgres" } else { "sqlite" }
 }
 
 /// One tenant with one site and one installation.
@@ -67,7 +93,16 @@ impl Spawn {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut vars = self.vars;
         vars.insert("PARLEY_LISTEN".into(), "127.0.0.1:0".into());
-        vars.entry("PARLEY_DATABASE_URL".into()).or_insert_with(|| format!("sqlite://{}/parley.sqlite3", dir.path().display()));
+        let mut database = None;
+        if !vars.contains_key("PARLEY_DATABASE_URL") {
+            let (url, guard) = fresh_database(dir.path(), "parley.sqlite3").await;
+            vars.insert("PARLEY_DATABASE_URL".into(), url);
+            database = guard;
+        }
+        // Tests run side by side; a few connections each keep the server
+        // well under its connection limit.
+        vars.entry("PARLEY_DATABASE_POOL".into()).or_insert_with(|| "4".into());
+        let database_url = vars["PARLEY_DATABASE_URL"].clone();
         vars.entry("PARLEY_RATE_LIMITS".into()).or_insert_with(|| "off".into());
         let (config, _) = Config::from_vars(&vars).expect("test configuration");
         let clock = ManualClock::new(START);
@@ -79,7 +114,19 @@ impl Spawn {
         let shutdown = CancellationToken::new();
         let server = tokio::spawn(app.run(shutdown.clone()));
         let tenancy = Tenancy::new(db.clone(), clock.clone());
-        TestApp { base, metrics_base, client: http_client(), db, clock, tenancy, shutdown, server: Some(server), dir }
+        TestApp {
+            base,
+            metrics_base,
+            client: http_client(),
+            db,
+            clock,
+            tenancy,
+            database_url,
+            shutdown,
+            server: Some(server),
+            dir,
+            _database: database,
+        }
     }
 }
 

@@ -47,7 +47,7 @@ async fn the_sandbox_page_shows_credentials_and_the_embed_snippet() {
 #[tokio::test]
 async fn seeding_twice_keeps_the_widget_token_and_issues_a_new_mobile_token() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/demo.sqlite3", dir.path().display());
+    let (url, _database) = fresh_database(dir.path(), "demo.sqlite3").await;
     let first = TestApp::with().demo().var("PARLEY_DATABASE_URL", &url).start().await;
     let (_, a) = first.get("/sandbox/credentials").await;
     first.stop().await;

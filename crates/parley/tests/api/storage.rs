@@ -54,7 +54,7 @@ async fn close_commits_every_accepted_write() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     let app = TestApp::spawn().await;
-    let url = format!("sqlite://{}/parley.sqlite3", app.dir.path().display());
+    let url = app.database_url.clone();
     let taken = Arc::new(AtomicUsize::new(0));
     let mut handles = Vec::new();
     for n in 0..100 {
@@ -138,4 +138,79 @@ async fn database_files_are_private_to_the_service() {
     let app = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
     assert_eq!(mode(&db), 0o600, "tightened at start");
     app.stop().await;
+}
+
+/// Every statement of the storage layer prepares on the backend under
+/// test, whether or not a test reaches it.
+#[tokio::test]
+async fn every_statement_prepares() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = fresh_database(dir.path(), "prepare.sqlite3").await;
+    let n = parley_storage::prepare_all_statements(&url).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(n > 90, "{n} statements");
+}
+
+/// Message ids increase in commit order within a conversation: a poller
+/// asking only for ids above the highest it has seen, while writers commit
+/// side by side, ends up with every message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn after_id_polling_never_skips_a_message_committed_concurrently() {
+    use parley_domain::model::{ConversationScope, MessageId, NewMessage, Sender, SenderKind};
+    use parley_domain::store::MessagePage;
+
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let public_id = app.open_conversation("/api", &f.token, "visitor-1", "hello").await;
+    let scope = ConversationScope::from(f.scope);
+    let pid = public_id.clone();
+    let conversation = app.db.read(move |r| Ok(r.conversation_by_public_id(scope, &pid)?.expect("conversation").id)).await.unwrap();
+
+    let (writers, per_writer) = (8, 40);
+    let mut handles = Vec::new();
+    for w in 0..writers {
+        let db = app.db.clone();
+        handles.push(tokio::spawn(async move {
+            for n in 0..per_writer {
+                db.write(move |tx| {
+                    let message = NewMessage {
+                        conversation_id: conversation,
+                        sender: Sender { kind: SenderKind::Visitor, name: None, operator_id: None },
+                        body: format!("w{w} n{n}"),
+                        internal: false,
+                        created_at: START,
+                    };
+                    Ok(tx.insert_message(scope, &message)?)
+                })
+                .await
+                .expect("message stored");
+            }
+        }));
+    }
+    let poller = {
+        let db = app.db.clone();
+        let pid = public_id.clone();
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let mut after = MessageId(0);
+            loop {
+                let (pid, page) = (pid.clone(), MessagePage { after_id: Some(after), limit: 100, include_internal: true });
+                let (_, page) =
+                    db.read(move |r| Ok(r.conversation_with_messages(scope, &pid, page)?.expect("conversation"))).await.unwrap();
+                for m in &page {
+                    assert!(m.id > after, "ids only grow");
+                    after = m.id;
+                    seen.push(m.body.clone());
+                }
+                if seen.len() > writers * per_writer {
+                    return seen;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    for h in handles {
+        h.await.unwrap();
+    }
+    let seen = tokio::time::timeout(std::time::Duration::from_secs(30), poller).await.expect("the poller saw every message").unwrap();
+    assert_eq!(seen.len(), writers * per_writer + 1, "the first message and every concurrent one, none skipped");
 }

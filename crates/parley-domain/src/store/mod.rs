@@ -1,0 +1,226 @@
+//! The storage interface.
+//!
+//! A backend runs *units of work*: closures that receive a transaction
+//! handle ([`ReadTx`] or [`WriteTx`]) and use its small, typed operations.
+//! Domain rules are written once, inside those closures, and every backend
+//! runs them unchanged. A write unit and the outbox events it records commit
+//! together or not at all.
+//!
+//! Backends are free to batch write units: the SQLite backend runs many of
+//! them in one transaction (each inside its own savepoint) and answers them
+//! all after one durable commit. That is why a write unit is synchronous and
+//! why its result is only delivered after the commit: nothing is
+//! acknowledged before it is on disk.
+//!
+//! Tenant isolation lives in the signatures: every operation that reads or
+//! changes tenant data takes a [`SiteScope`] or a [`TenantId`], and backends
+//! put it in the `WHERE` clause.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::clock::Timestamp;
+use crate::error::DomainError;
+use crate::model::MessageId;
+
+pub mod ops;
+
+pub use ops::{ReadTx, WriteTx};
+
+/// What went wrong below the domain. The message is for logs only.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or is shutting down.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A uniqueness rule was broken (the named constraint or column).
+    #[error("unique constraint violated: {0}")]
+    Duplicate(String),
+    #[error("database error: {0}")]
+    Internal(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Which messages a poll wants.
+#[derive(Clone, Copy, Debug)]
+pub struct MessagePage {
+    /// Only messages with a larger id; `None` means the latest ones.
+    pub after_id: Option<MessageId>,
+    pub limit: u32,
+    /// Whether operator-only notes are included.
+    pub include_internal: bool,
+}
+
+/// What the sweeper removes once it is older than the retention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prunable {
+    /// Webhook events with their deliveries and attempts (none pending).
+    Events,
+    /// Bearer tokens that expired or were revoked.
+    Tokens,
+    /// Verification challenges.
+    Challenges,
+    /// The demo's outbox of emails and SMS.
+    SandboxOutbox,
+}
+
+impl Prunable {
+    pub const ALL: [Prunable; 4] = [Prunable::Events, Prunable::Tokens, Prunable::Challenges, Prunable::SandboxOutbox];
+}
+
+/// Numbers about webhook deliveries for the health report.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OutboxStats {
+    /// Deliveries waiting for a (first or next) attempt.
+    pub pending: u64,
+    pub oldest_pending_at: Option<Timestamp>,
+    /// Enabled endpoints whose pending deliveries have already failed once.
+    pub failing_endpoints: u64,
+}
+
+/// A read unit: receives a read handle, or the reason none could be had.
+pub type ReadJob = Box<dyn FnOnce(StoreResult<&mut dyn ReadTx>) + Send>;
+
+/// A write unit. It runs inside the backend's transaction and tells whether
+/// its changes are to be kept; `on_commit` is then called with the outcome
+/// of the commit that includes (or discards) them.
+pub type WriteJob = Box<dyn FnOnce(&mut dyn WriteTx) -> WriteOutcome + Send>;
+
+pub struct WriteOutcome {
+    pub keep: bool,
+    pub on_commit: Box<dyn FnOnce(StoreResult<()>) + Send>,
+}
+
+/// A message the demo kept instead of sending.
+#[derive(Clone, Debug)]
+pub struct OutboxMessage {
+    /// `email` or `sms`.
+    pub channel: &'static str,
+    pub recipient: String,
+    pub subject: Option<String>,
+    pub body: String,
+    pub created_at: Timestamp,
+}
+
+/// What a storage backend implements.
+pub trait Backend: Send + Sync + 'static {
+    /// Short name for logs and the health report ("sqlite", "postgres").
+    fn kind(&self) -> &'static str;
+    fn submit_read(&self, job: ReadJob);
+    fn submit_write(&self, job: WriteJob);
+    /// Stops taking work, finishes what was submitted, and returns when
+    /// everything accepted is committed.
+    fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
+    /// Notified after every commit that added webhook deliveries, so the
+    /// delivery worker wakes at once instead of polling.
+    fn deliveries_signal(&self) -> Arc<tokio::sync::Notify>;
+    /// A number that changes after every commit that changed what an
+    /// installation token resolves to (an installation enabled or disabled,
+    /// …), so cached resolutions know when they are stale.
+    fn installations_generation(&self) -> u64;
+}
+
+/// The handle the rest of the program holds: cheap to clone, typed results.
+#[derive(Clone)]
+pub struct Database {
+    backend: Arc<dyn Backend>,
+}
+
+impl Database {
+    pub fn new(backend: Arc<dyn Backend>) -> Self {
+        Self { backend }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.backend.kind()
+    }
+
+    /// Runs a read unit and returns its result. The SQLite backend runs
+    /// it on the calling thread: keep units short.
+    pub async fn read<T, F>(&self, f: F) -> Result<T, DomainError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn ReadTx) -> Result<T, DomainError> + Send + 'static,
+    {
+        let (job, answer) = read_job(f);
+        self.backend.submit_read(job);
+        answer.await.unwrap_or_else(|_| Err(closed()))
+    }
+
+    /// Runs a read unit whose cost grows with the data (the health report's
+    /// counts, listings with totals) on a blocking thread: on a large
+    /// database it may take a while, and it must not hold a runtime thread
+    /// that answers requests meanwhile.
+    pub async fn read_long<T, F>(&self, f: F) -> Result<T, DomainError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn ReadTx) -> Result<T, DomainError> + Send + 'static,
+    {
+        let (job, answer) = read_job(f);
+        let backend = Arc::clone(&self.backend);
+        tokio::task::spawn_blocking(move || backend.submit_read(job)).await.map_err(|_| closed())?;
+        answer.await.unwrap_or_else(|_| Err(closed()))
+    }
+
+    /// Runs a write unit and returns its result once it is durably
+    /// committed. An `Err` from the unit discards its changes (and only its).
+    pub async fn write<T, F>(&self, f: F) -> Result<T, DomainError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn WriteTx) -> Result<T, DomainError> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        self.backend.submit_write(Box::new(move |handle| {
+            let result = run_guarded(|| f(handle));
+            WriteOutcome {
+                keep: result.is_ok(),
+                on_commit: Box::new(move |commit| {
+                    let _ = tx.send(commit.map_err(DomainError::from).and(result));
+                }),
+            }
+        }));
+        rx.await.unwrap_or_else(|_| Err(closed()))
+    }
+
+    pub async fn close(&self) {
+        self.backend.close().await;
+    }
+
+    pub fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.backend.deliveries_signal()
+    }
+
+    pub fn installations_generation(&self) -> u64 {
+        self.backend.installations_generation()
+    }
+}
+
+fn closed() -> DomainError {
+    StoreError::Unavailable("the database is closed".into()).into()
+}
+
+/// A read unit for the backend, and where its result arrives.
+fn read_job<T, F>(f: F) -> (ReadJob, oneshot::Receiver<Result<T, DomainError>>)
+where
+    T: Send + 'static,
+    F: FnOnce(&mut dyn ReadTx) -> Result<T, DomainError> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let job: ReadJob = Box::new(move |handle| {
+        let result = match handle {
+            Ok(handle) => run_guarded(|| f(handle)),
+            Err(e) => Err(e.into()),
+        };
+        let _ = tx.send(result);
+    });
+    (job, rx)
+}
+
+/// A panic inside a unit of work must not take a shared database thread
+/// down with it; it becomes an internal error of that unit alone.
+fn run_guarded<T>(f: impl FnOnce() -> Result<T, DomainError>) -> Result<T, DomainError> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| Err(StoreError::Internal("a unit of work panicked".into()).into()))
+}

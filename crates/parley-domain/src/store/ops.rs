@@ -1,0 +1,235 @@
+//! The operations a unit of work may use, one trait per aggregate.
+//!
+//! [`ReadTx`] and [`WriteTx`] are the sum of these traits, so a unit sees
+//! them all; a backend implements each aggregate in a file of its own. An
+//! operation belongs to the aggregate whose rows it changes or returns.
+//! Code that calls these through `&mut dyn ReadTx` imports them with
+//! `use crate::store::ops::*`.
+
+use crate::clock::Timestamp;
+use crate::events::OutboxEvent;
+use crate::model::*;
+use crate::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
+use crate::webhooks::fairness::{DueDelivery, EndpointHealth, Pause};
+use crate::webhooks::{AttemptRecord, ClaimedDelivery, Delivery, NewWebhook, Webhook};
+
+use super::{MessagePage, OutboxMessage, OutboxStats, Prunable, StoreResult};
+
+/// Tenants, sites and installations.
+pub trait TenancyRead {
+    /// Resolves a public installation token. The only unscoped lookup of the
+    /// widget side: its result *is* the scope for everything after it.
+    fn installation_by_token(&mut self, token: &str) -> StoreResult<Option<InstallationContext>>;
+    fn tenant_by_slug(&mut self, slug: &str) -> StoreResult<Option<Tenant>>;
+    fn tenant(&mut self, id: TenantId) -> StoreResult<Option<Tenant>>;
+    fn sites(&mut self, tenant: TenantId) -> StoreResult<Vec<Site>>;
+    fn site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>>;
+    fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>>;
+    fn installation(&mut self, tenant: TenantId, id: InstallationId) -> StoreResult<Option<Installation>>;
+    /// Enabled, healthy installations whose last heartbeat is older than
+    /// `cutoff`, across all tenants (for the sweeper).
+    fn stale_candidates(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<InstallationContext>>;
+}
+
+pub trait TenancyWrite: TenancyRead {
+    fn insert_tenant(&mut self, tenant: &NewTenant) -> StoreResult<Tenant>;
+    fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
+    fn insert_installation(&mut self, scope: SiteScope, installation: &NewInstallation) -> StoreResult<Installation>;
+    fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()>;
+    fn set_heartbeat_status(&mut self, scope: SiteScope, id: InstallationId, status: InstallationStatus) -> StoreResult<()>;
+    fn record_heartbeat(
+        &mut self,
+        scope: SiteScope,
+        id: InstallationId,
+        heartbeat: &Heartbeat,
+        status: InstallationStatus,
+    ) -> StoreResult<()>;
+}
+
+/// Operators, their site memberships and their bearer tokens.
+pub trait OperatorsRead {
+    /// Resolves a bearer token digest: the entry point of the operator side.
+    fn session(&mut self, token_hash: &[u8]) -> StoreResult<Option<Session>>;
+    /// Finds an operator and its password hash by email, for login only.
+    fn login_operator(&mut self, email: &str) -> StoreResult<Option<(Operator, String)>>;
+    fn operators(&mut self, tenant: TenantId) -> StoreResult<Vec<Operator>>;
+    fn operator(&mut self, tenant: TenantId, id: OperatorId) -> StoreResult<Option<Operator>>;
+    fn operator_by_email(&mut self, tenant: TenantId, email: &str) -> StoreResult<Option<Operator>>;
+}
+
+pub trait OperatorsWrite: OperatorsRead {
+    fn insert_operator(&mut self, tenant: TenantId, operator: &NewOperator) -> StoreResult<Operator>;
+    fn update_operator(&mut self, tenant: TenantId, id: OperatorId, changes: &OperatorChanges) -> StoreResult<()>;
+    fn insert_operator_token(&mut self, tenant: TenantId, token: &NewOperatorToken) -> StoreResult<()>;
+    fn revoke_token(&mut self, tenant: TenantId, token: TokenId, at: Timestamp) -> StoreResult<()>;
+    /// Revokes every live token of an operator at once.
+    fn revoke_operator_tokens(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()>;
+}
+
+/// Visitors, conversations and their messages.
+pub trait ConversationsRead {
+    fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>>;
+    fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>>;
+    /// Inside a write unit the conversation stays locked until the commit,
+    /// so what the unit writes back is based on what it read.
+    fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>>;
+    /// Locked like `conversation_by_public_id` inside a write unit.
+    fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>>;
+    fn conversation_details(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<ConversationDetails>>;
+    /// Most recent activity first.
+    fn conversations(
+        &mut self,
+        scope: ConversationScope,
+        filter: StatusFilter,
+        offset: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<ConversationDetails>>;
+    fn count_conversations(&mut self, scope: ConversationScope, filter: StatusFilter) -> StoreResult<u64>;
+    fn messages(&mut self, scope: ConversationScope, conversation: ConversationId, page: MessagePage) -> StoreResult<Vec<Message>>;
+    /// A conversation found by its public id with a page of its messages,
+    /// in one statement: a widget's poll, the request it makes most.
+    fn conversation_with_messages(
+        &mut self,
+        scope: ConversationScope,
+        public_id: &str,
+        page: MessagePage,
+    ) -> StoreResult<Option<(Conversation, Vec<Message>)>>;
+    /// Conversations not closed, across all tenants (for metrics).
+    fn count_open_conversations(&mut self) -> StoreResult<u64>;
+    /// Open conversations without a message since `cutoff`, across all
+    /// tenants (for the sweeper), with their tenants.
+    fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>>;
+}
+
+pub trait ConversationsWrite: ConversationsRead {
+    fn insert_visitor(&mut self, scope: SiteScope, visitor: &NewVisitor) -> StoreResult<Visitor>;
+    fn update_visitor_profile(&mut self, scope: SiteScope, id: VisitorId, profile: &VisitorProfile, at: Timestamp) -> StoreResult<()>;
+    fn insert_conversation(&mut self, scope: SiteScope, conversation: &NewConversation) -> StoreResult<Conversation>;
+    /// Saves status, assignee, activity time and closing time.
+    fn update_conversation(&mut self, scope: ConversationScope, conversation: &Conversation) -> StoreResult<()>;
+    /// Message ids increase in commit order within a conversation, so a
+    /// poll for messages after an id never skips one committed later.
+    fn insert_message(&mut self, scope: ConversationScope, message: &NewMessage) -> StoreResult<Message>;
+}
+
+/// Verification challenges, what they established, and the demo outbox.
+pub trait VerificationRead {
+    /// Locked until the commit inside a write unit, so two answers to one
+    /// challenge are counted one after the other.
+    fn challenge(&mut self, scope: SiteScope, conversation: ConversationId, id: ChallengeId) -> StoreResult<Option<Challenge>>;
+    /// Resolves a magic link's challenge id: the entry point of a link,
+    /// whose long code is the capability. Locked like `challenge`.
+    fn challenge_by_id(&mut self, id: ChallengeId) -> StoreResult<Option<Challenge>>;
+    /// Creation times of the challenges `count` selects since `since`,
+    /// newest first, at most `limit`.
+    fn challenge_times(&mut self, tenant: TenantId, count: &ChallengeCount, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>>;
+    /// The demo outbox, newest first.
+    fn sandbox_outbox(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxMessage>>;
+}
+
+pub trait VerificationWrite: VerificationRead {
+    /// Creates a challenge, superseding the conversation's active ones.
+    fn insert_challenge(&mut self, scope: SiteScope, challenge: &NewChallenge) -> StoreResult<ChallengeId>;
+    fn update_challenge(
+        &mut self,
+        scope: SiteScope,
+        id: ChallengeId,
+        status: ChallengeStatus,
+        attempts: u32,
+        completed_at: Option<Timestamp>,
+    ) -> StoreResult<()>;
+    /// Records what a verification established on the visitor (method,
+    /// target, time) and the conversation; the profile is saved apart.
+    fn mark_verified(
+        &mut self,
+        scope: SiteScope,
+        visitor: VisitorId,
+        conversation: ConversationId,
+        method: Method,
+        target: &str,
+        at: Timestamp,
+    ) -> StoreResult<()>;
+    /// Forgets a visitor's verification and that of its conversations
+    /// (the verified email or phone changed).
+    fn clear_verification(&mut self, scope: SiteScope, visitor: VisitorId) -> StoreResult<()>;
+    fn insert_outbox_message(&mut self, tenant: TenantId, message: &OutboxMessage) -> StoreResult<()>;
+}
+
+/// Webhook events, endpoints, deliveries and attempts.
+pub trait WebhooksRead {
+    /// The tenant's most recent events, oldest of them first.
+    fn recent_events(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxEvent>>;
+    fn webhooks(&mut self, tenant: TenantId) -> StoreResult<Vec<Webhook>>;
+    fn webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<Option<Webhook>>;
+    /// Newest first, each with its attempts.
+    fn deliveries(&mut self, tenant: TenantId, endpoint: WebhookId, offset: u64, limit: u32) -> StoreResult<Vec<Delivery>>;
+    fn count_deliveries(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<u64>;
+    fn delivery(&mut self, tenant: TenantId, endpoint: WebhookId, id: DeliveryId) -> StoreResult<Option<Delivery>>;
+    fn outbox_stats(&mut self) -> StoreResult<OutboxStats>;
+    /// When the longest-waiting delivery that is due at `now` and held by
+    /// no worker fell due: how far delivery lags behind.
+    fn oldest_due_delivery(&mut self, now: Timestamp) -> StoreResult<Option<Timestamp>>;
+    /// When the next pending delivery falls due, across all tenants (for
+    /// the worker, which serves every tenant), paused endpoints counted
+    /// from the end of their pause. Leases are not looked at, so one index
+    /// lookup per endpoint answers however long the backlog: while an
+    /// endpoint's earliest delivery is in flight the answer is that
+    /// delivery's (past) due time, and the worker waits for an attempt to
+    /// end or for its poll interval, whichever comes first.
+    fn next_delivery_due(&mut self) -> StoreResult<Option<Timestamp>>;
+    /// Due deliveries of enabled, unpaused endpoints: for every such
+    /// endpoint, its `per_endpoint` oldest. Oldest first.
+    fn due_deliveries(&mut self, now: Timestamp, per_endpoint: u32) -> StoreResult<Vec<DueDelivery>>;
+}
+
+pub trait WebhooksWrite: WebhooksRead {
+    /// Records a webhook event in the same transaction as its cause, with a
+    /// pending delivery for every enabled endpoint subscribed to its kind.
+    fn insert_event(&mut self, tenant: TenantId, event: &OutboxEvent) -> StoreResult<()>;
+    fn insert_webhook(&mut self, tenant: TenantId, webhook: &NewWebhook) -> StoreResult<Webhook>;
+    /// Deletes an endpoint with its deliveries; false if there was none.
+    fn delete_webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<bool>;
+    fn rotate_webhook_secret(&mut self, tenant: TenantId, id: WebhookId, secret: &str, previous_expires_at: Timestamp) -> StoreResult<()>;
+    /// A new pending delivery of the same event to the same endpoint.
+    fn redeliver(&mut self, tenant: TenantId, endpoint: WebhookId, delivery: DeliveryId, at: Timestamp) -> StoreResult<Option<DeliveryId>>;
+    /// Leases the chosen deliveries until `lease_until`, those still due
+    /// and unleased at `now`, and returns them ready to send. A delivery
+    /// whose lease ran out (its worker died) is due again.
+    fn lease_deliveries(&mut self, ids: &[DeliveryId], now: Timestamp, lease_until: Timestamp) -> StoreResult<Vec<ClaimedDelivery>>;
+    /// Logs an attempt and applies its consequence: delivered, retry,
+    /// failed, or the endpoint disabled with its pending deliveries failed.
+    fn record_attempt(&mut self, record: &AttemptRecord) -> StoreResult<()>;
+    /// Counts an attempt's outcome against its endpoint: an answer clears
+    /// the endpoint's failures in a row and its pauses, no answer adds a
+    /// failure. Returns the endpoint's standing after the count.
+    fn count_endpoint_outcome(&mut self, tenant: TenantId, endpoint: WebhookId, answered: bool) -> StoreResult<EndpointHealth>;
+    /// Makes no attempt to the endpoint before `pause.until` (circuit open).
+    fn pause_endpoint(&mut self, tenant: TenantId, endpoint: WebhookId, pause: Pause) -> StoreResult<()>;
+    /// Fails up to `limit` deliveries still pending that were created
+    /// before `created_before` (and are not out with a worker at `now`);
+    /// returns how many.
+    fn expire_deliveries(&mut self, created_before: Timestamp, now: Timestamp, limit: u32) -> StoreResult<usize>;
+}
+
+/// Service-wide state and retention.
+pub trait SystemRead {
+    /// Service-wide state (all tenants): a named integer.
+    fn state(&mut self, key: &str) -> StoreResult<Option<i64>>;
+}
+
+pub trait SystemWrite: SystemRead {
+    fn set_state(&mut self, key: &str, value: i64) -> StoreResult<()>;
+    /// Removes up to `limit` rows of `what` older than `cutoff`; returns
+    /// how many went.
+    fn prune(&mut self, what: Prunable, cutoff: Timestamp, limit: u32) -> StoreResult<usize>;
+}
+
+/// Every read operation: what a read unit receives.
+pub trait ReadTx: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + SystemRead {}
+
+impl<T> ReadTx for T where T: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + SystemRead {}
+
+/// Every operation: what a write unit receives.
+pub trait WriteTx: ReadTx + TenancyWrite + OperatorsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + SystemWrite {}
+
+impl<T> WriteTx for T where T: ReadTx + TenancyWrite + OperatorsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + SystemWrite {}

@@ -1,0 +1,56 @@
+//! Embedded migrations for PostgreSQL, applied under an advisory lock so
+//! several instances may start at once: the first applies them, the others
+//! wait and then find nothing to do.
+
+use postgres::Client;
+
+use crate::OpenError;
+
+const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("../../migrations/postgres/0001_initial.sql"))];
+
+/// Changes with the migrations' text: names the test template database.
+pub(crate) fn fingerprint() -> u64 {
+    // FNV-1a: stable across builds, unlike the standard hasher.
+    MIGRATIONS.iter().flat_map(|(_, sql)| sql.bytes()).fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+/// Any number, as long as it is Parley's alone: "parley" in ASCII.
+const LOCK: i64 = 0x7061_726c_6579;
+
+pub(crate) fn apply(client: &mut Client) -> Result<Vec<u32>, OpenError> {
+    let fail = |version: u32, e: postgres::Error| OpenError::Migration { version, reason: e.to_string() };
+    client.execute("SELECT pg_advisory_lock($1)", &[&LOCK]).map_err(|e| fail(0, e))?;
+    let result = apply_locked(client);
+    // The lock is the session's: release it whatever happened.
+    let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&LOCK]);
+    let applied = result?;
+    unlocked.map_err(|e| fail(0, e))?;
+    Ok(applied)
+}
+
+fn apply_locked(client: &mut Client) -> Result<Vec<u32>, OpenError> {
+    let fail = |version: u32, e: postgres::Error| OpenError::Migration { version, reason: e.to_string() };
+    client
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS parley_migrations (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+        )
+        .map_err(|e| fail(0, e))?;
+    let current: i64 =
+        client.query_one("SELECT COALESCE(MAX(version), 0) AS v FROM parley_migrations", &[]).map_err(|e| fail(0, e))?.get("v");
+    let latest = MIGRATIONS.last().map_or(0, |m| m.0);
+    if current > i64::from(latest) {
+        return Err(OpenError::Migration {
+            version: u32::try_from(current).unwrap_or(u32::MAX),
+            reason: format!("the database is at version {current}, newer than this build knows ({latest})"),
+        });
+    }
+    let mut applied = Vec::new();
+    for &(version, sql) in MIGRATIONS.iter().filter(|m| i64::from(m.0) > current) {
+        let mut tx = client.transaction().map_err(|e| fail(version, e))?;
+        tx.batch_execute(sql).map_err(|e| fail(version, e))?;
+        tx.execute("INSERT INTO parley_migrations (version) VALUES ($1)", &[&i64::from(version)]).map_err(|e| fail(version, e))?;
+        tx.commit().map_err(|e| fail(version, e))?;
+        applied.push(version);
+    }
+    Ok(applied)
+}

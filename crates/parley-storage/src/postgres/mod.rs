@@ -1,0 +1,265 @@
+//! The PostgreSQL backend.
+//!
+//! A fixed set of threads, one per connection (`PARLEY_DATABASE_POOL`),
+//! takes units of work from one queue. A write unit runs in a transaction
+//! of its own and is answered after its COMMIT returns, which with
+//! `synchronous_commit = on` (set on every connection) means the commit is
+//! on disk; PostgreSQL groups the flushes of concurrent commits itself. A
+//! read unit runs its statements one by one, each on the latest committed
+//! data. A failing unit, or one whose statement failed, is rolled back.
+//!
+//! Units run side by side here, unlike on SQLite's single writer, so a
+//! write unit locks the rows it reads in order to change them (the
+//! conversation, the challenge: see `Dialect::for_update`), and a message
+//! insert locks its conversation, which keeps message ids in commit order
+//! within a conversation. A deadlock between units is detected by
+//! PostgreSQL; the unit it picks is rolled back and its caller told to try
+//! again ("unavailable"), never left half-written.
+
+mod conn;
+mod error;
+pub(crate) mod migrate;
+mod target;
+mod tls;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use parley_domain::store::{Backend, Database, ReadJob, StoreError, WriteJob};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::OpenError;
+use crate::sql::Tx;
+use conn::PgConn;
+use error::map;
+
+/// Units waiting for a connection; past this the backend answers
+/// "unavailable" at once instead of queueing without limit.
+const QUEUE_BOUND: usize = 16_384;
+
+enum Job {
+    Read(ReadJob),
+    Write(WriteJob),
+}
+
+/// How to open one more connection.
+struct Connector {
+    config: postgres::Config,
+    tls: MakeRustlsConnect,
+}
+
+impl Connector {
+    fn connect(&self) -> Result<PgConn, StoreError> {
+        let mut client = self.config.connect(self.tls.clone()).map_err(map)?;
+        // Durable commits whatever the server's default.
+        client.batch_execute("SET synchronous_commit TO on").map_err(map)?;
+        Ok(PgConn::new(client))
+    }
+}
+
+struct Signals {
+    deliveries: Arc<tokio::sync::Notify>,
+    installations_generation: Arc<AtomicU64>,
+}
+
+struct PgBackend {
+    signals: Arc<Signals>,
+    jobs: Mutex<Option<SyncSender<Job>>>,
+    closed: AtomicBool,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+fn connector(url: &str) -> Result<Connector, OpenError> {
+    let target = target::parse(url).map_err(OpenError::Postgres)?;
+    let tls = tls::connector(&target.verify).map_err(OpenError::Postgres)?;
+    Ok(Connector { config: target.config, tls })
+}
+
+pub(crate) async fn open(url: String, pool: usize) -> Result<Database, OpenError> {
+    tokio::task::spawn_blocking(move || open_blocking(&url, pool)).await.map_err(|e| OpenError::Postgres(e.to_string()))?
+}
+
+pub(crate) async fn migrate_only(url: String) -> Result<Vec<u32>, OpenError> {
+    tokio::task::spawn_blocking(move || {
+        let connector = connector(&url)?;
+        let mut conn = connector.connect().map_err(|e| OpenError::Postgres(e.to_string()))?;
+        migrate::apply(&mut conn.client)
+    })
+    .await
+    .map_err(|e| OpenError::Postgres(e.to_string()))?
+}
+
+pub(crate) fn prepare_all(url: &str) -> Result<usize, String> {
+    use crate::sql::Conn;
+    let connector = connector(url).map_err(|e| e.to_string())?;
+    let mut conn = connector.connect().map_err(|e| e.to_string())?;
+    migrate::apply(&mut conn.client).map_err(|e| e.to_string())?;
+    let mut n = 0;
+    for stmt in crate::sql::all_statements() {
+        conn.prepare(stmt).map_err(|e| format!("{}: {e}", stmt.name))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
+    let connector = Arc::new(connector(url)?);
+    let mut first = connector.connect().map_err(|e| OpenError::Postgres(e.to_string()))?;
+    let applied = migrate::apply(&mut first.client)?;
+    if !applied.is_empty() {
+        tracing::info!(?applied, "applied database migrations");
+    }
+    let signals =
+        Arc::new(Signals { deliveries: Arc::new(tokio::sync::Notify::new()), installations_generation: Arc::new(AtomicU64::new(0)) });
+    let (sender, receiver) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
+    let receiver = Arc::new(Mutex::new(receiver));
+    let mut threads = Vec::new();
+    let mut first = Some(first);
+    for n in 0..pool.max(1) {
+        let (connector, receiver, signals, conn) = (Arc::clone(&connector), Arc::clone(&receiver), Arc::clone(&signals), first.take());
+        let thread = std::thread::Builder::new()
+            .name(format!("postgres-{n}"))
+            .spawn(move || work(&connector, &receiver, &signals, conn))
+            .map_err(|e| OpenError::Postgres(e.to_string()))?;
+        threads.push(thread);
+    }
+    let backend = PgBackend { signals, jobs: Mutex::new(Some(sender)), closed: AtomicBool::new(false), threads: Mutex::new(threads) };
+    Ok(Database::new(Arc::new(backend)))
+}
+
+/// One connection's thread: takes units until the queue is closed and
+/// empty, (re)connecting when it has no live connection.
+fn work(connector: &Connector, jobs: &Mutex<Receiver<Job>>, signals: &Signals, mut conn: Option<PgConn>) {
+    loop {
+        let job = {
+            let Ok(receiver) = jobs.lock() else { return };
+            match receiver.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            }
+        };
+        if conn.as_ref().is_none_or(|c| c.client.is_closed()) {
+            conn = match connector.connect() {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot connect to PostgreSQL");
+                    if let Job::Read(job) = job {
+                        job(Err(e));
+                    }
+                    // A dropped write unit answers its caller "unavailable".
+                    continue;
+                }
+            };
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        match job {
+            Job::Read(job) => {
+                c.failed = false;
+                job(Ok(&mut Tx::read(c)));
+            }
+            Job::Write(job) => write(c, job, signals),
+        }
+    }
+}
+
+fn write(c: &mut PgConn, job: WriteJob, signals: &Signals) {
+    c.failed = false;
+    if let Err(e) = c.client.batch_execute("BEGIN") {
+        tracing::error!(error = %e, "could not begin a write transaction");
+        return; // dropping the unit answers its caller "unavailable"
+    }
+    let mut tx = Tx::write(c);
+    let outcome = job(&mut tx);
+    let effects = tx.effects;
+    let result = if outcome.keep && !c.failed {
+        c.client.batch_execute("COMMIT").map_err(map)
+    } else {
+        if let Err(e) = c.client.batch_execute("ROLLBACK") {
+            tracing::warn!(error = %e, "could not roll back a write transaction");
+        }
+        if outcome.keep {
+            // The unit carried on past a failed statement; PostgreSQL had
+            // already given the whole transaction up.
+            Err(StoreError::Internal("a statement of the unit failed, so nothing of it was kept".into()))
+        } else {
+            Ok(())
+        }
+    };
+    if result.is_ok() && outcome.keep {
+        if effects.deliveries_added > 0 {
+            signals.deliveries.notify_one();
+        }
+        if effects.installations_changed {
+            signals.installations_generation.fetch_add(1, Ordering::Release);
+        }
+    }
+    (outcome.on_commit)(result);
+}
+
+impl PgBackend {
+    fn send(&self, job: Job) -> Result<(), Job> {
+        let sender = self.jobs.lock().ok().and_then(|s| s.clone());
+        match sender {
+            Some(sender) => match sender.try_send(job) {
+                Ok(()) => Ok(()),
+                Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
+                    tracing::warn!("database queue full: refusing a unit");
+                    Err(job)
+                }
+            },
+            None => Err(job),
+        }
+    }
+}
+
+impl Backend for PgBackend {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn submit_read(&self, job: ReadJob) {
+        if self.closed.load(Ordering::Acquire) {
+            job(Err(closed()));
+        } else if let Err(Job::Read(job)) = self.send(Job::Read(job)) {
+            job(Err(StoreError::Unavailable("the database queue is full".into())));
+        }
+    }
+
+    fn submit_write(&self, job: WriteJob) {
+        // A unit that cannot be queued is dropped, which answers its
+        // caller "database unavailable"; nothing was written.
+        let _ = self.send(Job::Write(job));
+    }
+
+    fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.signals.deliveries)
+    }
+
+    fn installations_generation(&self) -> u64 {
+        self.signals.installations_generation.load(Ordering::Acquire)
+    }
+
+    fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            if let Ok(mut jobs) = self.jobs.lock() {
+                jobs.take();
+            }
+            self.closed.store(true, Ordering::Release);
+            let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
+            let _ = tokio::task::spawn_blocking(move || {
+                for t in threads {
+                    let _ = t.join();
+                }
+            })
+            .await;
+        })
+    }
+}
+
+fn closed() -> StoreError {
+    StoreError::Unavailable("the database is closed".into())
+}

@@ -1,0 +1,77 @@
+//! Reading a `postgres://` URL into connection settings.
+
+use std::path::PathBuf;
+
+use postgres::config::SslMode;
+
+use super::tls::Verify;
+
+/// Where and how to connect.
+pub(super) struct Target {
+    pub config: postgres::Config,
+    pub verify: Verify,
+}
+
+/// Takes `sslmode` and `sslrootcert` out of the URL (the client library
+/// knows only `disable`, `prefer` and `require`) and reads the rest.
+pub(super) fn parse(url: &str) -> Result<Target, String> {
+    let mut parsed = url::Url::parse(url).map_err(|e| format!("not a database URL: {e}"))?;
+    let (mut mode, mut root) = (None, None);
+    let mut kept = Vec::new();
+    for (k, v) in parsed.query_pairs() {
+        match k.as_ref() {
+            "sslmode" => mode = Some(v.into_owned()),
+            "sslrootcert" => root = Some(PathBuf::from(v.as_ref())),
+            _ => kept.push((k.into_owned(), v.into_owned())),
+        }
+    }
+    if kept.is_empty() {
+        parsed.set_query(None);
+    } else {
+        parsed.query_pairs_mut().clear().extend_pairs(kept);
+    }
+    let mut config: postgres::Config = parsed.as_str().parse().map_err(|e| format!("{e}"))?;
+    let verify = match mode.as_deref() {
+        None | Some("prefer") => {
+            config.ssl_mode(SslMode::Prefer);
+            Verify::None
+        }
+        Some("disable") => {
+            config.ssl_mode(SslMode::Disable);
+            Verify::None
+        }
+        Some("require") => {
+            config.ssl_mode(SslMode::Require);
+            Verify::None
+        }
+        Some("verify-ca" | "verify-full") => {
+            config.ssl_mode(SslMode::Require);
+            Verify::Full(root)
+        }
+        Some(other) => return Err(format!("sslmode={other} is not one of disable, prefer, require, verify-ca, verify-full")),
+    };
+    if config.get_application_name().is_none() {
+        config.application_name("parley");
+    }
+    Ok(Target { config, verify })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ssl_settings_are_read_and_the_rest_kept() {
+        let t = parse("postgres://u:p%40ss@db.example.com:6432/app?sslmode=verify-full&sslrootcert=/etc/ca.pem&connect_timeout=5").unwrap();
+        assert_eq!(t.verify, Verify::Full(Some(PathBuf::from("/etc/ca.pem"))));
+        assert_eq!(t.config.get_ssl_mode(), SslMode::Require);
+        assert_eq!(t.config.get_password(), Some(&b"p@ss"[..]));
+        assert_eq!(t.config.get_dbname(), Some("app"));
+        assert_eq!(t.config.get_connect_timeout(), Some(&std::time::Duration::from_secs(5)));
+
+        let t = parse("postgresql://u@h/db?sslmode=require").unwrap();
+        assert_eq!((t.verify, t.config.get_ssl_mode()), (Verify::None, SslMode::Require));
+        assert_eq!(parse("postgres://u@h/db").unwrap().config.get_ssl_mode(), SslMode::Prefer);
+        assert!(parse("postgres://u@h/db?sslmode=allow-ish").is_err());
+    }
+}

@@ -1,0 +1,82 @@
+//! What really differs between SQLite and PostgreSQL, and nothing else.
+//!
+//! Statements are written once, with SQLite's numbered `?N` parameters
+//! (the PostgreSQL connection renumbers them `$N` when it prepares a
+//! statement), `RETURNING`, `TRUE`/`FALSE` and typed parameters, which
+//! both databases read alike. The few fragments below are spelled
+//! differently by each; a statement that needs one builds its text from
+//! the connection's dialect, once per process (see `Stmt`).
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    #[cfg(test)]
+    pub(crate) const ALL: [Dialect; 2] = [Dialect::Sqlite, Dialect::Postgres];
+
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Dialect::Sqlite => 0,
+            Dialect::Postgres => 1,
+        }
+    }
+
+    /// Statements number their parameters `?N`; PostgreSQL wants `$N`.
+    pub(crate) fn parameters(self, sql: String) -> String {
+        match self {
+            Dialect::Sqlite => sql,
+            Dialect::Postgres => {
+                let mut out = String::with_capacity(sql.len());
+                let mut quoted = false;
+                let mut chars = sql.chars().peekable();
+                while let Some(c) = chars.next() {
+                    if c == '\'' {
+                        quoted = !quoted;
+                    }
+                    if c == '?' && !quoted && chars.peek().is_some_and(char::is_ascii_digit) {
+                        out.push('$');
+                    } else {
+                        out.push(c);
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// The integers of a JSON array parameter (`[1, 2, 3]`) as a one-column
+    /// subquery: how a list of ids is bound as a single parameter.
+    pub fn id_list(self, param: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("SELECT value FROM json_each({param})"),
+            Dialect::Postgres => {
+                format!("SELECT CAST(e.value AS BIGINT) FROM jsonb_array_elements_text(CAST({param} AS jsonb)) AS e(value)")
+            }
+        }
+    }
+
+    /// Whether the JSON array of strings in `array` (a text column) holds
+    /// `value`.
+    pub fn json_array_has(self, array: &str, value: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("EXISTS (SELECT 1 FROM json_each({array}) AS e WHERE e.value = {value})"),
+            Dialect::Postgres => {
+                format!("EXISTS (SELECT 1 FROM jsonb_array_elements_text(CAST({array} AS jsonb)) AS e(value) WHERE e.value = {value})")
+            }
+        }
+    }
+
+    /// Appended to a `SELECT` whose rows a write unit goes on to change.
+    /// SQLite runs one write transaction at a time, so nothing can change
+    /// them meanwhile; PostgreSQL runs writers side by side, and the lock
+    /// makes a concurrent unit wait for this one's commit.
+    pub fn for_update(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE",
+        }
+    }
+}

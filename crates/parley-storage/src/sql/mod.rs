@@ -1,0 +1,165 @@
+//! The SQL behind the domain's storage operations, written once for both
+//! databases.
+//!
+//! Each aggregate (tenancy, operators, conversations, verification,
+//! webhooks, system) has a file with its statements and its part of
+//! `ReadTx`/`WriteTx`, implemented for [`Tx`]. A backend only provides a
+//! [`Conn`]: run a statement with typed arguments and hand back its rows.
+//! What the two databases spell differently sits in [`Dialect`].
+//!
+//! Every statement that touches tenant data has the tenant (and, for the
+//! visitor side, the site) in its `WHERE` clause, taken from the scope the
+//! domain passes in.
+
+mod arg;
+mod dialect;
+mod row;
+mod stmt;
+
+mod conversations;
+mod operators;
+mod system;
+mod tenancy;
+mod verification;
+mod webhooks;
+
+pub(crate) use arg::args;
+pub use arg::{Arg, Ty};
+pub use dialect::Dialect;
+pub use row::Row;
+pub use stmt::Stmt;
+pub(crate) use stmt::statements;
+#[cfg(test)]
+pub(crate) use webhooks::plan_queries as webhooks_plan_queries;
+
+use parley_domain::model::ConversationId;
+use parley_domain::store::{StoreError, StoreResult};
+
+/// What a backend's connection does for the operations: run a statement
+/// and hand each row to `each` (which answers whether it wants more).
+pub trait Conn {
+    fn dialect(&self) -> Dialect;
+    fn query(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], each: &mut dyn FnMut(&dyn Row) -> StoreResult<bool>) -> StoreResult<()>;
+    /// Runs a statement without rows; returns how many rows it changed.
+    fn execute(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<u64>;
+    /// Prepares a statement without running it (the tests' check of every
+    /// statement on every backend).
+    fn prepare(&mut self, stmt: &'static Stmt) -> StoreResult<()>;
+}
+
+/// Every statement of every aggregate.
+pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
+    [conversations::ALL, operators::ALL, system::ALL, tenancy::ALL, verification::ALL, webhooks::ALL].into_iter().flatten().copied()
+}
+
+/// What a committed write unit tells the rest of the backend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Effects {
+    /// Webhook deliveries created: the delivery worker is woken.
+    pub deliveries_added: u64,
+    /// What an installation token resolves to changed: cached resolutions
+    /// are dropped.
+    pub installations_changed: bool,
+}
+
+/// A unit of work's handle: the operations of `ReadTx`/`WriteTx` over one
+/// connection inside one transaction (or, for reads on PostgreSQL, one
+/// statement at a time).
+pub struct Tx<'c> {
+    conn: &'c mut dyn Conn,
+    /// A write unit: rows it reads in order to change them are locked.
+    writing: bool,
+    pub effects: Effects,
+    /// Conversations this unit holds locked (PostgreSQL), so a message
+    /// insert does not lock again.
+    locked: Vec<ConversationId>,
+}
+
+impl<'c> Tx<'c> {
+    pub fn read(conn: &'c mut dyn Conn) -> Self {
+        Self { conn, writing: false, effects: Effects::default(), locked: Vec::new() }
+    }
+
+    pub fn write(conn: &'c mut dyn Conn) -> Self {
+        Self { conn, writing: true, effects: Effects::default(), locked: Vec::new() }
+    }
+
+    fn dialect(&self) -> Dialect {
+        self.conn.dialect()
+    }
+
+    /// The locking variant of a statement inside a write unit.
+    fn locking(&self, plain: &'static Stmt, locked: &'static Stmt) -> &'static Stmt {
+        if self.writing { locked } else { plain }
+    }
+
+    /// The first row, if any.
+    fn one<T>(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], f: impl Fn(&dyn Row) -> StoreResult<T>) -> StoreResult<Option<T>> {
+        stmt.check(args)?;
+        let mut found = None;
+        self.conn.query(stmt, args, &mut |r| {
+            found = Some(f(r)?);
+            Ok(false)
+        })?;
+        Ok(found)
+    }
+
+    fn all<T>(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], mut f: impl FnMut(&dyn Row) -> StoreResult<T>) -> StoreResult<Vec<T>> {
+        stmt.check(args)?;
+        let mut list = Vec::new();
+        self.conn.query(stmt, args, &mut |r| {
+            list.push(f(r)?);
+            Ok(true)
+        })?;
+        Ok(list)
+    }
+
+    fn exec(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<usize> {
+        stmt.check(args)?;
+        let n = self.conn.execute(stmt, args)?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    /// Runs an `INSERT … RETURNING id` and returns the id. Scoped inserts
+    /// are written as `INSERT … SELECT … WHERE EXISTS (parent in scope)`,
+    /// so a parent of another tenant inserts nothing and fails here.
+    fn insert(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<i64> {
+        self.one(stmt, args, |r| r.i64("id"))?.ok_or_else(|| StoreError::Internal(format!("{}: parent row not in scope", stmt.name)))
+    }
+
+    /// A count from a `SELECT COUNT(*) AS n`.
+    fn count(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<u64> {
+        Ok(self.one(stmt, args, |r| r.u64("n"))?.unwrap_or(0))
+    }
+}
+
+/// A list of ids bound as one JSON parameter (see `Dialect::id_list`).
+fn id_list(ids: impl IntoIterator<Item = i64>) -> String {
+    let ids: Vec<String> = ids.into_iter().map(|id| id.to_string()).collect();
+    format!("[{}]", ids.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_names_are_unique_and_texts_build() {
+        let mut names = std::collections::HashSet::new();
+        for stmt in all_statements() {
+            assert!(names.insert(stmt.name), "two statements named {}", stmt.name);
+            for d in Dialect::ALL {
+                assert!(!stmt.text(d).trim().is_empty(), "{}", stmt.name);
+            }
+        }
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_declared_types() {
+        static S: Stmt = Stmt::new("S", &[Ty::Int, Ty::Text], |_| "SELECT ?1, ?2".into());
+        assert!(S.check(args![1_i64, "a"]).is_ok());
+        assert!(S.check(args![Option::<i64>::None, Option::<&str>::None]).is_ok());
+        assert!(S.check(args!["a", 1_i64]).is_err());
+        assert!(S.check(args![1_i64]).is_err());
+    }
+}

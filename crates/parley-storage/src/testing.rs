@@ -1,0 +1,109 @@
+//! Fresh databases for tests.
+//!
+//! `PARLEY_TEST_DATABASE_URL=postgres://…` points the test suites at a
+//! PostgreSQL server; each test then gets a database of its own, copied
+//! from a template that is migrated once per schema version (a copy takes
+//! a fraction of a second, migrating every time would not). Without it,
+//! tests use SQLite files.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use postgres::{Client, NoTls};
+
+use crate::postgres::migrate;
+
+/// The server the suites run against, if one was given.
+pub fn postgres_url() -> Option<String> {
+    std::env::var("PARLEY_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty())
+}
+
+/// A database that is dropped when this value is.
+pub struct TestDatabase {
+    pub url: String,
+    admin_url: String,
+    name: String,
+}
+
+/// Any number that is this module's alone.
+const TEMPLATE_LOCK: i64 = 0x7061_726c_6574;
+
+fn with_database(url: &str, name: &str) -> Result<String, String> {
+    let mut parsed = url::Url::parse(url).map_err(|e| e.to_string())?;
+    parsed.set_path(&format!("/{name}"));
+    Ok(parsed.to_string())
+}
+
+fn connect(url: &str) -> Result<Client, String> {
+    Client::connect(url, NoTls).map_err(|e| format!("cannot reach the test PostgreSQL at {url}: {e}"))
+}
+
+/// Creates a fresh, migrated database on the server `server_url` names.
+/// Blocking: call it from a blocking thread.
+pub fn fresh_postgres(server_url: &str) -> Result<TestDatabase, String> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let admin_url = with_database(server_url, "postgres")?;
+    let mut admin = connect(&admin_url)?;
+    let template = format!("parley_template_{:016x}", migrate::fingerprint());
+    admin.execute("SELECT pg_advisory_lock($1)", &[&TEMPLATE_LOCK]).map_err(|e| e.to_string())?;
+    let prepared = prepare_template(&mut admin, server_url, &template);
+    let _ = admin.execute("SELECT pg_advisory_unlock($1)", &[&TEMPLATE_LOCK]);
+    prepared?;
+    let nonce: u32 = rand_u32();
+    let name = format!("parley_test_{}_{}_{nonce:08x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+    let mut tries = 0;
+    loop {
+        match admin.batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}")) {
+            Ok(()) => break,
+            // Another process may be copying the template this instant.
+            Err(e) if tries < 50 && e.to_string().contains("being accessed by other users") => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(format!("cannot create {name}: {e}")),
+        }
+    }
+    Ok(TestDatabase { url: with_database(server_url, &name)?, admin_url, name })
+}
+
+fn prepare_template(admin: &mut Client, server_url: &str, template: &str) -> Result<(), String> {
+    let exists = admin.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&template]).map_err(|e| e.to_string())?.is_some();
+    if exists {
+        return Ok(());
+    }
+    // A template left half-made by a killed run is replaced.
+    let building = format!("{template}_building");
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)")).map_err(|e| e.to_string())?;
+    admin.batch_execute(&format!("CREATE DATABASE {building}")).map_err(|e| e.to_string())?;
+    {
+        let mut client = connect(&with_database(server_url, &building)?)?;
+        migrate::apply(&mut client).map_err(|e| e.to_string())?;
+    }
+    admin.batch_execute(&format!("ALTER DATABASE {building} RENAME TO {template}")).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn rand_u32() -> u32 {
+    let mut b = [0u8; 4];
+    let _ = getrandom_fill(&mut b);
+    u32::from_le_bytes(b)
+}
+
+fn getrandom_fill(buf: &mut [u8]) -> Result<(), ()> {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf)).map_err(|_| ())
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
+        // Dropped from async tests too: a thread of its own may block.
+        let dropped = std::thread::spawn(move || {
+            let mut admin = connect(&admin_url)?;
+            admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).map_err(|e| e.to_string())
+        })
+        .join();
+        if let Ok(Err(e)) = dropped {
+            eprintln!("could not drop test database {}: {e}", self.name);
+        }
+    }
+}
