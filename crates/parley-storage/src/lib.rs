@@ -6,6 +6,7 @@
 mod postgres;
 mod sql;
 mod sqlite;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 use std::path::PathBuf;
@@ -30,7 +31,7 @@ impl Default for Options {
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error("unsupported database URL {0:?}: use sqlite://PATH")]
+    #[error("unsupported database URL {0:?}: use sqlite://PATH or postgres://USER@HOST/DB")]
     Unsupported(String),
     #[error("PostgreSQL: {0}")]
     Postgres(String),

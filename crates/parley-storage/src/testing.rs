@@ -48,8 +48,10 @@ pub fn fresh_postgres(server_url: &str) -> Result<TestDatabase, String> {
     let prepared = prepare_template(&mut admin, server_url, &template);
     let _ = admin.execute("SELECT pg_advisory_unlock($1)", &[&TEMPLATE_LOCK]);
     prepared?;
-    let nonce: u32 = rand_u32();
-    let name = format!("parley_test_{}_{}_{nonce:08x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+    // Unique per process, call and moment: a run killed earlier may have
+    // left databases behind under the same process id.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let name = format!("parley_test_{}_{}_{nanos:08x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
     let mut tries = 0;
     loop {
         match admin.batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}")) {
@@ -82,21 +84,11 @@ fn prepare_template(admin: &mut Client, server_url: &str, template: &str) -> Res
     Ok(())
 }
 
-fn rand_u32() -> u32 {
-    let mut b = [0u8; 4];
-    let _ = getrandom_fill(&mut b);
-    u32::from_le_bytes(b)
-}
-
-fn getrandom_fill(buf: &mut [u8]) -> Result<(), ()> {
-    use std::io::Read;
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf)).map_err(|_| ())
-}
-
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
-        // Dropped from async tests too: a thread of its own may block.
+        // The blocking client may not run on a runtime thread, and this
+        // is dropped from async tests.
         let dropped = std::thread::spawn(move || {
             let mut admin = connect(&admin_url)?;
             admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).map_err(|e| e.to_string())

@@ -26,7 +26,7 @@ pub trait TenancyRead {
     fn site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>>;
     fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>>;
     fn installation(&mut self, tenant: TenantId, id: InstallationId) -> StoreResult<Option<Installation>>;
-    /// Enabled, healthy installations whose last heartbeat is older than
+    /// Healthy installations whose last heartbeat is older than
     /// `cutoff`, across all tenants (for the sweeper).
     fn stale_candidates(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<InstallationContext>>;
 }

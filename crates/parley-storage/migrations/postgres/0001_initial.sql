@@ -1,4 +1,4 @@
--- The schema of the SQLite migrations 1 to 6, for PostgreSQL.
+-- The schema of the SQLite migrations 1 to 7, for PostgreSQL.
 --
 -- The values are the same on both databases, so an installation can be
 -- copied between them: times are BIGINT milliseconds since the Unix epoch

@@ -3,14 +3,34 @@
 use parley_domain::StoreError;
 use postgres::error::SqlState;
 
+/// The server's own words when it sent some ("db error" alone tells the
+/// logs nothing).
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
+/// Whether the connection is gone: closed, or ended by the server (a
+/// restart, an administrator) with its last message.
+pub(super) fn connection_lost(e: &postgres::Error) -> bool {
+    match e.code() {
+        None => true,
+        Some(code) => [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN].contains(code) || code.code().starts_with("08"),
+    }
+}
+
 pub(super) fn map(e: postgres::Error) -> StoreError {
     let Some(code) = e.code() else {
-        // No SQLSTATE: the connection failed or closed.
-        return StoreError::Unavailable(e.to_string());
+        // No SQLSTATE: the connection failed or closed, or the client
+        // could not encode or decode a value (a bug, not an outage).
+        let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
+        return if e.is_closed() || io { StoreError::Unavailable(e.to_string()) } else { StoreError::Internal(e.to_string()) };
     };
     if *code == SqlState::UNIQUE_VIOLATION {
         let detail = e.as_db_error().and_then(|d| d.constraint()).unwrap_or_default().to_owned();
-        return StoreError::Duplicate(detail);
+        return StoreError::Duplicate(if detail.is_empty() { describe(&e) } else { detail });
     }
     // A deadlock or a serialization failure aborts the unit; nothing of it
     // was written, and the caller is told to try again.
@@ -25,7 +45,7 @@ pub(super) fn map(e: postgres::Error) -> StoreError {
         SqlState::READ_ONLY_SQL_TRANSACTION,
     ];
     if transient.contains(code) || code.code().starts_with("08") {
-        return StoreError::Unavailable(e.to_string());
+        return StoreError::Unavailable(describe(&e));
     }
-    StoreError::Internal(e.to_string())
+    StoreError::Internal(describe(&e))
 }

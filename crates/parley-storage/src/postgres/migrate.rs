@@ -35,8 +35,10 @@ fn apply_locked(client: &mut Client) -> Result<Vec<u32>, OpenError> {
             "CREATE TABLE IF NOT EXISTS parley_migrations (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
         )
         .map_err(|e| fail(0, e))?;
-    let current: i64 =
-        client.query_one("SELECT COALESCE(MAX(version), 0) AS v FROM parley_migrations", &[]).map_err(|e| fail(0, e))?.get("v");
+    let current: i64 = client
+        .query_one("SELECT COALESCE(MAX(version), 0) AS v FROM parley_migrations", &[])
+        .and_then(|row| row.try_get("v"))
+        .map_err(|e| fail(0, e))?;
     let latest = MIGRATIONS.last().map_or(0, |m| m.0);
     if current > i64::from(latest) {
         return Err(OpenError::Migration {

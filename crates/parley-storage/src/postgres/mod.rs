@@ -5,16 +5,19 @@
 //! of its own and is answered after its COMMIT returns, which with
 //! `synchronous_commit = on` (set on every connection) means the commit is
 //! on disk; PostgreSQL groups the flushes of concurrent commits itself. A
-//! read unit runs its statements one by one, each on the latest committed
-//! data. A failing unit, or one whose statement failed, is rolled back.
+//! read unit runs in a read-only, repeatable-read transaction: one
+//! snapshot, as on SQLite. A failing unit, or one whose statement failed,
+//! is rolled back.
 //!
 //! Units run side by side here, unlike on SQLite's single writer, so a
 //! write unit locks the rows it reads in order to change them (the
-//! conversation, the challenge: see `Dialect::for_update`), and a message
-//! insert locks its conversation, which keeps message ids in commit order
-//! within a conversation. A deadlock between units is detected by
-//! PostgreSQL; the unit it picks is rolled back and its caller told to try
-//! again ("unavailable"), never left half-written.
+//! conversation, the visitor, the challenge: see `Dialect::for_update`),
+//! the verification limits' counts wait for one another
+//! (`Dialect::transaction_lock`), and a message insert locks its
+//! conversation, which keeps message ids in commit order within a
+//! conversation. A deadlock between units is detected by PostgreSQL; the
+//! unit it picks is rolled back and its caller told to try again
+//! ("unavailable"), never left half-written.
 
 mod conn;
 mod error;
@@ -142,41 +145,66 @@ fn work(connector: &Connector, jobs: &Mutex<Receiver<Job>>, signals: &Signals, m
                 Err(_) => return,
             }
         };
-        if conn.as_ref().is_none_or(|c| c.client.is_closed()) {
-            conn = match connector.connect() {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot connect to PostgreSQL");
-                    if let Job::Read(job) = job {
-                        job(Err(e));
-                    }
-                    // A dropped write unit answers its caller "unavailable".
-                    continue;
-                }
-            };
+        let begin = match job {
+            Job::Read(_) => READ,
+            Job::Write(_) => "BEGIN",
+        };
+        if let Err(e) = begin_on(&mut conn, connector, begin) {
+            tracing::error!(error = %e, "cannot start a transaction on PostgreSQL");
+            if let Job::Read(job) = job {
+                job(Err(e));
+            }
+            // A dropped write unit answers its caller "unavailable".
+            continue;
         }
         let Some(c) = conn.as_mut() else { continue };
+        c.failed = false;
         match job {
             Job::Read(job) => {
-                c.failed = false;
                 job(Ok(&mut Tx::read(c)));
+                if c.client.batch_execute("COMMIT").is_err() {
+                    let _ = c.client.batch_execute("ROLLBACK");
+                }
             }
             Job::Write(job) => write(c, job, signals),
         }
     }
 }
 
-fn write(c: &mut PgConn, job: WriteJob, signals: &Signals) {
-    c.failed = false;
-    if let Err(e) = c.client.batch_execute("BEGIN") {
-        tracing::error!(error = %e, "could not begin a write transaction");
-        return; // dropping the unit answers its caller "unavailable"
+/// A read unit sees one snapshot, as on SQLite: a list and its count, a
+/// delivery and its attempts agree with each other.
+const READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+/// Begins a transaction, (re)connecting first when the connection is
+/// gone. A connection that turns out dead at BEGIN (the server restarted,
+/// a proxy dropped it while idle) is replaced and BEGIN sent once more:
+/// nothing of the unit has run yet, so that is safe.
+fn begin_on(conn: &mut Option<PgConn>, connector: &Connector, begin: &str) -> Result<(), StoreError> {
+    for attempt in 0..2 {
+        if conn.as_ref().is_none_or(|c| c.client.is_closed()) {
+            *conn = Some(connector.connect()?);
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        match c.client.batch_execute(begin) {
+            Ok(()) => return Ok(()),
+            Err(e) if attempt == 0 && error::connection_lost(&e) => *conn = None,
+            Err(e) => return Err(map(e)),
+        }
     }
+    Err(StoreError::Unavailable("no connection to PostgreSQL".into()))
+}
+
+fn write(c: &mut PgConn, job: WriteJob, signals: &Signals) {
     let mut tx = Tx::write(c);
     let outcome = job(&mut tx);
     let effects = tx.effects;
     let result = if outcome.keep && !c.failed {
-        c.client.batch_execute("COMMIT").map_err(map)
+        c.client.batch_execute("COMMIT").map_err(|e| match e.code() {
+            Some(_) => map(e),
+            // The connection failed while the commit was on its way: it
+            // may have happened. Not "try again", which could repeat it.
+            None => StoreError::Internal(format!("the outcome of a commit is unknown: {e}")),
+        })
     } else {
         if let Err(e) = c.client.batch_execute("ROLLBACK") {
             tracing::warn!(error = %e, "could not roll back a write transaction");
@@ -206,10 +234,11 @@ impl PgBackend {
         match sender {
             Some(sender) => match sender.try_send(job) {
                 Ok(()) => Ok(()),
-                Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
+                Err(TrySendError::Full(job)) => {
                     tracing::warn!("database queue full: refusing a unit");
                     Err(job)
                 }
+                Err(TrySendError::Disconnected(job)) => Err(job),
             },
             None => Err(job),
         }
@@ -262,4 +291,62 @@ impl Backend for PgBackend {
 
 fn closed() -> StoreError {
     StoreError::Unavailable("the database is closed".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing;
+
+    fn with_query(url: &str, query: &str) -> String {
+        format!("{url}{}{query}", if url.contains('?') { '&' } else { '?' })
+    }
+
+    fn encrypted(conn: &mut PgConn) -> bool {
+        conn.client.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).expect("pg_stat_ssl").get(0)
+    }
+
+    /// `sslmode` keeps libpq's meaning against the test server: `disable`
+    /// stays in plain text, `require` encrypts (or refuses a server without
+    /// TLS), `verify-full` refuses a certificate no known authority signed.
+    /// Runs when the suite runs on PostgreSQL.
+    #[test]
+    fn connections_encrypt_as_sslmode_asks() {
+        let Some(server) = testing::postgres_url() else { return };
+        let db = testing::fresh_postgres(&server).expect("database");
+        let mut plain = connector(&with_query(&db.url, "sslmode=disable")).unwrap().connect().expect("plain connection");
+        assert!(!encrypted(&mut plain));
+        let server_has_tls: String = plain.client.query_one("SHOW ssl", &[]).unwrap().get(0);
+        let required = connector(&with_query(&db.url, "sslmode=require")).unwrap().connect();
+        if server_has_tls == "on" {
+            assert!(encrypted(&mut required.expect("TLS connection")), "sslmode=require encrypts");
+            let verified = connector(&with_query(&db.url, "sslmode=verify-full")).unwrap().connect();
+            assert!(verified.is_err(), "the test server's self-signed certificate is refused");
+        } else {
+            assert!(required.is_err(), "sslmode=require never falls back to plain text");
+        }
+    }
+
+    /// Two processes starting at once both open the database; the
+    /// migrations ran once.
+    #[test]
+    fn concurrent_starts_migrate_once() {
+        let Some(server) = testing::postgres_url() else { return };
+        let db = testing::fresh_postgres(&server).expect("database");
+        let mut admin = connector(&db.url).unwrap().connect().unwrap();
+        admin.client.batch_execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public;").unwrap();
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let url = db.url.clone();
+                std::thread::spawn(move || {
+                    let mut conn = connector(&url).unwrap().connect().unwrap();
+                    migrate::apply(&mut conn.client)
+                })
+            })
+            .collect();
+        let applied: Vec<Vec<u32>> = threads.into_iter().map(|t| t.join().unwrap().expect("migrated")).collect();
+        assert_eq!(applied.iter().filter(|a| !a.is_empty()).count(), 1, "one start applied them: {applied:?}");
+        let versions: i64 = admin.client.query_one("SELECT COUNT(*) FROM parley_migrations", &[]).unwrap().get(0);
+        assert_eq!(versions, 1);
+    }
 }

@@ -40,16 +40,30 @@ pub(super) fn parse(url: &str) -> Result<Target, String> {
             config.ssl_mode(SslMode::Disable);
             Verify::None
         }
+        // libpq checks the chain under `require` when given an authority.
+        Some("require") if root.is_some() => {
+            config.ssl_mode(SslMode::Require);
+            Verify::Full(root)
+        }
         Some("require") => {
             config.ssl_mode(SslMode::Require);
+            Verify::None
+        }
+        Some("allow") => {
+            config.ssl_mode(SslMode::Prefer);
             Verify::None
         }
         Some("verify-ca" | "verify-full") => {
             config.ssl_mode(SslMode::Require);
             Verify::Full(root)
         }
-        Some(other) => return Err(format!("sslmode={other} is not one of disable, prefer, require, verify-ca, verify-full")),
+        Some(other) => return Err(format!("sslmode={other} is not one of disable, allow, prefer, require, verify-ca, verify-full")),
     };
+    // A server that does not answer must not hold a pool thread for the
+    // operating system's TCP timeout (minutes).
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(std::time::Duration::from_secs(5));
+    }
     if config.get_application_name().is_none() {
         config.application_name("parley");
     }
@@ -73,5 +87,7 @@ mod tests {
         assert_eq!((t.verify, t.config.get_ssl_mode()), (Verify::None, SslMode::Require));
         assert_eq!(parse("postgres://u@h/db").unwrap().config.get_ssl_mode(), SslMode::Prefer);
         assert!(parse("postgres://u@h/db?sslmode=allow-ish").is_err());
+        let t = parse("postgres://u@h/db?sslmode=require&sslrootcert=/ca.pem").unwrap();
+        assert_eq!(t.verify, Verify::Full(Some(PathBuf::from("/ca.pem"))), "an authority given is checked");
     }
 }

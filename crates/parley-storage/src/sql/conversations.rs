@@ -152,7 +152,10 @@ fn locked(d: Dialect, sql: String) -> String {
 
 statements! {
     VISITOR_BY_UUID[Int, Int, Text](_) => format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3"),
+    VISITOR_BY_UUID_LOCKED[Int, Int, Text](d) =>
+        locked(d, format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3")),
     VISITOR[Int, Int, Int](_) => format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3"),
+    VISITOR_LOCKED[Int, Int, Int](d) => locked(d, format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3")),
     CONVERSATION_BY_PUBLIC_ID[Int, Int, Int, Bool, Text](_) => format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {SCOPE} AND c.public_id = ?5"),
     CONVERSATION_BY_PUBLIC_ID_LOCKED[Int, Int, Int, Bool, Text](d) =>
         locked(d, format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {SCOPE} AND c.public_id = ?5")),
@@ -183,7 +186,8 @@ statements! {
     ),
     INSERT_VISITOR[Int, Int, Text, Text, Text, Text, Text, Int](_) => "INSERT INTO visitors
          (tenant_id, site_id, uuid, name, email, phone, last_url, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) RETURNING id".into(),
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+         ON CONFLICT (site_id, uuid) DO NOTHING RETURNING id".into(),
     UPDATE_VISITOR_PROFILE[Int, Int, Int, Text, Text, Text, Text, Int](_) =>
         "UPDATE visitors SET name = ?4, email = ?5, phone = ?6, last_url = ?7, updated_at = ?8
          WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3".into(),
@@ -212,11 +216,13 @@ statements! {
 
 impl ConversationsRead for Tx<'_> {
     fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>> {
-        self.one(&VISITOR_BY_UUID, args![scope.tenant, scope.site, uuid], visitor)
+        let stmt = self.locking(&VISITOR_BY_UUID, &VISITOR_BY_UUID_LOCKED);
+        self.one(stmt, args![scope.tenant, scope.site, uuid], visitor)
     }
 
     fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>> {
-        self.one(&VISITOR, args![scope.tenant, scope.site, id], visitor)
+        let stmt = self.locking(&VISITOR, &VISITOR_LOCKED);
+        self.one(stmt, args![scope.tenant, scope.site, id], visitor)
     }
 
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>> {
@@ -318,8 +324,16 @@ impl Tx<'_> {
 impl ConversationsWrite for Tx<'_> {
     fn insert_visitor(&mut self, scope: SiteScope, v: &NewVisitor) -> StoreResult<Visitor> {
         let p = &v.profile;
-        let id =
-            self.insert(&INSERT_VISITOR, args![scope.tenant, scope.site, &v.uuid, &p.name, &p.email, &p.phone, &p.last_url, v.created_at])?;
+        let inserted = self.one(
+            &INSERT_VISITOR,
+            args![scope.tenant, scope.site, &v.uuid, &p.name, &p.email, &p.phone, &p.last_url, v.created_at],
+            |r| r.i64("id"),
+        )?;
+        let Some(id) = inserted else {
+            // A unit running beside this one (PostgreSQL) registered the
+            // same visitor first: it is the one.
+            return self.visitor_by_uuid(scope, &v.uuid)?.ok_or_else(|| StoreError::Internal("visitor vanished after a conflict".into()));
+        };
         Ok(Visitor {
             id: VisitorId(id),
             tenant_id: scope.tenant,
@@ -372,7 +386,7 @@ impl ConversationsWrite for Tx<'_> {
     }
 
     fn insert_message(&mut self, scope: ConversationScope, m: &NewMessage) -> StoreResult<Message> {
-        if !self.dialect().for_update().is_empty() && !self.locked.contains(&m.conversation_id) {
+        if self.dialect().locks_rows() && !self.locked.contains(&m.conversation_id) {
             self.one(&LOCK_CONVERSATION, &scoped(scope, args![m.conversation_id]), |_| Ok(()))?;
             self.note_locked(m.conversation_id);
         }

@@ -69,6 +69,21 @@ impl Dialect {
         }
     }
 
+    /// Whether write units run side by side and must lock what they change
+    /// (PostgreSQL), or one at a time (SQLite's single writer).
+    pub fn locks_rows(self) -> bool {
+        self == Dialect::Postgres
+    }
+
+    /// A statement that holds a lock named by the number `?1` until the
+    /// commit, for checks that span rows no single row lock covers.
+    pub fn transaction_lock(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "SELECT ?1 AS locked",
+            Dialect::Postgres => "SELECT pg_advisory_xact_lock(?1) IS NULL AS locked",
+        }
+    }
+
     /// Appended to a `SELECT` whose rows a write unit goes on to change.
     /// SQLite runs one write transaction at a time, so nothing can change
     /// them meanwhile; PostgreSQL runs writers side by side, and the lock

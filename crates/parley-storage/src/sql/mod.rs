@@ -9,7 +9,9 @@
 //!
 //! Every statement that touches tenant data has the tenant (and, for the
 //! visitor side, the site) in its `WHERE` clause, taken from the scope the
-//! domain passes in.
+//! domain passes in. The exceptions serve every tenant or resolve a
+//! capability (a token, a magic link, the worker's claims, the sweeper's
+//! batches) and are named for it in their operation's documentation.
 
 mod arg;
 mod dialect;
@@ -73,15 +75,17 @@ pub struct Tx<'c> {
     /// Conversations this unit holds locked (PostgreSQL), so a message
     /// insert does not lock again.
     locked: Vec<ConversationId>,
+    /// Whether this unit holds the verification sends lock (PostgreSQL).
+    sends_locked: bool,
 }
 
 impl<'c> Tx<'c> {
     pub fn read(conn: &'c mut dyn Conn) -> Self {
-        Self { conn, writing: false, effects: Effects::default(), locked: Vec::new() }
+        Self { conn, writing: false, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
     }
 
     pub fn write(conn: &'c mut dyn Conn) -> Self {
-        Self { conn, writing: true, effects: Effects::default(), locked: Vec::new() }
+        Self { conn, writing: true, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
     }
 
     fn dialect(&self) -> Dialect {

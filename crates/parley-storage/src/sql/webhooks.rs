@@ -163,12 +163,15 @@ statements! {
     COUNT_FAILURE[Int, Int](_) => "UPDATE webhook_endpoints SET failure_streak = failure_streak + 1
          WHERE tenant_id = ?1 AND id = ?2 RETURNING failure_streak, paused_until, pause_count".into(),
     PAUSE_ENDPOINT[Int, Int, Int, Int](_) => "UPDATE webhook_endpoints SET paused_until = ?3, pause_count = ?4 WHERE tenant_id = ?1 AND id = ?2".into(),
+    /// The outer conditions repeat the inner ones: on PostgreSQL a row a
+    /// worker changed meanwhile is checked again against them only.
     EXPIRE_DELIVERIES[Int, Int, Int](_) => "UPDATE webhook_deliveries
          SET status = 'failed', finished_at = ?2, lease_until = NULL,
              last_error = 'given up: still undelivered when its retry schedule had run out'
          WHERE id IN (SELECT id FROM webhook_deliveries
                       WHERE status = 'pending' AND created_at < ?1 AND (lease_until IS NULL OR lease_until <= ?2)
-                      ORDER BY created_at LIMIT ?3)".into(),
+                      ORDER BY created_at LIMIT ?3)
+           AND status = 'pending' AND (lease_until IS NULL OR lease_until <= ?2)".into(),
     INSERT_ATTEMPT[Int, Int, Int, Int, Int, Text](_) => "INSERT INTO webhook_attempts (tenant_id, delivery_id, attempted_at, duration_ms, status_code, error)
          SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?2 AND tenant_id = ?1)".into(),
     /// Only a pending delivery changes: if its lease ran out and another

@@ -19,7 +19,8 @@ fn tune(conn: &Connection, path: &Path) -> Result<(), OpenError> {
     // statement whenever a parameter the planner looked at (a bound LIMIT,
     // say) is bound again: every poll would parse its SQL anew.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map_err(|e| fail(path, e))?;
-    conn.set_prepared_statement_cache_capacity(64);
+    // Room for every statement of the storage layer.
+    conn.set_prepared_statement_cache_capacity(256);
     Ok(())
 }
 

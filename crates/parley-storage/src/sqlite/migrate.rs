@@ -14,6 +14,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("../../migrations/sqlite/0004_automation.sql")),
     (5, include_str!("../../migrations/sqlite/0005_hardening.sql")),
     (6, include_str!("../../migrations/sqlite/0006_portable.sql")),
+    (7, include_str!("../../migrations/sqlite/0007_indexes.sql")),
 ];
 
 pub(super) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {

@@ -152,14 +152,12 @@ impl WebhookWorker {
         }
     }
 
-    /// Sends one delivery, counted as out only while the request is (the
-    /// bounds protect partners, not the database), then records the
-    /// attempt and its effect on the endpoint.
+    /// Sends one delivery, counted as out until its outcome is recorded,
+    /// then records the attempt and its effect on the endpoint.
     async fn attempt(&self, delivery: ClaimedDelivery, out: Out) {
         let now = self.clock.now();
         let started = Instant::now();
         let (response, error) = self.sender.send(&delivery, now).await;
-        drop(out);
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let number = delivery.attempts + 1;
         let next = next_step(&self.settings.schedule, number, &response, now, jitter());
@@ -199,6 +197,11 @@ impl WebhookWorker {
                 Ok((health, pause))
             })
             .await;
+        // The slot is given back once the outcome is recorded: a claim
+        // made earlier would not see this failure (PostgreSQL commits the
+        // worker's units side by side) and could send where the endpoint
+        // is to be paused or probed one attempt at a time.
+        drop(out);
         if let Ok((health, Some(pause))) = &written {
             tracing::warn!(
                 endpoint = endpoint.0,

@@ -7,6 +7,7 @@ mod receiver;
 
 mod admin;
 mod automation;
+mod backend_concurrency;
 mod cli;
 mod concurrency;
 mod errors;

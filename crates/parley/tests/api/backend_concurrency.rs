@@ -1,0 +1,156 @@
+//! Units running side by side, as they do on PostgreSQL: what SQLite's
+//! single writer gives for free must still hold (no lost update, no 409
+//! for a race, limits that concurrent requests cannot slip under), and a
+//! lost connection is replaced without failing requests.
+
+use std::sync::Arc;
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::*;
+
+/// Two widget syncs of one new visitor uuid at the same time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn simultaneous_first_syncs_of_one_visitor_all_succeed() {
+    let app = Arc::new(TestApp::spawn().await);
+    let f = app.fixture("acme", &[]).await;
+    let mut failures = Vec::new();
+    for round in 0..30 {
+        let uuid = format!("v-{round}");
+        let mut tasks = Vec::new();
+        for n in 0..4 {
+            let (app, token, uuid) = (app.clone(), f.token.clone(), uuid.clone());
+            tasks.push(tokio::spawn(async move {
+                app.post("/api/widget/visitors", json!({"token": token, "uuid": uuid, "name": format!("n{n}")})).await
+            }));
+        }
+        for t in tasks {
+            let (status, body) = t.await.unwrap();
+            if !status.is_success() {
+                failures.push((round, status, body));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failed syncs, e.g. {:?}", failures.len(), failures.first());
+}
+
+/// Two syncs of one existing visitor, each telling one new field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn simultaneous_profile_updates_keep_every_field() {
+    let app = Arc::new(TestApp::spawn().await);
+    let f = app.fixture("acme", &[]).await;
+    let mut lost = Vec::new();
+    for round in 0..15 {
+        let uuid = format!("v-{round}");
+        let (s, _) = app.post("/api/widget/visitors", json!({"token": f.token, "uuid": uuid})).await;
+        assert_eq!(s, StatusCode::CREATED);
+        let a = {
+            let (app, token, uuid) = (app.clone(), f.token.clone(), uuid.clone());
+            tokio::spawn(async move { app.post("/api/widget/visitors", json!({"token": token, "uuid": uuid, "name": "Ann"})).await })
+        };
+        let b = {
+            let (app, token, uuid) = (app.clone(), f.token.clone(), uuid.clone());
+            tokio::spawn(async move {
+                app.post("/api/widget/visitors", json!({"token": token, "uuid": uuid, "email": "ann@example.com"})).await
+            })
+        };
+        assert!(a.await.unwrap().0.is_success());
+        assert!(b.await.unwrap().0.is_success());
+        let scope = f.scope;
+        let v = app.db.read(move |r| Ok(r.visitor_by_uuid(scope, &uuid)?)).await.unwrap().unwrap();
+        if v.profile.name.is_none() || v.profile.email.is_none() {
+            lost.push((round, v.profile));
+        }
+    }
+    assert!(lost.is_empty(), "{} of 15 rounds lost a field: {:?}", lost.len(), lost.first());
+}
+
+/// The per-recipient email limit (1 per hour here) against parallel starts
+/// from different conversations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn simultaneous_verification_starts_respect_the_recipient_limit() {
+    let smtp = crate::smtp_sink::SmtpSink::start().await;
+    let app = Arc::new(
+        TestApp::with()
+            .var("PARLEY_SMTP_URL", &smtp.url())
+            .var("PARLEY_MAIL_FROM", "Parley <noreply@parley.test>")
+            .var("PARLEY_PUBLIC_URL", "http://chat.parley.test")
+            .var("PARLEY_RATE_LIMITS", "on")
+            .var("PARLEY_RATE_LIMIT_WIDGET_WRITES", "100000/1h")
+            .var("PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES", "100000/1h")
+            .var("PARLEY_VERIFY_LIMIT_PER_ADDRESS", "100000/1h")
+            .var("PARLEY_VERIFY_EMAIL_LIMIT_PER_RECIPIENT", "1/1h")
+            .start()
+            .await,
+    );
+    let f = app.fixture("acme", &[]).await;
+    let mut conversations = Vec::new();
+    for n in 0..8 {
+        conversations.push(app.open_conversation("/api", &f.token, &format!("v{n}"), "hi").await);
+    }
+    let mut tasks = Vec::new();
+    for public_id in conversations {
+        let (app, token) = (app.clone(), f.token.clone());
+        tasks.push(tokio::spawn(async move {
+            app.post(
+                &format!("/api/widget/conversations/{public_id}/verification/start"),
+                json!({"token": token, "method": "email_otp", "target": "victim@example.com"}),
+            )
+            .await
+        }));
+    }
+    let mut accepted = 0;
+    for t in tasks {
+        let (status, body) = t.await.unwrap();
+        if status == StatusCode::ACCEPTED {
+            accepted += 1;
+        } else {
+            eprintln!("{status} {body}");
+        }
+    }
+    assert_eq!(accepted, 1, "the limit is 1 email per recipient per hour; {accepted} went out");
+}
+
+/// Every pooled connection killed at once (a server restart, a proxy
+/// dropping idle connections): the next requests still succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_succeed_after_every_connection_is_killed() {
+    if backend() != "postgres" {
+        return; // SQLite has no connection to lose
+    }
+    let app = Arc::new(TestApp::spawn().await);
+    let f = app.fixture("acme", &[]).await;
+    let public_id = app.open_conversation("/api", &f.token, "ann", "hi").await;
+    // Warm every connection of the pool (4).
+    let mut warm = Vec::new();
+    for n in 0..16 {
+        let (app, token, public_id) = (app.clone(), f.token.clone(), public_id.clone());
+        warm.push(tokio::spawn(async move { app.post_message("/api", &token, &public_id, &format!("warm {n}")).await }));
+    }
+    for w in warm {
+        assert_eq!(w.await.unwrap().0, StatusCode::CREATED);
+    }
+    let dbname = app.database_url.rsplit('/').next().unwrap().to_owned();
+    let killed = std::process::Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "postgres", "-tAc"])
+        .arg(format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{dbname}' AND pid <> pg_backend_pid()"
+        ))
+        .output()
+        .unwrap();
+    eprintln!("killed: {}", String::from_utf8_lossy(&killed.stdout).trim());
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let mut statuses = Vec::new();
+    for n in 0..12 {
+        let (status, _) = app.post_message("/api", &f.token, &public_id, &format!("after {n}")).await;
+        statuses.push(status.as_u16());
+    }
+    let mut reads = Vec::new();
+    for _ in 0..12 {
+        let (status, _) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={}", f.token)).await;
+        reads.push(status.as_u16());
+    }
+    eprintln!("writes after the kill: {statuses:?}\nreads after: {reads:?}");
+    assert!(statuses.iter().chain(&reads).all(|s| *s < 500), "requests failed after the connections were replaced");
+}
