@@ -93,5 +93,9 @@ pub fn parley(binary: &Path, dir: &Path, database_url: &str, args: &[&str]) -> C
         .env("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true")
         .env("PARLEY_LOG", "error")
         .args(args);
+    // The PostgreSQL pool size is worth trying from the command line.
+    if let Ok(pool) = std::env::var("PARLEY_DATABASE_POOL") {
+        cmd.env("PARLEY_DATABASE_POOL", pool);
+    }
     cmd
 }

@@ -9,6 +9,7 @@ use crate::OpenError;
 const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("../../migrations/postgres/0001_initial.sql"))];
 
 /// Changes with the migrations' text: names the test template database.
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn fingerprint() -> u64 {
     // FNV-1a: stable across builds, unlike the standard hasher.
     MIGRATIONS.iter().flat_map(|(_, sql)| sql.bytes()).fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
