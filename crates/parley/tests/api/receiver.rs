@@ -80,6 +80,11 @@ impl Receiver {
         self.script.lock().unwrap().extend(replies.iter().cloned());
     }
 
+    /// Forgets the scripted answers not given yet: from now on, 200.
+    pub fn clear_script(&self) {
+        self.script.lock().unwrap().clear();
+    }
+
     /// The next request, waiting at most 10 seconds.
     pub async fn next(&self) -> Received {
         let mut rx = self.seen.lock().await;
