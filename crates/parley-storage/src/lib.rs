@@ -3,6 +3,7 @@
 //! [`open`] reads the database URL once and returns the domain's
 //! [`Database`] handle; nothing above this crate knows which backend runs.
 
+mod backend;
 mod postgres;
 mod sql;
 mod sqlite;

@@ -230,7 +230,7 @@ impl Config {
         let demo_database_url = r.get("PARLEY_DEMO_DATABASE_URL", DEFAULT_DEMO_DATABASE_URL.to_owned(), |s| {
             parley_storage::Location::parse(s).map(|_| s.to_owned()).map_err(|e| e.to_string())
         });
-        let database_pool = r.get("PARLEY_DATABASE_POOL", 16, |s| match s.parse::<usize>() {
+        let database_pool = r.get("PARLEY_DATABASE_POOL", parley_storage::Options::default().pool, |s| match s.parse::<usize>() {
             Ok(n) if (1..=1000).contains(&n) => Ok(n),
             _ => Err(format!("{s:?} is not a number from 1 to 1000")),
         });

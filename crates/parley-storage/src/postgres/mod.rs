@@ -27,22 +27,17 @@ mod tls;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use parley_domain::store::{Backend, Database, ReadJob, StoreError, WriteJob};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::OpenError;
+use crate::backend::{QUEUE_BOUND, Signals, Threads, closed};
 use crate::sql::Tx;
 use conn::PgConn;
 use error::map;
-
-/// Units waiting for a connection; past this the backend answers
-/// "unavailable" at once instead of queueing without limit.
-const QUEUE_BOUND: usize = 16_384;
 
 enum Job {
     Read(ReadJob),
@@ -64,16 +59,10 @@ impl Connector {
     }
 }
 
-struct Signals {
-    deliveries: Arc<tokio::sync::Notify>,
-    installations_generation: Arc<AtomicU64>,
-}
-
 struct PgBackend {
     signals: Arc<Signals>,
     jobs: Mutex<Option<SyncSender<Job>>>,
-    closed: AtomicBool,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    threads: Threads,
 }
 
 fn connector(url: &str) -> Result<Connector, OpenError> {
@@ -97,16 +86,10 @@ pub(crate) async fn migrate_only(url: String) -> Result<Vec<u32>, OpenError> {
 }
 
 pub(crate) fn prepare_all(url: &str) -> Result<usize, String> {
-    use crate::sql::Conn;
     let connector = connector(url).map_err(|e| e.to_string())?;
     let mut conn = connector.connect().map_err(|e| e.to_string())?;
     migrate::apply(&mut conn.client).map_err(|e| e.to_string())?;
-    let mut n = 0;
-    for stmt in crate::sql::all_statements() {
-        conn.prepare(stmt).map_err(|e| format!("{}: {e}", stmt.name))?;
-        n += 1;
-    }
-    Ok(n)
+    crate::sql::prepare_every(&mut conn)
 }
 
 fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
@@ -116,8 +99,7 @@ fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
     if !applied.is_empty() {
         tracing::info!(?applied, "applied database migrations");
     }
-    let signals =
-        Arc::new(Signals { deliveries: Arc::new(tokio::sync::Notify::new()), installations_generation: Arc::new(AtomicU64::new(0)) });
+    let signals = Arc::new(Signals::default());
     let (sender, receiver) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
     let receiver = Arc::new(Mutex::new(receiver));
     let mut threads = Vec::new();
@@ -130,7 +112,7 @@ fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
             .map_err(|e| OpenError::Postgres(e.to_string()))?;
         threads.push(thread);
     }
-    let backend = PgBackend { signals, jobs: Mutex::new(Some(sender)), closed: AtomicBool::new(false), threads: Mutex::new(threads) };
+    let backend = PgBackend { signals, jobs: Mutex::new(Some(sender)), threads: Threads::new(threads) };
     Ok(Database::new(Arc::new(backend)))
 }
 
@@ -218,12 +200,7 @@ fn write(c: &mut PgConn, job: WriteJob, signals: &Signals) {
         }
     };
     if result.is_ok() && outcome.keep {
-        if effects.deliveries_added > 0 {
-            signals.deliveries.notify_one();
-        }
-        if effects.installations_changed {
-            signals.installations_generation.fetch_add(1, Ordering::Release);
-        }
+        signals.after_commit(effects);
     }
     (outcome.on_commit)(result);
 }
@@ -251,7 +228,7 @@ impl Backend for PgBackend {
     }
 
     fn submit_read(&self, job: ReadJob) {
-        if self.closed.load(Ordering::Acquire) {
+        if self.threads.is_closed() {
             job(Err(closed()));
         } else if let Err(Job::Read(job)) = self.send(Job::Read(job)) {
             job(Err(StoreError::Unavailable("the database queue is full".into())));
@@ -265,11 +242,11 @@ impl Backend for PgBackend {
     }
 
     fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.signals.deliveries)
+        self.signals.deliveries()
     }
 
     fn installations_generation(&self) -> u64 {
-        self.signals.installations_generation.load(Ordering::Acquire)
+        self.signals.installations_generation()
     }
 
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
@@ -277,20 +254,9 @@ impl Backend for PgBackend {
             if let Ok(mut jobs) = self.jobs.lock() {
                 jobs.take();
             }
-            self.closed.store(true, Ordering::Release);
-            let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
-            let _ = tokio::task::spawn_blocking(move || {
-                for t in threads {
-                    let _ = t.join();
-                }
-            })
-            .await;
+            self.threads.close().await;
         })
     }
-}
-
-fn closed() -> StoreError {
-    StoreError::Unavailable("the database is closed".into())
 }
 
 #[cfg(test)]

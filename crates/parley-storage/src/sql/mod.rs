@@ -54,6 +54,16 @@ pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
     [conversations::ALL, operators::ALL, system::ALL, tenancy::ALL, verification::ALL, webhooks::ALL].into_iter().flatten().copied()
 }
 
+/// Prepares every statement on `conn`; returns how many there are.
+pub fn prepare_every(conn: &mut dyn Conn) -> Result<usize, String> {
+    let mut n = 0;
+    for stmt in all_statements() {
+        conn.prepare(stmt).map_err(|e| format!("{}: {e}", stmt.name))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// What a committed write unit tells the rest of the backend.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Effects {
@@ -62,6 +72,14 @@ pub struct Effects {
     /// What an installation token resolves to changed: cached resolutions
     /// are dropped.
     pub installations_changed: bool,
+}
+
+impl Effects {
+    /// The effects of two units committed together.
+    pub fn add(&mut self, other: Effects) {
+        self.deliveries_added += other.deliveries_added;
+        self.installations_changed |= other.installations_changed;
+    }
 }
 
 /// A unit of work's handle: the operations of `ReadTx`/`WriteTx` over one

@@ -21,14 +21,13 @@ mod writer;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
-use parley_domain::store::{Backend, Database, ReadJob, StoreError, WriteJob};
+use parley_domain::store::{Backend, Database, ReadJob, WriteJob};
 
 use crate::OpenError;
+use crate::backend::{QUEUE_BOUND, Signals, Threads, closed};
 
 #[derive(Clone, Debug)]
 pub struct SqliteOptions {
@@ -47,18 +46,11 @@ impl Default for SqliteOptions {
     }
 }
 
-/// Write units waiting for the writer. Past this the backend answers
-/// "unavailable" at once instead of queueing without limit.
-const QUEUE_BOUND: usize = 16_384;
-
 struct SqliteBackend {
-    deliveries: Arc<tokio::sync::Notify>,
-    installations_generation: Arc<AtomicU64>,
+    signals: Arc<Signals>,
     writes: Mutex<Option<SyncSender<WriteJob>>>,
     readers: readers::Readers,
-    /// Set once closing: reads are refused from then on.
-    closed: AtomicBool,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    threads: Threads,
 }
 
 pub(crate) async fn open(path: PathBuf, options: SqliteOptions) -> Result<Database, OpenError> {
@@ -82,35 +74,23 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
     if !applied.is_empty() {
         tracing::info!(?applied, path = %path.display(), "applied database migrations");
     }
-    let mut threads = Vec::new();
-    let deliveries = Arc::new(tokio::sync::Notify::new());
+    let signals = Arc::new(Signals::default());
     let (write_tx, write_rx) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
-    let installations_generation = Arc::new(AtomicU64::new(0));
-    let signals = writer::Signals { deliveries: Arc::clone(&deliveries), installations_generation: Arc::clone(&installations_generation) };
-    threads.push(writer::spawn(conn, write_rx, options.max_batch.max(1), signals).map_err(|e| io(&path, e))?);
+    let writer = writer::spawn(conn, write_rx, options.max_batch.max(1), Arc::clone(&signals)).map_err(|e| io(&path, e))?;
     let read_conns = (0..options.readers.max(1)).map(|_| connection::open_reader(&path)).collect::<Result<Vec<_>, _>>()?;
     let backend = SqliteBackend {
-        deliveries,
-        installations_generation,
+        signals,
         writes: Mutex::new(Some(write_tx)),
         readers: readers::Readers::new(read_conns),
-        closed: AtomicBool::new(false),
-        threads: Mutex::new(threads),
+        threads: Threads::new(vec![writer]),
     };
     Ok(Database::new(Arc::new(backend)))
 }
 
 pub(crate) fn prepare_all(path: &std::path::Path) -> Result<usize, String> {
-    use crate::sql::Conn;
     let mut conn = connection::open_writer(path).map_err(|e| e.to_string())?;
     migrate::apply(&mut conn).map_err(|e| e.to_string())?;
-    let mut sql = conn::SqliteConn::new(&conn);
-    let mut n = 0;
-    for stmt in crate::sql::all_statements() {
-        sql.prepare(stmt).map_err(|e| format!("{}: {e}", stmt.name))?;
-        n += 1;
-    }
-    Ok(n)
+    crate::sql::prepare_every(&mut conn::SqliteConn::new(&conn))
 }
 
 fn io(path: &std::path::Path, e: std::io::Error) -> OpenError {
@@ -123,7 +103,7 @@ impl Backend for SqliteBackend {
     }
 
     fn submit_read(&self, job: ReadJob) {
-        if self.closed.load(Ordering::Acquire) {
+        if self.threads.is_closed() {
             job(Err(closed()));
         } else {
             self.readers.run(job);
@@ -143,11 +123,11 @@ impl Backend for SqliteBackend {
     }
 
     fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.deliveries)
+        self.signals.deliveries()
     }
 
     fn installations_generation(&self) -> u64 {
-        self.installations_generation.load(Ordering::Acquire)
+        self.signals.installations_generation()
     }
 
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
@@ -155,20 +135,9 @@ impl Backend for SqliteBackend {
             if let Ok(mut w) = self.writes.lock() {
                 w.take();
             }
-            self.closed.store(true, Ordering::Release);
-            let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
-            let _ = tokio::task::spawn_blocking(move || {
-                for t in threads {
-                    let _ = t.join();
-                }
-            })
-            .await;
+            self.threads.close().await;
         })
     }
-}
-
-fn closed() -> StoreError {
-    StoreError::Unavailable("the database is closed".into())
 }
 
 #[cfg(test)]

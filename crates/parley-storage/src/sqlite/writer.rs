@@ -1,26 +1,24 @@
 //! The writer thread and its group commit.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
 use parley_domain::store::{StoreError, StoreResult, WriteJob};
 use rusqlite::Connection;
-use tokio::sync::Notify;
 
 use super::conn::SqliteConn;
 use super::error::map;
 use super::readers::statement;
-use crate::sql::Tx;
+use crate::backend::Signals;
+use crate::sql::{Effects, Tx};
 
-/// What the writer tells the rest of the backend after a commit.
-pub(super) struct Signals {
-    pub deliveries: Arc<Notify>,
-    pub installations_generation: Arc<AtomicU64>,
-}
-
-pub(super) fn spawn(conn: Connection, jobs: Receiver<WriteJob>, max_batch: usize, signals: Signals) -> std::io::Result<JoinHandle<()>> {
+pub(super) fn spawn(
+    conn: Connection,
+    jobs: Receiver<WriteJob>,
+    max_batch: usize,
+    signals: Arc<Signals>,
+) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || {
         // `recv` keeps returning queued jobs after every sender is gone, so
         // everything accepted before shutdown is still committed.
@@ -47,8 +45,7 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
         return; // dropping the jobs answers their callers "unavailable"
     }
     let mut finishers = Vec::with_capacity(batch.len());
-    let mut deliveries_added = 0;
-    let mut installations_changed = false;
+    let mut effects = Effects::default();
     let mut jobs = batch.into_iter();
     for job in jobs.by_ref() {
         if statement(conn, "SAVEPOINT unit").is_err() {
@@ -57,7 +54,7 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
         let mut sql = SqliteConn::new(conn);
         let mut tx = Tx::write(&mut sql);
         let outcome = job(&mut tx);
-        let effects = tx.effects;
+        let unit_effects = tx.effects;
         let released = outcome.keep && statement(conn, "RELEASE unit").is_ok();
         if !released {
             let _ = statement(conn, "ROLLBACK TO unit");
@@ -66,8 +63,7 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
         // A unit that wanted its changes kept but lost them must hear so.
         let lost = outcome.keep && !released;
         if released {
-            deliveries_added += effects.deliveries_added;
-            installations_changed |= effects.installations_changed;
+            effects.add(unit_effects);
         }
         finishers.push((outcome.on_commit, lost));
         // On some errors (disk full, I/O) SQLite rolls the whole transaction
@@ -83,11 +79,8 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
         }
     }
     let commit: StoreResult<()> = statement(conn, "COMMIT").map_err(map);
-    if commit.is_ok() && deliveries_added > 0 {
-        signals.deliveries.notify_one();
-    }
-    if commit.is_ok() && installations_changed {
-        signals.installations_generation.fetch_add(1, Ordering::Release);
+    if commit.is_ok() {
+        signals.after_commit(effects);
     }
     if let Err(e) = &commit {
         tracing::error!(error = %e, units = finishers.len(), "write batch failed to commit");

@@ -1,0 +1,78 @@
+//! What both backends share around their threads: the queue bound, the
+//! signals a commit sends, and closing.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use parley_domain::store::StoreError;
+use tokio::sync::Notify;
+
+use crate::sql::Effects;
+
+/// Units waiting for a database thread. Past this the backend answers
+/// "unavailable" at once instead of queueing without limit.
+pub(crate) const QUEUE_BOUND: usize = 16_384;
+
+/// What the rest of the program hears after a commit.
+#[derive(Default)]
+pub(crate) struct Signals {
+    /// Woken after every commit that added webhook deliveries.
+    deliveries: Arc<Notify>,
+    /// Moved on after every commit that changed what a token resolves to.
+    installations_generation: AtomicU64,
+}
+
+impl Signals {
+    /// Called once a commit that includes `effects` is durable.
+    pub(crate) fn after_commit(&self, effects: Effects) {
+        if effects.deliveries_added > 0 {
+            self.deliveries.notify_one();
+        }
+        if effects.installations_changed {
+            self.installations_generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    pub(crate) fn deliveries(&self) -> Arc<Notify> {
+        Arc::clone(&self.deliveries)
+    }
+
+    pub(crate) fn installations_generation(&self) -> u64 {
+        self.installations_generation.load(Ordering::Acquire)
+    }
+}
+
+/// A backend's threads and whether it is closing.
+pub(crate) struct Threads {
+    closed: AtomicBool,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Threads {
+    pub(crate) fn new(handles: Vec<JoinHandle<()>>) -> Self {
+        Self { closed: AtomicBool::new(false), handles: Mutex::new(handles) }
+    }
+
+    /// Set once closing: reads are refused from then on.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Marks the backend closed and waits for its threads, which finish
+    /// the units already queued once their queue's sender is dropped.
+    pub(crate) async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let handles = self.handles.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in handles {
+                let _ = t.join();
+            }
+        })
+        .await;
+    }
+}
+
+pub(crate) fn closed() -> StoreError {
+    StoreError::Unavailable("the database is closed".into())
+}
