@@ -7,7 +7,7 @@ use parley_domain::store::{MessagePage, StoreError, StoreResult};
 use parley_domain::verification::Method;
 
 use super::tenancy::{TENANT_COLS, tenant};
-use super::{Arg, Dialect, Row, Tx, args, statements};
+use super::{Arg, Row, Tx, args, statements};
 
 const VISITOR_COLS: &str = "v.id AS v_id, v.tenant_id AS v_tenant_id, v.site_id AS v_site_id, v.uuid AS v_uuid, v.name AS v_name, \
      v.email AS v_email, v.phone AS v_phone, v.last_url AS v_last_url, v.verified_at AS v_verified_at, \
@@ -111,12 +111,13 @@ fn scope_args(s: ConversationScope) -> [Arg<'static>; 4] {
     [Arg::from(s.tenant), Arg::from(s.site), Arg::from(s.operator.map(|(o, _)| o)), Arg::from(matches!(s.operator, Some((_, Role::Admin))))]
 }
 
-/// The scope's four arguments followed by others.
-fn scoped<'a>(s: ConversationScope, rest: &[Arg<'a>]) -> Vec<Arg<'a>> {
-    let mut all = Vec::with_capacity(4 + rest.len());
-    all.extend(scope_args(s));
-    all.extend_from_slice(rest);
-    all
+/// The scope's four arguments followed by others, as one array (no
+/// allocation: the widget's poll goes through here).
+macro_rules! scoped {
+    ($scope:expr; $($rest:expr),* $(,)?) => {{
+        let [tenant, site, operator, admin] = scope_args($scope);
+        [tenant, site, operator, admin, $(Arg::from($rest)),*]
+    }};
 }
 
 /// Binds ?5 (`'all'`, `'open'` or a status).
@@ -146,21 +147,27 @@ fn poll(order: &str) -> String {
 /// the conversation id it happened to hold.
 const MESSAGES_FROM: &str = "FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id";
 
-fn locked(d: Dialect, sql: String) -> String {
-    format!("{sql}{}", d.for_update())
+fn visitor_by_uuid() -> String {
+    format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3")
+}
+
+fn visitor_by_id() -> String {
+    format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3")
+}
+
+fn conversation_where(condition: &str) -> String {
+    format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {SCOPE} AND {condition}")
 }
 
 statements! {
-    VISITOR_BY_UUID[Int, Int, Text](_) => format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3"),
-    VISITOR_BY_UUID_LOCKED[Int, Int, Text](d) =>
-        locked(d, format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3")),
-    VISITOR[Int, Int, Int](_) => format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3"),
-    VISITOR_LOCKED[Int, Int, Int](d) => locked(d, format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3")),
-    CONVERSATION_BY_PUBLIC_ID[Int, Int, Int, Bool, Text](_) => format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {SCOPE} AND c.public_id = ?5"),
-    CONVERSATION_BY_PUBLIC_ID_LOCKED[Int, Int, Int, Bool, Text](d) =>
-        locked(d, format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {SCOPE} AND c.public_id = ?5")),
-    CONVERSATION[Int, Int, Int, Bool, Int](_) => format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {SCOPE} AND c.id = ?5"),
-    CONVERSATION_LOCKED[Int, Int, Int, Bool, Int](d) => locked(d, format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {SCOPE} AND c.id = ?5")),
+    VISITOR_BY_UUID[Int, Int, Text](_) => visitor_by_uuid(),
+    VISITOR_BY_UUID_LOCKED[Int, Int, Text](d) => d.locked(visitor_by_uuid()),
+    VISITOR[Int, Int, Int](_) => visitor_by_id(),
+    VISITOR_LOCKED[Int, Int, Int](d) => d.locked(visitor_by_id()),
+    CONVERSATION_BY_PUBLIC_ID[Int, Int, Int, Bool, Text](_) => conversation_where("c.public_id = ?5"),
+    CONVERSATION_BY_PUBLIC_ID_LOCKED[Int, Int, Int, Bool, Text](d) => d.locked(conversation_where("c.public_id = ?5")),
+    CONVERSATION[Int, Int, Int, Bool, Int](_) => conversation_where("c.id = ?5"),
+    CONVERSATION_LOCKED[Int, Int, Int, Bool, Int](d) => d.locked(conversation_where("c.id = ?5")),
     CONVERSATION_DETAILS[Int, Int, Int, Bool, Int](_) =>
         format!("SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS} {DETAILS_FROM} WHERE {SCOPE} AND c.id = ?5"),
     CONVERSATIONS[Int, Int, Int, Bool, Text, Int, Int](_) => format!(
@@ -205,7 +212,7 @@ statements! {
     /// Taken before a message insert on PostgreSQL: ids come from a
     /// sequence, and the lock makes the next id in a conversation wait for
     /// the commit of the one before, so ids increase in commit order.
-    LOCK_CONVERSATION[Int, Int, Int, Bool, Int](d) => locked(d, format!("SELECT c.id AS c_id FROM conversations c WHERE {SCOPE} AND c.id = ?5")),
+    LOCK_CONVERSATION[Int, Int, Int, Bool, Int](d) => d.locked(format!("SELECT c.id AS c_id FROM conversations c WHERE {SCOPE} AND c.id = ?5")),
     INSERT_MESSAGE[Int, Int, Int, Bool, Int, Text, Int, Text, Text, Bool, Int](_) => format!(
         "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at)
          SELECT ?1, ?5, ?6, ?7, ?8, ?9, ?10, ?11
@@ -227,7 +234,7 @@ impl ConversationsRead for Tx<'_> {
 
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>> {
         let stmt = self.locking(&CONVERSATION_BY_PUBLIC_ID, &CONVERSATION_BY_PUBLIC_ID_LOCKED);
-        let found = self.one(stmt, &scoped(scope, args![public_id]), conversation)?;
+        let found = self.one(stmt, &scoped!(scope; public_id), conversation)?;
         if let Some(c) = &found {
             self.note_locked(c.id);
         }
@@ -236,7 +243,7 @@ impl ConversationsRead for Tx<'_> {
 
     fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>> {
         let stmt = self.locking(&CONVERSATION, &CONVERSATION_LOCKED);
-        let found = self.one(stmt, &scoped(scope, args![id]), conversation)?;
+        let found = self.one(stmt, &scoped!(scope; id), conversation)?;
         if let Some(c) = &found {
             self.note_locked(c.id);
         }
@@ -244,7 +251,7 @@ impl ConversationsRead for Tx<'_> {
     }
 
     fn conversation_details(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<ConversationDetails>> {
-        self.one(&CONVERSATION_DETAILS, &scoped(scope, args![id]), details)
+        self.one(&CONVERSATION_DETAILS, &scoped!(scope; id), details)
     }
 
     fn conversations(
@@ -254,21 +261,18 @@ impl ConversationsRead for Tx<'_> {
         offset: u64,
         limit: u32,
     ) -> StoreResult<Vec<ConversationDetails>> {
-        self.all(&CONVERSATIONS, &scoped(scope, args![filter_arg(filter), limit, offset]), details)
+        self.all(&CONVERSATIONS, &scoped!(scope; filter_arg(filter), limit, offset), details)
     }
 
     fn count_conversations(&mut self, scope: ConversationScope, filter: StatusFilter) -> StoreResult<u64> {
-        self.count(&COUNT_CONVERSATIONS, &scoped(scope, args![filter_arg(filter)]))
+        self.count(&COUNT_CONVERSATIONS, &scoped!(scope; filter_arg(filter)))
     }
 
     fn messages(&mut self, scope: ConversationScope, conversation: ConversationId, page: MessagePage) -> StoreResult<Vec<Message>> {
         match page.after_id {
-            Some(after) => {
-                self.all(&MESSAGES_AFTER, &scoped(scope, args![conversation, page.include_internal, after, page.limit]), message)
-            }
+            Some(after) => self.all(&MESSAGES_AFTER, &scoped!(scope; conversation, page.include_internal, after, page.limit), message),
             None => {
-                let mut latest =
-                    self.all(&MESSAGES_LATEST, &scoped(scope, args![conversation, page.include_internal, page.limit]), message)?;
+                let mut latest = self.all(&MESSAGES_LATEST, &scoped!(scope; conversation, page.include_internal, page.limit), message)?;
                 latest.reverse();
                 Ok(latest)
             }
@@ -285,11 +289,9 @@ impl ConversationsRead for Tx<'_> {
             Some(after) => (&POLL_AFTER, after.0),
             None => (&POLL_LATEST, -1),
         };
-        let args = scoped(scope, args![public_id, page.include_internal, after, page.limit]);
-        stmt.check(&args)?;
         let mut found: Option<Conversation> = None;
         let mut messages = Vec::new();
-        self.conn.query(stmt, &args, &mut |r| {
+        self.each(stmt, &scoped!(scope; public_id, page.include_internal, after, page.limit), &mut |r| {
             if found.is_none() {
                 found = Some(conversation(r)?);
             }
@@ -378,8 +380,8 @@ impl ConversationsWrite for Tx<'_> {
     }
 
     fn update_conversation(&mut self, scope: ConversationScope, c: &Conversation) -> StoreResult<()> {
-        let rest = args![c.id, c.status.as_str(), c.assignee_id, c.last_message_at, c.closed_at, c.verified_at];
-        if self.exec(&UPDATE_CONVERSATION, &scoped(scope, rest))? != 1 {
+        let args = scoped!(scope; c.id, c.status.as_str(), c.assignee_id, c.last_message_at, c.closed_at, c.verified_at);
+        if self.exec(&UPDATE_CONVERSATION, &args)? != 1 {
             return Err(StoreError::Internal("update refused: conversation not in scope".into()));
         }
         Ok(())
@@ -387,12 +389,11 @@ impl ConversationsWrite for Tx<'_> {
 
     fn insert_message(&mut self, scope: ConversationScope, m: &NewMessage) -> StoreResult<Message> {
         if self.dialect().locks_rows() && !self.locked.contains(&m.conversation_id) {
-            self.one(&LOCK_CONVERSATION, &scoped(scope, args![m.conversation_id]), |_| Ok(()))?;
+            self.one(&LOCK_CONVERSATION, &scoped!(scope; m.conversation_id), |_| Ok(()))?;
             self.note_locked(m.conversation_id);
         }
-        let rest =
-            args![m.conversation_id, m.sender.kind.as_str(), m.sender.operator_id, &m.sender.name, &m.body, m.internal, m.created_at];
-        let id = self.insert(&INSERT_MESSAGE, &scoped(scope, rest))?;
+        let args = scoped!(scope; m.conversation_id, m.sender.kind.as_str(), m.sender.operator_id, &m.sender.name, &m.body, m.internal, m.created_at);
+        let id = self.insert(&INSERT_MESSAGE, &args)?;
         Ok(Message {
             id: MessageId(id),
             tenant_id: scope.tenant,

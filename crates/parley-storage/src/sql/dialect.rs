@@ -84,11 +84,16 @@ impl Dialect {
         }
     }
 
+    /// `sql` (a `SELECT`) with its rows locked, see `for_update`.
+    pub fn locked(self, sql: String) -> String {
+        format!("{sql}{}", self.for_update())
+    }
+
     /// Appended to a `SELECT` whose rows a write unit goes on to change.
     /// SQLite runs one write transaction at a time, so nothing can change
     /// them meanwhile; PostgreSQL runs writers side by side, and the lock
     /// makes a concurrent unit wait for this one's commit.
-    pub fn for_update(self) -> &'static str {
+    fn for_update(self) -> &'static str {
         match self {
             Dialect::Sqlite => "",
             Dialect::Postgres => " FOR UPDATE",

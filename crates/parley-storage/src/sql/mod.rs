@@ -115,11 +115,17 @@ impl<'c> Tx<'c> {
         if self.writing { locked } else { plain }
     }
 
+    /// Runs `stmt` after checking its arguments, handing each row to
+    /// `each` until it answers false.
+    fn each(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], each: &mut dyn FnMut(&dyn Row) -> StoreResult<bool>) -> StoreResult<()> {
+        stmt.check(args)?;
+        self.conn.query(stmt, args, each)
+    }
+
     /// The first row, if any.
     fn one<T>(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], f: impl Fn(&dyn Row) -> StoreResult<T>) -> StoreResult<Option<T>> {
-        stmt.check(args)?;
         let mut found = None;
-        self.conn.query(stmt, args, &mut |r| {
+        self.each(stmt, args, &mut |r| {
             found = Some(f(r)?);
             Ok(false)
         })?;
@@ -127,9 +133,8 @@ impl<'c> Tx<'c> {
     }
 
     fn all<T>(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], mut f: impl FnMut(&dyn Row) -> StoreResult<T>) -> StoreResult<Vec<T>> {
-        stmt.check(args)?;
         let mut list = Vec::new();
-        self.conn.query(stmt, args, &mut |r| {
+        self.each(stmt, args, &mut |r| {
             list.push(f(r)?);
             Ok(true)
         })?;

@@ -7,7 +7,7 @@ use parley_domain::store::StoreResult;
 use parley_domain::store::ops::{VerificationRead, VerificationWrite};
 use parley_domain::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
 
-use super::{Dialect, Row, Tx, args, statements};
+use super::{Row, Tx, args, statements};
 
 const CHALLENGE_COLS: &str = "ch.id AS ch_id, ch.tenant_id AS ch_tenant_id, ch.site_id AS ch_site_id, \
      ch.conversation_id AS ch_conversation_id, ch.visitor_id AS ch_visitor_id, ch.method AS ch_method, ch.target AS ch_target, \
@@ -31,11 +31,11 @@ fn challenge(r: &dyn Row) -> StoreResult<Challenge> {
     })
 }
 
-const BY_SCOPE: &str = "WHERE ch.tenant_id = ?1 AND ch.site_id = ?2 AND ch.conversation_id = ?3 AND ch.id = ?4";
-
-fn locked(d: Dialect, sql: String) -> String {
-    format!("{sql}{}", d.for_update())
+fn challenge_where(condition: &str) -> String {
+    format!("SELECT {CHALLENGE_COLS} FROM verification_challenges ch WHERE {condition}")
 }
+
+const BY_SCOPE: &str = "ch.tenant_id = ?1 AND ch.site_id = ?2 AND ch.conversation_id = ?3 AND ch.id = ?4";
 
 /// Names the transaction lock that orders verification sends (see
 /// `challenge_times`): any number that is this one's alone.
@@ -46,11 +46,11 @@ fn times(filter: &str) -> String {
 }
 
 statements! {
-    CHALLENGE[Int, Int, Int, Int](_) => format!("SELECT {CHALLENGE_COLS} FROM verification_challenges ch {BY_SCOPE}"),
-    CHALLENGE_LOCKED[Int, Int, Int, Int](d) => locked(d, format!("SELECT {CHALLENGE_COLS} FROM verification_challenges ch {BY_SCOPE}")),
+    CHALLENGE[Int, Int, Int, Int](_) => challenge_where(BY_SCOPE),
+    CHALLENGE_LOCKED[Int, Int, Int, Int](d) => d.locked(challenge_where(BY_SCOPE)),
     /// Unscoped: a magic link's id and long code are the capability.
-    CHALLENGE_BY_ID[Int](_) => format!("SELECT {CHALLENGE_COLS} FROM verification_challenges ch WHERE ch.id = ?1"),
-    CHALLENGE_BY_ID_LOCKED[Int](d) => locked(d, format!("SELECT {CHALLENGE_COLS} FROM verification_challenges ch WHERE ch.id = ?1")),
+    CHALLENGE_BY_ID[Int](_) => challenge_where("ch.id = ?1"),
+    CHALLENGE_BY_ID_LOCKED[Int](d) => d.locked(challenge_where("ch.id = ?1")),
     LOCK_SENDS[Int](d) => d.transaction_lock().into(),
     TIMES_CONVERSATION[Int, Int, Int, Int](_) =>
         "SELECT created_at FROM verification_challenges WHERE tenant_id = ?1 AND conversation_id = ?4 AND created_at > ?2
