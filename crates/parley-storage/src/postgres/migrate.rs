@@ -19,7 +19,6 @@ pub(crate) fn fingerprint() -> u64 {
 const LOCK: i64 = 0x7061_726c_6579;
 
 pub(crate) fn apply(client: &mut Client) -> Result<Vec<u32>, OpenError> {
-    let fail = |version: u32, e: postgres::Error| OpenError::Migration { version, reason: e.to_string() };
     client.execute("SELECT pg_advisory_lock($1)", &[&LOCK]).map_err(|e| fail(0, e))?;
     let result = apply_locked(client);
     // The lock is the session's: release it whatever happened.
@@ -29,8 +28,11 @@ pub(crate) fn apply(client: &mut Client) -> Result<Vec<u32>, OpenError> {
     Ok(applied)
 }
 
+fn fail(version: u32, e: postgres::Error) -> OpenError {
+    OpenError::Migration { version, reason: e.to_string() }
+}
+
 fn apply_locked(client: &mut Client) -> Result<Vec<u32>, OpenError> {
-    let fail = |version: u32, e: postgres::Error| OpenError::Migration { version, reason: e.to_string() };
     client
         .batch_execute(
             "CREATE TABLE IF NOT EXISTS parley_migrations (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",

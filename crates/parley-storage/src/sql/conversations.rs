@@ -7,7 +7,7 @@ use parley_domain::store::{MessagePage, StoreError, StoreResult};
 use parley_domain::verification::Method;
 
 use super::tenancy::{TENANT_COLS, tenant};
-use super::{Arg, Row, Tx, args, statements};
+use super::{Arg, Row, Stmt, Tx, args, statements};
 
 const VISITOR_COLS: &str = "v.id AS v_id, v.tenant_id AS v_tenant_id, v.site_id AS v_site_id, v.uuid AS v_uuid, v.name AS v_name, \
      v.email AS v_email, v.phone AS v_phone, v.last_url AS v_last_url, v.verified_at AS v_verified_at, \
@@ -234,20 +234,12 @@ impl ConversationsRead for Tx<'_> {
 
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>> {
         let stmt = self.locking(&CONVERSATION_BY_PUBLIC_ID, &CONVERSATION_BY_PUBLIC_ID_LOCKED);
-        let found = self.one(stmt, &scoped!(scope; public_id), conversation)?;
-        if let Some(c) = &found {
-            self.note_locked(c.id);
-        }
-        Ok(found)
+        self.conversation_row(stmt, &scoped!(scope; public_id))
     }
 
     fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>> {
         let stmt = self.locking(&CONVERSATION, &CONVERSATION_LOCKED);
-        let found = self.one(stmt, &scoped!(scope; id), conversation)?;
-        if let Some(c) = &found {
-            self.note_locked(c.id);
-        }
-        Ok(found)
+        self.conversation_row(stmt, &scoped!(scope; id))
     }
 
     fn conversation_details(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<ConversationDetails>> {
@@ -316,6 +308,15 @@ impl ConversationsRead for Tx<'_> {
 }
 
 impl Tx<'_> {
+    /// One conversation, remembered as locked when a write unit read it.
+    fn conversation_row(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<Option<Conversation>> {
+        let found = self.one(stmt, args, conversation)?;
+        if let Some(c) = &found {
+            self.note_locked(c.id);
+        }
+        Ok(found)
+    }
+
     fn note_locked(&mut self, id: ConversationId) {
         if self.writing && !self.locked.contains(&id) {
             self.locked.push(id);
