@@ -104,6 +104,11 @@ struct RunArgs {
     /// Database of the started server (default: a fresh SQLite file).
     #[arg(long)]
     database_url: Option<String>,
+    /// A shell command run once the data is set up, before measuring
+    /// (`scripts/bench --postgres` gathers PostgreSQL's statistics, which
+    /// a running database has and one filled seconds ago does not).
+    #[arg(long)]
+    after_setup: Option<String>,
     /// Measure Parley alone, without the reference app (for profiling).
     #[arg(long)]
     no_reference: bool,
@@ -209,6 +214,13 @@ async fn run(args: RunArgs) -> Result<(), String> {
         setup::conversations(addr, &tenant.widget_token, args.conversations as usize, args.messages, &format!("{label}-closed")).await?;
     // Set up last, so they lead the inbox the reply scenario answers from.
     let writes = setup::conversations(addr, &tenant.widget_token, args.conversations as usize, 1, &format!("{label}-writes")).await?;
+    if let Some(command) = &args.after_setup {
+        let status =
+            tokio::process::Command::new("sh").args(["-c", command]).status().await.map_err(|e| format!("cannot run {command}: {e}"))?;
+        if !status.success() {
+            return Err(format!("{command} failed: {status}"));
+        }
+    }
     let reference = if args.no_reference {
         None
     } else {

@@ -46,16 +46,14 @@ enum Job {
 
 /// How to open one more connection.
 struct Connector {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
 }
 
 impl Connector {
-    fn connect(&self) -> Result<PgConn, StoreError> {
-        let mut client = self.config.connect(self.tls.clone()).map_err(map)?;
-        // Durable commits whatever the server's default.
-        client.batch_execute("SET synchronous_commit TO on").map_err(map)?;
-        Ok(PgConn::new(client))
+    /// A plain blocking client, for the migrations.
+    fn blocking(&self) -> Result<postgres::Client, OpenError> {
+        postgres::Config::from(self.config.clone()).connect(self.tls.clone()).map_err(|e| OpenError::Postgres(map(e).to_string()))
     }
 }
 
@@ -76,26 +74,21 @@ pub(crate) async fn open(url: String, pool: usize) -> Result<Database, OpenError
 }
 
 pub(crate) async fn migrate_only(url: String) -> Result<Vec<u32>, OpenError> {
-    tokio::task::spawn_blocking(move || {
-        let connector = connector(&url)?;
-        let mut conn = connector.connect().map_err(|e| OpenError::Postgres(e.to_string()))?;
-        migrate::apply(&mut conn.client)
-    })
-    .await
-    .map_err(|e| OpenError::Postgres(e.to_string()))?
+    tokio::task::spawn_blocking(move || migrate::apply(&mut connector(&url)?.blocking()?))
+        .await
+        .map_err(|e| OpenError::Postgres(e.to_string()))?
 }
 
 pub(crate) fn prepare_all(url: &str) -> Result<usize, String> {
-    let connector = connector(url).map_err(|e| e.to_string())?;
-    let mut conn = connector.connect().map_err(|e| e.to_string())?;
-    migrate::apply(&mut conn.client).map_err(|e| e.to_string())?;
+    let connector = Arc::new(connector(url).map_err(|e| e.to_string())?);
+    migrate::apply(&mut connector.blocking().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let mut conn = PgConn::open(connector).map_err(|e| e.to_string())?;
     crate::sql::prepare_every(&mut conn)
 }
 
 fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
     let connector = Arc::new(connector(url)?);
-    let mut first = connector.connect().map_err(|e| OpenError::Postgres(e.to_string()))?;
-    let applied = migrate::apply(&mut first.client)?;
+    let applied = migrate::apply(&mut connector.blocking()?)?;
     if !applied.is_empty() {
         tracing::info!(?applied, "applied database migrations");
     }
@@ -103,12 +96,11 @@ fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
     let (sender, receiver) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
     let receiver = Arc::new(Mutex::new(receiver));
     let mut threads = Vec::new();
-    let mut first = Some(first);
     for n in 0..pool.max(1) {
-        let (connector, receiver, signals, conn) = (Arc::clone(&connector), Arc::clone(&receiver), Arc::clone(&signals), first.take());
+        let (connector, receiver, signals) = (Arc::clone(&connector), Arc::clone(&receiver), Arc::clone(&signals));
         let thread = std::thread::Builder::new()
             .name(format!("postgres-{n}"))
-            .spawn(move || work(&connector, &receiver, &signals, conn))
+            .spawn(move || work(&connector, &receiver, &signals))
             .map_err(|e| OpenError::Postgres(e.to_string()))?;
         threads.push(thread);
     }
@@ -118,7 +110,8 @@ fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
 
 /// One connection's thread: takes units until the queue is closed and
 /// empty, (re)connecting when it has no live connection.
-fn work(connector: &Connector, jobs: &Mutex<Receiver<Job>>, signals: &Signals, mut conn: Option<PgConn>) {
+fn work(connector: &Arc<Connector>, jobs: &Mutex<Receiver<Job>>, signals: &Signals) {
+    let mut conn: Option<PgConn> = None;
     loop {
         let job = {
             let Ok(receiver) = jobs.lock() else { return };
@@ -127,25 +120,26 @@ fn work(connector: &Connector, jobs: &Mutex<Receiver<Job>>, signals: &Signals, m
                 Err(_) => return,
             }
         };
-        let begin = match job {
-            Job::Read(_) => READ,
-            Job::Write(_) => "BEGIN",
-        };
-        if let Err(e) = begin_on(&mut conn, connector, begin) {
-            tracing::error!(error = %e, "cannot start a transaction on PostgreSQL");
-            if let Job::Read(job) = job {
-                job(Err(e));
-            }
-            // A dropped write unit answers its caller "unavailable".
-            continue;
+        if conn.as_ref().is_none_or(PgConn::is_closed) {
+            conn = match PgConn::open(Arc::clone(connector)) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot connect to PostgreSQL");
+                    if let Job::Read(job) = job {
+                        job(Err(e));
+                    }
+                    // A dropped write unit answers its caller "unavailable".
+                    continue;
+                }
+            };
         }
         let Some(c) = conn.as_mut() else { continue };
-        c.failed = false;
         match job {
             Job::Read(job) => {
+                c.begin(READ);
                 job(Ok(&mut Tx::read(c)));
-                if c.client.batch_execute("COMMIT").is_err() {
-                    let _ = c.client.batch_execute("ROLLBACK");
+                if c.commit().is_err() {
+                    c.rollback();
                 }
             }
             Job::Write(job) => write(c, job, signals),
@@ -157,40 +151,20 @@ fn work(connector: &Connector, jobs: &Mutex<Receiver<Job>>, signals: &Signals, m
 /// delivery and its attempts agree with each other.
 const READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
-/// Begins a transaction, (re)connecting first when the connection is
-/// gone. A connection that turns out dead at BEGIN (the server restarted,
-/// a proxy dropped it while idle) is replaced and BEGIN sent once more:
-/// nothing of the unit has run yet, so that is safe.
-fn begin_on(conn: &mut Option<PgConn>, connector: &Connector, begin: &str) -> Result<(), StoreError> {
-    for attempt in 0..2 {
-        if conn.as_ref().is_none_or(|c| c.client.is_closed()) {
-            *conn = Some(connector.connect()?);
-        }
-        let Some(c) = conn.as_mut() else { continue };
-        match c.client.batch_execute(begin) {
-            Ok(()) => return Ok(()),
-            Err(e) if attempt == 0 && error::connection_lost(&e) => *conn = None,
-            Err(e) => return Err(map(e)),
-        }
-    }
-    Err(StoreError::Unavailable("no connection to PostgreSQL".into()))
-}
-
 fn write(c: &mut PgConn, job: WriteJob, signals: &Signals) {
+    c.begin("BEGIN");
     let mut tx = Tx::write(c);
     let outcome = job(&mut tx);
-    let effects = tx.effects;
+    let mut effects = tx.effects;
     let result = if outcome.keep && !c.failed {
-        c.client.batch_execute("COMMIT").map_err(|e| match e.code() {
-            Some(_) => map(e),
-            // The connection failed while the commit was on its way: it
-            // may have happened. Not "try again", which could repeat it.
-            None => StoreError::Internal(format!("the outcome of a commit is unknown: {e}")),
-        })
-    } else {
-        if let Err(e) = c.client.batch_execute("ROLLBACK") {
-            tracing::warn!(error = %e, "could not roll back a write transaction");
+        let committed = c.commit();
+        if committed.is_err() {
+            // Whatever stopped the commit, leave no transaction open behind it.
+            c.rollback();
         }
+        committed
+    } else {
+        c.rollback();
         if outcome.keep {
             // The unit carried on past a failed statement; PostgreSQL had
             // already given the whole transaction up.
@@ -200,6 +174,7 @@ fn write(c: &mut PgConn, job: WriteJob, signals: &Signals) {
         }
     };
     if result.is_ok() && outcome.keep {
+        effects.deliveries_added += c.tally;
         signals.after_commit(effects);
     }
     (outcome.on_commit)(result);
@@ -263,13 +238,18 @@ impl Backend for PgBackend {
 mod tests {
     use super::*;
     use crate::testing;
+    use parley_domain::store::StoreResult;
 
     fn with_query(url: &str, query: &str) -> String {
         format!("{url}{}{query}", if url.contains('?') { '&' } else { '?' })
     }
 
-    fn encrypted(conn: &mut PgConn) -> bool {
-        conn.client.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).expect("pg_stat_ssl").get(0)
+    fn connect(url: &str) -> StoreResult<PgConn> {
+        PgConn::open(Arc::new(connector(url).unwrap()))
+    }
+
+    fn encrypted(conn: &PgConn) -> bool {
+        conn.link().run(|c| c.query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])).expect("pg_stat_ssl").get(0)
     }
 
     /// `sslmode` keeps libpq's meaning against the test server: `disable`
@@ -280,13 +260,13 @@ mod tests {
     fn connections_encrypt_as_sslmode_asks() {
         let Some(server) = testing::postgres_url() else { return };
         let db = testing::fresh_postgres(&server).expect("database");
-        let mut plain = connector(&with_query(&db.url, "sslmode=disable")).unwrap().connect().expect("plain connection");
-        assert!(!encrypted(&mut plain));
-        let server_has_tls: String = plain.client.query_one("SHOW ssl", &[]).unwrap().get(0);
-        let required = connector(&with_query(&db.url, "sslmode=require")).unwrap().connect();
+        let plain = connect(&with_query(&db.url, "sslmode=disable")).expect("plain connection");
+        assert!(!encrypted(&plain));
+        let server_has_tls: String = plain.link().run(|c| c.query_one("SHOW ssl", &[])).unwrap().get(0);
+        let required = connect(&with_query(&db.url, "sslmode=require"));
         if server_has_tls == "on" {
-            assert!(encrypted(&mut required.expect("TLS connection")), "sslmode=require encrypts");
-            let verified = connector(&with_query(&db.url, "sslmode=verify-full")).unwrap().connect();
+            assert!(encrypted(&required.expect("TLS connection")), "sslmode=require encrypts");
+            let verified = connect(&with_query(&db.url, "sslmode=verify-full"));
             assert!(verified.is_err(), "the test server's self-signed certificate is refused");
         } else {
             assert!(required.is_err(), "sslmode=require never falls back to plain text");
@@ -299,20 +279,17 @@ mod tests {
     fn concurrent_starts_migrate_once() {
         let Some(server) = testing::postgres_url() else { return };
         let db = testing::fresh_postgres(&server).expect("database");
-        let mut admin = connector(&db.url).unwrap().connect().unwrap();
-        admin.client.batch_execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public;").unwrap();
+        let mut admin = connector(&db.url).unwrap().blocking().unwrap();
+        admin.batch_execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public;").unwrap();
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let url = db.url.clone();
-                std::thread::spawn(move || {
-                    let mut conn = connector(&url).unwrap().connect().unwrap();
-                    migrate::apply(&mut conn.client)
-                })
+                std::thread::spawn(move || migrate::apply(&mut connector(&url).unwrap().blocking().unwrap()))
             })
             .collect();
         let applied: Vec<Vec<u32>> = threads.into_iter().map(|t| t.join().unwrap().expect("migrated")).collect();
         assert_eq!(applied.iter().filter(|a| !a.is_empty()).count(), 1, "one start applied them: {applied:?}");
-        let versions: i64 = admin.client.query_one("SELECT COUNT(*) FROM parley_migrations", &[]).unwrap().get(0);
+        let versions: i64 = admin.query_one("SELECT COUNT(*) FROM parley_migrations", &[]).unwrap().get(0);
         assert_eq!(versions, 1);
     }
 }

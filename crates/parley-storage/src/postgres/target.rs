@@ -2,13 +2,13 @@
 
 use std::path::PathBuf;
 
-use postgres::config::SslMode;
+use tokio_postgres::config::SslMode;
 
 use super::tls::Verify;
 
 /// Where and how to connect.
 pub(super) struct Target {
-    pub config: postgres::Config,
+    pub config: tokio_postgres::Config,
     pub verify: Verify,
 }
 
@@ -30,7 +30,7 @@ pub(super) fn parse(url: &str) -> Result<Target, String> {
     } else {
         parsed.query_pairs_mut().clear().extend_pairs(kept);
     }
-    let mut config: postgres::Config = parsed.as_str().parse().map_err(|e| format!("{e}"))?;
+    let mut config: tokio_postgres::Config = parsed.as_str().parse().map_err(|e| format!("{e}"))?;
     let verify = match mode.as_deref() {
         None | Some("prefer") => {
             config.ssl_mode(SslMode::Prefer);

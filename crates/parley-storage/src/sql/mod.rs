@@ -34,7 +34,7 @@ pub(crate) use stmt::statements;
 #[cfg(test)]
 pub(crate) use webhooks::plan_queries as webhooks_plan_queries;
 
-use parley_domain::model::ConversationId;
+use parley_domain::model::{ConversationId, ConversationScope};
 use parley_domain::store::{StoreError, StoreResult};
 
 /// What a backend's connection does for the operations: run a statement
@@ -44,6 +44,17 @@ pub trait Conn {
     fn query(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], each: &mut dyn FnMut(&dyn Row) -> StoreResult<bool>) -> StoreResult<()>;
     /// Runs a statement without rows; returns how many rows it changed.
     fn execute(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<u64>;
+    /// Runs a statement the unit does not wait for: a backend may hold it
+    /// back and send it with the next statement that needs an answer, or
+    /// with the COMMIT (PostgreSQL does). Returns the rows it changed if it
+    /// ran at once, `None` if it was held back. Its only possible failure
+    /// must be the database's own error, which fails the unit wherever it
+    /// surfaces; a statement whose count must be checked is not deferred.
+    /// `tally`: its changed rows count as webhook deliveries added.
+    fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], tally: bool) -> StoreResult<Option<u64>> {
+        let _ = tally;
+        self.execute(stmt, args).map(Some)
+    }
     /// Prepares a statement without running it (the tests' check of every
     /// statement on every backend).
     fn prepare(&mut self, stmt: &'static Stmt) -> StoreResult<()>;
@@ -90,9 +101,10 @@ pub struct Tx<'c> {
     /// A write unit: rows it reads in order to change them are locked.
     writing: bool,
     pub effects: Effects,
-    /// Conversations this unit holds locked (PostgreSQL), so a message
-    /// insert does not lock again.
-    locked: Vec<ConversationId>,
+    /// Conversations this write unit read (and, on PostgreSQL, holds
+    /// locked), with the scope it read them in: a message insert does not
+    /// lock again, and an update in the same scope cannot miss its row.
+    locked: Vec<(ConversationId, ConversationScope)>,
     /// Whether this unit holds the verification sends lock (PostgreSQL).
     sends_locked: bool,
 }
@@ -145,6 +157,18 @@ impl<'c> Tx<'c> {
         stmt.check(args)?;
         let n = self.conn.execute(stmt, args)?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    /// A write whose answer the unit does not need (see `Conn::defer`);
+    /// with `tally`, the rows it changed are webhook deliveries added.
+    fn later(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], tally: bool) -> StoreResult<()> {
+        stmt.check(args)?;
+        if let Some(n) = self.conn.defer(stmt, args, tally)?
+            && tally
+        {
+            self.effects.deliveries_added += n;
+        }
+        Ok(())
     }
 
     /// Runs an `INSERT … RETURNING id` and returns the id. Scoped inserts

@@ -121,13 +121,15 @@ statements! {
            AND w.enabled = TRUE AND (w.paused_until IS NULL OR w.paused_until <= ?1)
          ORDER BY d.next_attempt_at, d.id".into(),
     INSERT_EVENT[Text, Int, Text, Text, Int](_) => "INSERT INTO webhook_events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?5) RETURNING id".into(),
-    /// A delivery for every enabled endpoint of the tenant subscribed to
-    /// the event's kind (`events` null means every kind).
-    FAN_OUT[Int, Int, Text, Int](d) => format!(
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)".into(),
+    /// A delivery of the event (by its public id) for every enabled
+    /// endpoint of the tenant subscribed to its kind (`events` null means
+    /// every kind).
+    FAN_OUT[Int, Text, Text, Int](d) => format!(
         "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
-         SELECT ?1, w.id, ?2, ?4, ?4 FROM webhook_endpoints w
-         WHERE w.tenant_id = ?1 AND w.enabled = TRUE AND (w.events IS NULL OR {})",
+         SELECT ?1, w.id, e.id, ?4, ?4 FROM webhook_events e CROSS JOIN webhook_endpoints w
+         WHERE e.event_id = ?2 AND e.tenant_id = ?1
+           AND w.tenant_id = ?1 AND w.enabled = TRUE AND (w.events IS NULL OR {})",
         d.json_array_has("w.events", "?3")
     ),
     INSERT_WEBHOOK[Int, Text, Text, Text, Int](_) =>
@@ -287,10 +289,10 @@ impl WebhooksRead for Tx<'_> {
 
 impl WebhooksWrite for Tx<'_> {
     fn insert_event(&mut self, tenant: TenantId, e: &OutboxEvent) -> StoreResult<()> {
-        let row = self.insert(&INSERT_EVENT, args![&e.event_id, tenant, e.kind.as_str(), &e.payload, e.occurred_at])?;
-        let added = self.exec(&FAN_OUT, args![tenant, row, e.kind.as_str(), e.occurred_at])?;
-        self.effects.deliveries_added += added as u64;
-        Ok(())
+        // Neither needs an answer: the fan-out finds the event by its
+        // public id, so both can go with the unit's next round trip.
+        self.later(&INSERT_EVENT, args![&e.event_id, tenant, e.kind.as_str(), &e.payload, e.occurred_at], false)?;
+        self.later(&FAN_OUT, args![tenant, &e.event_id, e.kind.as_str(), e.occurred_at], true)
     }
 
     fn insert_webhook(&mut self, tenant: TenantId, w: &NewWebhook) -> StoreResult<Webhook> {

@@ -114,6 +114,55 @@ async fn a_rolled_back_change_emits_nothing() {
     assert_eq!(health["checks"]["webhooks"]["pending"], 0, "no delivery");
 }
 
+fn event(id: &str) -> parley_domain::events::OutboxEvent {
+    parley_domain::events::OutboxEvent {
+        event_id: id.into(),
+        kind: parley_domain::events::EventKind::ConversationClosed,
+        occurred_at: START,
+        payload: "{}".into(),
+    }
+}
+
+/// A write the unit does not wait for (PostgreSQL sends it with the next
+/// statement or the COMMIT) still fails its unit when the database refuses
+/// it, and nothing of that unit is kept; before that, the unit's own later
+/// reads see it.
+#[tokio::test]
+async fn a_refused_deferred_write_fails_its_unit_and_keeps_nothing() {
+    let app = TestApp::with().var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (status, _) =
+        app.authed(reqwest::Method::POST, "/api/admin/webhooks", &admin, Some(serde_json::json!({"url": "http://127.0.0.1:9/hook"}))).await;
+    assert_eq!(status, reqwest::StatusCode::CREATED);
+    let tenant = f.scope.tenant;
+    let seen = app
+        .db
+        .write(move |tx| {
+            tx.insert_event(tenant, &event("evt_first"))?;
+            Ok(tx.recent_events(tenant, 10)?.iter().any(|e| e.event_id == "evt_first"))
+        })
+        .await
+        .unwrap();
+    assert!(seen, "the unit reads its own deferred write");
+
+    let result: Result<(), _> = app
+        .db
+        .write(move |tx| {
+            tx.insert_tenant(&NewTenant { slug: "kept-nowhere".into(), name: "n".into(), created_at: START })?;
+            tx.insert_event(tenant, &event("evt_first"))?;
+            Ok(())
+        })
+        .await;
+    assert!(matches!(result, Err(DomainError::Store(parley_domain::StoreError::Duplicate(_)))), "{result:?}");
+    let kept = app.db.read(|r| Ok(r.tenant_by_slug("kept-nowhere")?.is_some())).await.unwrap();
+    assert!(!kept, "the unit's other write is rolled back");
+    let events = app.db.read(move |r| Ok(r.recent_events(tenant, 10)?)).await.unwrap();
+    assert_eq!(events.iter().filter(|e| e.event_id == "evt_first").count(), 1);
+    let (_, health) = app.get("/health").await;
+    assert_eq!(health["checks"]["webhooks"]["pending"], 1, "one delivery, for the first event only");
+}
+
 /// The database holds visitor details and webhook secrets: the folder
 /// Parley creates is 0700 and the files 0600, and an older, world-readable
 /// database is tightened at the next start.

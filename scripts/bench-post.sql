@@ -1,0 +1,31 @@
+-- The statements of one widget message post on PostgreSQL, as Parley sends
+-- them (see crates/parley-storage/src/sql/conversations.rs and webhooks.rs),
+-- for the pgbench reference of `scripts/bench --postgres`. The conversation
+-- is picked by id instead of its public id, the event payload is a text of
+-- the usual size (pgbench would read the colons of a JSON literal as its
+-- variables); everything else is the same work.
+\set cid random(1, 512)
+BEGIN;
+SELECT c.id AS c_id, c.public_id AS c_public_id, c.tenant_id AS c_tenant_id, c.site_id AS c_site_id,
+       c.visitor_id AS c_visitor_id, c.status AS c_status, c.assignee_id AS c_assignee_id,
+       c.created_at AS c_created_at, c.last_message_at AS c_last_message_at
+  FROM conversations c
+ WHERE c.tenant_id = 1 AND (CAST(NULL AS BIGINT) IS NULL OR c.site_id = CAST(NULL AS BIGINT))
+   AND (CAST(NULL AS BIGINT) IS NULL OR FALSE OR c.site_id IN (SELECT os.site_id FROM operator_sites os WHERE os.operator_id = CAST(NULL AS BIGINT) AND os.tenant_id = 1))
+   AND c.id = :cid FOR UPDATE \gset
+SELECT v.id AS v_id, v.name AS v_name, v.last_url AS v_last_url
+  FROM visitors v WHERE v.tenant_id = 1 AND v.site_id = :c_site_id AND v.id = :c_visitor_id FOR UPDATE \gset
+INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at)
+SELECT 1, :cid, 'visitor', NULL, NULL, 'A message from the bench, of an ordinary length.', FALSE, 1700000000000
+ WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.tenant_id = 1 AND c.id = :cid)
+RETURNING id;
+UPDATE conversations AS c SET status = 'unassigned', assignee_id = NULL, last_message_at = 1700000000000, closed_at = NULL, verified_at = NULL
+ WHERE c.tenant_id = 1 AND c.id = :cid;
+INSERT INTO webhook_events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at)
+VALUES ('evt_pgbench_' || :client_id || '_' || md5(random()::text), 1, 'message.created',
+        repeat('x', 330),
+        1700000000000, 1700000000000);
+INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
+SELECT 1, w.id, e.id, 1700000000000, 1700000000000 FROM webhook_events e CROSS JOIN webhook_endpoints w
+ WHERE e.event_id = 'evt_none' AND e.tenant_id = 1 AND w.tenant_id = 1 AND w.enabled = TRUE;
+COMMIT;
