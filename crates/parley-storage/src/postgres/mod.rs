@@ -7,7 +7,8 @@
 //! on disk; PostgreSQL groups the flushes of concurrent commits itself. A
 //! read unit runs in a read-only, repeatable-read transaction: one
 //! snapshot, as on SQLite. A failing unit, or one whose statement failed,
-//! is rolled back.
+//! is rolled back. What a unit does not wait for (its BEGIN and COMMIT,
+//! deferred writes) travels with its next statement: see `conn.rs`.
 //!
 //! Units run side by side here, unlike on SQLite's single writer, so a
 //! write unit locks the rows it reads in order to change them (the

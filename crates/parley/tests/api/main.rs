@@ -21,6 +21,7 @@ mod sandbox;
 mod slow_clients;
 mod smtp_sink;
 mod storage;
+mod storage_conformance;
 mod verification;
 mod webhook_fairness;
 mod webhooks;

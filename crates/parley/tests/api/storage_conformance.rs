@@ -1,0 +1,400 @@
+//! The storage conformance suite: the operations of `ReadTx`/`WriteTx`
+//! driven directly on the backend the suite runs on (SQLite, and
+//! PostgreSQL with `PARLEY_TEST_DATABASE_URL`), each with a scope that
+//! should see a row and with the scopes that should not: another tenant,
+//! another site of the same tenant, an agent who is not a member of the
+//! site. A read outside its scope finds nothing; a write outside its scope
+//! changes nothing. The HTTP isolation tests check the same rules from the
+//! routes; these check them where they are enforced, operation by
+//! operation, so a new backend or a rewritten statement cannot loosen one
+//! unnoticed.
+
+use std::time::Duration;
+
+use parley_domain::DomainError;
+use parley_domain::events::{EventKind, OutboxEvent};
+use parley_domain::model::*;
+use parley_domain::store::{MessagePage, OutboxMessage, WriteTx};
+use parley_domain::verification::{ChallengeCount, ChallengeStatus, Method, NewChallenge};
+use parley_domain::webhooks::NewWebhook;
+
+use crate::helpers::*;
+
+/// One tenant's rows: two sites, an agent of the first, a visitor, a
+/// conversation with a message on each site, a challenge, an endpoint with
+/// a delivery, an outbox message.
+#[derive(Clone)]
+struct Side {
+    tenant: TenantId,
+    site1: SiteScope,
+    site2: SiteScope,
+    installation1: InstallationId,
+    agent: OperatorId,
+    agent_email: String,
+    visitor: Visitor,
+    conv1: Conversation,
+    conv2: Conversation,
+    challenge: ChallengeId,
+    webhook: WebhookId,
+    delivery: DeliveryId,
+}
+
+impl Side {
+    fn admin(&self) -> ConversationScope {
+        ConversationScope { tenant: self.tenant, site: None, operator: None }
+    }
+
+    fn agent(&self) -> ConversationScope {
+        ConversationScope { tenant: self.tenant, site: None, operator: Some((self.agent, Role::Agent)) }
+    }
+
+    fn widget(&self, site: SiteScope) -> ConversationScope {
+        site.into()
+    }
+}
+
+async fn side(app: &TestApp, slug: &str) -> Side {
+    let f = app.fixture(slug, &[]).await;
+    let second = app.site(slug, f.scope.tenant, &[]).await;
+    let (site1, site2) = (f.scope, second.scope);
+    let slug = slug.to_owned();
+    app.db
+        .write(move |tx| {
+            let tenant = site1.tenant;
+            let installation1 = tx.installations(site1)?.first().map(|i| i.id).ok_or(DomainError::NotFound)?;
+            let installation2 = tx.installations(site2)?.first().map(|i| i.id).ok_or(DomainError::NotFound)?;
+            let agent_email = format!("agent@{slug}.example.com");
+            let agent = tx.insert_operator(
+                tenant,
+                &NewOperator {
+                    email: agent_email.clone(),
+                    name: "Agent".into(),
+                    password_hash: "not a hash".into(),
+                    role: Role::Agent,
+                    site_ids: vec![site1.site],
+                    created_at: START,
+                },
+            )?;
+            let visitor =
+                tx.insert_visitor(site1, &NewVisitor { uuid: format!("{slug}-visitor"), profile: Default::default(), created_at: START })?;
+            let visitor2 = tx
+                .insert_visitor(site2, &NewVisitor { uuid: format!("{slug}-visitor-2"), profile: Default::default(), created_at: START })?;
+            let conversation = |public_id: String, installation_id, visitor_id| NewConversation {
+                public_id,
+                installation_id,
+                visitor_id,
+                subject: None,
+                start_url: None,
+                created_at: START,
+            };
+            let conv1 = tx.insert_conversation(site1, &conversation(format!("conv_{slug}_1"), installation1, visitor.id))?;
+            let conv2 = tx.insert_conversation(site2, &conversation(format!("conv_{slug}_2"), installation2, visitor2.id))?;
+            for c in [&conv1, &conv2] {
+                tx.insert_message(
+                    ConversationScope { tenant, site: None, operator: None },
+                    &NewMessage {
+                        conversation_id: c.id,
+                        sender: Sender { kind: SenderKind::Visitor, name: None, operator_id: None },
+                        body: format!("hello from {slug}"),
+                        internal: false,
+                        created_at: START,
+                    },
+                )?;
+            }
+            let challenge = tx.insert_challenge(
+                site1,
+                &NewChallenge {
+                    conversation_id: conv1.id,
+                    visitor_id: visitor.id,
+                    method: Method::EmailOtp,
+                    target: format!("visitor@{slug}.example.com"),
+                    code_salt: vec![1; 16],
+                    code_hash: vec![2; 32],
+                    created_at: START,
+                    expires_at: START.plus(Duration::from_secs(600)),
+                },
+            )?;
+            let webhook = tx.insert_webhook(
+                tenant,
+                &NewWebhook {
+                    url: format!("https://hooks.{slug}.example.com/"),
+                    events: None,
+                    secret: format!("whsec_{slug}"),
+                    created_at: START,
+                },
+            )?;
+            tx.insert_event(
+                tenant,
+                &OutboxEvent {
+                    event_id: format!("evt_{slug}"),
+                    kind: EventKind::ConversationClosed,
+                    occurred_at: START,
+                    payload: "{}".into(),
+                },
+            )?;
+            tx.insert_outbox_message(
+                tenant,
+                &OutboxMessage {
+                    channel: "email",
+                    recipient: format!("visitor@{slug}.example.com"),
+                    subject: None,
+                    body: slug.clone(),
+                    created_at: START,
+                },
+            )?;
+            let delivery = tx.deliveries(tenant, webhook.id, 0, 10)?.first().map(|d| d.id).ok_or(DomainError::NotFound)?;
+            Ok(Side {
+                tenant,
+                site1,
+                site2,
+                installation1,
+                agent: agent.id,
+                agent_email,
+                visitor,
+                conv1,
+                conv2,
+                challenge,
+                webhook: webhook.id,
+                delivery,
+            })
+        })
+        .await
+        .expect("seeded")
+}
+
+/// Two tenants, alike.
+async fn world() -> (TestApp, Side, Side) {
+    let app = TestApp::spawn().await;
+    let a = side(&app, "acme").await;
+    let b = side(&app, "globex").await;
+    (app, a, b)
+}
+
+const PAGE: MessagePage = MessagePage { after_id: None, limit: 50, include_internal: true };
+
+/// Every conversation read, in every scope: which of the four
+/// conversations (two per tenant, one per site) each scope sees.
+#[tokio::test]
+async fn conversation_reads_see_their_scope_only() {
+    let (app, a, b) = world().await;
+    let cases = [
+        ("tenant admin", a.admin(), vec![a.conv1.id, a.conv2.id]),
+        ("agent of the first site", a.agent(), vec![a.conv1.id]),
+        ("widget of the first site", a.widget(a.site1), vec![a.conv1.id]),
+        ("widget of the second site", a.widget(a.site2), vec![a.conv2.id]),
+    ];
+    let all = [a.conv1.clone(), a.conv2.clone(), b.conv1.clone(), b.conv2.clone()];
+    for (name, scope, visible) in cases {
+        let (all, visible2) = (all.clone(), visible.clone());
+        app.db
+            .read(move |r| {
+                for c in &all {
+                    let sees = visible2.contains(&c.id);
+                    assert_eq!(r.conversation(scope, c.id)?.is_some(), sees, "{name}: conversation {}", c.public_id);
+                    assert_eq!(r.conversation_by_public_id(scope, &c.public_id)?.is_some(), sees, "{name}: by public id {}", c.public_id);
+                    assert_eq!(r.conversation_details(scope, c.id)?.is_some(), sees, "{name}: details {}", c.public_id);
+                    assert_eq!(!r.messages(scope, c.id, PAGE)?.is_empty(), sees, "{name}: messages of {}", c.public_id);
+                    assert_eq!(r.conversation_with_messages(scope, &c.public_id, PAGE)?.is_some(), sees, "{name}: poll {}", c.public_id);
+                }
+                let mut listed: Vec<ConversationId> =
+                    r.conversations(scope, StatusFilter::All, 0, 100)?.into_iter().map(|d| d.conversation.id).collect();
+                listed.sort();
+                let mut expected = visible2.clone();
+                expected.sort();
+                assert_eq!(listed, expected, "{name}: the list");
+                assert_eq!(r.count_conversations(scope, StatusFilter::All)?, expected.len() as u64, "{name}: the count");
+                Ok(())
+            })
+            .await
+            .unwrap();
+    }
+}
+
+/// Visitors are found by their site alone.
+#[tokio::test]
+async fn visitor_reads_see_their_site_only() {
+    let (app, a, b) = world().await;
+    app.db
+        .read(move |r| {
+            assert!(r.visitor(a.site1, a.visitor.id)?.is_some());
+            assert!(r.visitor_by_uuid(a.site1, &a.visitor.uuid)?.is_some());
+            for (scope, name) in [(a.site2, "another site"), (b.site1, "another tenant")] {
+                assert!(r.visitor(scope, a.visitor.id)?.is_none(), "{name}");
+                assert!(r.visitor_by_uuid(scope, &a.visitor.uuid)?.is_none(), "{name}");
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
+
+/// The tenant-scoped reads of every other aggregate find nothing of
+/// another tenant.
+#[tokio::test]
+async fn tenant_reads_see_their_tenant_only() {
+    let (app, a, b) = world().await;
+    app.db
+        .read(move |r| {
+            let t = a.tenant;
+            assert!(r.site(t, b.site1.site)?.is_none(), "site");
+            assert!(r.sites(t)?.iter().all(|s| s.tenant_id == t), "sites");
+            assert!(r.installation(t, b.installation1)?.is_none(), "installation");
+            assert!(r.installations(SiteScope { tenant: t, site: b.site1.site })?.is_empty(), "installations of another tenant's site");
+            assert!(r.operator(t, b.agent)?.is_none(), "operator");
+            assert!(r.operator_by_email(t, &b.agent_email)?.is_none(), "operator by email");
+            assert!(r.operators(t)?.iter().all(|o| o.tenant_id == t), "operators");
+            assert!(r.webhook(t, b.webhook)?.is_none(), "webhook");
+            assert!(r.webhooks(t)?.iter().all(|w| w.tenant_id == t), "webhooks");
+            assert!(r.deliveries(t, b.webhook, 0, 10)?.is_empty(), "deliveries");
+            assert_eq!(r.count_deliveries(t, b.webhook)?, 0, "delivery count");
+            assert!(r.delivery(t, b.webhook, b.delivery)?.is_none(), "delivery");
+            assert!(r.delivery(t, a.webhook, b.delivery)?.is_none(), "another tenant's delivery under one's own endpoint");
+            assert!(r.recent_events(t, 10)?.iter().all(|e| e.event_id != "evt_globex"), "events");
+            assert!(r.sandbox_outbox(t, 10)?.iter().all(|m| m.body != "globex"), "outbox");
+            assert!(r.challenge(a.site1, b.conv1.id, b.challenge)?.is_none(), "challenge of another tenant");
+            assert!(r.challenge(b.site1, a.conv1.id, a.challenge)?.is_none(), "challenge seen from another tenant");
+            assert!(r.challenge(a.site2, a.conv1.id, a.challenge)?.is_none(), "challenge seen from another site");
+            assert!(r.challenge(a.site1, a.conv1.id, a.challenge)?.is_some(), "the challenge in scope");
+            assert_eq!(
+                r.challenge_times(t, &ChallengeCount::Tenant, START.minus(Duration::from_secs(1)), 10)?.len(),
+                1,
+                "challenge counts"
+            );
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
+
+/// Writes outside their scope change nothing, whatever they answer.
+#[tokio::test]
+async fn writes_outside_their_scope_change_nothing() {
+    let (app, a, b) = world().await;
+    let (a2, b2) = (a.clone(), b.clone());
+    // Each attempt in a unit of its own, so a refusal of one cannot hide
+    // the effect of another.
+    let attempts: Vec<Box<dyn FnOnce(&mut dyn WriteTx) -> Result<(), DomainError> + Send>> = vec![
+        Box::new({
+            let (a, b) = (a2.clone(), b2.clone());
+            move |tx| {
+                let profile = VisitorProfile { name: Some("Mallory".into()), ..Default::default() };
+                let _ = tx.update_visitor_profile(a.site1, b.visitor.id, &profile, START);
+                let _ = tx.update_visitor_profile(a.site2, a.visitor.id, &profile, START);
+                Ok(())
+            }
+        }),
+        Box::new({
+            let (a, b) = (a2.clone(), b2.clone());
+            move |tx| {
+                let mut c = b.conv1.clone();
+                c.status = ConversationStatus::Closed;
+                c.closed_at = Some(START);
+                assert!(tx.update_conversation(a.admin(), &c).is_err(), "another tenant's conversation");
+                let mut c = a.conv2.clone();
+                c.status = ConversationStatus::Closed;
+                c.closed_at = Some(START);
+                assert!(tx.update_conversation(a.agent(), &c).is_err(), "a site the agent is not a member of");
+                Ok(())
+            }
+        }),
+        Box::new({
+            let (a, b) = (a2.clone(), b2.clone());
+            move |tx| {
+                for (scope, c) in [(a.admin(), b.conv1.id), (a.agent(), a.conv2.id), (a.widget(a.site1), a.conv2.id)] {
+                    let m = NewMessage {
+                        conversation_id: c,
+                        sender: Sender { kind: SenderKind::System, name: None, operator_id: None },
+                        body: "intruder".into(),
+                        internal: false,
+                        created_at: START,
+                    };
+                    assert!(tx.insert_message(scope, &m).is_err(), "a message outside the scope");
+                }
+                Ok(())
+            }
+        }),
+        Box::new({
+            let (a, b) = (a2.clone(), b2.clone());
+            move |tx| {
+                let _ = tx.set_installation_enabled(a.tenant, b.installation1, false);
+                let _ = tx.set_heartbeat_status(a.site1, b.installation1, InstallationStatus::Stale);
+                let changes = OperatorChanges { name: Some("Mallory".into()), active: Some(false), ..Default::default() };
+                let _ = tx.update_operator(a.tenant, b.agent, &changes);
+                let _ = tx.revoke_operator_tokens(a.tenant, b.agent, START);
+                assert!(!tx.delete_webhook(a.tenant, b.webhook)?, "another tenant's endpoint is not deleted");
+                let _ = tx.rotate_webhook_secret(a.tenant, b.webhook, "whsec_mallory", START);
+                assert!(tx.redeliver(a.tenant, b.webhook, b.delivery, START)?.is_none(), "no redelivery");
+                assert!(tx.redeliver(a.tenant, a.webhook, b.delivery, START)?.is_none(), "no redelivery under one's own endpoint");
+                let _ = tx.pause_endpoint(
+                    a.tenant,
+                    b.webhook,
+                    parley_domain::webhooks::fairness::Pause { until: START.plus(Duration::from_secs(3600)), pauses: 1 },
+                );
+                Ok(())
+            }
+        }),
+        Box::new({
+            let (a, b) = (a2.clone(), b2.clone());
+            move |tx| {
+                let _ = tx.update_challenge(a.site1, b.challenge, ChallengeStatus::Verified, 0, Some(START));
+                let _ = tx.update_challenge(a.site2, a.challenge, ChallengeStatus::Verified, 0, Some(START));
+                let _ = tx.mark_verified(a.site1, b.visitor.id, b.conv1.id, Method::EmailOtp, "mallory@example.com", START);
+                let _ = tx.mark_verified(a.site2, a.visitor.id, a.conv1.id, Method::EmailOtp, "mallory@example.com", START);
+                let challenge = NewChallenge {
+                    conversation_id: b.conv1.id,
+                    visitor_id: b.visitor.id,
+                    method: Method::EmailOtp,
+                    target: "mallory@example.com".into(),
+                    code_salt: vec![0; 16],
+                    code_hash: vec![0; 32],
+                    created_at: START,
+                    expires_at: START.plus(Duration::from_secs(600)),
+                };
+                assert!(tx.insert_challenge(a.site1, &challenge).is_err(), "a challenge on another tenant's conversation");
+                Ok(())
+            }
+        }),
+    ];
+    for attempt in attempts {
+        // A refused write may fail the unit; what matters is what is left.
+        let _ = app.db.write(attempt).await;
+    }
+
+    let (a, b) = (a.clone(), b.clone());
+    app.db
+        .read(move |r| {
+            for (side, name) in [(&b, "the other tenant"), (&a, "the tenant's other site")] {
+                let v = r.visitor(side.site1, side.visitor.id)?.expect("visitor");
+                assert_eq!(v.profile.name, None, "{name}: visitor profile unchanged");
+                assert!(v.verified_at.is_none(), "{name}: visitor not verified");
+                let c = r.conversation(side.admin(), side.conv1.id)?.expect("conversation");
+                assert_eq!(c.status, ConversationStatus::Unassigned, "{name}: conversation 1 unchanged");
+                assert!(c.verified_at.is_none(), "{name}: conversation 1 not verified");
+                let c = r.conversation(side.admin(), side.conv2.id)?.expect("conversation");
+                assert_eq!(c.status, ConversationStatus::Unassigned, "{name}: conversation 2 unchanged");
+                for conv in [side.conv1.id, side.conv2.id] {
+                    let bodies: Vec<String> = r.messages(side.admin(), conv, PAGE)?.into_iter().map(|m| m.body).collect();
+                    assert!(!bodies.iter().any(|b| b == "intruder"), "{name}: no message added");
+                }
+                let ch = r.challenge(side.site1, side.conv1.id, side.challenge)?.expect("challenge");
+                assert_eq!(ch.status, ChallengeStatus::Active, "{name}: challenge unchanged");
+            }
+            let installation = r.installation(b.tenant, b.installation1)?.expect("installation");
+            assert!(installation.enabled, "installation still enabled");
+            assert_eq!(installation.heartbeat_status, InstallationStatus::Pending, "heartbeat status unchanged");
+            let agent = r.operator(b.tenant, b.agent)?.expect("operator");
+            assert!(agent.active && agent.name == "Agent", "operator unchanged");
+            let webhook = r.webhook(b.tenant, b.webhook)?.expect("endpoint kept");
+            assert_eq!(webhook.secret, "whsec_globex", "secret unchanged");
+            assert!(webhook.paused_until.is_none(), "endpoint not paused");
+            assert_eq!(r.count_deliveries(b.tenant, b.webhook)?, 1, "no delivery added");
+            assert_eq!(
+                r.challenge_times(b.tenant, &ChallengeCount::Tenant, START.minus(Duration::from_secs(1)), 10)?.len(),
+                1,
+                "no challenge added"
+            );
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
