@@ -266,6 +266,9 @@ async fn tenant_reads_see_their_tenant_only() {
         .unwrap();
 }
 
+/// A write unit tried on its own.
+type Attempt = Box<dyn FnOnce(&mut dyn WriteTx) -> Result<(), DomainError> + Send>;
+
 /// Writes outside their scope change nothing, whatever they answer.
 #[tokio::test]
 async fn writes_outside_their_scope_change_nothing() {
@@ -273,7 +276,7 @@ async fn writes_outside_their_scope_change_nothing() {
     let (a2, b2) = (a.clone(), b.clone());
     // Each attempt in a unit of its own, so a refusal of one cannot hide
     // the effect of another.
-    let attempts: Vec<Box<dyn FnOnce(&mut dyn WriteTx) -> Result<(), DomainError> + Send>> = vec![
+    let attempts: Vec<Attempt> = vec![
         Box::new({
             let (a, b) = (a2.clone(), b2.clone());
             move |tx| {
