@@ -1,5 +1,7 @@
 //! The `parley` binary as an operator runs it: start-up errors, the tenant
-//! command, migrations, SIGTERM, and a kill during writes.
+//! command, migrations, SIGTERM, and a kill during writes. The tests that
+//! stop and restart a server keep its (demo) data on the backend the suite
+//! runs on, so a kill and a SIGTERM are tried against PostgreSQL too.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -37,11 +39,7 @@ async fn output(cmd: &mut Command) -> (i32, String, String) {
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-/// Starts a server process and returns it with its base URL.
-pub(crate) async fn start(dir: &Path, command: &str) -> (Child, String) {
-    start_with(dir, command, &[]).await
-}
-
+/// Starts a server process with `env` and returns it with its base URL.
 pub(crate) async fn start_with(dir: &Path, command: &str, env: &[(&str, &str)]) -> (Child, String) {
     spawn_server(parley(dir).envs(env.iter().copied()).arg(command)).await
 }
@@ -186,7 +184,9 @@ async fn wait_for_acks(acked: &Arc<Mutex<Vec<String>>>, n: usize) {
 async fn acknowledged_messages_survive_a_kill() {
     let dir = tempfile::tempdir().unwrap();
     let client = crate::helpers::http_client();
-    let (mut child, base) = start(dir.path(), "demo").await;
+    let (url, _db) = crate::helpers::fresh_database(dir.path(), "demo.sqlite3").await;
+    let env = [("PARLEY_DEMO_DATABASE_URL", url.as_str())];
+    let (mut child, base) = start_with(dir.path(), "demo", &env).await;
     let (token, public_id) = open_demo_conversation(&client, &base).await;
 
     let acked = Arc::new(Mutex::new(Vec::new()));
@@ -198,7 +198,7 @@ async fn acknowledged_messages_survive_a_kill() {
     }
     let acked = acked.lock().await.clone();
 
-    let (_child, base) = start(dir.path(), "demo").await;
+    let (_child, base) = start_with(dir.path(), "demo", &env).await;
     let stored = all_bodies(&client, &base, &token, &public_id).await;
     let missing: Vec<&String> = acked.iter().filter(|b| !stored.contains(b)).collect();
     assert!(missing.is_empty(), "{} of {} acknowledged messages lost: {:?}", missing.len(), acked.len(), &missing[..missing.len().min(5)]);
@@ -210,7 +210,9 @@ async fn acknowledged_messages_survive_a_kill() {
 async fn sigterm_drains_and_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let client = crate::helpers::http_client();
-    let (mut child, base) = start(dir.path(), "demo").await;
+    let (url, _db) = crate::helpers::fresh_database(dir.path(), "demo.sqlite3").await;
+    let env = [("PARLEY_DEMO_DATABASE_URL", url.as_str())];
+    let (mut child, base) = start_with(dir.path(), "demo", &env).await;
     let (token, public_id) = open_demo_conversation(&client, &base).await;
     let acked = Arc::new(Mutex::new(Vec::new()));
     let writers = spawn_writers(&client, &base, &token, &public_id, &acked);
@@ -226,7 +228,7 @@ async fn sigterm_drains_and_exits_cleanly() {
     }
     let acked = acked.lock().await.clone();
 
-    let (_child, base) = start(dir.path(), "demo").await;
+    let (_child, base) = start_with(dir.path(), "demo", &env).await;
     let stored = all_bodies(&client, &base, &token, &public_id).await;
     assert!(acked.iter().all(|b| stored.contains(b)), "every acknowledged message is stored");
 }
@@ -237,7 +239,13 @@ async fn sigterm_drains_and_exits_cleanly() {
 async fn a_delivery_in_flight_when_the_process_dies_is_made_again() {
     let dir = tempfile::tempdir().unwrap();
     let client = crate::helpers::http_client();
-    let env = [("PARLEY_WEBHOOK_LEASE", "2s"), ("PARLEY_WEBHOOK_TIMEOUT", "1s"), ("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms")];
+    let (url, _db) = crate::helpers::fresh_database(dir.path(), "demo.sqlite3").await;
+    let env = [
+        ("PARLEY_WEBHOOK_LEASE", "2s"),
+        ("PARLEY_WEBHOOK_TIMEOUT", "1s"),
+        ("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms"),
+        ("PARLEY_DEMO_DATABASE_URL", url.as_str()),
+    ];
     let receiver = crate::receiver::Receiver::start().await;
     receiver.reply(&[crate::receiver::Reply::Hang]);
 
@@ -295,7 +303,13 @@ async fn shutdown_is_bounded_when_an_endpoint_stops_answering() {
         }
     });
 
-    let env = [("PARLEY_SHUTDOWN_TIMEOUT", "2s"), ("PARLEY_WEBHOOK_TIMEOUT", "30s"), ("PARLEY_WEBHOOK_LEASE", "60s")];
+    let (database, _db) = crate::helpers::fresh_database(dir.path(), "demo.sqlite3").await;
+    let env = [
+        ("PARLEY_SHUTDOWN_TIMEOUT", "2s"),
+        ("PARLEY_WEBHOOK_TIMEOUT", "30s"),
+        ("PARLEY_WEBHOOK_LEASE", "60s"),
+        ("PARLEY_DEMO_DATABASE_URL", database.as_str()),
+    ];
     let (mut child, base) = start_with(dir.path(), "demo", &env).await;
     let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
     let admin = creds["mobile_token"].as_str().unwrap();
@@ -323,7 +337,7 @@ async fn shutdown_is_bounded_when_an_endpoint_stops_answering() {
         .unwrap();
     assert!(status.success(), "clean exit: {status:?}");
 
-    let (_child, base) = start(dir.path(), "demo").await;
+    let (_child, base) = start_with(dir.path(), "demo", &env).await;
     let stored = all_bodies(&client, &base, &token, &public_id).await;
     assert!((0..40).all(|n| stored.contains(&format!("queued {n}"))), "every acknowledged message is stored");
 }
