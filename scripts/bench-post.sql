@@ -5,6 +5,7 @@
 -- the usual size (pgbench would read the colons of a JSON literal as its
 -- variables); everything else is the same work.
 \set cid random(1, 512)
+\set ev random(1, 9000000000000000000)
 BEGIN;
 SELECT c.id AS c_id, c.public_id AS c_public_id, c.tenant_id AS c_tenant_id, c.site_id AS c_site_id,
        c.visitor_id AS c_visitor_id, c.status AS c_status, c.assignee_id AS c_assignee_id,
@@ -22,10 +23,10 @@ RETURNING id;
 UPDATE conversations AS c SET status = 'unassigned', assignee_id = NULL, last_message_at = 1700000000000, closed_at = NULL, verified_at = NULL
  WHERE c.tenant_id = 1 AND c.id = :cid;
 INSERT INTO webhook_events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at)
-VALUES ('evt_pgbench_' || :client_id || '_' || md5(random()::text), 1, 'message.created',
+VALUES ('evt_pgbench_' || :ev, 1, 'message.created',
         repeat('x', 330),
         1700000000000, 1700000000000);
 INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
 SELECT 1, w.id, e.id, 1700000000000, 1700000000000 FROM webhook_events e CROSS JOIN webhook_endpoints w
- WHERE e.event_id = 'evt_none' AND e.tenant_id = 1 AND w.tenant_id = 1 AND w.enabled = TRUE;
+ WHERE e.event_id = 'evt_pgbench_' || :ev AND e.tenant_id = 1 AND w.tenant_id = 1 AND w.enabled = TRUE;
 COMMIT;

@@ -5,7 +5,7 @@
 //! held back and sent with the next statement it does wait for, in one
 //! round trip: its BEGIN, the statements it defers (`Conn::defer`: writes
 //! whose only possible failure is the server's own error), and its COMMIT.
-//! A message post is four round trips instead of eight.
+//! A message post is five round trips instead of eight.
 //!
 //! A deferred statement's error still fails the unit: the server aborts
 //! the transaction, every later statement of it fails, a COMMIT sent
@@ -73,11 +73,11 @@ impl Link {
 const SESSION: &str = "SET synchronous_commit TO on; SET plan_cache_mode TO force_generic_plan";
 
 /// A statement held back until the next round trip.
-struct Later {
+struct Deferred {
     stmt: &'static Stmt,
     args: Vec<Owned>,
-    /// Its changed rows count towards `PgConn::tally`.
-    tally: bool,
+    /// Its changed rows are webhook deliveries added (`PgConn::tally`).
+    counts_deliveries: bool,
 }
 
 /// What the last statement of a round trip is for.
@@ -105,7 +105,7 @@ pub(super) struct PgConn {
     prepared: HashMap<usize, Statement>,
     /// The transaction's BEGIN, until it is sent.
     begin: Option<&'static str>,
-    later: Vec<Later>,
+    deferred: Vec<Deferred>,
     /// Something of the current transaction has reached the server.
     started: bool,
     /// Rows changed by tallied deferred statements (webhook deliveries
@@ -119,7 +119,7 @@ pub(super) struct PgConn {
 impl PgConn {
     pub(super) fn open(connector: Arc<Connector>) -> StoreResult<Self> {
         let link = Link::open(&connector)?;
-        Ok(Self { connector, link, prepared: HashMap::new(), begin: None, later: Vec::new(), started: false, tally: 0, failed: false })
+        Ok(Self { connector, link, prepared: HashMap::new(), begin: None, deferred: Vec::new(), started: false, tally: 0, failed: false })
     }
 
     #[cfg(test)]
@@ -134,7 +134,7 @@ impl PgConn {
     /// Starts a transaction; its BEGIN goes with the first statement.
     pub(super) fn begin(&mut self, begin: &'static str) {
         self.begin = Some(begin);
-        self.later.clear();
+        self.deferred.clear();
         self.started = false;
         self.tally = 0;
         self.failed = false;
@@ -143,7 +143,7 @@ impl PgConn {
     /// Sends what is held back and the COMMIT in one round trip. A unit
     /// that never reached the server and held nothing back sends nothing.
     pub(super) fn commit(&mut self) -> StoreResult<()> {
-        if !self.started && self.later.is_empty() {
+        if !self.started && self.deferred.is_empty() {
             self.begin = None;
             return Ok(());
         }
@@ -152,8 +152,7 @@ impl PgConn {
 
     /// Drops what is held back and ends the transaction if it started.
     pub(super) fn rollback(&mut self) {
-        self.later.clear();
-        self.begin = None;
+        self.forget_pending();
         if std::mem::take(&mut self.started)
             && let Err(e) = self.link.run(|c| c.batch_execute("ROLLBACK"))
         {
@@ -176,34 +175,46 @@ impl PgConn {
     /// then `last` (whose answer is returned) and `end`. Nothing of a
     /// transaction has run on the server before its first round trip, so
     /// when the connection turns out dead on that one (the server
-    /// restarted, a proxy dropped it while idle) it is replaced and the
-    /// same round trip sent again; unless it carried the COMMIT.
+    /// restarted, a proxy dropped it while idle: the connection's task
+    /// only runs during a round trip, so that is where it is noticed) it
+    /// is replaced and the same round trip sent again; one carrying the
+    /// COMMIT only when nothing after its BEGIN can have run.
     fn trip(&mut self, last: Option<(&'static Stmt, &[Arg<'_>], Ask)>, end: Option<&'static str>) -> StoreResult<Answer> {
-        let replayable = !self.started && end.is_none();
-        let outcome = match self.send(last, end) {
-            Err(e) if replayable && connection_lost(&e) => match self.reconnect() {
-                Ok(()) => self.send(last, end),
-                Err(again) => return Err(self.fail_with(again)),
-            },
-            other => other,
-        };
-        self.begin = None;
-        self.later.clear();
-        self.started = true;
+        let mut outcome = self.prepare_and_send(last, end);
+        let replayable = |f: &Failure| connection_lost(&f.error) && (end.is_none() || f.before_work);
+        if !self.started && matches!(&outcome, Err(f) if replayable(f)) {
+            outcome = match self.reconnect() {
+                Ok(()) => self.prepare_and_send(last, end),
+                Err(e) => {
+                    self.forget_pending();
+                    return Err(self.mark_failed(e));
+                }
+            };
+        }
+        let sent_end = matches!(&outcome, Ok(_) | Err(Failure { end_sent: true, .. }));
+        self.forget_pending();
+        // A COMMIT that reached the server ended the transaction, whatever
+        // it answered (in an aborted transaction it answers ROLLBACK).
+        self.started = end.is_none() || !sent_end;
         match outcome {
             Ok(answer) => Ok(answer),
-            Err(e) if end.is_some() && e.code().is_none() => {
+            Err(Failure { error: e, end_sent: true, .. }) if end.is_some() && e.code().is_none() => {
                 self.failed = true;
                 // The connection failed while the commit was on its way:
                 // it may have happened. Not "try again", which could
                 // repeat it.
                 Err(StoreError::Internal(format!("the outcome of a commit is unknown: {e}")))
             }
-            Err(e) => Err(self.fail_with(map(e))),
+            Err(f) => Err(self.mark_failed(map(f.error))),
         }
     }
 
-    fn fail_with(&mut self, e: StoreError) -> StoreError {
+    fn forget_pending(&mut self) {
+        self.begin = None;
+        self.deferred.clear();
+    }
+
+    fn mark_failed(&mut self, e: StoreError) -> StoreError {
         self.failed = true;
         e
     }
@@ -214,76 +225,138 @@ impl PgConn {
         Ok(())
     }
 
-    /// Sends the round trip and reads every answer; the first error wins.
-    fn send(&mut self, last: Option<(&'static Stmt, &[Arg<'_>], Ask)>, end: Option<&'static str>) -> Result<Answer, tokio_postgres::Error> {
-        let mut statements = Vec::with_capacity(self.later.len());
-        for i in 0..self.later.len() {
-            statements.push(self.statement(self.later[i].stmt)?);
+    /// Prepares what the round trip needs (on a new connection, or the
+    /// first time a statement is used), then sends it. The error says
+    /// whether the round trip's `end` had been sent.
+    fn prepare_and_send(&mut self, last: Option<(&'static Stmt, &[Arg<'_>], Ask)>, end: Option<&'static str>) -> Result<Answer, Failure> {
+        let mut statements = Vec::with_capacity(self.deferred.len());
+        for i in 0..self.deferred.len() {
+            statements.push(self.statement(self.deferred[i].stmt).map_err(Failure::unsent)?);
         }
         let last = match last {
-            Some((stmt, args, ask)) => Some((self.statement(stmt)?, args, ask)),
+            Some((stmt, args, ask)) => Some((self.statement(stmt).map_err(Failure::unsent)?, args, ask)),
             None => None,
         };
+        self.send(&statements, last, end)
+    }
+
+    /// Sends the round trip and reads every answer; the first error wins.
+    fn send(
+        &mut self,
+        statements: &[Statement],
+        last: Option<(Statement, &[Arg<'_>], Ask)>,
+        end: Option<&'static str>,
+    ) -> Result<Answer, Failure> {
         let client = &self.link.client;
-        let held: Vec<Vec<&(dyn ToSql + Sync)>> =
-            self.later.iter().map(|l| l.args.iter().map(|a| a as &(dyn ToSql + Sync)).collect()).collect();
+        let deferred_params: Vec<Vec<&(dyn ToSql + Sync)>> =
+            self.deferred.iter().map(|d| d.args.iter().map(|a| a as &(dyn ToSql + Sync)).collect()).collect();
         let last_params: Vec<&(dyn ToSql + Sync)> =
             last.as_ref().map(|(_, args, _)| args.iter().map(|a| a as &(dyn ToSql + Sync)).collect()).unwrap_or_default();
-        let mut futures: Vec<Pending<'_>> = Vec::with_capacity(held.len() + 3);
+        let mut slots: Vec<(Slot, Pending<'_>)> = Vec::with_capacity(statements.len() + 3);
         if let Some(begin) = self.begin {
-            futures.push(Box::pin(async move { client.batch_execute(begin).await.map(|()| Answer::Done) }));
+            slots.push((Slot::Begin, Box::pin(async move { client.batch_execute(begin).await.map(|()| Answer::Done) })));
         }
-        for (statement, params) in statements.iter().zip(&held) {
-            futures.push(Box::pin(async move { client.execute(statement, params).await.map(Answer::Changed) }));
+        for ((statement, params), d) in statements.iter().zip(&deferred_params).zip(&self.deferred) {
+            let slot = Slot::Deferred { counts_deliveries: d.counts_deliveries };
+            slots.push((slot, Box::pin(async move { client.execute(statement, params).await.map(Answer::Changed) })));
         }
         if let Some((statement, _, ask)) = &last {
             let params = &last_params;
-            futures.push(match ask {
-                Ask::Rows => Box::pin(async move { client.query(statement, params).await.map(Answer::Rows) }),
-                Ask::Changed => Box::pin(async move { client.execute(statement, params).await.map(Answer::Changed) }),
-            });
+            slots.push((
+                Slot::Last,
+                match ask {
+                    Ask::Rows => Box::pin(async move { client.query(statement, params).await.map(Answer::Rows) }),
+                    Ask::Changed => Box::pin(async move { client.execute(statement, params).await.map(Answer::Changed) }),
+                },
+            ));
         }
         if let Some(end) = end {
-            futures.push(Box::pin(async move { client.batch_execute(end).await.map(|()| Answer::Done) }));
+            slots.push((Slot::End, Box::pin(async move { client.batch_execute(end).await.map(|()| Answer::Done) })));
         }
-        let skip = usize::from(self.begin.is_some());
-        let answers = self.link.runtime.block_on(in_order(futures));
-        let mut result = Ok(Answer::Done);
-        for (i, answer) in answers.into_iter().enumerate() {
-            match answer {
-                Err(e) => return Err(e),
-                Ok(Answer::Changed(n)) if i >= skip && i - skip < self.later.len() => {
-                    if self.later[i - skip].tally {
-                        self.tally += n;
-                    }
+        let (kinds, futures): (Vec<Slot>, Vec<Pending<'_>>) = slots.into_iter().unzip();
+        let (answers, sent) = self.link.runtime.block_on(in_order(futures));
+        let end_sent = kinds.iter().position(|k| *k == Slot::End).is_some_and(|i| i < sent);
+        let mut answer = Answer::Done;
+        let mut deliveries = 0;
+        for (slot, result) in kinds.into_iter().zip(answers) {
+            match (slot, result) {
+                // Not sent: an earlier request failed before it was.
+                (_, None) => break,
+                (slot, Some(Err(e))) => {
+                    let before_work = sent == 0 || (slot == Slot::Begin && e.code().is_some());
+                    return Err(Failure { error: e, end_sent, before_work });
                 }
-                Ok(answer) if last.is_some() && i == skip + self.later.len() => result = Ok(answer),
-                Ok(_) => {}
+                (Slot::Deferred { counts_deliveries: true }, Some(Ok(Answer::Changed(n)))) => deliveries += n,
+                (Slot::Last, Some(Ok(a))) => answer = a,
+                _ => {}
             }
         }
-        result
+        self.tally += deliveries;
+        Ok(answer)
     }
 }
 
+/// Why a round trip failed, and how far it got.
+struct Failure {
+    error: tokio_postgres::Error,
+    /// The round trip's COMMIT reached the server (or may have).
+    end_sent: bool,
+    /// Nothing after the BEGIN ran: nothing was sent, or the BEGIN itself
+    /// was refused by the server (which runs requests in order).
+    before_work: bool,
+}
+
+impl Failure {
+    fn unsent(error: tokio_postgres::Error) -> Self {
+        Self { error, end_sent: false, before_work: true }
+    }
+}
+
+/// What a request of a round trip is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Begin,
+    Deferred { counts_deliveries: bool },
+    Last,
+    End,
+}
+
 /// Polls every future in the order given, so each sends its request in
-/// that order (tokio-postgres sends on the first poll): the server runs
-/// them in sequence, and they share one round trip.
-async fn in_order<T>(mut futures: Vec<Pin<Box<dyn Future<Output = T> + '_>>>) -> Vec<T> {
-    let mut answers: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+/// that order: tokio-postgres encodes and sends a request on its first
+/// poll, so the server runs them in sequence and they share one round
+/// trip. A request that fails on its first poll was never sent (the
+/// connection was closed, or its arguments could not be encoded); those
+/// after it are then not polled at all (`None`), so nothing behind a
+/// failed statement, a COMMIT least of all, reaches the server. Returns
+/// the answers and how many requests were sent.
+async fn in_order<T, E>(mut futures: Vec<Pin<Box<dyn Future<Output = Result<T, E>> + '_>>>) -> (Vec<Option<Result<T, E>>>, usize) {
+    let mut answers: Vec<Option<Result<T, E>>> = futures.iter().map(|_| None).collect();
+    let mut sent = futures.len();
+    let mut first = true;
     poll_fn(|cx| {
         let mut done = true;
-        for (future, answer) in futures.iter_mut().zip(answers.iter_mut()) {
-            if answer.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(value) => *answer = Some(value),
-                    Poll::Pending => done = false,
+        for (i, (future, answer)) in futures.iter_mut().zip(answers.iter_mut()).enumerate().take(sent) {
+            if answer.is_some() {
+                continue;
+            }
+            match future.as_mut().poll(cx) {
+                Poll::Ready(value) => {
+                    let unsent = first && value.is_err();
+                    *answer = Some(value);
+                    if unsent {
+                        // Answers after it can never come: stop here.
+                        sent = i;
+                        break;
+                    }
                 }
+                Poll::Pending => done = false,
             }
         }
+        first = false;
         if done { Poll::Ready(()) } else { Poll::Pending }
     })
     .await;
-    answers.into_iter().flatten().collect()
+    (answers, sent)
 }
 
 fn pg_type(t: Ty) -> Type {
@@ -387,12 +460,12 @@ impl Conn for PgConn {
     }
 
     fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], tally: bool) -> StoreResult<Option<u64>> {
-        self.later.push(Later { stmt, args: args.iter().map(Owned::of).collect(), tally });
+        self.deferred.push(Deferred { stmt, args: args.iter().map(Owned::of).collect(), counts_deliveries: tally });
         Ok(None)
     }
 
     fn prepare(&mut self, stmt: &'static Stmt) -> StoreResult<()> {
-        self.statement(stmt).map(|_| ()).map_err(|e| self.fail_with(map(e)))
+        self.statement(stmt).map(|_| ()).map_err(|e| self.mark_failed(map(e)))
     }
 }
 

@@ -16,17 +16,23 @@ fn describe(e: &postgres::Error) -> String {
 /// restart, an administrator) with its last message.
 pub(super) fn connection_lost(e: &postgres::Error) -> bool {
     match e.code() {
-        None => true,
+        // Without a SQLSTATE: lost only if the connection closed or its
+        // I/O failed, not when a value could not be encoded (a bug that a
+        // new connection would only repeat).
+        None => e.is_closed() || io_failed(e),
         Some(code) => [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN].contains(code) || code.code().starts_with("08"),
     }
+}
+
+fn io_failed(e: &postgres::Error) -> bool {
+    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
 }
 
 pub(super) fn map(e: postgres::Error) -> StoreError {
     let Some(code) = e.code() else {
         // No SQLSTATE: the connection failed or closed, or the client
         // could not encode or decode a value (a bug, not an outage).
-        let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
-        return if e.is_closed() || io { StoreError::Unavailable(e.to_string()) } else { StoreError::Internal(e.to_string()) };
+        return if e.is_closed() || io_failed(&e) { StoreError::Unavailable(e.to_string()) } else { StoreError::Internal(e.to_string()) };
     };
     if *code == SqlState::UNIQUE_VIOLATION {
         let detail = e.as_db_error().and_then(|d| d.constraint()).unwrap_or_default().to_owned();

@@ -234,12 +234,12 @@ impl ConversationsRead for Tx<'_> {
 
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>> {
         let stmt = self.locking(&CONVERSATION_BY_PUBLIC_ID, &CONVERSATION_BY_PUBLIC_ID_LOCKED);
-        self.conversation_row(scope, stmt, &scoped!(scope; public_id))
+        self.conversation_row(stmt, &scoped!(scope; public_id))
     }
 
     fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>> {
         let stmt = self.locking(&CONVERSATION, &CONVERSATION_LOCKED);
-        self.conversation_row(scope, stmt, &scoped!(scope; id))
+        self.conversation_row(stmt, &scoped!(scope; id))
     }
 
     fn conversation_details(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<ConversationDetails>> {
@@ -309,22 +309,18 @@ impl ConversationsRead for Tx<'_> {
 
 impl Tx<'_> {
     /// One conversation, remembered as locked when a write unit read it.
-    fn conversation_row(&mut self, scope: ConversationScope, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<Option<Conversation>> {
+    fn conversation_row(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<Option<Conversation>> {
         let found = self.one(stmt, args, conversation)?;
         if let Some(c) = &found {
-            self.note_locked(c.id, scope);
+            self.note_locked(c.id);
         }
         Ok(found)
     }
 
-    fn note_locked(&mut self, id: ConversationId, scope: ConversationScope) {
-        if self.writing && !self.locked.contains(&(id, scope)) {
-            self.locked.push((id, scope));
+    fn note_locked(&mut self, id: ConversationId) {
+        if self.writing && !self.locked.contains(&id) {
+            self.locked.push(id);
         }
-    }
-
-    fn holds_lock(&self, id: ConversationId) -> bool {
-        self.locked.iter().any(|(locked, _)| *locked == id)
     }
 }
 
@@ -366,7 +362,7 @@ impl ConversationsWrite for Tx<'_> {
             args![&c.public_id, scope.tenant, scope.site, c.installation_id, c.visitor_id, &c.subject, &c.start_url, c.created_at],
         )?);
         // Nobody else can see the new row before this unit commits.
-        self.note_locked(id, scope.into());
+        self.note_locked(id);
         Ok(Conversation {
             id,
             public_id: c.public_id.clone(),
@@ -386,11 +382,6 @@ impl ConversationsWrite for Tx<'_> {
 
     fn update_conversation(&mut self, scope: ConversationScope, c: &Conversation) -> StoreResult<()> {
         let args = scoped!(scope; c.id, c.status.as_str(), c.assignee_id, c.last_message_at, c.closed_at, c.verified_at);
-        if self.locked.contains(&(c.id, scope)) {
-            // This unit read the row in this very scope and holds it, so
-            // the update changes exactly it: nothing to wait for.
-            return self.later(&UPDATE_CONVERSATION, &args, false);
-        }
         if self.exec(&UPDATE_CONVERSATION, &args)? != 1 {
             return Err(StoreError::Internal("update refused: conversation not in scope".into()));
         }
@@ -398,9 +389,9 @@ impl ConversationsWrite for Tx<'_> {
     }
 
     fn insert_message(&mut self, scope: ConversationScope, m: &NewMessage) -> StoreResult<Message> {
-        if self.dialect().locks_rows() && !self.holds_lock(m.conversation_id) {
+        if self.dialect().locks_rows() && !self.locked.contains(&m.conversation_id) {
             self.one(&LOCK_CONVERSATION, &scoped!(scope; m.conversation_id), |_| Ok(()))?;
-            self.note_locked(m.conversation_id, scope);
+            self.note_locked(m.conversation_id);
         }
         let args = scoped!(scope; m.conversation_id, m.sender.kind.as_str(), m.sender.operator_id, &m.sender.name, &m.body, m.internal, m.created_at);
         let id = self.insert(&INSERT_MESSAGE, &args)?;

@@ -34,7 +34,7 @@ pub(crate) use stmt::statements;
 #[cfg(test)]
 pub(crate) use webhooks::plan_queries as webhooks_plan_queries;
 
-use parley_domain::model::{ConversationId, ConversationScope};
+use parley_domain::model::ConversationId;
 use parley_domain::store::{StoreError, StoreResult};
 
 /// What a backend's connection does for the operations: run a statement
@@ -49,7 +49,10 @@ pub trait Conn {
     /// with the COMMIT (PostgreSQL does). Returns the rows it changed if it
     /// ran at once, `None` if it was held back. Its only possible failure
     /// must be the database's own error, which fails the unit wherever it
-    /// surfaces; a statement whose count must be checked is not deferred.
+    /// surfaces: from the unit's next statement (so a caller must not read
+    /// a `Duplicate` there as that statement's own) or from the commit. A
+    /// statement whose count must be checked, or whose refusal a caller
+    /// maps to a specific answer, is not deferred.
     /// `tally`: its changed rows count as webhook deliveries added.
     fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], tally: bool) -> StoreResult<Option<u64>> {
         let _ = tally;
@@ -101,10 +104,9 @@ pub struct Tx<'c> {
     /// A write unit: rows it reads in order to change them are locked.
     writing: bool,
     pub effects: Effects,
-    /// Conversations this write unit read (and, on PostgreSQL, holds
-    /// locked), with the scope it read them in: a message insert does not
-    /// lock again, and an update in the same scope cannot miss its row.
-    locked: Vec<(ConversationId, ConversationScope)>,
+    /// Conversations this unit holds locked (PostgreSQL), so a message
+    /// insert does not lock again.
+    locked: Vec<ConversationId>,
     /// Whether this unit holds the verification sends lock (PostgreSQL).
     sends_locked: bool,
 }

@@ -127,8 +127,8 @@ statements! {
     /// every kind).
     FAN_OUT[Int, Text, Text, Int](d) => format!(
         "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
-         SELECT ?1, w.id, e.id, ?4, ?4 FROM webhook_events e CROSS JOIN webhook_endpoints w
-         WHERE e.event_id = ?2 AND e.tenant_id = ?1
+         SELECT ?1, w.id, ev.id, ?4, ?4 FROM webhook_events ev CROSS JOIN webhook_endpoints w
+         WHERE ev.event_id = ?2 AND ev.tenant_id = ?1
            AND w.tenant_id = ?1 AND w.enabled = TRUE AND (w.events IS NULL OR {})",
         d.json_array_has("w.events", "?3")
     ),

@@ -154,3 +154,37 @@ async fn requests_succeed_after_every_connection_is_killed() {
     eprintln!("writes after the kill: {statuses:?}\nreads after: {reads:?}");
     assert!(statuses.iter().chain(&reads).all(|s| *s < 500), "requests failed after the connections were replaced");
 }
+
+/// A unit whose only statements are held back sends BEGIN, them and its
+/// COMMIT in one round trip. On a connection that died while idle the
+/// server refuses the BEGIN, so nothing of the unit ran: it is sent again
+/// on a new connection and succeeds, once.
+#[tokio::test]
+async fn a_deferred_only_unit_survives_a_dead_idle_connection() {
+    if backend() != "postgres" {
+        return;
+    }
+    let app = TestApp::with().var("PARLEY_DATABASE_POOL", "1").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let tenant = f.scope.tenant;
+    let dbname = app.database_url.rsplit('/').next().unwrap().to_owned();
+    let killed = std::process::Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "postgres", "-tAc"])
+        .arg(format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{dbname}' AND application_name = 'parley'"
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&killed.stdout).trim(), "1", "the pool's one connection was killed");
+    let event = parley_domain::events::OutboxEvent {
+        event_id: "evt_after_kill".into(),
+        kind: parley_domain::events::EventKind::ConversationClosed,
+        occurred_at: START,
+        payload: "{}".into(),
+    };
+    let written = app.db.write(move |tx| Ok(tx.insert_event(tenant, &event)?)).await;
+    assert!(written.is_ok(), "{written:?}");
+    let stored =
+        app.db.read(move |r| Ok(r.recent_events(tenant, 10)?.into_iter().filter(|e| e.event_id == "evt_after_kill").count())).await;
+    assert_eq!(stored.unwrap(), 1);
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 use parley_domain::DomainError;
 use parley_domain::events::{EventKind, OutboxEvent};
 use parley_domain::model::*;
-use parley_domain::store::{MessagePage, OutboxMessage, WriteTx};
+use parley_domain::store::{MessagePage, OutboxMessage, StoreResult, WriteTx};
 use parley_domain::verification::{ChallengeCount, ChallengeStatus, Method, NewChallenge};
 use parley_domain::webhooks::NewWebhook;
 
@@ -236,6 +236,11 @@ async fn tenant_reads_see_their_tenant_only() {
     app.db
         .read(move |r| {
             let t = a.tenant;
+            assert!(r.site(t, a.site1.site)?.is_some() && r.installation(t, a.installation1)?.is_some(), "own site and installation");
+            assert!(r.operator(t, a.agent)?.is_some() && r.operator_by_email(t, &a.agent_email)?.is_some(), "own operator");
+            assert!(r.webhook(t, a.webhook)?.is_some() && r.delivery(t, a.webhook, a.delivery)?.is_some(), "own endpoint and delivery");
+            assert!(r.recent_events(t, 10)?.iter().any(|e| e.event_id == "evt_acme"), "own event");
+            assert!(r.sandbox_outbox(t, 10)?.iter().any(|m| m.body == "acme"), "own outbox message");
             assert!(r.site(t, b.site1.site)?.is_none(), "site");
             assert!(r.sites(t)?.iter().all(|s| s.tenant_id == t), "sites");
             assert!(r.installation(t, b.installation1)?.is_none(), "installation");
@@ -266,102 +271,69 @@ async fn tenant_reads_see_their_tenant_only() {
         .unwrap();
 }
 
-/// A write unit tried on its own.
-type Attempt = Box<dyn FnOnce(&mut dyn WriteTx) -> Result<(), DomainError> + Send>;
+/// Runs one write in a unit of its own and returns its answer, `None`
+/// when it was refused. One write per unit: on PostgreSQL a refused
+/// statement aborts the rest of its transaction, which would hide what a
+/// later write in the same unit did.
+async fn attempt<T: Send + 'static>(app: &TestApp, op: impl FnOnce(&mut dyn WriteTx) -> StoreResult<T> + Send + 'static) -> Option<T> {
+    app.db.write(move |tx| Ok(op(tx).ok())).await.ok().flatten()
+}
 
 /// Writes outside their scope change nothing, whatever they answer.
 #[tokio::test]
 async fn writes_outside_their_scope_change_nothing() {
     let (app, a, b) = world().await;
-    let (a2, b2) = (a.clone(), b.clone());
-    // Each attempt in a unit of its own, so a refusal of one cannot hide
-    // the effect of another.
-    let attempts: Vec<Attempt> = vec![
-        Box::new({
-            let (a, b) = (a2.clone(), b2.clone());
-            move |tx| {
-                let profile = VisitorProfile { name: Some("Mallory".into()), ..Default::default() };
-                let _ = tx.update_visitor_profile(a.site1, b.visitor.id, &profile, START);
-                let _ = tx.update_visitor_profile(a.site2, a.visitor.id, &profile, START);
-                Ok(())
-            }
-        }),
-        Box::new({
-            let (a, b) = (a2.clone(), b2.clone());
-            move |tx| {
-                let mut c = b.conv1.clone();
-                c.status = ConversationStatus::Closed;
-                c.closed_at = Some(START);
-                assert!(tx.update_conversation(a.admin(), &c).is_err(), "another tenant's conversation");
-                let mut c = a.conv2.clone();
-                c.status = ConversationStatus::Closed;
-                c.closed_at = Some(START);
-                assert!(tx.update_conversation(a.agent(), &c).is_err(), "a site the agent is not a member of");
-                Ok(())
-            }
-        }),
-        Box::new({
-            let (a, b) = (a2.clone(), b2.clone());
-            move |tx| {
-                for (scope, c) in [(a.admin(), b.conv1.id), (a.agent(), a.conv2.id), (a.widget(a.site1), a.conv2.id)] {
-                    let m = NewMessage {
-                        conversation_id: c,
-                        sender: Sender { kind: SenderKind::System, name: None, operator_id: None },
-                        body: "intruder".into(),
-                        internal: false,
-                        created_at: START,
-                    };
-                    assert!(tx.insert_message(scope, &m).is_err(), "a message outside the scope");
-                }
-                Ok(())
-            }
-        }),
-        Box::new({
-            let (a, b) = (a2.clone(), b2.clone());
-            move |tx| {
-                let _ = tx.set_installation_enabled(a.tenant, b.installation1, false);
-                let _ = tx.set_heartbeat_status(a.site1, b.installation1, InstallationStatus::Stale);
-                let changes = OperatorChanges { name: Some("Mallory".into()), active: Some(false), ..Default::default() };
-                let _ = tx.update_operator(a.tenant, b.agent, &changes);
-                let _ = tx.revoke_operator_tokens(a.tenant, b.agent, START);
-                assert!(!tx.delete_webhook(a.tenant, b.webhook)?, "another tenant's endpoint is not deleted");
-                let _ = tx.rotate_webhook_secret(a.tenant, b.webhook, "whsec_mallory", START);
-                assert!(tx.redeliver(a.tenant, b.webhook, b.delivery, START)?.is_none(), "no redelivery");
-                assert!(tx.redeliver(a.tenant, a.webhook, b.delivery, START)?.is_none(), "no redelivery under one's own endpoint");
-                let _ = tx.pause_endpoint(
-                    a.tenant,
-                    b.webhook,
-                    parley_domain::webhooks::fairness::Pause { until: START.plus(Duration::from_secs(3600)), pauses: 1 },
-                );
-                Ok(())
-            }
-        }),
-        Box::new({
-            let (a, b) = (a2.clone(), b2.clone());
-            move |tx| {
-                let _ = tx.update_challenge(a.site1, b.challenge, ChallengeStatus::Verified, 0, Some(START));
-                let _ = tx.update_challenge(a.site2, a.challenge, ChallengeStatus::Verified, 0, Some(START));
-                let _ = tx.mark_verified(a.site1, b.visitor.id, b.conv1.id, Method::EmailOtp, "mallory@example.com", START);
-                let _ = tx.mark_verified(a.site2, a.visitor.id, a.conv1.id, Method::EmailOtp, "mallory@example.com", START);
-                let challenge = NewChallenge {
-                    conversation_id: b.conv1.id,
-                    visitor_id: b.visitor.id,
-                    method: Method::EmailOtp,
-                    target: "mallory@example.com".into(),
-                    code_salt: vec![0; 16],
-                    code_hash: vec![0; 32],
-                    created_at: START,
-                    expires_at: START.plus(Duration::from_secs(600)),
-                };
-                assert!(tx.insert_challenge(a.site1, &challenge).is_err(), "a challenge on another tenant's conversation");
-                Ok(())
-            }
-        }),
-    ];
-    for attempt in attempts {
-        // A refused write may fail the unit; what matters is what is left.
-        let _ = app.db.write(attempt).await;
+    let mallory = VisitorProfile { name: Some("Mallory".into()), ..Default::default() };
+    for (scope, visitor) in [(a.site1, b.visitor.id), (a.site2, a.visitor.id)] {
+        let profile = mallory.clone();
+        attempt(&app, move |tx| tx.update_visitor_profile(scope, visitor, &profile, START)).await;
     }
+    for (scope, c) in [(a.admin(), b.conv1.clone()), (a.agent(), a.conv2.clone()), (a.widget(a.site1), a.conv2.clone())] {
+        let mut closed = c.clone();
+        closed.status = ConversationStatus::Closed;
+        closed.closed_at = Some(START);
+        assert!(attempt(&app, move |tx| tx.update_conversation(scope, &closed)).await.is_none(), "closing {} is refused", c.public_id);
+        let m = NewMessage {
+            conversation_id: c.id,
+            sender: Sender { kind: SenderKind::System, name: None, operator_id: None },
+            body: "intruder".into(),
+            internal: false,
+            created_at: START,
+        };
+        assert!(attempt(&app, move |tx| tx.insert_message(scope, &m)).await.is_none(), "a message in {} is refused", c.public_id);
+    }
+    let (t, bi, bo, bw, bd, aw) = (a.tenant, b.installation1, b.agent, b.webhook, b.delivery, a.webhook);
+    attempt(&app, move |tx| tx.set_installation_enabled(t, bi, false)).await;
+    let site = a.site1;
+    attempt(&app, move |tx| tx.set_heartbeat_status(site, bi, InstallationStatus::Stale)).await;
+    attempt(&app, move |tx| {
+        tx.update_operator(t, bo, &OperatorChanges { name: Some("Mallory".into()), active: Some(false), ..Default::default() })
+    })
+    .await;
+    attempt(&app, move |tx| tx.revoke_operator_tokens(t, bo, START)).await;
+    assert_ne!(attempt(&app, move |tx| tx.delete_webhook(t, bw)).await, Some(true), "another tenant's endpoint is not deleted");
+    attempt(&app, move |tx| tx.rotate_webhook_secret(t, bw, "whsec_mallory", START)).await;
+    assert!(attempt(&app, move |tx| tx.redeliver(t, bw, bd, START)).await.flatten().is_none(), "no redelivery");
+    assert!(attempt(&app, move |tx| tx.redeliver(t, aw, bd, START)).await.flatten().is_none(), "no redelivery under one's own endpoint");
+    let pause = parley_domain::webhooks::fairness::Pause { until: START.plus(Duration::from_secs(3600)), pauses: 1 };
+    attempt(&app, move |tx| tx.pause_endpoint(t, bw, pause)).await;
+    for (scope, challenge) in [(a.site1, b.challenge), (a.site2, a.challenge)] {
+        attempt(&app, move |tx| tx.update_challenge(scope, challenge, ChallengeStatus::Verified, 0, Some(START))).await;
+    }
+    for (scope, visitor, conv) in [(a.site1, b.visitor.id, b.conv1.id), (a.site2, a.visitor.id, a.conv1.id)] {
+        attempt(&app, move |tx| tx.mark_verified(scope, visitor, conv, Method::EmailOtp, "mallory@example.com", START)).await;
+    }
+    let challenge = NewChallenge {
+        conversation_id: b.conv1.id,
+        visitor_id: b.visitor.id,
+        method: Method::EmailOtp,
+        target: "mallory@example.com".into(),
+        code_salt: vec![0; 16],
+        code_hash: vec![0; 32],
+        created_at: START,
+        expires_at: START.plus(Duration::from_secs(600)),
+    };
+    assert!(attempt(&app, move |tx| tx.insert_challenge(site, &challenge)).await.is_none(), "a challenge on another tenant's conversation");
 
     let (a, b) = (a.clone(), b.clone());
     app.db
