@@ -93,7 +93,9 @@ enum Answer {
     Rows(Vec<tokio_postgres::Row>),
 }
 
-type Pending<'a> = Pin<Box<dyn Future<Output = Result<Answer, tokio_postgres::Error>> + 'a>>;
+type Reply = Result<Answer, tokio_postgres::Error>;
+
+type Pending<'a> = Pin<Box<dyn Future<Output = Reply> + 'a>>;
 
 /// One connection with the statements it has prepared and the current
 /// transaction's held-back statements.
@@ -329,8 +331,8 @@ enum Slot {
 /// after it are then not polled at all (`None`), so nothing behind a
 /// failed statement, a COMMIT least of all, reaches the server. Returns
 /// the answers and how many requests were sent.
-async fn in_order<T, E>(mut futures: Vec<Pin<Box<dyn Future<Output = Result<T, E>> + '_>>>) -> (Vec<Option<Result<T, E>>>, usize) {
-    let mut answers: Vec<Option<Result<T, E>>> = futures.iter().map(|_| None).collect();
+async fn in_order(mut futures: Vec<Pending<'_>>) -> (Vec<Option<Reply>>, usize) {
+    let mut answers: Vec<Option<Reply>> = futures.iter().map(|_| None).collect();
     let mut sent = futures.len();
     let mut first = true;
     poll_fn(|cx| {
