@@ -2,6 +2,7 @@
 //! signals a commit sends, and closing.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -12,7 +13,37 @@ use crate::sql::Effects;
 
 /// Units waiting for a database thread. Past this the backend answers
 /// "unavailable" at once instead of queueing without limit.
-pub(crate) const QUEUE_BOUND: usize = 16_384;
+const QUEUE_BOUND: usize = 16_384;
+
+/// The sending end of a backend's unit queue. Closing drops it, after
+/// which the backend's threads finish what is queued and stop.
+pub(crate) struct Queue<T>(Mutex<Option<SyncSender<T>>>);
+
+impl<T> Queue<T> {
+    /// A queue and the receiving end for the backend's threads.
+    pub(crate) fn new() -> (Self, Receiver<T>) {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
+        (Self(Mutex::new(Some(sender))), receiver)
+    }
+
+    /// Queues a unit, or hands it back when the queue is full or closed.
+    pub(crate) fn send(&self, job: T) -> Result<(), T> {
+        let Some(sender) = self.0.lock().ok().and_then(|s| s.clone()) else { return Err(job) };
+        sender.try_send(job).map_err(|e| match e {
+            TrySendError::Full(job) => {
+                tracing::warn!("database queue full: refusing a unit");
+                job
+            }
+            TrySendError::Disconnected(job) => job,
+        })
+    }
+
+    pub(crate) fn close(&self) {
+        if let Ok(mut sender) = self.0.lock() {
+            sender.take();
+        }
+    }
+}
 
 /// What the rest of the program hears after a commit.
 #[derive(Default)]

@@ -35,7 +35,7 @@ use crate::sql::{Arg, Conn, Dialect, Row, Stmt, Ty};
 /// the only time there is anything for it to do.
 pub(super) struct Link {
     // Declared first: dropped before the runtime that drives it.
-    pub(super) client: Client,
+    client: Client,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -76,7 +76,7 @@ const SESSION: &str = "SET synchronous_commit TO on; SET plan_cache_mode TO forc
 struct Deferred {
     stmt: &'static Stmt,
     args: Vec<Owned>,
-    /// Its changed rows are webhook deliveries added (`PgConn::tally`).
+    /// Its changed rows are webhook deliveries added.
     counts_deliveries: bool,
 }
 
@@ -97,6 +97,17 @@ type Reply = Result<Answer, tokio_postgres::Error>;
 
 type Pending<'a> = Pin<Box<dyn Future<Output = Reply> + 'a>>;
 
+/// Where a connection's current transaction stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// None, or it ended.
+    Idle,
+    /// Begun by a unit, its BEGIN not sent yet.
+    Unsent(&'static str),
+    /// Something of it reached the server.
+    Open,
+}
+
 /// One connection with the statements it has prepared and the current
 /// transaction's held-back statements.
 pub(super) struct PgConn {
@@ -105,14 +116,11 @@ pub(super) struct PgConn {
     /// Prepared statements by the address of their `Stmt` (a static), so
     /// the lookup hashes a pointer, not the SQL text.
     prepared: HashMap<usize, Statement>,
-    /// The transaction's BEGIN, until it is sent.
-    begin: Option<&'static str>,
+    state: State,
     deferred: Vec<Deferred>,
-    /// Something of the current transaction has reached the server.
-    started: bool,
-    /// Rows changed by tallied deferred statements (webhook deliveries
-    /// created), known once they have run.
-    pub(super) tally: u64,
+    /// Webhook deliveries created by the transaction's deferred
+    /// statements, known once they have run.
+    pub(super) deliveries_added: u64,
     /// Set when a statement failed inside the current transaction: the
     /// database has aborted it, and a COMMIT would silently roll back.
     pub(super) failed: bool,
@@ -121,7 +129,7 @@ pub(super) struct PgConn {
 impl PgConn {
     pub(super) fn open(connector: Arc<Connector>) -> StoreResult<Self> {
         let link = Link::open(&connector)?;
-        Ok(Self { connector, link, prepared: HashMap::new(), begin: None, deferred: Vec::new(), started: false, tally: 0, failed: false })
+        Ok(Self { connector, link, prepared: HashMap::new(), state: State::Idle, deferred: Vec::new(), deliveries_added: 0, failed: false })
     }
 
     #[cfg(test)]
@@ -135,18 +143,17 @@ impl PgConn {
 
     /// Starts a transaction; its BEGIN goes with the first statement.
     pub(super) fn begin(&mut self, begin: &'static str) {
-        self.begin = Some(begin);
+        self.state = State::Unsent(begin);
         self.deferred.clear();
-        self.started = false;
-        self.tally = 0;
+        self.deliveries_added = 0;
         self.failed = false;
     }
 
     /// Sends what is held back and the COMMIT in one round trip. A unit
     /// that never reached the server and held nothing back sends nothing.
     pub(super) fn commit(&mut self) -> StoreResult<()> {
-        if !self.started && self.deferred.is_empty() {
-            self.begin = None;
+        if self.state != State::Open && self.deferred.is_empty() {
+            self.state = State::Idle;
             return Ok(());
         }
         self.trip(None, Some("COMMIT")).map(|_| ())
@@ -155,7 +162,7 @@ impl PgConn {
     /// Drops what is held back and ends the transaction if it started.
     pub(super) fn rollback(&mut self) {
         self.forget_pending();
-        if std::mem::take(&mut self.started)
+        if std::mem::replace(&mut self.state, State::Idle) == State::Open
             && let Err(e) = self.link.run(|c| c.batch_execute("ROLLBACK"))
         {
             tracing::warn!(error = %e, "could not roll back a transaction");
@@ -184,7 +191,7 @@ impl PgConn {
     fn trip(&mut self, last: Option<(&'static Stmt, &[Arg<'_>], Ask)>, end: Option<&'static str>) -> StoreResult<Answer> {
         let mut outcome = self.prepare_and_send(last, end);
         let replayable = |f: &Failure| connection_lost(&f.error) && (end.is_none() || f.before_work);
-        if !self.started && matches!(&outcome, Err(f) if replayable(f)) {
+        if self.state != State::Open && matches!(&outcome, Err(f) if replayable(f)) {
             outcome = match self.reconnect() {
                 Ok(()) => self.prepare_and_send(last, end),
                 Err(e) => {
@@ -197,7 +204,7 @@ impl PgConn {
         self.forget_pending();
         // A COMMIT that reached the server ended the transaction, whatever
         // it answered (in an aborted transaction it answers ROLLBACK).
-        self.started = end.is_none() || !sent_end;
+        self.state = if end.is_none() || !sent_end { State::Open } else { State::Idle };
         match outcome {
             Ok(answer) => Ok(answer),
             Err(Failure { error: e, end_sent: true, .. }) if end.is_some() && e.code().is_none() => {
@@ -211,8 +218,11 @@ impl PgConn {
         }
     }
 
+    /// Drops the unsent BEGIN and the held-back statements.
     fn forget_pending(&mut self) {
-        self.begin = None;
+        if let State::Unsent(_) = self.state {
+            self.state = State::Idle;
+        }
         self.deferred.clear();
     }
 
@@ -255,7 +265,7 @@ impl PgConn {
         let last_params: Vec<&(dyn ToSql + Sync)> =
             last.as_ref().map(|(_, args, _)| args.iter().map(|a| a as &(dyn ToSql + Sync)).collect()).unwrap_or_default();
         let mut slots: Vec<(Slot, Pending<'_>)> = Vec::with_capacity(statements.len() + 3);
-        if let Some(begin) = self.begin {
+        if let State::Unsent(begin) = self.state {
             slots.push((Slot::Begin, Box::pin(async move { client.batch_execute(begin).await.map(|()| Answer::Done) })));
         }
         for ((statement, params), d) in statements.iter().zip(&deferred_params).zip(&self.deferred) {
@@ -293,7 +303,7 @@ impl PgConn {
                 _ => {}
             }
         }
-        self.tally += deliveries;
+        self.deliveries_added += deliveries;
         Ok(answer)
     }
 }
@@ -461,8 +471,8 @@ impl Conn for PgConn {
         }
     }
 
-    fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], tally: bool) -> StoreResult<Option<u64>> {
-        self.deferred.push(Deferred { stmt, args: args.iter().map(Owned::of).collect(), counts_deliveries: tally });
+    fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], counts_deliveries: bool) -> StoreResult<Option<u64>> {
+        self.deferred.push(Deferred { stmt, args: args.iter().map(Owned::of).collect(), counts_deliveries });
         Ok(None)
     }
 

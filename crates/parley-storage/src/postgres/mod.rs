@@ -28,14 +28,14 @@ mod tls;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
 use parley_domain::store::{Backend, Database, ReadJob, StoreError, WriteJob};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::OpenError;
-use crate::backend::{QUEUE_BOUND, Signals, Threads, closed};
+use crate::backend::{Queue, Signals, Threads, closed};
 use crate::sql::Tx;
 use conn::PgConn;
 use error::map;
@@ -60,7 +60,7 @@ impl Connector {
 
 struct PgBackend {
     signals: Arc<Signals>,
-    jobs: Mutex<Option<SyncSender<Job>>>,
+    jobs: Queue<Job>,
     threads: Threads,
 }
 
@@ -94,7 +94,7 @@ fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
         tracing::info!(?applied, "applied database migrations");
     }
     let signals = Arc::new(Signals::default());
-    let (sender, receiver) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
+    let (jobs, receiver) = Queue::new();
     let receiver = Arc::new(Mutex::new(receiver));
     let mut threads = Vec::new();
     for n in 0..pool.max(1) {
@@ -105,7 +105,7 @@ fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
             .map_err(|e| OpenError::Postgres(e.to_string()))?;
         threads.push(thread);
     }
-    let backend = PgBackend { signals, jobs: Mutex::new(Some(sender)), threads: Threads::new(threads) };
+    let backend = PgBackend { signals, jobs, threads: Threads::new(threads) };
     Ok(Database::new(Arc::new(backend)))
 }
 
@@ -175,27 +175,10 @@ fn write(c: &mut PgConn, job: WriteJob, signals: &Signals) {
         }
     };
     if result.is_ok() && outcome.keep {
-        effects.deliveries_added += c.tally;
+        effects.deliveries_added += c.deliveries_added;
         signals.after_commit(effects);
     }
     (outcome.on_commit)(result);
-}
-
-impl PgBackend {
-    fn send(&self, job: Job) -> Result<(), Job> {
-        let sender = self.jobs.lock().ok().and_then(|s| s.clone());
-        match sender {
-            Some(sender) => match sender.try_send(job) {
-                Ok(()) => Ok(()),
-                Err(TrySendError::Full(job)) => {
-                    tracing::warn!("database queue full: refusing a unit");
-                    Err(job)
-                }
-                Err(TrySendError::Disconnected(job)) => Err(job),
-            },
-            None => Err(job),
-        }
-    }
 }
 
 impl Backend for PgBackend {
@@ -206,7 +189,7 @@ impl Backend for PgBackend {
     fn submit_read(&self, job: ReadJob) {
         if self.threads.is_closed() {
             job(Err(closed()));
-        } else if let Err(Job::Read(job)) = self.send(Job::Read(job)) {
+        } else if let Err(Job::Read(job)) = self.jobs.send(Job::Read(job)) {
             job(Err(StoreError::Unavailable("the database queue is full".into())));
         }
     }
@@ -214,7 +197,7 @@ impl Backend for PgBackend {
     fn submit_write(&self, job: WriteJob) {
         // A unit that cannot be queued is dropped, which answers its
         // caller "database unavailable"; nothing was written.
-        let _ = self.send(Job::Write(job));
+        let _ = self.jobs.send(Job::Write(job));
     }
 
     fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
@@ -227,9 +210,7 @@ impl Backend for PgBackend {
 
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
-            if let Ok(mut jobs) = self.jobs.lock() {
-                jobs.take();
-            }
+            self.jobs.close();
             self.threads.close().await;
         })
     }

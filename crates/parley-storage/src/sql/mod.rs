@@ -53,9 +53,9 @@ pub trait Conn {
     /// a `Duplicate` there as that statement's own) or from the commit. A
     /// statement whose count must be checked, or whose refusal a caller
     /// maps to a specific answer, is not deferred.
-    /// `tally`: its changed rows count as webhook deliveries added.
-    fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], tally: bool) -> StoreResult<Option<u64>> {
-        let _ = tally;
+    /// `counts_deliveries`: its changed rows are webhook deliveries added.
+    fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], counts_deliveries: bool) -> StoreResult<Option<u64>> {
+        let _ = counts_deliveries; // counted by `Tx::defer` from the answer
         self.execute(stmt, args).map(Some)
     }
     /// Prepares a statement without running it (the tests' check of every
@@ -162,11 +162,13 @@ impl<'c> Tx<'c> {
     }
 
     /// A write whose answer the unit does not need (see `Conn::defer`);
-    /// with `tally`, the rows it changed are webhook deliveries added.
-    fn later(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], tally: bool) -> StoreResult<()> {
+    /// with `counts_deliveries`, the rows it changed are webhook
+    /// deliveries added (a backend that holds it back counts them itself,
+    /// once they have run).
+    fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], counts_deliveries: bool) -> StoreResult<()> {
         stmt.check(args)?;
-        if let Some(n) = self.conn.defer(stmt, args, tally)?
-            && tally
+        if let Some(n) = self.conn.defer(stmt, args, counts_deliveries)?
+            && counts_deliveries
         {
             self.effects.deliveries_added += n;
         }

@@ -291,8 +291,8 @@ impl WebhooksWrite for Tx<'_> {
     fn insert_event(&mut self, tenant: TenantId, e: &OutboxEvent) -> StoreResult<()> {
         // Neither needs an answer: the fan-out finds the event by its
         // public id, so both can go with the unit's next round trip.
-        self.later(&INSERT_EVENT, args![&e.event_id, tenant, e.kind.as_str(), &e.payload, e.occurred_at], false)?;
-        self.later(&FAN_OUT, args![tenant, &e.event_id, e.kind.as_str(), e.occurred_at], true)
+        self.defer(&INSERT_EVENT, args![&e.event_id, tenant, e.kind.as_str(), &e.payload, e.occurred_at], false)?;
+        self.defer(&FAN_OUT, args![tenant, &e.event_id, e.kind.as_str(), e.occurred_at], true)
     }
 
     fn insert_webhook(&mut self, tenant: TenantId, w: &NewWebhook) -> StoreResult<Webhook> {

@@ -21,13 +21,12 @@ mod writer;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::mpsc::{SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use parley_domain::store::{Backend, Database, ReadJob, WriteJob};
 
 use crate::OpenError;
-use crate::backend::{QUEUE_BOUND, Signals, Threads, closed};
+use crate::backend::{Queue, Signals, Threads, closed};
 
 #[derive(Clone, Debug)]
 pub struct SqliteOptions {
@@ -48,7 +47,7 @@ impl Default for SqliteOptions {
 
 struct SqliteBackend {
     signals: Arc<Signals>,
-    writes: Mutex<Option<SyncSender<WriteJob>>>,
+    writes: Queue<WriteJob>,
     readers: readers::Readers,
     threads: Threads,
 }
@@ -75,15 +74,10 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
         tracing::info!(?applied, path = %path.display(), "applied database migrations");
     }
     let signals = Arc::new(Signals::default());
-    let (write_tx, write_rx) = std::sync::mpsc::sync_channel(QUEUE_BOUND);
+    let (writes, write_rx) = Queue::new();
     let writer = writer::spawn(conn, write_rx, options.max_batch.max(1), Arc::clone(&signals)).map_err(|e| io(&path, e))?;
     let read_conns = (0..options.readers.max(1)).map(|_| connection::open_reader(&path)).collect::<Result<Vec<_>, _>>()?;
-    let backend = SqliteBackend {
-        signals,
-        writes: Mutex::new(Some(write_tx)),
-        readers: readers::Readers::new(read_conns),
-        threads: Threads::new(vec![writer]),
-    };
+    let backend = SqliteBackend { signals, writes, readers: readers::Readers::new(read_conns), threads: Threads::new(vec![writer]) };
     Ok(Database::new(Arc::new(backend)))
 }
 
@@ -111,15 +105,10 @@ impl Backend for SqliteBackend {
     }
 
     fn submit_write(&self, job: WriteJob) {
-        let sender = self.writes.lock().ok().and_then(|s| s.clone());
         // A job that cannot be queued (closed, or the queue is full) is
         // dropped, which drops its reply channel: the caller sees
         // "database unavailable" and nothing was written.
-        if let Some(sender) = sender
-            && let Err(TrySendError::Full(_)) = sender.try_send(job)
-        {
-            tracing::warn!("write queue full: refusing a write");
-        }
+        let _ = self.writes.send(job);
     }
 
     fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
@@ -132,9 +121,7 @@ impl Backend for SqliteBackend {
 
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
-            if let Ok(mut w) = self.writes.lock() {
-                w.take();
-            }
+            self.writes.close();
             self.threads.close().await;
         })
     }

@@ -318,3 +318,13 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
+
+/// An event with nothing in it but its id, for the storage tests.
+pub fn event(id: &str) -> parley_domain::events::OutboxEvent {
+    parley_domain::events::OutboxEvent {
+        event_id: id.into(),
+        kind: parley_domain::events::EventKind::ConversationClosed,
+        occurred_at: START,
+        payload: "{}".into(),
+    }
+}

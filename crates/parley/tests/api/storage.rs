@@ -98,13 +98,7 @@ async fn a_rolled_back_change_emits_nothing() {
     let result: Result<(), _> = app
         .db
         .write(move |tx| {
-            let event = parley_domain::events::OutboxEvent {
-                event_id: "evt_rolled_back".into(),
-                kind: parley_domain::events::EventKind::ConversationClosed,
-                occurred_at: START,
-                payload: "{}".into(),
-            };
-            tx.insert_event(tenant, &event)?;
+            tx.insert_event(tenant, &event("evt_rolled_back"))?;
             Err(DomainError::Conflict("changed my mind"))
         })
         .await;
@@ -112,15 +106,6 @@ async fn a_rolled_back_change_emits_nothing() {
     assert!(app.events("acme").await.is_empty(), "no event");
     let (_, health) = app.get("/health").await;
     assert_eq!(health["checks"]["webhooks"]["pending"], 0, "no delivery");
-}
-
-fn event(id: &str) -> parley_domain::events::OutboxEvent {
-    parley_domain::events::OutboxEvent {
-        event_id: id.into(),
-        kind: parley_domain::events::EventKind::ConversationClosed,
-        occurred_at: START,
-        payload: "{}".into(),
-    }
 }
 
 /// A write the unit does not wait for (PostgreSQL sends it with the next

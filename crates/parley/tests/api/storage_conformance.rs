@@ -12,7 +12,6 @@
 use std::time::Duration;
 
 use parley_domain::DomainError;
-use parley_domain::events::{EventKind, OutboxEvent};
 use parley_domain::model::*;
 use parley_domain::store::{MessagePage, OutboxMessage, StoreResult, WriteTx};
 use parley_domain::verification::{ChallengeCount, ChallengeStatus, Method, NewChallenge};
@@ -123,15 +122,7 @@ async fn side(app: &TestApp, slug: &str) -> Side {
                     created_at: START,
                 },
             )?;
-            tx.insert_event(
-                tenant,
-                &OutboxEvent {
-                    event_id: format!("evt_{slug}"),
-                    kind: EventKind::ConversationClosed,
-                    occurred_at: START,
-                    payload: "{}".into(),
-                },
-            )?;
+            tx.insert_event(tenant, &event(&format!("evt_{slug}")))?;
             tx.insert_outbox_message(
                 tenant,
                 &OutboxMessage {
