@@ -1,10 +1,11 @@
 -- The statements of one widget message post on PostgreSQL, as Parley sends
 -- them (see crates/parley-storage/src/sql/conversations.rs and webhooks.rs),
 -- for the pgbench reference of `scripts/bench --postgres`. The conversation
--- is picked by id instead of its public id, the event payload is a text of
--- the usual size (pgbench would read the colons of a JSON literal as its
--- variables); everything else is the same work.
-\set cid random(1, 512)
+-- is picked by id (up to `conversations`, the highest id, which
+-- scripts/bench passes) instead of its public id, and the event payload is
+-- a text of the usual size (pgbench would read the colons of a JSON literal
+-- as its variables); everything else is the same work.
+\set cid random(1, :conversations)
 \set ev random(1, 9000000000000000000)
 BEGIN;
 SELECT c.id AS c_id, c.public_id AS c_public_id, c.tenant_id AS c_tenant_id, c.site_id AS c_site_id,
