@@ -62,6 +62,7 @@ pub struct SweeperCheck {
 pub struct HealthReport {
     pub status: Status,
     pub checked_at: Timestamp,
+    pub instance: Arc<str>,
     pub database: DatabaseCheck,
     /// Absent when the database cannot be read.
     pub webhooks: Option<WebhookCheck>,
@@ -74,6 +75,8 @@ pub struct HealthSettings {
     pub sweep_interval: Duration,
     /// `PARLEY_HEALTH_QUEUE_MAX_AGE`: longer delivery lag degrades.
     pub queue_max_age: Duration,
+    /// This instance's name: behind a load balancer, which one answered.
+    pub instance: Arc<str>,
 }
 
 #[derive(Clone)]
@@ -124,6 +127,7 @@ impl HealthService {
                 return HealthReport {
                     status: Status::Down,
                     checked_at: now,
+                    instance: Arc::clone(&self.settings.instance),
                     database: DatabaseCheck { status: Status::Down, backend, latency_ms },
                     webhooks: None,
                     sweeper: None,
@@ -151,6 +155,7 @@ impl HealthService {
         HealthReport {
             status,
             checked_at: now,
+            instance: Arc::clone(&self.settings.instance),
             database: DatabaseCheck { status: Status::Ok, backend, latency_ms },
             webhooks: Some(webhooks),
             sweeper: Some(sweeper),

@@ -28,6 +28,12 @@ use crate::model::{ConversationId, InstallationId};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ClientKey(IpAddr);
 
+impl std::fmt::Display for ClientKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 impl From<IpAddr> for ClientKey {
     fn from(ip: IpAddr) -> Self {
         match ip.to_canonical() {

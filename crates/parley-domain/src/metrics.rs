@@ -5,6 +5,7 @@
 //! are kept as things happen; the two gauges are read from storage when
 //! the metrics are scraped.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, RwLock};
@@ -70,8 +71,11 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn new(db: Database) -> Self {
-        let mut registry = Registry::with_prefix("parley");
+    /// Every series carries `instance`, so figures scraped from several
+    /// instances behind one load balancer stay apart.
+    pub fn new(db: Database, instance: &str) -> Self {
+        let label = (Cow::Borrowed("instance"), Cow::Owned(instance.to_owned()));
+        let mut registry = Registry::with_prefix_and_labels("parley", std::iter::once(label));
         let requests = Family::<RequestLabels, Counter>::default();
         let latency = Family::<RequestLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
         let messages = Family::<Labels, Counter>::default();

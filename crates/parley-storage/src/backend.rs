@@ -65,6 +65,11 @@ impl Signals {
         }
     }
 
+    /// Called when another instance says it committed such changes.
+    pub(crate) fn after_remote(&self, deliveries_added: bool, installations_changed: bool) {
+        self.after_commit(Effects { deliveries_added: u64::from(deliveries_added), installations_changed });
+    }
+
     pub(crate) fn deliveries(&self) -> Arc<Notify> {
         Arc::clone(&self.deliveries)
     }

@@ -2,10 +2,16 @@
 //! the automation pass (stale installations, idle conversations, records
 //! past their retention) and the housekeeping that keeps in-memory limits
 //! bounded.
+//!
+//! Several instances may share a database; the automation pass runs in
+//! one of them at a time (`Database::lead`), the others skip their turn.
+//! Should two passes ever overlap, their units still change each row once:
+//! they lock what they change and skip what another unit holds.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use parley_domain::Database;
 use parley_domain::auth::AuthService;
 use parley_domain::automation::Automation;
 use parley_domain::limits::RateLimits;
@@ -14,8 +20,12 @@ use parley_domain::verification::service::VerificationService;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+/// The task name instances agree on (see `Database::lead`).
+const SWEEPER: &str = "sweeper";
+
 /// What the sweeper works on.
 pub struct Sweeper {
+    pub db: Database,
     pub automation: Automation,
     pub limits: Arc<RateLimits>,
     pub auth: AuthService,
@@ -47,6 +57,25 @@ impl Sweeper {
     }
 
     async fn pass(&self) {
+        self.automate().await;
+        self.limits.shrink();
+        self.auth.shrink().await;
+        self.verification.shrink();
+    }
+
+    /// The automation pass, if no other instance is running it.
+    async fn automate(&self) {
+        let _lead = match self.db.lead(SWEEPER).await {
+            Ok(Some(lead)) => lead,
+            Ok(None) => {
+                tracing::debug!("another instance is sweeping; skipping this pass");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot tell whether another instance is sweeping; skipping this pass");
+                return;
+            }
+        };
         match self.automation.sweep().await {
             Ok(report) => {
                 self.metrics.sweep_completed();
@@ -62,8 +91,5 @@ impl Sweeper {
             }
             Err(e) => tracing::error!(error = %e, "sweep failed"),
         }
-        self.limits.shrink();
-        self.auth.shrink();
-        self.verification.shrink();
     }
 }

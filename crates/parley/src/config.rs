@@ -32,6 +32,9 @@ pub struct Config {
     /// Base address used in links and the embed snippet; defaults to the
     /// listening address.
     pub public_url: Option<Url>,
+    /// This instance's name in `/health` and the metrics
+    /// (`PARLEY_INSTANCE`); by default the host name and listening port.
+    pub instance: Option<String>,
     pub smtp_url: Option<String>,
     pub mail_from: Option<String>,
     pub sms_gateway_url: Option<Url>,
@@ -82,6 +85,7 @@ const KNOWN: &[&str] = &[
     "PARLEY_DATABASE_POOL",
     "PARLEY_DEMO_DATABASE_URL",
     "PARLEY_PUBLIC_URL",
+    "PARLEY_INSTANCE",
     "PARLEY_SMTP_URL",
     "PARLEY_MAIL_FROM",
     "PARLEY_SMS_GATEWAY_URL",
@@ -235,6 +239,10 @@ impl Config {
             _ => Err(format!("{s:?} is not a number from 1 to 1000")),
         });
         let public_url = r.get("PARLEY_PUBLIC_URL", None, |s| http_url(s).map(Some));
+        let instance = r.get("PARLEY_INSTANCE", None, |s| {
+            let fits = (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
+            if fits { Ok(Some(s.to_owned())) } else { Err("must be 1 to 64 letters, digits, '.', '_', ':' or '-'".into()) }
+        });
         let smtp_url = r.get("PARLEY_SMTP_URL", None, |s| {
             let url = Url::parse(s).map_err(|_| "is not a URL such as smtp://user:pass@host:587".to_owned())?;
             match url.scheme() {
@@ -357,6 +365,7 @@ impl Config {
             database_pool,
             demo_database_url,
             public_url,
+            instance,
             smtp_url,
             mail_from,
             sms_gateway_url,

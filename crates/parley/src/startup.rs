@@ -110,7 +110,8 @@ impl Application {
 
         // The demo's own webhook receiver lives on this machine.
         let allow_private = config.webhook_allow_private || mode == Mode::Demo;
-        let metrics = Metrics::new(db.clone());
+        let instance: Arc<str> = config.instance.clone().unwrap_or_else(|| format!("{}:{}", host_name(), local_addr.port())).into();
+        let metrics = Metrics::new(db.clone(), &instance);
         let limits = Arc::new(RateLimits::new(&config.rate_limits));
         let auth = AuthService::new(db.clone(), Arc::clone(&clock), config.mobile_token_ttl, &config.rate_limits);
         let widget = WidgetService::new(
@@ -139,6 +140,7 @@ impl Application {
         let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery, metrics.clone())
             .map_err(|e| StartError::WebhookClient(e.to_string()))?;
         let sweeper = Sweeper {
+            db: db.clone(),
             automation: Automation::new(
                 db.clone(),
                 Arc::clone(&clock),
@@ -161,7 +163,11 @@ impl Application {
             health: HealthService::new(
                 db.clone(),
                 Arc::clone(&clock),
-                HealthSettings { sweep_interval: config.sweep_interval, queue_max_age: config.health_queue_max_age },
+                HealthSettings {
+                    sweep_interval: config.sweep_interval,
+                    queue_max_age: config.health_queue_max_age,
+                    instance: Arc::clone(&instance),
+                },
             ),
             auth,
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
@@ -277,4 +283,14 @@ fn channels(config: &Config, mode: Mode, db: &Database, clock: &Arc<dyn Clock>) 
         None => outbox.map(|o| o as Arc<dyn SmsSender>),
     };
     Ok(Channels { email, sms })
+}
+
+/// The machine's name, for the default instance name.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "parley".to_owned())
 }

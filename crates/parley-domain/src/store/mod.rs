@@ -16,7 +16,9 @@
 //! changes tenant data takes a [`SiteScope`] or a [`TenantId`], and backends
 //! put it in the `WHERE` clause.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
@@ -121,6 +123,34 @@ pub trait Backend: Send + Sync + 'static {
     /// installation token resolves to (an installation enabled or disabled,
     /// …), so cached resolutions know when they are stale.
     fn installations_generation(&self) -> u64;
+    /// Makes this instance the one that runs `task`, if no other instance
+    /// sharing the database is running it: `None` when one is. The
+    /// returned guard gives the task up when dropped.
+    fn lead(&self, task: &'static str) -> Pin<Box<dyn Future<Output = StoreResult<Option<Lead>>> + Send + '_>>;
+}
+
+/// The right to run a task that runs in one instance at a time, given up
+/// when dropped.
+pub struct Lead(Option<Box<dyn FnOnce() + Send>>);
+
+impl Lead {
+    /// A lead nothing else could contest (one process owns the database).
+    pub fn sole() -> Self {
+        Self(None)
+    }
+
+    /// A lead that runs `release` when dropped.
+    pub fn until_dropped(release: impl FnOnce() + Send + 'static) -> Self {
+        Self(Some(Box::new(release)))
+    }
+}
+
+impl Drop for Lead {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.take() {
+            release();
+        }
+    }
 }
 
 /// The handle the rest of the program holds: cheap to clone, typed results.
@@ -195,6 +225,11 @@ impl Database {
 
     pub fn installations_generation(&self) -> u64 {
         self.backend.installations_generation()
+    }
+
+    /// See [`Backend::lead`].
+    pub async fn lead(&self, task: &'static str) -> Result<Option<Lead>, DomainError> {
+        Ok(self.backend.lead(task).await?)
     }
 }
 

@@ -26,12 +26,14 @@ pub trait TenancyRead {
     fn site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>>;
     fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>>;
     fn installation(&mut self, tenant: TenantId, id: InstallationId) -> StoreResult<Option<Installation>>;
-    /// Healthy installations whose last heartbeat is older than
-    /// `cutoff`, across all tenants (for the sweeper).
-    fn stale_candidates(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<InstallationContext>>;
 }
 
 pub trait TenancyWrite: TenancyRead {
+    /// Healthy installations whose last heartbeat is older than
+    /// `cutoff`, across all tenants (for the sweeper), locked until the
+    /// commit. Rows another unit holds are skipped: it is changing them,
+    /// and two sweeping instances never take the same row.
+    fn stale_candidates(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<InstallationContext>>;
     fn insert_tenant(&mut self, tenant: &NewTenant) -> StoreResult<Tenant>;
     fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
     fn insert_installation(&mut self, scope: SiteScope, installation: &NewInstallation) -> StoreResult<Installation>;
@@ -96,12 +98,15 @@ pub trait ConversationsRead {
     ) -> StoreResult<Option<(Conversation, Vec<Message>)>>;
     /// Conversations not closed, across all tenants (for metrics).
     fn count_open_conversations(&mut self) -> StoreResult<u64>;
-    /// Open conversations without a message since `cutoff`, across all
-    /// tenants (for the sweeper), with their tenants.
-    fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>>;
 }
 
 pub trait ConversationsWrite: ConversationsRead {
+    /// Open conversations without a message since `cutoff`, across all
+    /// tenants (for the sweeper), with their tenants, locked until the
+    /// commit. A conversation another unit holds is skipped: it is taking
+    /// a message, so it is not idle, and two sweeping instances never
+    /// close the same one.
+    fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>>;
     fn insert_visitor(&mut self, scope: SiteScope, visitor: &NewVisitor) -> StoreResult<Visitor>;
     fn update_visitor_profile(&mut self, scope: SiteScope, id: VisitorId, profile: &VisitorProfile, at: Timestamp) -> StoreResult<()>;
     fn insert_conversation(&mut self, scope: SiteScope, conversation: &NewConversation) -> StoreResult<Conversation>;
@@ -192,6 +197,10 @@ pub trait WebhooksWrite: WebhooksRead {
     fn rotate_webhook_secret(&mut self, tenant: TenantId, id: WebhookId, secret: &str, previous_expires_at: Timestamp) -> StoreResult<()>;
     /// A new pending delivery of the same event to the same endpoint.
     fn redeliver(&mut self, tenant: TenantId, endpoint: WebhookId, delivery: DeliveryId, at: Timestamp) -> StoreResult<Option<DeliveryId>>;
+    /// `due_deliveries`, with the deliveries locked until the commit and
+    /// those another instance is claiming skipped, so claimers never wait
+    /// for one another and never both take a delivery.
+    fn claimable_deliveries(&mut self, now: Timestamp, per_endpoint: u32) -> StoreResult<Vec<DueDelivery>>;
     /// Leases the chosen deliveries until `lease_until`, those still due
     /// and unleased at `now`, and returns them ready to send. A delivery
     /// whose lease ran out (its worker died) is due again.
@@ -209,6 +218,25 @@ pub trait WebhooksWrite: WebhooksRead {
     /// before `created_before` (and are not out with a worker at `now`);
     /// returns how many.
     fn expire_deliveries(&mut self, created_before: Timestamp, now: Timestamp, limit: u32) -> StoreResult<usize>;
+}
+
+/// Failed sign-ins, counted in the database so that every instance
+/// sharing it counts the same ones. A key is an email or a client address.
+/// Write-only: counting happens in the unit that goes on to record.
+pub trait LoginsWrite {
+    /// When `key` failed since `since`, oldest first, at most `limit`
+    /// times. On PostgreSQL the units that count wait for one another
+    /// until their commits, so two sign-ins cannot both slip under a
+    /// limit.
+    fn login_failures(&mut self, key: &str, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>>;
+    /// Counts a failure (or reserves one for a check still running).
+    fn insert_login_failure(&mut self, key: &str, at: Timestamp) -> StoreResult<LoginFailureId>;
+    /// Takes one back: the check it stood for did not fail.
+    fn delete_login_failure(&mut self, id: LoginFailureId) -> StoreResult<()>;
+    /// Forgets every failure of `key` (a successful sign-in).
+    fn clear_login_failures(&mut self, key: &str) -> StoreResult<()>;
+    /// Removes up to `limit` failures older than `cutoff`; returns how many.
+    fn prune_login_failures(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<usize>;
 }
 
 /// Service-wide state and retention.
@@ -230,6 +258,12 @@ pub trait ReadTx: TenancyRead + OperatorsRead + ConversationsRead + Verification
 impl<T> ReadTx for T where T: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + SystemRead {}
 
 /// Every operation: what a write unit receives.
-pub trait WriteTx: ReadTx + TenancyWrite + OperatorsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + SystemWrite {}
+pub trait WriteTx:
+    ReadTx + TenancyWrite + OperatorsWrite + LoginsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + SystemWrite
+{
+}
 
-impl<T> WriteTx for T where T: ReadTx + TenancyWrite + OperatorsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + SystemWrite {}
+impl<T> WriteTx for T where
+    T: ReadTx + TenancyWrite + OperatorsWrite + LoginsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + SystemWrite
+{
+}

@@ -30,6 +30,10 @@ struct AppView {
     #[schema(example = "parley")]
     name: &'static str,
     version: &'static str,
+    /// The instance that answered (`PARLEY_INSTANCE`, by default the host
+    /// name and listening port).
+    #[schema(example = "web-1:8080")]
+    instance: String,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -82,7 +86,7 @@ impl From<HealthReport> for HealthReportView {
         Self {
             status: r.status.as_str(),
             checked_at: crate::views::at(r.checked_at),
-            app: AppView { name: "parley", version: env!("CARGO_PKG_VERSION") },
+            app: AppView { name: "parley", version: env!("CARGO_PKG_VERSION"), instance: r.instance.to_string() },
             checks: ChecksView {
                 database: DatabaseCheckView {
                     status: r.database.status.as_str(),

@@ -165,7 +165,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temporary folder");
         let url = format!("sqlite://{}/panic.sqlite3", dir.path().display());
         let db = parley_storage::open(&url, Default::default()).await.expect("database");
-        let metrics = Metrics::new(db.clone());
+        let metrics = Metrics::new(db.clone(), "test");
         let options =
             RouterOptions { metrics: MetricsAccess::Hidden, body_timeout: Duration::from_secs(5), public_url: "http://127.0.0.1".into() };
         async fn boom() -> StatusCode {

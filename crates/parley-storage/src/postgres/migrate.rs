@@ -6,7 +6,10 @@ use postgres::Client;
 
 use crate::OpenError;
 
-const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("../../migrations/postgres/0001_initial.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("../../migrations/postgres/0001_initial.sql")),
+    (2, include_str!("../../migrations/postgres/0002_login_failures.sql")),
+];
 
 /// Changes with the migrations' text: names the test template database.
 #[cfg(any(test, feature = "testing"))]

@@ -22,6 +22,7 @@
 
 mod conn;
 mod error;
+mod instances;
 pub(crate) mod migrate;
 mod target;
 mod tls;
@@ -31,13 +32,14 @@ use std::pin::Pin;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
-use parley_domain::store::{Backend, Database, ReadJob, StoreError, WriteJob};
+use parley_domain::store::{Backend, Database, Lead, ReadJob, StoreError, StoreResult, WriteJob};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::OpenError;
 use crate::backend::{Queue, Signals, Threads, closed};
 use crate::sql::Tx;
 use conn::PgConn;
+use instances::{Instances, Outgoing};
 use error::map;
 
 enum Job {
@@ -62,6 +64,7 @@ struct PgBackend {
     signals: Arc<Signals>,
     jobs: Queue<Job>,
     threads: Threads,
+    instances: Instances,
 }
 
 fn connector(url: &str) -> Result<Connector, OpenError> {
@@ -71,7 +74,17 @@ fn connector(url: &str) -> Result<Connector, OpenError> {
 }
 
 pub(crate) async fn open(url: String, pool: usize) -> Result<Database, OpenError> {
-    tokio::task::spawn_blocking(move || open_blocking(&url, pool)).await.map_err(|e| OpenError::Postgres(e.to_string()))?
+    let connector = Arc::new(connector(&url)?);
+    let (signals, outgoing) = (Arc::new(Signals::default()), Arc::new(Outgoing::default()));
+    let opened = {
+        let (connector, signals, outgoing) = (Arc::clone(&connector), Arc::clone(&signals), Arc::clone(&outgoing));
+        tokio::task::spawn_blocking(move || open_blocking(&connector, pool, signals, outgoing))
+            .await
+            .map_err(|e| OpenError::Postgres(e.to_string()))??
+    };
+    let (jobs, threads) = opened;
+    let instances = Instances::start(connector, Arc::clone(&signals), outgoing);
+    Ok(Database::new(Arc::new(PgBackend { signals, jobs, threads, instances })))
 }
 
 pub(crate) async fn migrate_only(url: String) -> Result<Vec<u32>, OpenError> {
@@ -87,31 +100,35 @@ pub(crate) fn prepare_all(url: &str) -> Result<usize, String> {
     crate::sql::prepare_every(&mut conn)
 }
 
-fn open_blocking(url: &str, pool: usize) -> Result<Database, OpenError> {
-    let connector = Arc::new(connector(url)?);
+/// Migrates and starts the pool's threads.
+fn open_blocking(
+    connector: &Arc<Connector>,
+    pool: usize,
+    signals: Arc<Signals>,
+    outgoing: Arc<Outgoing>,
+) -> Result<(Queue<Job>, Threads), OpenError> {
     let applied = migrate::apply(&mut connector.blocking()?)?;
     if !applied.is_empty() {
         tracing::info!(?applied, "applied database migrations");
     }
-    let signals = Arc::new(Signals::default());
     let (jobs, receiver) = Queue::new();
     let receiver = Arc::new(Mutex::new(receiver));
     let mut threads = Vec::new();
     for n in 0..pool.max(1) {
-        let (connector, receiver, signals) = (Arc::clone(&connector), Arc::clone(&receiver), Arc::clone(&signals));
+        let (connector, receiver) = (Arc::clone(connector), Arc::clone(&receiver));
+        let (signals, outgoing) = (Arc::clone(&signals), Arc::clone(&outgoing));
         let thread = std::thread::Builder::new()
             .name(format!("postgres-{n}"))
-            .spawn(move || work(&connector, &receiver, &signals))
+            .spawn(move || work(&connector, &receiver, &signals, &outgoing))
             .map_err(|e| OpenError::Postgres(e.to_string()))?;
         threads.push(thread);
     }
-    let backend = PgBackend { signals, jobs, threads: Threads::new(threads) };
-    Ok(Database::new(Arc::new(backend)))
+    Ok((jobs, Threads::new(threads)))
 }
 
 /// One connection's thread: takes units until the queue is closed and
 /// empty, (re)connecting when it has no live connection.
-fn work(connector: &Arc<Connector>, jobs: &Mutex<Receiver<Job>>, signals: &Signals) {
+fn work(connector: &Arc<Connector>, jobs: &Mutex<Receiver<Job>>, signals: &Signals, outgoing: &Outgoing) {
     let mut conn: Option<PgConn> = None;
     loop {
         let job = {
@@ -143,16 +160,23 @@ fn work(connector: &Arc<Connector>, jobs: &Mutex<Receiver<Job>>, signals: &Signa
                     c.rollback();
                 }
             }
-            Job::Write(job) => write(c, job, signals),
+            Job::Write(job) => write(c, job, signals, outgoing),
         }
     }
+}
+
+/// The advisory lock that stands for `task`: a stable hash of its name
+/// (FNV-1a), so every instance and version agrees on it.
+fn lock_key(task: &str) -> i64 {
+    let hash = task.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+    i64::from_ne_bytes(hash.to_ne_bytes())
 }
 
 /// A read unit sees one snapshot, as on SQLite: a list and its count, a
 /// delivery and its attempts agree with each other.
 const READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
-fn write(c: &mut PgConn, job: WriteJob, signals: &Signals) {
+fn write(c: &mut PgConn, job: WriteJob, signals: &Signals, outgoing: &Outgoing) {
     c.begin("BEGIN");
     let mut tx = Tx::write(c);
     let outcome = job(&mut tx);
@@ -176,6 +200,7 @@ fn write(c: &mut PgConn, job: WriteJob, signals: &Signals) {
     };
     if result.is_ok() && outcome.keep {
         effects.deliveries_added += c.deliveries_added;
+        outgoing.after_commit(&effects);
         signals.after_commit(effects);
     }
     (outcome.on_commit)(result);
@@ -208,10 +233,22 @@ impl Backend for PgBackend {
         self.signals.installations_generation()
     }
 
+    fn lead(&self, task: &'static str) -> Pin<Box<dyn Future<Output = StoreResult<Option<Lead>>> + Send + '_>> {
+        Box::pin(async move {
+            let key = lock_key(task);
+            if !self.instances.try_lock(key).await? {
+                return Ok(None);
+            }
+            let unlocker = self.instances.unlocker();
+            Ok(Some(Lead::until_dropped(move || unlocker.unlock(key))))
+        })
+    }
+
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
             self.jobs.close();
             self.threads.close().await;
+            self.instances.stop().await;
         })
     }
 }
@@ -272,6 +309,6 @@ mod tests {
         let applied: Vec<Vec<u32>> = threads.into_iter().map(|t| t.join().unwrap().expect("migrated")).collect();
         assert_eq!(applied.iter().filter(|a| !a.is_empty()).count(), 1, "one start applied them: {applied:?}");
         let versions: i64 = admin.query_one("SELECT COUNT(*) FROM parley_migrations", &[]).unwrap().get(0);
-        assert_eq!(versions, 1);
+        assert_eq!(versions, i64::try_from(applied.concat().len()).unwrap(), "each version recorded once");
     }
 }

@@ -147,4 +147,4 @@ macro_rules! id_args {
     )*};
 }
 
-id_args!(TenantId, SiteId, InstallationId, VisitorId, ConversationId, MessageId, OperatorId, WebhookId, DeliveryId, ChallengeId, TokenId);
+id_args!(TenantId, SiteId, InstallationId, VisitorId, ConversationId, MessageId, OperatorId, WebhookId, DeliveryId, ChallengeId, TokenId, LoginFailureId);

@@ -187,10 +187,10 @@ statements! {
     POLL_AFTER[Int, Int, Int, Bool, Text, Bool, Int, Int](_) => poll("ASC"),
     POLL_LATEST[Int, Int, Int, Bool, Text, Bool, Int, Int](_) => poll("DESC"),
     COUNT_OPEN_CONVERSATIONS[](_) => "SELECT COUNT(*) AS n FROM conversations WHERE status <> 'closed'".into(),
-    IDLE_CONVERSATIONS[Int, Int](_) => format!(
+    IDLE_CONVERSATIONS[Int, Int](d) => d.claim(format!(
         "SELECT {CONVERSATION_COLS}, {TENANT_COLS} FROM conversations c JOIN tenants t ON t.id = c.tenant_id
          WHERE c.status <> 'closed' AND c.last_message_at < ?1 ORDER BY c.last_message_at LIMIT ?2"
-    ),
+    ), "c"),
     INSERT_VISITOR[Int, Int, Text, Text, Text, Text, Text, Int](_) => "INSERT INTO visitors
          (tenant_id, site_id, uuid, name, email, phone, last_url, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
@@ -302,9 +302,6 @@ impl ConversationsRead for Tx<'_> {
         self.count(&COUNT_OPEN_CONVERSATIONS, args![])
     }
 
-    fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>> {
-        self.all(&IDLE_CONVERSATIONS, args![cutoff, limit], |r| Ok((tenant(r)?, conversation(r)?)))
-    }
 }
 
 impl Tx<'_> {
@@ -325,6 +322,14 @@ impl Tx<'_> {
 }
 
 impl ConversationsWrite for Tx<'_> {
+    fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>> {
+        let found = self.all(&IDLE_CONVERSATIONS, args![cutoff, limit], |r| Ok((tenant(r)?, conversation(r)?)))?;
+        for (_, c) in &found {
+            self.note_locked(c.id);
+        }
+        Ok(found)
+    }
+
     fn insert_visitor(&mut self, scope: SiteScope, v: &NewVisitor) -> StoreResult<Visitor> {
         let p = &v.profile;
         let inserted = self.one(

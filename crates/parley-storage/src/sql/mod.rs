@@ -19,6 +19,7 @@ mod row;
 mod stmt;
 
 mod conversations;
+mod logins;
 mod operators;
 mod system;
 mod tenancy;
@@ -65,7 +66,7 @@ pub trait Conn {
 
 /// Every statement of every aggregate.
 pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
-    [conversations::ALL, operators::ALL, system::ALL, tenancy::ALL, verification::ALL, webhooks::ALL].into_iter().flatten().copied()
+    [conversations::ALL, logins::ALL, operators::ALL, system::ALL, tenancy::ALL, verification::ALL, webhooks::ALL].into_iter().flatten().copied()
 }
 
 /// Prepares every statement on `conn`; returns how many there are.
@@ -109,15 +110,17 @@ pub struct Tx<'c> {
     locked: Vec<ConversationId>,
     /// Whether this unit holds the verification sends lock (PostgreSQL).
     sends_locked: bool,
+    /// Whether this unit holds the sign-in counts lock (PostgreSQL).
+    logins_locked: bool,
 }
 
 impl<'c> Tx<'c> {
     pub fn read(conn: &'c mut dyn Conn) -> Self {
-        Self { conn, writing: false, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
+        Self { conn, writing: false, effects: Effects::default(), locked: Vec::new(), sends_locked: false, logins_locked: false }
     }
 
     pub fn write(conn: &'c mut dyn Conn) -> Self {
-        Self { conn, writing: true, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
+        Self { conn, writing: true, effects: Effects::default(), locked: Vec::new(), sends_locked: false, logins_locked: false }
     }
 
     fn dialect(&self) -> Dialect {

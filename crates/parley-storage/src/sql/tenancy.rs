@@ -68,11 +68,11 @@ const CONTEXT_FROM: &str = "FROM installations i
 
 statements! {
     INSTALLATION_BY_TOKEN[Text](_) => format!("SELECT {TENANT_COLS}, {SITE_COLS}, {INSTALLATION_COLS} {CONTEXT_FROM} WHERE i.token = ?1"),
-    STALE_CANDIDATES[Int, Int](_) => format!(
+    STALE_CANDIDATES[Int, Int](d) => d.claim(format!(
         "SELECT {TENANT_COLS}, {SITE_COLS}, {INSTALLATION_COLS} {CONTEXT_FROM}
          WHERE i.heartbeat_status = 'healthy' AND i.last_seen_at < ?1
          ORDER BY i.last_seen_at LIMIT ?2"
-    ),
+    ), "i"),
     TENANT_BY_SLUG[Text](_) => format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.slug = ?1"),
     TENANT[Int](_) => format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.id = ?1"),
     SITES[Int](_) => format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = ?1 ORDER BY s.id"),
@@ -124,12 +124,13 @@ impl TenancyRead for Tx<'_> {
         self.one(&INSTALLATION, args![tenant, id], installation)
     }
 
-    fn stale_candidates(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<InstallationContext>> {
-        self.all(&STALE_CANDIDATES, args![cutoff, limit], context)
-    }
 }
 
 impl TenancyWrite for Tx<'_> {
+    fn stale_candidates(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<InstallationContext>> {
+        self.all(&STALE_CANDIDATES, args![cutoff, limit], context)
+    }
+
     fn insert_tenant(&mut self, t: &NewTenant) -> StoreResult<Tenant> {
         let id = self.insert(&INSERT_TENANT, args![&t.slug, &t.name, t.created_at])?;
         Ok(Tenant { id: TenantId(id), slug: t.slug.clone(), name: t.name.clone(), created_at: t.created_at })

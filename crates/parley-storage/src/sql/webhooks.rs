@@ -41,6 +41,15 @@ fn webhook(r: &dyn Row) -> StoreResult<Webhook> {
     })
 }
 
+fn due_delivery(r: &dyn Row) -> StoreResult<DueDelivery> {
+    Ok(DueDelivery {
+        id: DeliveryId(r.i64("id")?),
+        tenant_id: TenantId(r.i64("tenant_id")?),
+        endpoint_id: WebhookId(r.i64("endpoint_id")?),
+        endpoint_failures: r.u32("failure_streak")?,
+    })
+}
+
 const DELIVERY_COLS: &str = "d.id AS d_id, d.endpoint_id AS d_endpoint_id, ev.event_id AS ev_event_id, ev.kind AS ev_kind, \
      d.status AS d_status, d.next_attempt_at AS d_next_attempt_at, d.last_error AS d_last_error, \
      d.created_at AS d_created_at, d.finished_at AS d_finished_at";
@@ -61,6 +70,18 @@ fn delivery(r: &dyn Row) -> StoreResult<Delivery> {
         finished_at: r.opt_ts("d_finished_at")?,
         attempts: Vec::new(),
     })
+}
+
+fn due_deliveries() -> String {
+    "SELECT d.id, d.tenant_id, d.endpoint_id, w.failure_streak
+         FROM webhook_endpoints w CROSS JOIN webhook_deliveries d
+         WHERE d.id IN (
+             SELECT d2.id FROM webhook_deliveries d2
+             WHERE d2.endpoint_id = w.id AND d2.tenant_id = w.tenant_id AND d2.status = 'pending'
+               AND d2.next_attempt_at <= ?1 AND (d2.lease_until IS NULL OR d2.lease_until <= ?1)
+             ORDER BY d2.next_attempt_at, d2.id LIMIT ?2)
+           AND w.enabled = TRUE AND (w.paused_until IS NULL OR w.paused_until <= ?1)
+         ORDER BY d.next_attempt_at, d.id".into()
 }
 
 statements! {
@@ -111,15 +132,9 @@ statements! {
     /// endpoints as SQLite's outer loop: left to choose, it scans every
     /// delivery and runs the subquery for each, which made a claim cost
     /// the whole backlog.
-    DUE_DELIVERIES[Int, Int](_) => "SELECT d.id, d.tenant_id, d.endpoint_id, w.failure_streak
-         FROM webhook_endpoints w CROSS JOIN webhook_deliveries d
-         WHERE d.id IN (
-             SELECT d2.id FROM webhook_deliveries d2
-             WHERE d2.endpoint_id = w.id AND d2.tenant_id = w.tenant_id AND d2.status = 'pending'
-               AND d2.next_attempt_at <= ?1 AND (d2.lease_until IS NULL OR d2.lease_until <= ?1)
-             ORDER BY d2.next_attempt_at, d2.id LIMIT ?2)
-           AND w.enabled = TRUE AND (w.paused_until IS NULL OR w.paused_until <= ?1)
-         ORDER BY d.next_attempt_at, d.id".into(),
+    DUE_DELIVERIES[Int, Int](_) => due_deliveries(),
+    /// The same, locked for a claim (see `Dialect::claim`).
+    CLAIMABLE_DELIVERIES[Int, Int](d) => d.claim(due_deliveries(), "d"),
     INSERT_EVENT[Text, Int, Text, Text, Int](_) => "INSERT INTO webhook_events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)".into(),
     /// A delivery of the event (by its public id) for every enabled
@@ -276,14 +291,7 @@ impl WebhooksRead for Tx<'_> {
     }
 
     fn due_deliveries(&mut self, now: Timestamp, per_endpoint: u32) -> StoreResult<Vec<DueDelivery>> {
-        self.all(&DUE_DELIVERIES, args![now, per_endpoint], |r| {
-            Ok(DueDelivery {
-                id: DeliveryId(r.i64("id")?),
-                tenant_id: TenantId(r.i64("tenant_id")?),
-                endpoint_id: WebhookId(r.i64("endpoint_id")?),
-                endpoint_failures: r.u32("failure_streak")?,
-            })
-        })
+        self.all(&DUE_DELIVERIES, args![now, per_endpoint], due_delivery)
     }
 }
 
@@ -335,6 +343,10 @@ impl WebhooksWrite for Tx<'_> {
             self.effects.deliveries_added += 1;
         }
         Ok(id.map(DeliveryId))
+    }
+
+    fn claimable_deliveries(&mut self, now: Timestamp, per_endpoint: u32) -> StoreResult<Vec<DueDelivery>> {
+        self.all(&CLAIMABLE_DELIVERIES, args![now, per_endpoint], due_delivery)
     }
 
     fn lease_deliveries(&mut self, ids: &[DeliveryId], now: Timestamp, lease_until: Timestamp) -> StoreResult<Vec<ClaimedDelivery>> {

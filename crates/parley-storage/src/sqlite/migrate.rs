@@ -15,6 +15,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("../../migrations/sqlite/0005_hardening.sql")),
     (6, include_str!("../../migrations/sqlite/0006_portable.sql")),
     (7, include_str!("../../migrations/sqlite/0007_indexes.sql")),
+    (8, include_str!("../../migrations/sqlite/0008_login_failures.sql")),
 ];
 
 pub(super) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use parley_domain::store::{Backend, Database, ReadJob, WriteJob};
+use parley_domain::store::{Backend, Database, Lead, ReadJob, StoreResult, WriteJob};
 
 use crate::OpenError;
 use crate::backend::{Queue, Signals, Threads, closed};
@@ -117,6 +117,12 @@ impl Backend for SqliteBackend {
 
     fn installations_generation(&self) -> u64 {
         self.signals.installations_generation()
+    }
+
+    /// One process owns an SQLite database (several instances need
+    /// PostgreSQL), so it always leads.
+    fn lead(&self, _task: &'static str) -> Pin<Box<dyn Future<Output = StoreResult<Option<Lead>>> + Send + '_>> {
+        Box::pin(async { Ok(Some(Lead::sole())) })
     }
 
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {

@@ -116,7 +116,7 @@ impl WebhookWorker {
         let claimed = self
             .db
             .write(move |tx| {
-                let due = tx.due_deliveries(now, per_endpoint)?;
+                let due = tx.claimable_deliveries(now, per_endpoint)?;
                 let chosen = fairness::pick(&due, &snapshot, free, slots);
                 let waiting = due.len() > chosen.len();
                 Ok((tx.lease_deliveries(&chosen, now, lease_until)?, waiting))

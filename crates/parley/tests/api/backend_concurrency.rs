@@ -160,7 +160,7 @@ async fn a_deferred_only_unit_survives_a_dead_idle_connection() {
     let app = TestApp::with().var("PARLEY_DATABASE_POOL", "1").start().await;
     let f = app.fixture("acme", &[]).await;
     let tenant = f.scope.tenant;
-    assert_eq!(kill_connections(&app), "1", "the pool's one connection was killed");
+    assert_eq!(kill_connections(&app), "2", "the pool's one connection and the instance listener were killed");
     let written = app.db.write(move |tx| Ok(tx.insert_event(tenant, &event("evt_after_kill"))?)).await;
     assert!(written.is_ok(), "{written:?}");
     let stored =

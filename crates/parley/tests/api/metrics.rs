@@ -5,9 +5,42 @@ use serde_json::json;
 
 use crate::helpers::*;
 
-/// The value of the first sample line that starts with `prefix`.
+/// The value of the first sample line that starts with `prefix` once its
+/// `instance` label (on every line) is left out.
 fn sample(text: &str, prefix: &str) -> f64 {
-    text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+    text.lines()
+        .map(without_instance)
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+fn without_instance(line: &str) -> String {
+    let Some(start) = line.find("{instance=\"") else { return line.to_owned() };
+    let value_end = line[start + 11..].find('"').map_or(line.len(), |i| start + 11 + i + 1);
+    let rest = &line[value_end..];
+    match rest.strip_prefix(',') {
+        Some(more) => format!("{}{{{more}", &line[..start]),
+        None => format!("{}{}", &line[..start], rest.strip_prefix('}').unwrap_or(rest)),
+    }
+}
+
+/// Every sample names the instance that counted it.
+#[tokio::test]
+async fn every_sample_names_its_instance() {
+    let named = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).var("PARLEY_INSTANCE", "web-2").start().await;
+    let text = scrape(&named, &named.base).await;
+    let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
+    assert!(!samples.is_empty());
+    for line in samples {
+        assert!(line.contains("{instance=\"web-2\""), "{line}");
+    }
+    // Unnamed, an instance is its host and port: distinct per process.
+    let default = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
+    let port = default.base.rsplit(':').next().unwrap().to_owned();
+    let text = scrape(&default, &default.base).await;
+    let line = text.lines().find(|l| l.starts_with("parley_sweeps_total")).expect("sweeps");
+    assert!(line.contains(&format!(":{port}\"}}")), "{line}");
 }
 
 /// The token the tests that scrape the main address configure.

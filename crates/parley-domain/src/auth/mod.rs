@@ -4,10 +4,14 @@
 //! `invalid_credentials`, after the same Argon2id work (a dummy hash stands
 //! in for a missing operator), so neither the body nor the timing tells
 //! whether an email is registered. Failures are counted per email and per
-//! client address; past the limit every attempt is refused with a retry
+//! client address, in the database so that they hold across instances
+//! (`failures`); past the limit every attempt is refused with a retry
 //! time, whatever its password. Every attempt costs a password check, so
 //! attempts are also limited per address whatever their outcome, and an
-//! address gets one check at a time.
+//! address gets one check at a time: those two protect this instance's
+//! CPU and memory, so each instance keeps them itself.
+
+mod failures;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -17,6 +21,7 @@ use tokio::sync::Semaphore;
 use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::limits::{ClientKey, OnePerKey, RateLimitSettings, SlidingWindow};
+use failures::LoginFailures;
 use crate::model::{Operator, Session};
 use crate::password;
 use crate::store::Database;
@@ -40,8 +45,7 @@ pub struct AuthService {
     clock: Arc<dyn Clock>,
     tenancy: Tenancy,
     token_ttl: Duration,
-    by_email: Arc<SlidingWindow<String>>,
-    by_address: Arc<SlidingWindow<ClientKey>>,
+    failures: LoginFailures,
     /// Every attempt per address, successful ones included.
     attempts_by_address: Arc<SlidingWindow<ClientKey>>,
     /// One password check at a time per address.
@@ -67,12 +71,11 @@ impl AuthService {
     pub fn new(db: Database, clock: Arc<dyn Clock>, token_ttl: Duration, limits: &RateLimitSettings) -> Self {
         let tenancy = Tenancy::new(db.clone(), Arc::clone(&clock));
         Self {
-            db,
+            db: db.clone(),
             clock,
             tenancy,
             token_ttl,
-            by_email: Arc::new(SlidingWindow::new(limits.login_failures_per_email)),
-            by_address: Arc::new(SlidingWindow::new(limits.login_failures_per_address)),
+            failures: LoginFailures::new(db.clone(), limits.login_failures_per_email, limits.login_failures_per_address),
             attempts_by_address: Arc::new(SlidingWindow::new(limits.logins_per_address)),
             checking: Arc::new(OnePerKey::default()),
             hashing: Arc::new(Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()).max(2))),
@@ -84,24 +87,20 @@ impl AuthService {
         let _turn = self.checking.turn(&client)?;
         self.attempts_by_address.reserve(&client, now)?;
         let email_key = crate::validate::email_key(&input.email);
-        self.by_email.reserve(&email_key, now)?;
-        if let Err(limited) = self.by_address.reserve(&client, now) {
-            self.by_email.forget(&email_key, now);
-            return Err(limited);
-        }
+        let reserved = self.failures.reserve(&email_key, client, now).await?;
         let result = self.check_password(&input.email, input.password).await;
         let operator = match result {
             Ok(Some(op)) => op,
             // A wrong password keeps both reservations as failures.
             Ok(None) => return Err(DomainError::InvalidCredentials),
             Err(e) => {
-                self.by_email.forget(&email_key, now);
-                self.by_address.forget(&client, now);
+                if let Err(undone) = self.failures.abandoned(reserved).await {
+                    tracing::warn!(error = %undone, "could not take back a sign-in's reserved failures");
+                }
                 return Err(e);
             }
         };
-        self.by_email.clear(&email_key);
-        self.by_address.forget(&client, now);
+        self.failures.succeeded(reserved).await?;
 
         let token = self.tenancy.issue_operator_token(&operator, input.device_name, self.token_ttl).await?;
         let session = self.session(&token).await?;
@@ -155,11 +154,13 @@ impl AuthService {
         self.db.write(move |tx| Ok(tx.revoke_token(tenant, token_id, now)?)).await
     }
 
-    /// Forgets failures that have left their window; called by the sweeper.
-    pub fn shrink(&self) {
+    /// Forgets attempts and failures that have left their windows;
+    /// called by the sweeper.
+    pub async fn shrink(&self) {
         let now = self.clock.now();
-        self.by_email.shrink(now);
-        self.by_address.shrink(now);
         self.attempts_by_address.shrink(now);
+        if let Err(e) = self.failures.prune(now).await {
+            tracing::warn!(error = %e, "could not prune old sign-in failures");
+        }
     }
 }

@@ -1,0 +1,242 @@
+//! What instances sharing one PostgreSQL database tell each other.
+//!
+//! Each instance keeps one extra connection, outside the pool, that
+//! LISTENs on a channel. After a local commit that added webhook
+//! deliveries (or changed installations) it NOTIFYs the others, so their
+//! delivery workers wake at once and their token caches drop what is
+//! stale; what it hears from them it turns into the same local signals a
+//! commit of its own sends. Notifications are sent from here, after the
+//! commit, rather than inside each transaction: a NOTIFY in a transaction
+//! serialises every commit that carries one, and a post would pay for it.
+//! They are coalesced, at most one per kind every `GAP`.
+//!
+//! A notification is only a hint. Whatever it wakes reads the database
+//! itself, and the delivery worker polls anyway, so one lost while this
+//! connection is down delays work and never loses it; after reconnecting
+//! every signal fires once, for what may have been missed.
+//!
+//! The same connection holds the session advisory locks that elect one
+//! instance for work that must run in one place at a time (the sweeper).
+//! A lock ends with the connection, so a killed instance hands its work on
+//! at once. Work run under it must still be safe if two instances ever
+//! overlap (the connection dropped mid-pass and another took the lock):
+//! the sweeper's units lock and re-check the rows they change.
+
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parley_domain::store::{StoreError, StoreResult};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_postgres::{AsyncMessage, Client};
+
+use super::Connector;
+use super::error::map;
+use crate::backend::Signals;
+use crate::sql::Effects;
+
+/// The channel every instance of an installation listens on.
+const CHANNEL: &str = "parley_instances";
+/// At most one notification of a kind per gap.
+const GAP: Duration = Duration::from_millis(20);
+/// How long to wait before connecting again after the connection failed.
+const RETRY: Duration = Duration::from_secs(1);
+
+const DELIVERIES: &str = "deliveries";
+const INSTALLATIONS: &str = "installations";
+
+/// What a pool thread tells this instance's listener after a commit.
+#[derive(Default)]
+pub(crate) struct Outgoing {
+    deliveries: AtomicBool,
+    installations: AtomicBool,
+    wake: Notify,
+}
+
+impl Outgoing {
+    /// Called once a commit that includes `effects` is durable.
+    pub(crate) fn after_commit(&self, effects: &Effects) {
+        if effects.deliveries_added > 0 {
+            self.deliveries.store(true, Ordering::Release);
+            self.wake.notify_one();
+        }
+        if effects.installations_changed {
+            self.installations.store(true, Ordering::Release);
+            self.wake.notify_one();
+        }
+    }
+}
+
+enum Request {
+    TryLock(i64, oneshot::Sender<StoreResult<bool>>),
+    Unlock(i64),
+    Stop,
+}
+
+pub(crate) struct Unlocker(mpsc::UnboundedSender<Request>);
+
+impl Unlocker {
+    /// Releases the session lock `key` (a lost connection already has).
+    pub(crate) fn unlock(&self, key: i64) {
+        let _ = self.0.send(Request::Unlock(key));
+    }
+}
+
+/// The handle the backend keeps.
+pub(crate) struct Instances {
+    requests: mpsc::UnboundedSender<Request>,
+    task: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Instances {
+    /// Starts the listener on the current runtime.
+    pub(crate) fn start(connector: Arc<Connector>, signals: Arc<Signals>, outgoing: Arc<Outgoing>) -> Self {
+        let (requests, receiver) = mpsc::unbounded_channel();
+        let me = instance_tag();
+        let task = tokio::spawn(listen(connector, signals, outgoing, receiver, me));
+        Self { requests, task: std::sync::Mutex::new(Some(task)) }
+    }
+
+    /// Takes the session lock `key` if no instance holds it.
+    pub(crate) async fn try_lock(&self, key: i64) -> StoreResult<bool> {
+        let (tx, rx) = oneshot::channel();
+        self.requests.send(Request::TryLock(key, tx)).map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())?
+    }
+
+    /// What releases a lock taken here, from wherever it is dropped.
+    pub(crate) fn unlocker(&self) -> Unlocker {
+        Unlocker(self.requests.clone())
+    }
+
+    /// Stops listening; the connection, and any lock it held, ends.
+    pub(crate) async fn stop(&self) {
+        let _ = self.requests.send(Request::Stop);
+        let task = self.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+    }
+}
+
+fn stopped() -> StoreError {
+    StoreError::Unavailable("the instance listener has stopped".into())
+}
+
+/// A tag for this process's notifications, so it can ignore its own.
+fn instance_tag() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{}-{nanos:x}", std::process::id())
+}
+
+/// Connects, listens and serves requests until stopped, connecting again
+/// whenever the connection fails.
+async fn listen(
+    connector: Arc<Connector>,
+    signals: Arc<Signals>,
+    outgoing: Arc<Outgoing>,
+    mut requests: mpsc::UnboundedReceiver<Request>,
+    me: String,
+) {
+    loop {
+        match session(&connector, &signals, &outgoing, &mut requests, &me).await {
+            Ok(()) => return,
+            Err(e) => tracing::warn!(error = %e, "lost the PostgreSQL listener connection; other instances' wake-ups wait for the poll"),
+        }
+        // While disconnected, lock requests are answered at once.
+        let retry = tokio::time::sleep(RETRY);
+        tokio::pin!(retry);
+        loop {
+            tokio::select! {
+                _ = &mut retry => break,
+                request = requests.recv() => match request {
+                    None | Some(Request::Stop) => return,
+                    Some(Request::TryLock(_, reply)) => { let _ = reply.send(Err(StoreError::Unavailable("no listener connection".into()))); }
+                    Some(Request::Unlock(_)) => {}
+                },
+            }
+        }
+    }
+}
+
+/// One connection's life: `Ok` when asked to stop, `Err` when it failed.
+async fn session(
+    connector: &Connector,
+    signals: &Signals,
+    outgoing: &Outgoing,
+    requests: &mut mpsc::UnboundedReceiver<Request>,
+    me: &str,
+) -> StoreResult<()> {
+    let (client, mut connection) = connector.config.connect(connector.tls.clone()).await.map_err(map)?;
+    let (heard, mut notifications) = mpsc::unbounded_channel::<String>();
+    let driver = tokio::spawn(async move {
+        while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
+            match message {
+                Ok(AsyncMessage::Notification(n)) => {
+                    if heard.send(n.payload().to_owned()).is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "the PostgreSQL listener connection ended");
+                    return;
+                }
+            }
+        }
+    });
+    let result = serve(&client, signals, outgoing, requests, &mut notifications, me).await;
+    drop(client);
+    driver.abort();
+    result
+}
+
+async fn serve(
+    client: &Client,
+    signals: &Signals,
+    outgoing: &Outgoing,
+    requests: &mut mpsc::UnboundedReceiver<Request>,
+    notifications: &mut mpsc::UnboundedReceiver<String>,
+    me: &str,
+) -> StoreResult<()> {
+    client.batch_execute(&format!("LISTEN {CHANNEL}")).await.map_err(map)?;
+    // What others said while nobody listened is lost: act as if they had
+    // said everything.
+    signals.after_remote(true, true);
+    loop {
+        tokio::select! {
+            request = requests.recv() => match request {
+                None | Some(Request::Stop) => return Ok(()),
+                Some(Request::TryLock(key, reply)) => {
+                    let taken = client.query_one("SELECT pg_try_advisory_lock($1) AS taken", &[&key]).await;
+                    let failed = taken.is_err();
+                    let _ = reply.send(taken.map(|row| row.get::<_, bool>("taken")).map_err(map));
+                    if failed && client.is_closed() {
+                        return Err(StoreError::Unavailable("connection closed".into()));
+                    }
+                }
+                Some(Request::Unlock(key)) => {
+                    client.query_one("SELECT pg_advisory_unlock($1) AS released", &[&key]).await.map_err(map)?;
+                }
+            },
+            payload = notifications.recv() => {
+                let Some(payload) = payload else { return Err(StoreError::Unavailable("connection closed".into())) };
+                let (kind, from) = payload.split_once(' ').unwrap_or((payload.as_str(), ""));
+                if from != me {
+                    signals.after_remote(kind == DELIVERIES, kind == INSTALLATIONS);
+                }
+            }
+            _ = outgoing.wake.notified() => {
+                for (flag, kind) in [(&outgoing.deliveries, DELIVERIES), (&outgoing.installations, INSTALLATIONS)] {
+                    if flag.swap(false, Ordering::AcqRel) {
+                        let payload = format!("{kind} {me}");
+                        client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload]).await.map_err(map)?;
+                    }
+                }
+                tokio::time::sleep(GAP).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Failed sign-ins.
+
+use parley_domain::Timestamp;
+use parley_domain::model::LoginFailureId;
+use parley_domain::store::StoreResult;
+use parley_domain::store::ops::LoginsWrite;
+
+use super::{Tx, args, statements};
+
+/// The number of the lock that sign-in counts hold (any number that is
+/// this statement's alone).
+const LOGINS_LOCK: i64 = 0x7061_726c_656c;
+
+statements! {
+    LOCK_LOGINS[Int](d) => d.transaction_lock().into(),
+    FAILURES[Text, Int, Int](_) => "SELECT at FROM login_failures WHERE key = ?1 AND at > ?2 ORDER BY at LIMIT ?3".into(),
+    INSERT_FAILURE[Text, Int](_) => "INSERT INTO login_failures (key, at) VALUES (?1, ?2) RETURNING id".into(),
+    DELETE_FAILURE[Int](_) => "DELETE FROM login_failures WHERE id = ?1".into(),
+    CLEAR_FAILURES[Text](_) => "DELETE FROM login_failures WHERE key = ?1".into(),
+    PRUNE_FAILURES[Int, Int](_) => "DELETE FROM login_failures WHERE id IN (SELECT id FROM login_failures WHERE at < ?1 ORDER BY at LIMIT ?2)".into(),
+}
+
+impl LoginsWrite for Tx<'_> {
+    fn login_failures(&mut self, key: &str, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>> {
+        // Sign-ins are few and each costs a password check: one lock for
+        // all of them is simpler than one per key, and never contended.
+        if self.dialect().locks_rows() && !self.logins_locked {
+            self.one(&LOCK_LOGINS, args![LOGINS_LOCK], |_| Ok(()))?;
+            self.logins_locked = true;
+        }
+        self.all(&FAILURES, args![key, since, limit], |r| r.ts("at"))
+    }
+
+    fn insert_login_failure(&mut self, key: &str, at: Timestamp) -> StoreResult<LoginFailureId> {
+        Ok(LoginFailureId(self.insert(&INSERT_FAILURE, args![key, at])?))
+    }
+
+    fn delete_login_failure(&mut self, id: LoginFailureId) -> StoreResult<()> {
+        self.exec(&DELETE_FAILURE, args![id])?;
+        Ok(())
+    }
+
+    fn clear_login_failures(&mut self, key: &str) -> StoreResult<()> {
+        self.exec(&CLEAR_FAILURES, args![key])?;
+        Ok(())
+    }
+
+    fn prune_login_failures(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<usize> {
+        self.exec(&PRUNE_FAILURES, args![cutoff, limit])
+    }
+}
