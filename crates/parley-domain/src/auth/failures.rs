@@ -116,7 +116,9 @@ fn check(tx: &mut dyn WriteTx, key: &str, rate: Option<Rate>, now: Timestamp) ->
     let Some(rate) = rate else { return Ok(()) };
     let times = tx.login_failures(key, now.minus(rate.period), rate.count)?;
     match times.first() {
-        Some(oldest) if times.len() >= rate.count as usize => Err(DomainError::rate_limited(rate.period.saturating_sub(now.since(*oldest)))),
+        Some(oldest) if times.len() >= rate.count as usize => {
+            Err(DomainError::rate_limited(rate.period.saturating_sub(now.since(*oldest))))
+        }
         _ => Ok(()),
     }
 }

@@ -21,11 +21,11 @@ use tokio::sync::Semaphore;
 use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::limits::{ClientKey, OnePerKey, RateLimitSettings, SlidingWindow};
-use failures::LoginFailures;
 use crate::model::{Operator, Session};
 use crate::password;
 use crate::store::Database;
 use crate::tenancy::Tenancy;
+use failures::LoginFailures;
 
 pub struct LoginInput {
     pub email: String,

@@ -28,7 +28,20 @@ macro_rules! id_type {
     )*};
 }
 
-id_type!(TenantId, SiteId, InstallationId, VisitorId, ConversationId, MessageId, OperatorId, WebhookId, DeliveryId, ChallengeId, TokenId, LoginFailureId,);
+id_type!(
+    TenantId,
+    SiteId,
+    InstallationId,
+    VisitorId,
+    ConversationId,
+    MessageId,
+    OperatorId,
+    WebhookId,
+    DeliveryId,
+    ChallengeId,
+    TokenId,
+    LoginFailureId,
+);
 
 /// The part of a tenant a widget request may touch: one site of one tenant.
 ///

@@ -39,8 +39,8 @@ use crate::OpenError;
 use crate::backend::{Queue, Signals, Threads, closed};
 use crate::sql::Tx;
 use conn::PgConn;
-use instances::{Instances, Outgoing};
 use error::map;
+use instances::{Instances, Outgoing};
 
 enum Job {
     Read(ReadJob),

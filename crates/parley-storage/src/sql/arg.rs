@@ -147,4 +147,17 @@ macro_rules! id_args {
     )*};
 }
 
-id_args!(TenantId, SiteId, InstallationId, VisitorId, ConversationId, MessageId, OperatorId, WebhookId, DeliveryId, ChallengeId, TokenId, LoginFailureId);
+id_args!(
+    TenantId,
+    SiteId,
+    InstallationId,
+    VisitorId,
+    ConversationId,
+    MessageId,
+    OperatorId,
+    WebhookId,
+    DeliveryId,
+    ChallengeId,
+    TokenId,
+    LoginFailureId
+);

@@ -301,7 +301,6 @@ impl ConversationsRead for Tx<'_> {
     fn count_open_conversations(&mut self) -> StoreResult<u64> {
         self.count(&COUNT_OPEN_CONVERSATIONS, args![])
     }
-
 }
 
 impl Tx<'_> {

@@ -66,7 +66,10 @@ pub trait Conn {
 
 /// Every statement of every aggregate.
 pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
-    [conversations::ALL, logins::ALL, operators::ALL, system::ALL, tenancy::ALL, verification::ALL, webhooks::ALL].into_iter().flatten().copied()
+    [conversations::ALL, logins::ALL, operators::ALL, system::ALL, tenancy::ALL, verification::ALL, webhooks::ALL]
+        .into_iter()
+        .flatten()
+        .copied()
 }
 
 /// Prepares every statement on `conn`; returns how many there are.

@@ -123,7 +123,6 @@ impl TenancyRead for Tx<'_> {
     fn installation(&mut self, tenant: TenantId, id: InstallationId) -> StoreResult<Option<Installation>> {
         self.one(&INSTALLATION, args![tenant, id], installation)
     }
-
 }
 
 impl TenancyWrite for Tx<'_> {

@@ -81,7 +81,8 @@ fn due_deliveries() -> String {
                AND d2.next_attempt_at <= ?1 AND (d2.lease_until IS NULL OR d2.lease_until <= ?1)
              ORDER BY d2.next_attempt_at, d2.id LIMIT ?2)
            AND w.enabled = TRUE AND (w.paused_until IS NULL OR w.paused_until <= ?1)
-         ORDER BY d.next_attempt_at, d.id".into()
+         ORDER BY d.next_attempt_at, d.id"
+        .into()
 }
 
 statements! {

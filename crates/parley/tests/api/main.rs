@@ -12,6 +12,7 @@ mod cli;
 mod concurrency;
 mod errors;
 mod health;
+mod instances;
 mod isolation;
 mod metrics;
 mod mobile_auth;

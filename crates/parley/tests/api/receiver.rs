@@ -85,6 +85,12 @@ impl Receiver {
         self.script.lock().unwrap().clear();
     }
 
+    /// The next request if one arrives within `wait`.
+    pub async fn within(&self, wait: Duration) -> Option<Received> {
+        let mut rx = self.seen.lock().await;
+        tokio::time::timeout(wait, rx.recv()).await.ok().flatten()
+    }
+
     /// The next request, waiting at most 10 seconds.
     pub async fn next(&self) -> Received {
         let mut rx = self.seen.lock().await;
