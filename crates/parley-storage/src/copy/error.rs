@@ -22,8 +22,9 @@ impl fmt::Display for Side {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
-    #[error("the {side} URL {url:?} is not a database URL: use sqlite://PATH or postgres://USER@HOST/DB")]
-    Url { side: Side, url: String },
+    /// `scheme` is the URL up to its first colon: the rest may hold a password.
+    #[error("the {side} URL (beginning {scheme:?}) is not a database URL: use sqlite://PATH or postgres://USER@HOST/DB")]
+    Url { side: Side, scheme: String },
     #[error("the source and the target are the same database: copy into a new, empty database")]
     SameDatabase,
     #[error("the source database {0} does not exist: check the --from path")]
@@ -32,7 +33,7 @@ pub enum CopyError {
     Unavailable { side: Side, reason: String },
     #[error("the {side} database is at schema version {found}, but this build's latest is {expected}: {advice}")]
     Version { side: Side, found: i64, expected: i64, advice: &'static str },
-    #[error("the target database is not empty: table {table} has {rows} rows; copy only into a new, empty database")]
+    #[error("the target database is not empty: table {table} has {rows} row{}; copy only into a new, empty database", if *rows == 1 { "" } else { "s" })]
     NotEmpty { table: String, rows: u64 },
     #[error("the source and the target schemas differ ({0}); nothing was copied")]
     Schema(String),

@@ -89,8 +89,7 @@ pub fn copy(from: &str, to: &str, progress: &dyn Progress) -> Result<CopyReport,
 }
 
 fn parse(side: Side, url: &str) -> Result<Location, CopyError> {
-    // Only the scheme is repeated: the rest may hold a password.
-    Location::parse(url).map_err(|_| CopyError::Url { side, url: url.split(':').next().unwrap_or_default().to_owned() })
+    Location::parse(url).map_err(|_| CopyError::Url { side, scheme: url.split(':').next().unwrap_or_default().to_owned() })
 }
 
 fn same(a: &Location, b: &Location) -> bool {
