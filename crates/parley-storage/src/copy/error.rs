@@ -35,13 +35,16 @@ pub enum CopyError {
     Version { side: Side, found: i64, expected: i64, advice: &'static str },
     #[error("the target database is not empty: table {table} has {rows} row{}; copy only into a new, empty database", if *rows == 1 { "" } else { "s" })]
     NotEmpty { table: String, rows: u64 },
-    #[error("the source and the target schemas differ ({0}); nothing was copied")]
+    #[error("the schemas cannot be copied as they are ({0}); nothing was copied: both databases must be at this version's schema")]
     Schema(String),
-    #[error("{side} table {table}, column {column}: {reason}; nothing was copied")]
+    #[error("{side} table {table}, column {column}: {reason}; nothing was copied: correct the value in the source, then copy again")]
     Value { side: Side, table: String, column: String, reason: String },
-    #[error("the {side} database failed during the copy: {reason}; nothing was copied")]
+    #[error("the {side} database failed during the copy: {reason}; nothing was copied, so the copy can run again once that is fixed")]
     Failed { side: Side, reason: String },
-    #[error("table {table} has {source_rows} rows in the source but {target_rows} in the target after the copy; nothing was copied")]
+    #[error(
+        "table {table} has {source_rows} rows in the source but {target_rows} in the target after the copy; nothing was copied: \
+         check that nothing else writes to the target, then copy again"
+    )]
     Count { table: String, source_rows: u64, target_rows: u64 },
 }
 
