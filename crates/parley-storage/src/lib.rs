@@ -4,6 +4,7 @@
 //! [`Database`] handle; nothing above this crate knows which backend runs.
 
 mod backend;
+mod copy;
 mod postgres;
 mod sql;
 mod sqlite;
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 
 use parley_domain::store::Database;
 
+pub use copy::{CopyError, CopyReport, Progress, Side, TableReport, copy};
 pub use sqlite::SqliteOptions;
 
 /// How a backend is sized.

@@ -26,6 +26,28 @@ pub enum Command {
     /// Manage tenants.
     #[command(subcommand)]
     Tenant(TenantCommand),
+    /// Work on whole databases.
+    #[command(subcommand)]
+    Db(DbCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DbCommand {
+    /// Copy a whole installation into a new, empty database, SQLite or
+    /// PostgreSQL either way. Stop every instance using the source first.
+    Copy(DbCopy),
+}
+
+#[derive(Args, Debug)]
+pub struct DbCopy {
+    /// The database to copy: sqlite://PATH or postgres://USER@HOST/DB.
+    /// It is only read.
+    #[arg(long, value_name = "URL")]
+    pub from: String,
+    /// Where to copy it: a new SQLite file, or an empty PostgreSQL
+    /// database. It is migrated first; one that holds rows is refused.
+    #[arg(long, value_name = "URL")]
+    pub to: String,
 }
 
 #[derive(Subcommand, Debug)]

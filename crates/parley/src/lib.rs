@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod db_copy;
 mod resources;
 pub mod startup;
 pub mod telemetry;

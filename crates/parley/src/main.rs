@@ -2,7 +2,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use parley::cli::{Cli, Command, TenantCommand};
+use parley::cli::{Cli, Command, DbCommand, TenantCommand};
 use parley::config::Config;
 use parley::{Application, Mode, telemetry};
 use parley_domain::sandbox::DemoCredentials;
@@ -46,6 +46,10 @@ fn main() -> ExitCode {
             }
             Command::Migrate => migrate(&config).await,
             Command::Tenant(TenantCommand::Create(args)) => create_tenant(&config, args).await,
+            // Blocking from start to end: the copy's PostgreSQL client blocks.
+            Command::Db(DbCommand::Copy(args)) => {
+                tokio::task::spawn_blocking(move || parley::db_copy::run(&args)).await.unwrap_or(ExitCode::FAILURE)
+            }
         }
     });
     // Blocking work still running (a DNS lookup of a webhook host, say)

@@ -21,6 +21,11 @@ pub(crate) fn fingerprint() -> u64 {
 /// Any number, as long as it is Parley's alone: "parley" in ASCII.
 const LOCK: i64 = 0x7061_726c_6579;
 
+/// The version a database is at once every migration of this build ran.
+pub(crate) fn latest() -> u32 {
+    MIGRATIONS.last().map_or(0, |m| m.0)
+}
+
 pub(crate) fn apply(client: &mut Client) -> Result<Vec<u32>, OpenError> {
     client.execute("SELECT pg_advisory_lock($1)", &[&LOCK]).map_err(|e| fail(0, e))?;
     let result = apply_locked(client);
@@ -45,7 +50,7 @@ fn apply_locked(client: &mut Client) -> Result<Vec<u32>, OpenError> {
         .query_one("SELECT COALESCE(MAX(version), 0) AS v FROM parley_migrations", &[])
         .and_then(|row| row.try_get("v"))
         .map_err(|e| fail(0, e))?;
-    let latest = MIGRATIONS.last().map_or(0, |m| m.0);
+    let latest = latest();
     if current > i64::from(latest) {
         return Err(OpenError::Migration {
             version: u32::try_from(current).unwrap_or(u32::MAX),

@@ -48,14 +48,14 @@ enum Job {
 }
 
 /// How to open one more connection.
-struct Connector {
+pub(crate) struct Connector {
     config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
 }
 
 impl Connector {
     /// A plain blocking client, for the migrations.
-    fn blocking(&self) -> Result<postgres::Client, OpenError> {
+    pub(crate) fn blocking(&self) -> Result<postgres::Client, OpenError> {
         postgres::Config::from(self.config.clone()).connect(self.tls.clone()).map_err(|e| OpenError::Postgres(map(e).to_string()))
     }
 }
@@ -67,7 +67,7 @@ struct PgBackend {
     instances: Instances,
 }
 
-fn connector(url: &str) -> Result<Connector, OpenError> {
+pub(crate) fn connector(url: &str) -> Result<Connector, OpenError> {
     let target = target::parse(url).map_err(OpenError::Postgres)?;
     let tls = tls::connector(&target.verify).map_err(OpenError::Postgres)?;
     Ok(Connector { config: target.config, tls })

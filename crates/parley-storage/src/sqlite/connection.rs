@@ -25,7 +25,7 @@ fn tune(conn: &Connection, path: &Path) -> Result<(), OpenError> {
 }
 
 /// The one read-write connection.
-pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
+pub(crate) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
     super::files::prepare(path).map_err(|e| fail(path, e))?;
     let conn = Connection::open(path).map_err(|e| fail(path, e))?;
     tune(&conn, path)?;
@@ -47,7 +47,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, OpenError> {
 }
 
 /// A reader: sees committed data only and cannot write.
-pub(super) fn open_reader(path: &Path) -> Result<Connection, OpenError> {
+pub(crate) fn open_reader(path: &Path) -> Result<Connection, OpenError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| fail(path, e))?;
     tune(&conn, path)?;

@@ -18,10 +18,15 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (8, include_str!("../../migrations/sqlite/0008_login_failures.sql")),
 ];
 
-pub(super) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {
+/// The version a database is at once every migration of this build ran.
+pub(crate) fn latest() -> u32 {
+    MIGRATIONS.last().map_or(0, |m| m.0)
+}
+
+pub(crate) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {
     let fail = |version: u32, e: rusqlite::Error| OpenError::Migration { version, reason: e.to_string() };
     let current: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| fail(0, e))?;
-    let latest = MIGRATIONS.last().map_or(0, |m| m.0);
+    let latest = latest();
     if current > latest {
         return Err(OpenError::Migration {
             version: current,

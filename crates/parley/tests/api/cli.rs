@@ -34,7 +34,7 @@ pub(crate) fn command(program: &str, dir: &Path) -> Command {
     cmd
 }
 
-async fn output(cmd: &mut Command) -> (i32, String, String) {
+pub(crate) async fn output(cmd: &mut Command) -> (i32, String, String) {
     let out = cmd.output().await.expect("run parley");
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }

@@ -10,6 +10,7 @@ mod automation;
 mod backend_concurrency;
 mod cli;
 mod concurrency;
+mod db_copy;
 mod errors;
 mod health;
 mod instances;
