@@ -25,12 +25,15 @@ struct Demo {
 
 async fn demo(dir: &Path) -> Demo {
     let url = format!("sqlite://{}/demo.sqlite3", dir.display());
-    let app = TestApp::with().demo().var("PARLEY_DATABASE_URL", &url).start().await;
+    // Limits on, so a failed sign-in is counted in the database.
+    let app = TestApp::with().demo().var("PARLEY_DATABASE_URL", &url).var("PARLEY_RATE_LIMITS", "true").start().await;
     let (_, creds) = app.get("/sandbox/credentials").await;
     let widget_token = creds["widget_token"].as_str().expect("widget token").to_owned();
     let mobile_token = creds["mobile_token"].as_str().expect("mobile token").to_owned();
     let operator = &creds["operators"][1];
     let operator = (operator["email"].as_str().expect("email").to_owned(), operator["password"].as_str().expect("password").to_owned());
+    let (status, _) = app.post("/api/mobile/login", json!({"email": operator.0, "password": "not the password"})).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
     let mut public_id = String::new();
     for v in 0..3 {
         public_id = app.open_conversation("/api", &widget_token, &format!("visitor-{v}"), "hello, with ünïcode ✓").await;
