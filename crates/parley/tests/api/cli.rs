@@ -284,6 +284,58 @@ async fn a_delivery_in_flight_when_the_process_dies_is_made_again() {
     assert_eq!(deliveries["meta"]["total"], 1, "one delivery, made again: none lost, none doubled");
 }
 
+/// Two instances on one PostgreSQL database: the one making a delivery is
+/// killed mid-attempt, and the other makes it again once the lease runs
+/// out, with the same event id: at least once, and still one delivery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_delivery_in_flight_when_an_instance_dies_is_made_by_another() {
+    if crate::helpers::backend() != "postgres" {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let client = crate::helpers::http_client();
+    let (url, _db) = crate::helpers::fresh_database(dir.path(), "demo.sqlite3").await;
+    let env = [
+        ("PARLEY_WEBHOOK_LEASE", "2s"),
+        ("PARLEY_WEBHOOK_TIMEOUT", "1s"),
+        ("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms"),
+        ("PARLEY_DEMO_DATABASE_URL", url.as_str()),
+    ];
+    let receiver = crate::receiver::Receiver::start().await;
+    receiver.reply(&[crate::receiver::Reply::Hang]);
+
+    let (mut first_instance, first_base) = start_with(dir.path(), "demo", &env).await;
+    let creds: Value = client.get(format!("{first_base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
+    let admin = creds["mobile_token"].as_str().unwrap().to_owned();
+    let res = client
+        .post(format!("{first_base}/api/v1/admin/webhooks"))
+        .bearer_auth(&admin)
+        .json(&json!({"url": receiver.url, "events": ["conversation.created"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let hook: Value = res.json().await.unwrap();
+    open_demo_conversation(&client, &first_base).await;
+    // Only the first instance runs yet, so it is the one attempting.
+    let first = receiver.next().await;
+    let (_second_instance, second_base) = start_with(dir.path(), "demo", &env).await;
+    first_instance.kill().await.expect("SIGKILL while the delivery hangs");
+
+    let again = receiver.next().await;
+    assert_eq!(again.json()["event_id"], first.json()["event_id"]);
+    let url = format!("{second_base}/api/v1/admin/webhooks/{}/deliveries", hook["webhook"]["id"]);
+    let deliveries = crate::helpers::eventually(|| {
+        let (client, url, admin) = (client.clone(), url.clone(), admin.clone());
+        async move {
+            let body: Value = client.get(&url).bearer_auth(&admin).send().await.ok()?.json().await.ok()?;
+            (body["deliveries"][0]["status"] == "delivered").then_some(body)
+        }
+    })
+    .await;
+    assert_eq!(deliveries["meta"]["total"], 1, "one delivery, made again by the other instance");
+}
+
 /// Many deliveries queued to an endpoint that accepts connections and never
 /// answers: SIGTERM still ends the process within its shutdown time, the
 /// attempts out are abandoned to their leases, and every acknowledged write
