@@ -71,10 +71,14 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Every series carries `instance`, so figures scraped from several
-    /// instances behind one load balancer stay apart.
+    /// Every series carries the instance's name, so figures from several
+    /// instances behind one load balancer stay apart however they are
+    /// scraped. The label is `parley_instance`: Prometheus gives every
+    /// series its own `instance` (the scrape target) and renames an
+    /// exporter's `instance` to `exported_instance`, or lets it overwrite
+    /// the target's.
     pub fn new(db: Database, instance: &str) -> Self {
-        let label = (Cow::Borrowed("instance"), Cow::Owned(instance.to_owned()));
+        let label = (Cow::Borrowed("parley_instance"), Cow::Owned(instance.to_owned()));
         let mut registry = Registry::with_prefix_and_labels("parley", std::iter::once(label));
         let requests = Family::<RequestLabels, Counter>::default();
         let latency = Family::<RequestLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);

@@ -3,10 +3,13 @@
 //! past their retention) and the housekeeping that keeps in-memory limits
 //! bounded.
 //!
-//! Several instances may share a database; the automation pass runs in
-//! one of them at a time (`Database::lead`), the others skip their turn.
-//! Should two passes ever overlap, their units still change each row once:
-//! they lock what they change and skip what another unit holds.
+//! Several instances may share a database. The automation pass runs in
+//! one of them at a time (`Database::lead`), and an instance whose turn
+//! comes less than half an interval after another's pass skips it, so the
+//! instances together make about one pass per interval. Should two passes
+//! ever overlap (a lead lost with its connection mid-pass), their units
+//! still change each row once: they lock what they change and skip what
+//! another unit holds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +25,9 @@ use tokio_util::task::TaskTracker;
 
 /// The task name instances agree on (see `Database::lead`).
 const SWEEPER: &str = "sweeper";
+/// How long to wait to learn whether another instance is sweeping; the
+/// in-memory housekeeping must not wait behind a stuck answer.
+const LEAD_WITHIN: Duration = Duration::from_secs(10);
 
 /// What the sweeper works on.
 pub struct Sweeper {
@@ -59,23 +65,39 @@ impl Sweeper {
     async fn pass(&self) {
         self.automate().await;
         self.limits.shrink();
-        self.auth.shrink().await;
+        self.auth.shrink();
         self.verification.shrink();
     }
 
-    /// The automation pass, if no other instance is running it.
+    /// The automation pass, if no other instance is running it or has
+    /// just run it.
     async fn automate(&self) {
-        let _lead = match self.db.lead(SWEEPER).await {
-            Ok(Some(lead)) => lead,
-            Ok(None) => {
+        let _lead = match tokio::time::timeout(LEAD_WITHIN, self.db.lead(SWEEPER)).await {
+            Ok(Ok(Some(lead))) => lead,
+            Ok(Ok(None)) => {
                 tracing::debug!("another instance is sweeping; skipping this pass");
                 return;
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 tracing::warn!(error = %e, "cannot tell whether another instance is sweeping; skipping this pass");
                 return;
             }
+            Err(_) => {
+                tracing::warn!("no answer on whether another instance is sweeping; skipping this pass");
+                return;
+            }
         };
+        match self.automation.ran_within(self.every / 2).await {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "sweep failed");
+                return;
+            }
+        }
+        if let Err(e) = self.auth.prune_failures().await {
+            tracing::warn!(error = %e, "could not prune old sign-in failures");
+        }
         match self.automation.sweep().await {
             Ok(report) => {
                 self.metrics.sweep_completed();

@@ -5,9 +5,8 @@
 //! an attacker who spreads attempts over N instances try N times as many
 //! passwords. Each attempt reserves a failure for its email and for its
 //! client address before the password is checked, inside one write unit
-//! whose counts wait for every other sign-in's (see
-//! `LoginsWrite::login_failures`), so parallel attempts on any instances
-//! cannot all slip under a limit. A right password takes its
+//! that holds both keys until its commit (`LoginsWrite::lock_login_keys`),
+//! so parallel attempts on any instances cannot all slip under a limit. A right password takes its
 //! reservations back; a wrong one leaves them as failures.
 
 use crate::clock::Timestamp;
@@ -49,6 +48,7 @@ impl LoginFailures {
         } else {
             self.db
                 .write(move |tx| {
+                    tx.lock_login_keys(&[&keys.0, &keys.1])?;
                     check(tx, &keys.0, per_email, now)?;
                     check(tx, &keys.1, per_address, now)?;
                     let email = per_email.map(|_| tx.insert_login_failure(&keys.0, now)).transpose()?;

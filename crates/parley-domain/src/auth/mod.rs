@@ -100,7 +100,11 @@ impl AuthService {
                 return Err(e);
             }
         };
-        self.failures.succeeded(reserved).await?;
+        // The password was right: a failure to take the reservations back
+        // costs the account a counted failure, not this sign-in.
+        if let Err(e) = self.failures.succeeded(reserved).await {
+            tracing::warn!(error = %e, "could not clear a sign-in's failures");
+        }
 
         let token = self.tenancy.issue_operator_token(&operator, input.device_name, self.token_ttl).await?;
         let session = self.session(&token).await?;
@@ -154,13 +158,15 @@ impl AuthService {
         self.db.write(move |tx| Ok(tx.revoke_token(tenant, token_id, now)?)).await
     }
 
-    /// Forgets attempts and failures that have left their windows;
-    /// called by the sweeper.
-    pub async fn shrink(&self) {
-        let now = self.clock.now();
-        self.attempts_by_address.shrink(now);
-        if let Err(e) = self.failures.prune(now).await {
-            tracing::warn!(error = %e, "could not prune old sign-in failures");
-        }
+    /// Forgets attempts that have left their window; called by the
+    /// sweeper in every instance.
+    pub fn shrink(&self) {
+        self.attempts_by_address.shrink(self.clock.now());
+    }
+
+    /// Removes stored failures that have left every window; called by the
+    /// sweeper in the instance that sweeps. Returns how many went.
+    pub async fn prune_failures(&self) -> Result<usize, DomainError> {
+        self.failures.prune(self.clock.now()).await
     }
 }

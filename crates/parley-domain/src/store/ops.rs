@@ -224,10 +224,13 @@ pub trait WebhooksWrite: WebhooksRead {
 /// sharing it counts the same ones. A key is an email or a client address.
 /// Write-only: counting happens in the unit that goes on to record.
 pub trait LoginsWrite {
+    /// Holds `keys` until the commit: another unit locking any of them
+    /// waits, so two sign-ins counting the same email or address cannot
+    /// both slip under its limit (PostgreSQL runs units side by side;
+    /// SQLite's single writer needs nothing).
+    fn lock_login_keys(&mut self, keys: &[&str]) -> StoreResult<()>;
     /// When `key` failed since `since`, oldest first, at most `limit`
-    /// times. On PostgreSQL the units that count wait for one another
-    /// until their commits, so two sign-ins cannot both slip under a
-    /// limit.
+    /// times.
     fn login_failures(&mut self, key: &str, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>>;
     /// Counts a failure (or reserves one for a check still running).
     fn insert_login_failure(&mut self, key: &str, at: Timestamp) -> StoreResult<LoginFailureId>;

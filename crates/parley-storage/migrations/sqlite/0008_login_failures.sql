@@ -1,9 +1,10 @@
 -- Failed sign-ins, counted here rather than in memory so that every
 -- instance sharing a database counts the same ones. `key` is an email
 -- (lower-cased) or a client address; rows leave once past the longest
--- window.
+-- window. AUTOINCREMENT: an attempt takes back its own reservation by
+-- id, which must never have been handed to another failure meanwhile.
 CREATE TABLE login_failures (
-    id     INTEGER PRIMARY KEY,
+    id     INTEGER PRIMARY KEY AUTOINCREMENT,
     key    TEXT    NOT NULL,
     at     INTEGER NOT NULL
 );

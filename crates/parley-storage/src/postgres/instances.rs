@@ -43,6 +43,13 @@ const CHANNEL: &str = "parley_instances";
 const GAP: Duration = Duration::from_millis(20);
 /// How long to wait before connecting again after the connection failed.
 const RETRY: Duration = Duration::from_secs(1);
+/// The longest any statement here may take. Past it the connection is
+/// taken for dead (a half-open socket answers nothing, and the server
+/// keeps its session, locks included, until its keepalive gives up), so
+/// the session is dropped and a new one made.
+const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+/// How often an otherwise quiet connection is checked.
+const HEARTBEAT: Duration = Duration::from_secs(10);
 
 const DELIVERIES: &str = "deliveries";
 const INSTALLATIONS: &str = "installations";
@@ -115,8 +122,10 @@ impl Instances {
     pub(crate) async fn stop(&self) {
         let _ = self.requests.send(Request::Stop);
         let task = self.task.lock().ok().and_then(|mut t| t.take());
-        if let Some(task) = task {
-            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        if let Some(mut task) = task
+            && tokio::time::timeout(ANSWER_WITHIN, &mut task).await.is_err()
+        {
+            task.abort();
         }
     }
 }
@@ -169,7 +178,9 @@ async fn session(
     requests: &mut mpsc::UnboundedReceiver<Request>,
     me: &str,
 ) -> StoreResult<()> {
-    let (client, mut connection) = connector.config.connect(connector.tls.clone()).await.map_err(map)?;
+    let mut config = connector.config.clone();
+    config.keepalives_idle(HEARTBEAT).tcp_user_timeout(ANSWER_WITHIN * 2);
+    let (client, mut connection) = within(config.connect(connector.tls.clone())).await?;
     let (heard, mut notifications) = mpsc::unbounded_channel::<String>();
     let driver = tokio::spawn(async move {
         while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
@@ -201,26 +212,26 @@ async fn serve(
     notifications: &mut mpsc::UnboundedReceiver<String>,
     me: &str,
 ) -> StoreResult<()> {
-    client.batch_execute(&format!("LISTEN {CHANNEL}")).await.map_err(map)?;
+    within(client.batch_execute(&format!("LISTEN {CHANNEL}"))).await?;
     // What others said while nobody listened is lost: act as if they had
     // said everything.
     signals.after_remote(true, true);
+    let mut heartbeat = tokio::time::interval(HEARTBEAT);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            request = requests.recv() => match request {
-                None | Some(Request::Stop) => return Ok(()),
-                Some(Request::TryLock(key, reply)) => {
-                    let taken = client.query_one("SELECT pg_try_advisory_lock($1) AS taken", &[&key]).await;
-                    let failed = taken.is_err();
-                    let _ = reply.send(taken.map(|row| row.get::<_, bool>("taken")).map_err(map));
-                    if failed && client.is_closed() {
-                        return Err(StoreError::Unavailable("connection closed".into()));
+            // Announcements first: at shutdown, the last commits' are sent
+            // before the stop is heard.
+            biased;
+            _ = outgoing.wake.notified() => {
+                for (flag, kind) in [(&outgoing.deliveries, DELIVERIES), (&outgoing.installations, INSTALLATIONS)] {
+                    if flag.swap(false, Ordering::AcqRel) {
+                        let payload = format!("{kind} {me}");
+                        within(client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])).await?;
                     }
                 }
-                Some(Request::Unlock(key)) => {
-                    client.query_one("SELECT pg_advisory_unlock($1) AS released", &[&key]).await.map_err(map)?;
-                }
-            },
+                tokio::time::sleep(GAP).await;
+            }
             payload = notifications.recv() => {
                 let Some(payload) = payload else { return Err(StoreError::Unavailable("connection closed".into())) };
                 let (kind, from) = payload.split_once(' ').unwrap_or((payload.as_str(), ""));
@@ -228,15 +239,39 @@ async fn serve(
                     signals.after_remote(kind == DELIVERIES, kind == INSTALLATIONS);
                 }
             }
-            _ = outgoing.wake.notified() => {
-                for (flag, kind) in [(&outgoing.deliveries, DELIVERIES), (&outgoing.installations, INSTALLATIONS)] {
-                    if flag.swap(false, Ordering::AcqRel) {
-                        let payload = format!("{kind} {me}");
-                        client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload]).await.map_err(map)?;
+            request = requests.recv() => match request {
+                None | Some(Request::Stop) => return Ok(()),
+                Some(Request::TryLock(key, reply)) => {
+                    let taken = within(client.query_one("SELECT pg_try_advisory_lock($1) AS taken", &[&key])).await;
+                    let taken = match taken {
+                        Ok(row) => row.try_get::<_, bool>("taken").map_err(map),
+                        Err(e) => {
+                            let _ = reply.send(Err(e.clone()));
+                            return Err(e);
+                        }
+                    };
+                    // Whoever asked may have stopped waiting: a lock
+                    // nobody holds a `Lead` for would never be released.
+                    if let Err(Ok(true)) = reply.send(taken) {
+                        within(client.query_one("SELECT pg_advisory_unlock($1) AS released", &[&key])).await?;
                     }
                 }
-                tokio::time::sleep(GAP).await;
+                Some(Request::Unlock(key)) => {
+                    within(client.query_one("SELECT pg_advisory_unlock($1) AS released", &[&key])).await?;
+                }
+            },
+            _ = heartbeat.tick() => {
+                within(client.simple_query("SELECT 1")).await?;
             }
         }
+    }
+}
+
+/// `query`'s result, or a lost connection if it takes longer than
+/// `ANSWER_WITHIN`.
+async fn within<T>(query: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> StoreResult<T> {
+    match tokio::time::timeout(ANSWER_WITHIN, query).await {
+        Ok(answer) => answer.map_err(map),
+        Err(_) => Err(StoreError::Unavailable("the listener connection stopped answering".into())),
     }
 }

@@ -7,9 +7,13 @@ use parley_domain::store::ops::LoginsWrite;
 
 use super::{Tx, args, statements};
 
-/// The number of the lock that sign-in counts hold (any number that is
-/// this statement's alone).
-const LOGINS_LOCK: i64 = 0x7061_726c_656c;
+/// The lock number standing for a sign-in key: a hash of it, with the
+/// verification sends' lock number left out.
+fn lock_number(key: &str) -> i64 {
+    let hash =
+        format!("login:{key}").bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+    i64::from_ne_bytes(hash.to_ne_bytes())
+}
 
 statements! {
     LOCK_LOGINS[Int](d) => d.transaction_lock().into(),
@@ -21,13 +25,22 @@ statements! {
 }
 
 impl LoginsWrite for Tx<'_> {
-    fn login_failures(&mut self, key: &str, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>> {
-        // Sign-ins are few and each costs a password check: one lock for
-        // all of them is simpler than one per key, and never contended.
-        if self.dialect().locks_rows() && !self.logins_locked {
-            self.one(&LOCK_LOGINS, args![LOGINS_LOCK], |_| Ok(()))?;
-            self.logins_locked = true;
+    fn lock_login_keys(&mut self, keys: &[&str]) -> StoreResult<()> {
+        if !self.dialect().locks_rows() {
+            return Ok(());
         }
+        // Always in the same order, so two units locking the same keys
+        // cannot each hold one the other waits for.
+        let mut numbers: Vec<i64> = keys.iter().map(|k| lock_number(k)).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        for n in numbers {
+            self.one(&LOCK_LOGINS, args![n], |_| Ok(()))?;
+        }
+        Ok(())
+    }
+
+    fn login_failures(&mut self, key: &str, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>> {
         self.all(&FAILURES, args![key, since, limit], |r| r.ts("at"))
     }
 

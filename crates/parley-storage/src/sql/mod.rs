@@ -113,17 +113,15 @@ pub struct Tx<'c> {
     locked: Vec<ConversationId>,
     /// Whether this unit holds the verification sends lock (PostgreSQL).
     sends_locked: bool,
-    /// Whether this unit holds the sign-in counts lock (PostgreSQL).
-    logins_locked: bool,
 }
 
 impl<'c> Tx<'c> {
     pub fn read(conn: &'c mut dyn Conn) -> Self {
-        Self { conn, writing: false, effects: Effects::default(), locked: Vec::new(), sends_locked: false, logins_locked: false }
+        Self { conn, writing: false, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
     }
 
     pub fn write(conn: &'c mut dyn Conn) -> Self {
-        Self { conn, writing: true, effects: Effects::default(), locked: Vec::new(), sends_locked: false, logins_locked: false }
+        Self { conn, writing: true, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
     }
 
     fn dialect(&self) -> Dialect {

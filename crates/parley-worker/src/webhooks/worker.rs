@@ -23,6 +23,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::{DeliverySettings, Sender};
 
+/// What a claim left behind, which decides how long the loop waits.
+enum Left {
+    /// Nothing due: wait for a signal or the next retry.
+    Nothing,
+    /// Deliveries due but over their bounds: wait for an attempt to end.
+    OverBounds,
+    /// Due deliveries another instance was claiming at that moment.
+    Contended,
+}
+
+/// How soon a contended claim is tried again.
+const CONTENDED_RETRY: Duration = Duration::from_millis(20);
+
 pub struct WebhookWorker {
     db: Database,
     clock: Arc<dyn Clock>,
@@ -46,7 +59,7 @@ impl WebhookWorker {
         let mut in_flight = JoinSet::new();
         while !shutdown.is_cancelled() {
             let free = slots.available_permits();
-            let (claimed, waiting) = if free == 0 { (Vec::new(), true) } else { self.claim(free).await };
+            let (claimed, left) = if free == 0 { (Vec::new(), Left::OverBounds) } else { self.claim(free).await };
             let found = !claimed.is_empty();
             for delivery in claimed {
                 let Ok(slot) = Arc::clone(&slots).acquire_owned().await else { break };
@@ -65,7 +78,14 @@ impl WebhookWorker {
             // left its bound), or the next due retry. Deliveries due now
             // but over their bounds wait for an attempt to end, with the
             // poll as a backstop: no need to ask when the next one is due.
-            let wait = if waiting { self.settings.poll_interval } else { self.idle_wait().await };
+            let wait = match left {
+                Left::Nothing => self.idle_wait().await,
+                Left::OverBounds => self.settings.poll_interval,
+                // Another instance locked what this one chose a moment
+                // ago; what it leaves (or what falls due) is looked at
+                // again soon, not a poll interval later.
+                Left::Contended => CONTENDED_RETRY.min(self.settings.poll_interval),
+            };
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = signal.notified() => {},
@@ -98,7 +118,7 @@ impl WebhookWorker {
     /// So it first looks on a reader, off the writer's queue; only when
     /// that finds work does it choose and lease again inside one write,
     /// where the choice sees every committed attempt, failure and pause.
-    async fn claim(&self, free: usize) -> (Vec<ClaimedDelivery>, bool) {
+    async fn claim(&self, free: usize) -> (Vec<ClaimedDelivery>, Left) {
         let now = self.clock.now();
         let lease_until = now.plus(self.settings.lease);
         let slots = Slots { total: self.settings.concurrency.max(1), per_endpoint: self.settings.per_endpoint.max(1) };
@@ -106,11 +126,13 @@ impl WebhookWorker {
         let snapshot = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let looked = self.db.read(move |r| Ok(r.due_deliveries(now, per_endpoint)?)).await;
         match looked {
-            Ok(due) if fairness::pick(&due, &snapshot, free, slots).is_empty() => return (Vec::new(), !due.is_empty()),
+            Ok(due) if fairness::pick(&due, &snapshot, free, slots).is_empty() => {
+                return (Vec::new(), if due.is_empty() { Left::Nothing } else { Left::OverBounds });
+            }
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(error = %e, "could not read due webhook deliveries");
-                return (Vec::new(), false);
+                return (Vec::new(), Left::Nothing);
             }
         }
         let claimed = self
@@ -118,15 +140,17 @@ impl WebhookWorker {
             .write(move |tx| {
                 let due = tx.claimable_deliveries(now, per_endpoint)?;
                 let chosen = fairness::pick(&due, &snapshot, free, slots);
-                let waiting = due.len() > chosen.len();
-                Ok((tx.lease_deliveries(&chosen, now, lease_until)?, waiting))
+                let left = if due.len() > chosen.len() { Left::OverBounds } else { Left::Nothing };
+                Ok((tx.lease_deliveries(&chosen, now, lease_until)?, left))
             })
             .await;
         match claimed {
+            // The reader saw work to take and the claim found it locked.
+            Ok((leased, Left::Nothing)) if leased.is_empty() => (leased, Left::Contended),
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::error!(error = %e, "could not claim webhook deliveries");
-                (Vec::new(), false)
+                (Vec::new(), Left::Nothing)
             }
         }
     }

@@ -185,6 +185,16 @@ async fn a_commit_on_one_instance_wakes_the_others_worker() {
     other.write(move |tx| Ok(tx.insert_event(tenant, &event("evt_from_elsewhere"))?)).await.unwrap();
     let r = receiver.next().await;
     assert_eq!(r.header("webhook-id"), "evt_from_elsewhere");
+
+    // Every connection to the database ends (a restart, a failover): the
+    // listener connects again, and the next announcement still arrives.
+    listening(&b).await;
+    let before = b.db.installations_generation();
+    assert_ne!(terminate_connections(&b.database_url), "0");
+    eventually(|| async { (b.db.installations_generation() > before).then_some(()) }).await;
+    other.write(move |tx| Ok(tx.insert_event(tenant, &event("evt_after_restart"))?)).await.unwrap();
+    let r = receiver.next().await;
+    assert_eq!(r.header("webhook-id"), "evt_after_restart");
     other.close().await;
 }
 
@@ -199,6 +209,9 @@ async fn an_installation_change_reaches_the_others_token_cache() {
     let f = a.fixture("acme", &[]).await;
     let (status, _) = b.get(&format!("/api/widget/config/{}", f.token)).await;
     assert_eq!(status, StatusCode::OK);
+    // B's listener, once listening, has counted one change (whatever was
+    // missed before it listened); B writes nothing itself.
+    listening(&b).await;
     let before = b.db.installations_generation();
     let admin = a.login("admin@acme.example.com").await;
     let (_, list) = a.authed(Method::GET, &format!("/api/admin/sites/{}/installations", f.scope.site.0), &admin, None).await;
@@ -210,6 +223,80 @@ async fn an_installation_change_reaches_the_others_token_cache() {
         .post("/api/widget/conversations", json!({"token": f.token, "visitor_uuid": "ann", "message": "hi", "privacy_accepted": true}))
         .await;
     assert_ne!(status, StatusCode::CREATED, "{body}");
+}
+
+/// One instance at a time leads a task; the lead passes on when given up,
+/// and when its holder's connection dies.
+#[tokio::test]
+async fn one_instance_leads_at_a_time_and_a_dead_one_hands_over() {
+    if backend() != "postgres" {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _guard) = fresh_database(dir.path(), "unused.sqlite3").await;
+    let options = || parley_storage::Options { pool: 1, ..Default::default() };
+    let a = parley_storage::open(&url, options()).await.unwrap();
+    let b = parley_storage::open(&url, options()).await.unwrap();
+    let lead = eventually(|| async { a.lead("a task").await.ok().flatten() }).await;
+    assert!(b.lead("a task").await.unwrap().is_none(), "held by the other instance");
+    assert!(b.lead("another task").await.unwrap().is_some(), "tasks are led apart");
+    drop(lead);
+    let lead = eventually(|| async { b.lead("a task").await.ok().flatten() }).await;
+    assert!(a.lead("a task").await.unwrap().is_none());
+    // B's connections die with its lead held; A takes over once the
+    // server has ended B's session.
+    assert_ne!(terminate_connections(&url), "0");
+    let _taken = eventually(|| async { a.lead("a task").await.ok().flatten() }).await;
+    drop(lead);
+    a.close().await;
+    b.close().await;
+}
+
+/// Concurrent wrong passwords for one email through both instances: no
+/// more than the limit are checked, the rest are refused.
+#[tokio::test]
+async fn concurrent_failed_logins_never_exceed_the_limit() {
+    if backend() != "postgres" {
+        return;
+    }
+    let vars =
+        [("PARLEY_RATE_LIMITS", "true"), ("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL", "3/15m"), ("PARLEY_TRUSTED_PROXIES", "127.0.0.1")];
+    let (a, b) = pair(&vars).await;
+    a.fixture("acme", &[]).await;
+    let attempts = (0..16).map(|n| {
+        let through = if n % 2 == 0 { &a } else { &b };
+        // A different client address each, so only the email's limit counts.
+        let forwarded = format!("198.51.100.{}", n + 1);
+        async move {
+            let body = json!({"email": "admin@acme.example.com", "password": "wrong password"});
+            through.send(Method::POST, "/api/mobile/login", Some(body), &[("x-forwarded-for", &forwarded)]).await
+        }
+    });
+    let answers = join_all(attempts).await;
+    let checked = answers.iter().filter(|(status, _)| *status == StatusCode::UNAUTHORIZED).count();
+    let refused =
+        answers.iter().filter(|(status, body)| *status == StatusCode::TOO_MANY_REQUESTS && body["error"]["code"] == "rate_limited").count();
+    assert_eq!((checked, refused), (3, 13), "{answers:?}");
+}
+
+/// Waits until `app`'s listener listens: its first connection counts one
+/// installation change for whatever it may have missed.
+async fn listening(app: &TestApp) {
+    eventually(|| async { (app.db.installations_generation() >= 1).then_some(()) }).await;
+}
+
+/// Ends every connection to the database at `url` from the server side;
+/// returns how many.
+fn terminate_connections(url: &str) -> String {
+    let dbname = url.rsplit('/').next().unwrap().split('?').next().unwrap();
+    let killed = std::process::Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "postgres", "-tAc"])
+        .arg(format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{dbname}' AND pid <> pg_backend_pid()"
+        ))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&killed.stdout).trim().to_owned()
 }
 
 /// Both instances sweep often; each idle conversation is closed once, each

@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::helpers::*;
 
 /// The value of the first sample line that starts with `prefix` once its
-/// `instance` label (on every line) is left out.
+/// `parley_instance` label (on every line) is left out.
 fn sample(text: &str, prefix: &str) -> f64 {
     text.lines()
         .map(without_instance)
@@ -16,8 +16,8 @@ fn sample(text: &str, prefix: &str) -> f64 {
 }
 
 fn without_instance(line: &str) -> String {
-    let Some(start) = line.find("{instance=\"") else { return line.to_owned() };
-    let value_end = line[start + 11..].find('"').map_or(line.len(), |i| start + 11 + i + 1);
+    let Some(start) = line.find("{parley_instance=\"") else { return line.to_owned() };
+    let value_end = line[start + 18..].find('"').map_or(line.len(), |i| start + 18 + i + 1);
     let rest = &line[value_end..];
     match rest.strip_prefix(',') {
         Some(more) => format!("{}{{{more}", &line[..start]),
@@ -33,7 +33,7 @@ async fn every_sample_names_its_instance() {
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
     assert!(!samples.is_empty());
     for line in samples {
-        assert!(line.contains("{instance=\"web-2\""), "{line}");
+        assert!(line.contains("{parley_instance=\"web-2\""), "{line}");
     }
     // Unnamed, an instance is its host and port: distinct per process.
     let default = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
