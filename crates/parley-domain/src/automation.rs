@@ -65,15 +65,6 @@ impl Automation {
         Self { db, clock, settings }
     }
 
-    /// Whether a pass (of any instance sharing the database) completed
-    /// within `period` before now: several instances each tick every
-    /// interval, and one pass per interval is all the work there is.
-    pub async fn ran_within(&self, period: Duration) -> Result<bool, DomainError> {
-        let now = self.clock.now();
-        let last = self.db.read(|r| Ok(r.state(LAST_SWEEP_KEY)?)).await?;
-        Ok(last.is_some_and(|at| now.since(Timestamp::from_millis(at)) < period))
-    }
-
     /// One pass: stale installations, then idle conversations, then the
     /// record that the pass ran.
     pub async fn sweep(&self) -> Result<SweepReport, DomainError> {

@@ -4,12 +4,13 @@
 //! bounded.
 //!
 //! Several instances may share a database. The automation pass runs in
-//! one of them at a time (`Database::lead`), and an instance whose turn
-//! comes less than half an interval after another's pass skips it, so the
-//! instances together make about one pass per interval. Should two passes
-//! ever overlap (a lead lost with its connection mid-pass), their units
-//! still change each row once: they lock what they change and skip what
-//! another unit holds.
+//! one of them at a time (`Database::lead`); an instance whose turn comes
+//! while another sweeps skips it. Each instance keeps its own interval, so
+//! N instances make up to N passes per interval, one after another, each
+//! finding only what changed since the last (a few indexed reads when
+//! there is nothing to do). Should two passes ever overlap (a lead lost
+//! with its connection mid-pass), their units still change each row once:
+//! they lock what they change and skip what another unit holds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,8 +70,7 @@ impl Sweeper {
         self.verification.shrink();
     }
 
-    /// The automation pass, if no other instance is running it or has
-    /// just run it.
+    /// The automation pass, if no other instance is running it.
     async fn automate(&self) {
         let _lead = match tokio::time::timeout(LEAD_WITHIN, self.db.lead(SWEEPER)).await {
             Ok(Ok(Some(lead))) => lead,
@@ -87,14 +87,6 @@ impl Sweeper {
                 return;
             }
         };
-        match self.automation.ran_within(self.every / 2).await {
-            Ok(true) => return,
-            Ok(false) => {}
-            Err(e) => {
-                tracing::error!(error = %e, "sweep failed");
-                return;
-            }
-        }
         if let Err(e) = self.auth.prune_failures().await {
             tracing::warn!(error = %e, "could not prune old sign-in failures");
         }
