@@ -72,13 +72,14 @@ pub fn copy(from: &str, to: &str, progress: &dyn Progress) -> Result<CopyReport,
         return Err(CopyError::SameDatabase);
     }
     let mut source = open_source(&source_at)?;
+    let known = source.catalog().map_err(CopyError::failed(Side::Source))?;
     let created = match &target_at {
         Location::Sqlite(path) if !path.exists() => Some(path.clone()),
         _ => None,
     };
     // The target is closed at the end of this expression, before its
     // files may be removed.
-    let copied = open_target(&target_at).and_then(|mut target| run::run(&mut *source, &mut *target, progress));
+    let copied = open_target(&target_at, &known).and_then(|mut target| run::run(&mut *source, &mut *target, progress));
     if copied.is_err()
         && let Some(path) = created
     {
@@ -119,14 +120,24 @@ fn open_source(at: &Location) -> Result<Box<dyn Db>, CopyError> {
     Err(CopyError::Version { side: Side::Source, found, expected, advice })
 }
 
-/// Opens (or creates) the target, refuses it if it holds rows, and
-/// migrates it: a database that holds anything is left as it was.
-fn open_target(at: &Location) -> Result<Box<dyn Db>, CopyError> {
+/// Opens (or creates) the target, refuses it if it holds rows or tables
+/// that are not Parley's (`known`: the source's), and migrates it: a
+/// database that holds anything, or belongs to something else, is left as
+/// it was.
+fn open_target(at: &Location, known: &catalog::Catalog) -> Result<Box<dyn Db>, CopyError> {
     let unavailable = CopyError::unavailable(Side::Target);
     let mut db: Box<dyn Db> = match at {
         Location::Sqlite(path) => Box::new(sqlite::open_target(path).map_err(&unavailable)?),
         Location::Postgres(url) => Box::new(postgres::connect(url).map_err(&unavailable)?),
     };
+    let existing = db.catalog().map_err(CopyError::failed(Side::Target))?;
+    let foreign: Vec<&str> = existing.keys().filter(|name| !known.contains_key(*name)).map(String::as_str).collect();
+    if !foreign.is_empty() {
+        return Err(CopyError::Schema(format!(
+            "the target holds tables that are not Parley's ({}); copy into a database of its own",
+            foreign.join(", ")
+        )));
+    }
     verify::empty(&mut *db)?;
     db.migrate().map_err(&unavailable)?;
     Ok(db)

@@ -181,3 +181,24 @@ fn sqlite_to_postgres_and_back() {
     let e = copy(&source, &pg.url, &()).unwrap_err();
     assert!(matches!(e, CopyError::NotEmpty { .. }), "{e}");
 }
+
+/// A database that holds another application's tables, even empty ones,
+/// is refused before anything of Parley's is created in it.
+#[test]
+fn a_target_with_tables_that_are_not_parleys_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = seeded(dir.path());
+    let target = dir.path().join("other-app.sqlite3");
+    Connection::open(&target).unwrap().execute_batch("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER);").unwrap();
+    let e = copy(&source, &format!("sqlite://{}", target.display()), &()).expect_err("another application's database");
+    assert!(matches!(&e, CopyError::Schema(reason) if reason.contains("invoices")), "{e}");
+    let tables: Vec<String> = Connection::open(&target)
+        .unwrap()
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(tables, ["invoices"], "nothing was created in it");
+}
