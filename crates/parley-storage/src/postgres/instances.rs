@@ -50,6 +50,8 @@ const RETRY: Duration = Duration::from_secs(1);
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 /// How often an otherwise quiet connection is checked.
 const HEARTBEAT: Duration = Duration::from_secs(10);
+/// Three heartbeats missed and the server ends the session (see `serve`).
+const SESSION: &str = "SET idle_session_timeout = '30s'";
 
 const DELIVERIES: &str = "deliveries";
 const INSTALLATIONS: &str = "installations";
@@ -212,6 +214,14 @@ async fn serve(
     notifications: &mut mpsc::UnboundedReceiver<String>,
     me: &str,
 ) -> StoreResult<()> {
+    // A connection that goes silent without a reset (a hung proxy, a
+    // partition) would keep its session, and the locks it holds, on the
+    // server until TCP gives up, hours later: the server ends it itself
+    // once no heartbeat has come for this long. PostgreSQL 14 and later;
+    // older servers keep the session until their keepalives end it.
+    if let Err(e) = within(client.batch_execute(SESSION)).await {
+        tracing::warn!(error = %e, "the server cannot end a silent listener session itself; a lost instance may hold the sweeper's lock until TCP gives up");
+    }
     within(client.batch_execute(&format!("LISTEN {CHANNEL}"))).await?;
     // What others said while nobody listened is lost: act as if they had
     // said everything.
