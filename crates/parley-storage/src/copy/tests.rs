@@ -40,17 +40,20 @@ fn seeded(dir: &std::path::Path) -> String {
 /// A row's values by column name.
 type Row = Vec<(String, rusqlite::types::Value)>;
 
-/// Every row of every table, columns by name, for comparing two files.
-fn dump(url: &str) -> Vec<(String, Vec<Row>)> {
-    let Ok(Location::Sqlite(path)) = Location::parse(url) else { panic!("{url}") };
-    let conn = Connection::open(path).unwrap();
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+fn table_names(conn: &Connection) -> Vec<String> {
+    conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .unwrap()
         .query_map([], |r| r.get(0))
         .unwrap()
         .collect::<Result<_, _>>()
-        .unwrap();
+        .unwrap()
+}
+
+/// Every row of every table, columns by name, for comparing two files.
+fn dump(url: &str) -> Vec<(String, Vec<Row>)> {
+    let Ok(Location::Sqlite(path)) = Location::parse(url) else { panic!("{url}") };
+    let conn = Connection::open(path).unwrap();
+    let tables = table_names(&conn);
     tables
         .into_iter()
         .map(|t| {
@@ -192,13 +195,6 @@ fn a_target_with_tables_that_are_not_parleys_is_left_alone() {
     Connection::open(&target).unwrap().execute_batch("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER);").unwrap();
     let e = copy(&source, &format!("sqlite://{}", target.display()), &()).expect_err("another application's database");
     assert!(matches!(&e, CopyError::Schema(reason) if reason.contains("invoices")), "{e}");
-    let tables: Vec<String> = Connection::open(&target)
-        .unwrap()
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let tables = table_names(&Connection::open(&target).unwrap());
     assert_eq!(tables, ["invoices"], "nothing was created in it");
 }

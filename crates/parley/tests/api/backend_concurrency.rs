@@ -131,7 +131,7 @@ async fn requests_succeed_after_every_connection_is_killed() {
     for w in warm {
         assert_eq!(w.await.unwrap().0, StatusCode::CREATED);
     }
-    let killed = kill_connections(&app);
+    let killed = terminate_connections(&app.database_url);
     assert_ne!(killed, "0", "the pool's connections were killed");
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let mut statuses = Vec::new();
@@ -160,24 +160,10 @@ async fn a_deferred_only_unit_survives_a_dead_idle_connection() {
     let app = TestApp::with().var("PARLEY_DATABASE_POOL", "1").start().await;
     let f = app.fixture("acme", &[]).await;
     let tenant = f.scope.tenant;
-    assert_eq!(kill_connections(&app), "2", "the pool's one connection and the instance listener were killed");
+    assert_eq!(terminate_connections(&app.database_url), "2", "the pool's one connection and the instance listener were killed");
     let written = app.db.write(move |tx| Ok(tx.insert_event(tenant, &event("evt_after_kill"))?)).await;
     assert!(written.is_ok(), "{written:?}");
     let stored =
         app.db.read(move |r| Ok(r.recent_events(tenant, 10)?.into_iter().filter(|e| e.event_id == "evt_after_kill").count())).await;
     assert_eq!(stored.unwrap(), 1);
-}
-
-/// Ends every connection of the app's database from the server side (a
-/// restart, a proxy dropping them), as `psql` does; returns how many.
-fn kill_connections(app: &TestApp) -> String {
-    let dbname = app.database_url.rsplit('/').next().unwrap();
-    let killed = std::process::Command::new("psql")
-        .args(["-h", "127.0.0.1", "-U", "postgres", "-tAc"])
-        .arg(format!(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{dbname}' AND pid <> pg_backend_pid()"
-        ))
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&killed.stdout).trim().to_owned()
 }

@@ -233,6 +233,49 @@ async fn sigterm_drains_and_exits_cleanly() {
     assert!(acked.iter().all(|b| stored.contains(b)), "every acknowledged message is stored");
 }
 
+/// Settings that make a delivery stuck with a dead process due again soon.
+fn short_leases(database_url: &str) -> [(&'static str, &str); 4] {
+    [
+        ("PARLEY_WEBHOOK_LEASE", "2s"),
+        ("PARLEY_WEBHOOK_TIMEOUT", "1s"),
+        ("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms"),
+        ("PARLEY_DEMO_DATABASE_URL", database_url),
+    ]
+}
+
+/// The demo's admin bearer token.
+async fn demo_admin(client: &reqwest::Client, base: &str) -> String {
+    let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
+    creds["mobile_token"].as_str().unwrap().to_owned()
+}
+
+/// Registers a webhook to `url` for `event`; returns the webhook's id.
+async fn register_hook(client: &reqwest::Client, base: &str, admin: &str, url: &str, event: &str) -> Value {
+    let res = client
+        .post(format!("{base}/api/v1/admin/webhooks"))
+        .bearer_auth(admin)
+        .json(&json!({"url": url, "events": [event]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let hook: Value = res.json().await.unwrap();
+    hook["webhook"]["id"].clone()
+}
+
+/// The webhook's delivery log once its latest delivery is delivered.
+async fn once_delivered(client: &reqwest::Client, base: &str, admin: &str, hook: &Value) -> Value {
+    let url = format!("{base}/api/v1/admin/webhooks/{hook}/deliveries");
+    crate::helpers::eventually(|| {
+        let (client, url, admin) = (client.clone(), url.clone(), admin.to_owned());
+        async move {
+            let body: Value = client.get(&url).bearer_auth(&admin).send().await.ok()?.json().await.ok()?;
+            (body["deliveries"][0]["status"] == "delivered").then_some(body)
+        }
+    })
+    .await
+}
+
 /// A webhook delivery in flight when the process is killed is made again,
 /// with the same event id, once its lease runs out after a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -240,27 +283,12 @@ async fn a_delivery_in_flight_when_the_process_dies_is_made_again() {
     let dir = tempfile::tempdir().unwrap();
     let client = crate::helpers::http_client();
     let (url, _db) = crate::helpers::fresh_database(dir.path(), "demo.sqlite3").await;
-    let env = [
-        ("PARLEY_WEBHOOK_LEASE", "2s"),
-        ("PARLEY_WEBHOOK_TIMEOUT", "1s"),
-        ("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms"),
-        ("PARLEY_DEMO_DATABASE_URL", url.as_str()),
-    ];
+    let env = short_leases(&url);
     let receiver = crate::receiver::Receiver::start().await;
     receiver.reply(&[crate::receiver::Reply::Hang]);
 
     let (mut child, base) = start_with(dir.path(), "demo", &env).await;
-    let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
-    let admin = creds["mobile_token"].as_str().unwrap();
-    let res = client
-        .post(format!("{base}/api/v1/admin/webhooks"))
-        .bearer_auth(admin)
-        .json(&json!({"url": receiver.url, "events": ["conversation.created"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::CREATED);
-    let hook: Value = res.json().await.unwrap();
+    let hook = register_hook(&client, &base, &demo_admin(&client, &base).await, &receiver.url, "conversation.created").await;
     open_demo_conversation(&client, &base).await;
     let first = receiver.next().await;
     child.kill().await.expect("SIGKILL while the delivery hangs");
@@ -270,17 +298,7 @@ async fn a_delivery_in_flight_when_the_process_dies_is_made_again() {
     assert_eq!(again.json()["event_id"], first.json()["event_id"]);
     assert_eq!(again.body, first.body);
 
-    let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
-    let admin = creds["mobile_token"].as_str().unwrap().to_owned();
-    let url = format!("{base}/api/v1/admin/webhooks/{}/deliveries", hook["webhook"]["id"]);
-    let deliveries = crate::helpers::eventually(|| {
-        let (client, url, admin) = (client.clone(), url.clone(), admin.clone());
-        async move {
-            let body: Value = client.get(&url).bearer_auth(&admin).send().await.ok()?.json().await.ok()?;
-            (body["deliveries"][0]["status"] == "delivered").then_some(body)
-        }
-    })
-    .await;
+    let deliveries = once_delivered(&client, &base, &demo_admin(&client, &base).await, &hook).await;
     assert_eq!(deliveries["meta"]["total"], 1, "one delivery, made again: none lost, none doubled");
 }
 
@@ -295,27 +313,13 @@ async fn a_delivery_in_flight_when_an_instance_dies_is_made_by_another() {
     let dir = tempfile::tempdir().unwrap();
     let client = crate::helpers::http_client();
     let (url, _db) = crate::helpers::fresh_database(dir.path(), "demo.sqlite3").await;
-    let env = [
-        ("PARLEY_WEBHOOK_LEASE", "2s"),
-        ("PARLEY_WEBHOOK_TIMEOUT", "1s"),
-        ("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms"),
-        ("PARLEY_DEMO_DATABASE_URL", url.as_str()),
-    ];
+    let env = short_leases(&url);
     let receiver = crate::receiver::Receiver::start().await;
     receiver.reply(&[crate::receiver::Reply::Hang]);
 
     let (mut first_instance, first_base) = start_with(dir.path(), "demo", &env).await;
-    let creds: Value = client.get(format!("{first_base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
-    let admin = creds["mobile_token"].as_str().unwrap().to_owned();
-    let res = client
-        .post(format!("{first_base}/api/v1/admin/webhooks"))
-        .bearer_auth(&admin)
-        .json(&json!({"url": receiver.url, "events": ["conversation.created"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::CREATED);
-    let hook: Value = res.json().await.unwrap();
+    let admin = demo_admin(&client, &first_base).await;
+    let hook = register_hook(&client, &first_base, &admin, &receiver.url, "conversation.created").await;
     open_demo_conversation(&client, &first_base).await;
     // Only the first instance runs yet, so it is the one attempting.
     let first = receiver.next().await;
@@ -324,15 +328,7 @@ async fn a_delivery_in_flight_when_an_instance_dies_is_made_by_another() {
 
     let again = receiver.next().await;
     assert_eq!(again.json()["event_id"], first.json()["event_id"]);
-    let url = format!("{second_base}/api/v1/admin/webhooks/{}/deliveries", hook["webhook"]["id"]);
-    let deliveries = crate::helpers::eventually(|| {
-        let (client, url, admin) = (client.clone(), url.clone(), admin.clone());
-        async move {
-            let body: Value = client.get(&url).bearer_auth(&admin).send().await.ok()?.json().await.ok()?;
-            (body["deliveries"][0]["status"] == "delivered").then_some(body)
-        }
-    })
-    .await;
+    let deliveries = once_delivered(&client, &second_base, &admin, &hook).await;
     assert_eq!(deliveries["meta"]["total"], 1, "one delivery, made again by the other instance");
 }
 
@@ -363,16 +359,7 @@ async fn shutdown_is_bounded_when_an_endpoint_stops_answering() {
         ("PARLEY_DEMO_DATABASE_URL", database.as_str()),
     ];
     let (mut child, base) = start_with(dir.path(), "demo", &env).await;
-    let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
-    let admin = creds["mobile_token"].as_str().unwrap();
-    let res = client
-        .post(format!("{base}/api/v1/admin/webhooks"))
-        .bearer_auth(admin)
-        .json(&json!({"url": hole_url, "events": ["message.created"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::CREATED);
+    register_hook(&client, &base, &demo_admin(&client, &base).await, &hole_url, "message.created").await;
     let (token, public_id) = open_demo_conversation(&client, &base).await;
     let url = format!("{base}/api/widget/conversations/{public_id}/messages");
     for n in 0..40 {

@@ -328,3 +328,18 @@ pub fn event(id: &str) -> parley_domain::events::OutboxEvent {
         payload: "{}".into(),
     }
 }
+
+/// Ends every connection to the PostgreSQL database at `url` from the
+/// server side (a restart, a proxy dropping them), as `psql` does; returns
+/// how many.
+pub fn terminate_connections(url: &str) -> String {
+    let dbname = url.rsplit('/').next().unwrap().split('?').next().unwrap();
+    let killed = std::process::Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "postgres", "-tAc"])
+        .arg(format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{dbname}' AND pid <> pg_backend_pid()"
+        ))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&killed.stdout).trim().to_owned()
+}

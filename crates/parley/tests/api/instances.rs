@@ -285,20 +285,6 @@ async fn listening(app: &TestApp) {
     eventually(|| async { (app.db.installations_generation() >= 1).then_some(()) }).await;
 }
 
-/// Ends every connection to the database at `url` from the server side;
-/// returns how many.
-fn terminate_connections(url: &str) -> String {
-    let dbname = url.rsplit('/').next().unwrap().split('?').next().unwrap();
-    let killed = std::process::Command::new("psql")
-        .args(["-h", "127.0.0.1", "-U", "postgres", "-tAc"])
-        .arg(format!(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{dbname}' AND pid <> pg_backend_pid()"
-        ))
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&killed.stdout).trim().to_owned()
-}
-
 /// Both instances sweep often; each idle conversation is closed once, each
 /// stale installation announced once.
 #[tokio::test]

@@ -84,17 +84,23 @@ async fn close_commits_every_accepted_write() {
     reopened.close().await;
 }
 
-/// An event recorded by a unit that then fails is rolled back with it: no
-/// event, no delivery.
-#[tokio::test]
-async fn a_rolled_back_change_emits_nothing() {
+/// A server whose tenant `acme` has a webhook endpoint, so an event
+/// recorded for it also makes a delivery.
+async fn with_an_endpoint() -> (TestApp, parley_domain::model::TenantId) {
     let app = TestApp::with().var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true").start().await;
     let f = app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     let (status, _) =
         app.authed(reqwest::Method::POST, "/api/admin/webhooks", &admin, Some(serde_json::json!({"url": "http://127.0.0.1:9/hook"}))).await;
     assert_eq!(status, reqwest::StatusCode::CREATED);
-    let tenant = f.scope.tenant;
+    (app, f.scope.tenant)
+}
+
+/// An event recorded by a unit that then fails is rolled back with it: no
+/// event, no delivery.
+#[tokio::test]
+async fn a_rolled_back_change_emits_nothing() {
+    let (app, tenant) = with_an_endpoint().await;
     let result: Result<(), _> = app
         .db
         .write(move |tx| {
@@ -114,13 +120,7 @@ async fn a_rolled_back_change_emits_nothing() {
 /// reads see it.
 #[tokio::test]
 async fn a_refused_deferred_write_fails_its_unit_and_keeps_nothing() {
-    let app = TestApp::with().var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true").start().await;
-    let f = app.fixture("acme", &[]).await;
-    let admin = app.login("admin@acme.example.com").await;
-    let (status, _) =
-        app.authed(reqwest::Method::POST, "/api/admin/webhooks", &admin, Some(serde_json::json!({"url": "http://127.0.0.1:9/hook"}))).await;
-    assert_eq!(status, reqwest::StatusCode::CREATED);
-    let tenant = f.scope.tenant;
+    let (app, tenant) = with_an_endpoint().await;
     let seen = app
         .db
         .write(move |tx| {
