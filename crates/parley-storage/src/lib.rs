@@ -5,6 +5,7 @@
 
 mod backend;
 mod copy;
+mod locks;
 mod postgres;
 mod sql;
 mod sqlite;

@@ -24,9 +24,6 @@ pub struct TestDatabase {
     name: String,
 }
 
-/// Any number that is this module's alone.
-const TEMPLATE_LOCK: i64 = 0x7061_726c_6574;
-
 fn with_database(url: &str, name: &str) -> Result<String, String> {
     let mut parsed = url::Url::parse(url).map_err(|e| e.to_string())?;
     parsed.set_path(&format!("/{name}"));
@@ -44,9 +41,9 @@ pub fn fresh_postgres(server_url: &str) -> Result<TestDatabase, String> {
     let admin_url = with_database(server_url, "postgres")?;
     let mut admin = connect(&admin_url)?;
     let template = format!("parley_template_{:016x}", migrate::fingerprint());
-    admin.execute("SELECT pg_advisory_lock($1)", &[&TEMPLATE_LOCK]).map_err(|e| e.to_string())?;
+    admin.execute("SELECT pg_advisory_lock($1)", &[&crate::locks::TEST_TEMPLATE]).map_err(|e| e.to_string())?;
     let prepared = prepare_template(&mut admin, server_url, &template);
-    let _ = admin.execute("SELECT pg_advisory_unlock($1)", &[&TEMPLATE_LOCK]);
+    let _ = admin.execute("SELECT pg_advisory_unlock($1)", &[&crate::locks::TEST_TEMPLATE]);
     prepared?;
     // Unique per process, call and moment: a run killed earlier may have
     // left databases behind under the same process id.

@@ -3,8 +3,8 @@
 //! says so.
 
 use super::catalog::{Catalog, Table};
-use super::statements::Dialect;
 use super::value::Value;
+use crate::sql::Dialect;
 
 pub(super) trait Db {
     fn dialect(&self) -> Dialect;

@@ -10,9 +10,10 @@ use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use super::catalog::{BOOKKEEPING, Catalog, Column, Table};
 use super::db::Db;
-use super::statements::{Dialect, quote};
+use super::statements::quote;
 use super::value::{ColumnType, Value};
 use crate::postgres::{connector, migrate};
+use crate::sql::Dialect;
 
 pub(super) struct PgDb {
     client: Client,

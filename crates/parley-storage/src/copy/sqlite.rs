@@ -7,8 +7,9 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 
 use super::catalog::{BOOKKEEPING, Catalog, Column, Table};
 use super::db::Db;
-use super::statements::{Dialect, quote};
+use super::statements::quote;
 use super::value::{ColumnType, Value};
+use crate::sql::Dialect;
 use crate::sqlite::{connection, migrate};
 
 pub(super) struct SqliteDb {

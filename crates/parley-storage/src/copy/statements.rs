@@ -2,37 +2,15 @@
 //! names come from the catalog, so they are quoted, never trusted.
 
 use super::catalog::Table;
+use crate::sql::Dialect;
 
 /// Rows read, and written, per statement: big enough that round trips do
 /// not dominate, small enough to keep memory flat on any table.
 pub const BATCH: usize = 1000;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
-    Sqlite,
-    Postgres,
-}
-
-impl Dialect {
-    fn placeholder(self, n: usize) -> String {
-        match self {
-            Dialect::Sqlite => format!("?{n}"),
-            Dialect::Postgres => format!("${n}"),
-        }
-    }
-
-    /// Most parameters one statement may carry.
-    fn max_parameters(self) -> usize {
-        match self {
-            Dialect::Sqlite => 32_766,
-            Dialect::Postgres => 65_535,
-        }
-    }
-
-    /// Rows per INSERT for a table of `columns` columns.
-    pub fn rows_per_insert(self, columns: usize) -> usize {
-        (self.max_parameters() / columns.max(1)).clamp(1, BATCH)
-    }
+/// Rows per INSERT for a table of `columns` columns.
+pub fn rows_per_insert(dialect: Dialect, columns: usize) -> usize {
+    (dialect.max_parameters() / columns.max(1)).clamp(1, BATCH)
 }
 
 pub fn quote(name: &str) -> String {
@@ -132,8 +110,8 @@ mod tests {
 
     #[test]
     fn inserts_stay_under_the_parameter_limit() {
-        assert_eq!(Dialect::Sqlite.rows_per_insert(15), BATCH);
-        assert_eq!(Dialect::Sqlite.rows_per_insert(100), 327);
-        assert_eq!(Dialect::Postgres.rows_per_insert(100_000), 1);
+        assert_eq!(rows_per_insert(Dialect::Sqlite, 15), BATCH);
+        assert_eq!(rows_per_insert(Dialect::Sqlite, 100), 327);
+        assert_eq!(rows_per_insert(Dialect::Postgres, 100_000), 1);
     }
 }

@@ -14,7 +14,7 @@ pub(super) fn insert(target: &mut dyn Db, table: &Table, columns: &[String], row
         .iter()
         .map(|c| table.column(c).map(|c| c.ty).ok_or_else(|| CopyError::Schema(format!("column {}.{c} is only in the source", table.name))))
         .collect::<Result<Vec<_>, _>>()?;
-    let per_insert = target.dialect().rows_per_insert(columns.len());
+    let per_insert = statements::rows_per_insert(target.dialect(), columns.len());
     let mut values = Vec::with_capacity(per_insert * columns.len());
     let mut pending = 0;
     let total = rows.len();

@@ -14,12 +14,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
 /// Changes with the migrations' text: names the test template database.
 #[cfg(any(test, feature = "testing"))]
 pub(crate) fn fingerprint() -> u64 {
-    // FNV-1a: stable across builds, unlike the standard hasher.
-    MIGRATIONS.iter().flat_map(|(_, sql)| sql.bytes()).fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    crate::locks::fnv1a(MIGRATIONS.iter().flat_map(|(_, sql)| sql.bytes()))
 }
-
-/// Any number, as long as it is Parley's alone: "parley" in ASCII.
-const LOCK: i64 = 0x7061_726c_6579;
 
 /// The version a database is at once every migration of this build ran.
 pub(crate) fn latest() -> u32 {
@@ -27,10 +23,10 @@ pub(crate) fn latest() -> u32 {
 }
 
 pub(crate) fn apply(client: &mut Client) -> Result<Vec<u32>, OpenError> {
-    client.execute("SELECT pg_advisory_lock($1)", &[&LOCK]).map_err(|e| fail(0, e))?;
+    client.execute("SELECT pg_advisory_lock($1)", &[&crate::locks::MIGRATIONS]).map_err(|e| fail(0, e))?;
     let result = apply_locked(client);
     // The lock is the session's: release it whatever happened.
-    let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&LOCK]);
+    let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&crate::locks::MIGRATIONS]);
     let applied = result?;
     unlocked.map_err(|e| fail(0, e))?;
     Ok(applied)

@@ -165,13 +165,6 @@ fn work(connector: &Arc<Connector>, jobs: &Mutex<Receiver<Job>>, signals: &Signa
     }
 }
 
-/// The advisory lock that stands for `task`: a stable hash of its name
-/// (FNV-1a), so every instance and version agrees on it.
-fn lock_key(task: &str) -> i64 {
-    let hash = task.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
-    i64::from_ne_bytes(hash.to_ne_bytes())
-}
-
 /// A read unit sees one snapshot, as on SQLite: a list and its count, a
 /// delivery and its attempts agree with each other.
 const READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
@@ -235,7 +228,7 @@ impl Backend for PgBackend {
 
     fn lead(&self, task: &'static str) -> Pin<Box<dyn Future<Output = StoreResult<Option<Lead>>> + Send + '_>> {
         Box::pin(async move {
-            let key = lock_key(task);
+            let key = crate::locks::named(task);
             if !self.instances.try_lock(key).await? {
                 return Ok(None);
             }

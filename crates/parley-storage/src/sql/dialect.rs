@@ -47,6 +47,23 @@ impl Dialect {
         }
     }
 
+    /// The `n`th parameter of a statement whose text is built at run time
+    /// (`parley db copy`'s, from the catalog).
+    pub fn placeholder(self, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("?{n}"),
+            Dialect::Postgres => format!("${n}"),
+        }
+    }
+
+    /// Most parameters one statement may carry.
+    pub fn max_parameters(self) -> usize {
+        match self {
+            Dialect::Sqlite => 32_766,
+            Dialect::Postgres => 65_535,
+        }
+    }
+
     /// The integers of a JSON array parameter (`[1, 2, 3]`) as a one-column
     /// subquery: how a list of ids is bound as a single parameter.
     pub fn id_list(self, param: &str) -> String {

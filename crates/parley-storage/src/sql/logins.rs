@@ -7,12 +7,9 @@ use parley_domain::store::ops::LoginsWrite;
 
 use super::{Tx, args, statements};
 
-/// The lock number standing for a sign-in key: a hash of it, with the
-/// verification sends' lock number left out.
+/// The lock standing for a sign-in key.
 fn lock_number(key: &str) -> i64 {
-    let hash =
-        format!("login:{key}").bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
-    i64::from_ne_bytes(hash.to_ne_bytes())
+    crate::locks::named(&format!("login:{key}"))
 }
 
 statements! {

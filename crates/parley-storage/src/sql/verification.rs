@@ -37,10 +37,6 @@ fn challenge_where(condition: &str) -> String {
 
 const BY_SCOPE: &str = "ch.tenant_id = ?1 AND ch.site_id = ?2 AND ch.conversation_id = ?3 AND ch.id = ?4";
 
-/// Names the transaction lock that orders verification sends (see
-/// `challenge_times`): any number that is this one's alone.
-const SENDS_LOCK: i64 = 0x7061_726c_6576;
-
 fn times(filter: &str) -> String {
     format!("SELECT created_at FROM verification_challenges WHERE {filter} ORDER BY created_at DESC LIMIT ?3")
 }
@@ -100,7 +96,7 @@ impl VerificationRead for Tx<'_> {
         // PostgreSQL units run side by side, so the counts of a write unit
         // wait for every other unit that counts (rare: a few per visitor).
         if self.writing && self.dialect().locks_rows() && !self.sends_locked {
-            self.one(&LOCK_SENDS, args![SENDS_LOCK], |_| Ok(()))?;
+            self.one(&LOCK_SENDS, args![crate::locks::VERIFICATION_SENDS], |_| Ok(()))?;
             self.sends_locked = true;
         }
         let created = |r: &dyn Row| r.ts("created_at");
