@@ -27,6 +27,7 @@ pub(super) struct LoginFailures {
 
 /// The failures one attempt reserved, to keep or take back.
 pub(super) struct Reservation {
+    /// The email's key in the failures table.
     email_key: String,
     email: Option<LoginFailureId>,
     address: Option<LoginFailureId>,
@@ -43,6 +44,7 @@ impl LoginFailures {
     pub(super) async fn reserve(&self, email_key: &str, client: ClientKey, now: Timestamp) -> Result<Reservation, DomainError> {
         let (per_email, per_address) = (self.per_email, self.per_address);
         let keys = (email_failures_key(email_key), address_failures_key(client));
+        let email_key = keys.0.clone();
         let (email, address) = if per_email.is_none() && per_address.is_none() {
             (None, None)
         } else {
@@ -57,7 +59,7 @@ impl LoginFailures {
                 })
                 .await?
         };
-        Ok(Reservation { email_key: email_key.to_owned(), email, address })
+        Ok(Reservation { email_key, email, address })
     }
 
     /// The password was right: the email's failures are forgotten, the
@@ -66,10 +68,9 @@ impl LoginFailures {
         if r.email.is_none() && r.address.is_none() {
             return Ok(());
         }
-        let key = email_failures_key(&r.email_key);
         self.db
             .write(move |tx| {
-                tx.clear_login_failures(&key)?;
+                tx.clear_login_failures(&r.email_key)?;
                 if let Some(id) = r.address {
                     tx.delete_login_failure(id)?;
                 }

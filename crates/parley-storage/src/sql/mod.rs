@@ -117,11 +117,15 @@ pub struct Tx<'c> {
 
 impl<'c> Tx<'c> {
     pub fn read(conn: &'c mut dyn Conn) -> Self {
-        Self { conn, writing: false, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
+        Self::new(conn, false)
     }
 
     pub fn write(conn: &'c mut dyn Conn) -> Self {
-        Self { conn, writing: true, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
+        Self::new(conn, true)
+    }
+
+    fn new(conn: &'c mut dyn Conn, writing: bool) -> Self {
+        Self { conn, writing, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
     }
 
     fn dialect(&self) -> Dialect {
