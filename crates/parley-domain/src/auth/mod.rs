@@ -161,7 +161,9 @@ impl AuthService {
     /// Forgets attempts that have left their window; called by the
     /// sweeper in every instance.
     pub fn shrink(&self) {
-        self.attempts_by_address.shrink(self.clock.now());
+        let now = self.clock.now();
+        self.attempts_by_address.shrink(now);
+        self.failures.shrink(now);
     }
 
     /// Removes stored failures that have left every window; called by the

@@ -25,10 +25,7 @@ pub(super) fn connect(url: &str) -> Result<PgDb, String> {
 }
 
 fn text(e: postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
-    }
+    crate::postgres::describe(&e)
 }
 
 const TABLES: &str = "SELECT table_name::text FROM information_schema.tables
@@ -89,7 +86,7 @@ impl ToSql for Value {
 fn read(row: &postgres::Row, i: usize) -> Result<Value, String> {
     let column = &row.columns()[i];
     let ty = column.type_();
-    let get = |e: postgres::Error| format!("column {}: {e}", column.name());
+    let get = |e: postgres::Error| format!("column {}: {}", column.name(), text(e));
     let value = if *ty == Type::INT8 {
         row.try_get::<_, Option<i64>>(i).map_err(get)?.map(Value::Integer)
     } else if *ty == Type::INT4 {

@@ -3,13 +3,27 @@
 use parley_domain::StoreError;
 use postgres::error::SqlState;
 
-/// The server's own words when it sent some ("db error" alone tells the
-/// logs nothing).
-fn describe(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+/// The server's own words when it sent some, else the error with its
+/// causes: the client's own text ("db error", "error connecting to
+/// server") leaves out what an operator needs to act on.
+pub(crate) fn describe(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut text = format!("{} ({})", db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            text.push_str(&format!("; {detail}"));
+        }
+        return text;
     }
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let part = c.to_string();
+        if !text.contains(&part) {
+            text.push_str(&format!(": {part}"));
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// Whether the connection is gone: closed, or ended by the server (a
@@ -32,7 +46,7 @@ pub(super) fn map(e: postgres::Error) -> StoreError {
     let Some(code) = e.code() else {
         // No SQLSTATE: the connection failed or closed, or the client
         // could not encode or decode a value (a bug, not an outage).
-        return if e.is_closed() || io_failed(&e) { StoreError::Unavailable(e.to_string()) } else { StoreError::Internal(e.to_string()) };
+        return if e.is_closed() || io_failed(&e) { StoreError::Unavailable(describe(&e)) } else { StoreError::Internal(describe(&e)) };
     };
     if *code == SqlState::UNIQUE_VIOLATION {
         let detail = e.as_db_error().and_then(|d| d.constraint()).unwrap_or_default().to_owned();

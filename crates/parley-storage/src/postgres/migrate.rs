@@ -33,7 +33,7 @@ pub(crate) fn apply(client: &mut Client) -> Result<Vec<u32>, OpenError> {
 }
 
 fn fail(version: u32, e: postgres::Error) -> OpenError {
-    OpenError::Migration { version, reason: e.to_string() }
+    OpenError::Migration { version, reason: super::error::describe(&e) }
 }
 
 fn apply_locked(client: &mut Client) -> Result<Vec<u32>, OpenError> {

@@ -39,6 +39,7 @@ use crate::OpenError;
 use crate::backend::{Queue, Signals, Threads, closed};
 use crate::sql::Tx;
 use conn::PgConn;
+pub(crate) use error::describe;
 use error::map;
 use instances::{Instances, Outgoing};
 

@@ -24,7 +24,15 @@ pub(crate) fn latest() -> u32 {
 }
 
 pub(crate) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {
-    let fail = |version: u32, e: rusqlite::Error| OpenError::Migration { version, reason: e.to_string() };
+    // SQLite's message without the migration's whole text, which
+    // rusqlite appends to a syntax or schema error.
+    let fail = |version: u32, e: rusqlite::Error| {
+        let reason = match &e {
+            rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+            other => other.to_string(),
+        };
+        OpenError::Migration { version, reason }
+    };
     let current: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| fail(0, e))?;
     let latest = latest();
     if current > latest {

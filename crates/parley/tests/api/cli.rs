@@ -109,6 +109,28 @@ async fn migrate_applies_once() {
     assert!(stdout.contains("up to date"), "{stdout}");
 }
 
+/// A migration the database refuses, or a server that cannot be reached,
+/// is reported with the database's own reason, which is what an operator
+/// acts on.
+#[tokio::test]
+async fn a_failed_migration_names_the_databases_reason() {
+    use crate::helpers::{fresh_database, run_sql};
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _db) = fresh_database(dir.path(), "taken.sqlite3").await;
+    // A PostgreSQL test database comes migrated; empty it first.
+    let empty = if url.starts_with("postgres") { "DROP SCHEMA public CASCADE; CREATE SCHEMA public;" } else { "" };
+    run_sql(&url, &format!("{empty} CREATE TABLE webhook_endpoints (x INTEGER)")).await;
+    let (code, _, stderr) = output(parley(dir.path()).env("PARLEY_DATABASE_URL", &url).arg("migrate")).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("failed: ") && stderr.contains("webhook_endpoints") && stderr.contains("already exists"), "{stderr}");
+    assert!(!stderr.contains("CREATE TABLE"), "without the migration's text: {stderr}");
+
+    let unreachable = "postgres://postgres@127.0.0.1:9/nowhere?sslmode=disable";
+    let (code, _, stderr) = output(parley(dir.path()).env("PARLEY_DATABASE_URL", unreachable).arg("migrate")).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("Connection refused"), "the cause is named: {stderr}");
+}
+
 /// Reads the demo widget token and opens a conversation with it.
 async fn open_demo_conversation(client: &reqwest::Client, base: &str) -> (String, String) {
     let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();

@@ -249,22 +249,11 @@ async fn a_failure_part_way_leaves_nothing_written() {
 }
 
 async fn add_failing_trigger(url: &str) {
-    if let Some(path) = url.strip_prefix("sqlite://") {
-        let conn = rusqlite::Connection::open(path).unwrap();
-        conn.execute_batch("CREATE TRIGGER fail_copy BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'injected failure'); END;")
-            .unwrap();
-        return;
-    }
-    let url = url.to_owned();
-    tokio::task::spawn_blocking(move || {
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-        client
-            .batch_execute(
-                "CREATE FUNCTION fail_copy() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$;
-                 CREATE TRIGGER fail_copy BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION fail_copy();",
-            )
-            .expect("trigger");
-    })
-    .await
-    .unwrap();
+    let sql = if url.starts_with("sqlite://") {
+        "CREATE TRIGGER fail_copy BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'injected failure'); END;"
+    } else {
+        "CREATE FUNCTION fail_copy() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+         CREATE TRIGGER fail_copy BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION fail_copy();"
+    };
+    run_sql(url, sql).await;
 }

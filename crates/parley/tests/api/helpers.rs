@@ -60,6 +60,18 @@ pub async fn fresh_database(dir: &std::path::Path, file: &str) -> (String, Optio
     }
 }
 
+/// Runs `sql` on the database at `url`, the way an administrator would
+/// outside Parley.
+pub async fn run_sql(url: &str, sql: &str) {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    tokio::task::spawn_blocking(move || match url.strip_prefix("sqlite://") {
+        Some(path) => rusqlite::Connection::open(path).expect("open").execute_batch(&sql).expect("sql"),
+        None => postgres::Client::connect(&url, postgres::NoTls).expect("connect").batch_execute(&sql).expect("sql"),
+    })
+    .await
+    .expect("blocking task");
+}
+
 /// "postgres" or "sqlite": the backend the suite runs on.
 pub fn backend() -> &'static str {
     if parley_storage::testing::postgres_url().is_some() { "postgres" } else { "sqlite" }

@@ -1,3 +1,0 @@
-wrk.method = "POST"
-wrk.headers["content-type"] = "application/json"
-wrk.body = '{"token":"","body":"benchmark message"}'
