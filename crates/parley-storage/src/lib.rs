@@ -35,7 +35,9 @@ impl Default for Options {
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error("unsupported database URL {0:?}: use sqlite://PATH or postgres://USER@HOST/DB")]
+    /// Holds only what precedes the URL's first colon: the rest may carry
+    /// a password.
+    #[error("unsupported database URL (scheme {0:?}): use sqlite://PATH or postgres://USER@HOST/DB")]
     Unsupported(String),
     #[error("PostgreSQL: {0}")]
     Postgres(String),
@@ -63,7 +65,7 @@ impl Location {
             .strip_prefix("sqlite://")
             .or_else(|| url.strip_prefix("sqlite:"))
             .filter(|p| !p.is_empty())
-            .ok_or_else(|| OpenError::Unsupported(url.to_owned()))?;
+            .ok_or_else(|| OpenError::Unsupported(url.split(':').next().unwrap_or_default().chars().take(20).collect()))?;
         let path = path.split('?').next().unwrap_or(path);
         Ok(Self::Sqlite(PathBuf::from(path)))
     }

@@ -14,13 +14,15 @@
 //! leaves the window, with one exception: a right password whose check
 //! was already running when the key went over clears the email's
 //! failures. Each instance remembers a refusal for a few seconds
-//! (`Refused`, at most `REMEMBERED`) and answers further attempts on the
-//! key without touching the database, so a flood of refused attempts
-//! costs one locked write per key every few seconds, and the exception
-//! keeps an account refused on this instance for those seconds at most.
+//! (`Refused`) and answers further attempts on the key without touching
+//! the database, so a flood of refused attempts costs one locked write
+//! per key and instance every few seconds. The instance that clears a key
+//! forgets its refusal at once; another instance that remembers it keeps
+//! refusing the account for those few seconds at most.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use crate::clock::Timestamp;
 use crate::error::DomainError;
@@ -31,12 +33,16 @@ use crate::store::{Database, WriteTx};
 /// Failures removed per write unit when old ones are pruned.
 const PRUNE_BATCH: u32 = 1000;
 
-/// How long an instance answers a refused key without the database.
-const REMEMBERED: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long an instance answers a refused key without the database: long
+/// enough that a flood costs a write per key only this often, short
+/// enough that an account cleared on another instance is not refused
+/// here for long.
+const REMEMBERED: Duration = Duration::from_secs(10);
 
-/// Refused keys an instance remembers at most; past it, refusals are
-/// answered by the database again until the sweeper forgets expired ones.
-const REFUSED_KEYS: usize = 100_000;
+/// Refused keys an instance remembers at most. Past it, refusals are
+/// answered by the database until the sweeper forgets old ones; nothing
+/// is scanned on a sign-in's path.
+const MAX_REFUSED_KEYS: usize = 100_000;
 
 #[derive(Clone)]
 pub(super) struct LoginFailures {
@@ -46,55 +52,69 @@ pub(super) struct LoginFailures {
     refused: Arc<Refused>,
 }
 
-/// Keys over their limit: until when this instance answers for the
-/// database, and when the refusal ends (what `Retry-After` tells).
+/// A refusal this instance remembers.
+#[derive(Clone, Copy)]
+struct Remembered {
+    /// Until then this instance answers without the database.
+    answer_until: Timestamp,
+    /// When the refusal ends: what `Retry-After` tells.
+    ends: Timestamp,
+}
+
+/// Keys found over their limit lately.
 #[derive(Default)]
-struct Refused(Mutex<HashMap<String, (Timestamp, Timestamp)>>);
+struct Refused(Mutex<HashMap<String, Remembered>>);
 
 impl Refused {
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, (Timestamp, Timestamp)>) -> T) -> T {
-        match self.0.lock() {
-            Ok(mut map) => f(&mut map),
-            Err(poisoned) => f(&mut poisoned.into_inner()),
-        }
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Remembered>> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Refuses when any of `keys` was found over its limit lately.
+    /// Refuses when any of `keys` was found over its limit lately, with
+    /// the latest end among them.
     fn check(&self, keys: [&str; 2], now: Timestamp) -> Result<(), DomainError> {
-        let ends = self.with(|map| keys.iter().filter_map(|k| map.get(*k).filter(|(until, _)| *until > now).map(|(_, ends)| *ends)).max());
+        let map = self.lock();
+        let ends = keys.iter().filter_map(|k| map.get(*k)).filter(|r| r.answer_until > now).map(|r| r.ends).max();
         match ends {
             Some(ends) => Err(DomainError::rate_limited(ends.since(now))),
             None => Ok(()),
         }
     }
 
-    fn remember(&self, key: &str, wait: std::time::Duration, now: Timestamp) {
-        let entry = (now.plus(wait.min(REMEMBERED)), now.plus(wait));
-        self.with(|map| {
-            if map.len() >= REFUSED_KEYS {
-                map.retain(|_, (until, _)| *until > now);
+    fn remember(&self, over: &[OverLimit], now: Timestamp) {
+        let mut map = self.lock();
+        for o in over {
+            if map.len() < MAX_REFUSED_KEYS || map.contains_key(&o.key) {
+                map.insert(o.key.clone(), Remembered { answer_until: now.plus(o.wait.min(REMEMBERED)), ends: now.plus(o.wait) });
             }
-            if map.len() < REFUSED_KEYS {
-                map.insert(key.to_owned(), entry);
-            }
-        });
+        }
     }
 
+    fn forget(&self, keys: [&str; 2]) {
+        let mut map = self.lock();
+        for key in keys {
+            map.remove(key);
+        }
+    }
+
+    /// Drops refusals this instance no longer answers for.
     fn shrink(&self, now: Timestamp) {
-        self.with(|map| map.retain(|_, (until, _)| *until > now));
+        self.lock().retain(|_, r| r.answer_until > now);
     }
 }
 
-/// A key found over its limit inside a write unit.
+/// A key found over its limit inside a write unit, and how long until its
+/// oldest failure leaves the window.
 struct OverLimit {
     key: String,
-    wait: std::time::Duration,
+    wait: Duration,
 }
 
 /// The failures one attempt reserved, to keep or take back.
 pub(super) struct Reservation {
-    /// The email's key in the failures table.
+    /// The email's and the address's keys in the failures table.
     email_key: String,
+    address_key: String,
     email: Option<LoginFailureId>,
     address: Option<LoginFailureId>,
 }
@@ -109,20 +129,21 @@ impl LoginFailures {
     /// either already has its limit.
     pub(super) async fn reserve(&self, email_key: &str, client: ClientKey, now: Timestamp) -> Result<Reservation, DomainError> {
         let (per_email, per_address) = (self.per_email, self.per_address);
-        let keys = (email_failures_key(email_key), address_failures_key(client));
-        let email_key = keys.0.clone();
+        let (email_key, address_key) = (email_failures_key(email_key), address_failures_key(client));
+        let none = |email_key, address_key| Reservation { email_key, address_key, email: None, address: None };
         if per_email.is_none() && per_address.is_none() {
-            return Ok(Reservation { email_key, email: None, address: None });
+            return Ok(none(email_key, address_key));
         }
-        self.refused.check([&keys.0, &keys.1], now)?;
+        self.refused.check([&email_key, &address_key], now)?;
+        let keys = (email_key.clone(), address_key.clone());
         let reserved = self
             .db
             .write(move |tx| {
                 tx.lock_login_keys(&[&keys.0, &keys.1])?;
-                if let Some(over) = over_limit(tx, &keys.0, per_email, now)? {
-                    return Ok(Err(over));
-                }
-                if let Some(over) = over_limit(tx, &keys.1, per_address, now)? {
+                let mut over = Vec::new();
+                over.extend(over_limit(tx, &keys.0, per_email, now)?);
+                over.extend(over_limit(tx, &keys.1, per_address, now)?);
+                if !over.is_empty() {
                     return Ok(Err(over));
                 }
                 let email = per_email.map(|_| tx.insert_login_failure(&keys.0, now)).transpose()?;
@@ -131,15 +152,16 @@ impl LoginFailures {
             })
             .await?;
         match reserved {
-            Ok((email, address)) => Ok(Reservation { email_key, email, address }),
+            Ok((email, address)) => Ok(Reservation { email_key, address_key, email, address }),
             Err(over) => {
-                self.refused.remember(&over.key, over.wait, now);
-                Err(DomainError::rate_limited(over.wait))
+                self.refused.remember(&over, now);
+                let wait = over.iter().map(|o| o.wait).max().unwrap_or_default();
+                Err(DomainError::rate_limited(wait))
             }
         }
     }
 
-    /// Forgets refusals that have ended.
+    /// Drops refusals this instance no longer answers for.
     pub(super) fn shrink(&self, now: Timestamp) {
         self.refused.shrink(now);
     }
@@ -150,6 +172,7 @@ impl LoginFailures {
         if r.email.is_none() && r.address.is_none() {
             return Ok(());
         }
+        let keys = [r.email_key.clone(), r.address_key.clone()];
         self.db
             .write(move |tx| {
                 tx.clear_login_failures(&r.email_key)?;
@@ -158,7 +181,11 @@ impl LoginFailures {
                 }
                 Ok(())
             })
-            .await
+            .await?;
+        // A refusal another attempt met while this check ran no longer
+        // holds for the email, and may not for the address.
+        self.refused.forget([&keys[0], &keys[1]]);
+        Ok(())
     }
 
     /// The check could not be made: the attempt counts for nothing.
@@ -174,7 +201,9 @@ impl LoginFailures {
                 }
                 Ok(())
             })
-            .await
+            .await?;
+        self.refused.forget([&r.email_key, &r.address_key]);
+        Ok(())
     }
 
     /// Removes failures that have left every window.
@@ -218,7 +247,6 @@ fn address_failures_key(client: ClientKey) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn retry_after(r: Result<(), DomainError>) -> Option<u64> {
         match r {
@@ -227,27 +255,60 @@ mod tests {
         }
     }
 
+    fn over(key: &str, secs: u64) -> OverLimit {
+        OverLimit { key: key.to_owned(), wait: Duration::from_secs(secs) }
+    }
+
+    const T0: Timestamp = Timestamp::from_millis(1_000_000);
+
     #[test]
     fn a_remembered_refusal_answers_for_a_few_seconds_with_its_real_end() {
         let refused = Refused::default();
-        let t0 = Timestamp::from_millis(1_000_000);
-        refused.remember("email:a@b.c", Duration::from_secs(900), t0);
-        assert_eq!(retry_after(refused.check(["email:a@b.c", "address:1.2.3.4"], t0)), Some(900));
-        assert_eq!(retry_after(refused.check(["address:1.2.3.4", "email:a@b.c"], t0.plus(Duration::from_secs(9)))), Some(891));
-        assert_eq!(retry_after(refused.check(["email:a@b.c", "x"], t0.plus(REMEMBERED))), None, "then the database answers");
-        assert_eq!(retry_after(refused.check(["email:other", "x"], t0)), None);
+        refused.remember(&[over("email:a@b.c", 900)], T0);
+        assert_eq!(retry_after(refused.check(["email:a@b.c", "address:1.2.3.4"], T0)), Some(900));
+        assert_eq!(retry_after(refused.check(["address:1.2.3.4", "email:a@b.c"], T0.plus(Duration::from_secs(9)))), Some(891));
+        assert_eq!(retry_after(refused.check(["email:a@b.c", "x"], T0.plus(REMEMBERED))), None, "then the database answers");
+        assert_eq!(retry_after(refused.check(["email:other", "x"], T0)), None);
     }
 
     #[test]
-    fn the_longest_remembered_refusal_wins_and_ended_ones_are_forgotten() {
+    fn a_short_refusal_is_answered_only_until_it_ends() {
         let refused = Refused::default();
-        let t0 = Timestamp::from_millis(1_000_000);
-        refused.remember("a", Duration::from_secs(3), t0);
-        refused.remember("b", Duration::from_secs(600), t0);
-        assert_eq!(retry_after(refused.check(["a", "b"], t0)), Some(600));
-        refused.shrink(t0.plus(Duration::from_secs(4)));
-        assert_eq!(refused.with(|m| m.len()), 1, "a's refusal ended");
-        refused.shrink(t0.plus(REMEMBERED));
-        assert_eq!(refused.with(|m| m.len()), 0);
+        refused.remember(&[over("a", 3)], T0);
+        assert_eq!(retry_after(refused.check(["a", "b"], T0.plus(Duration::from_secs(2)))), Some(1));
+        assert_eq!(retry_after(refused.check(["a", "b"], T0.plus(Duration::from_secs(4)))), None);
+    }
+
+    #[test]
+    fn the_latest_end_is_told_and_shrinking_drops_what_is_no_longer_answered() {
+        let refused = Refused::default();
+        refused.remember(&[over("a", 3), over("b", 600)], T0);
+        assert_eq!(retry_after(refused.check(["a", "b"], T0)), Some(600));
+        refused.shrink(T0.plus(Duration::from_secs(4)));
+        assert_eq!(refused.lock().len(), 1, "a's refusal ended");
+        refused.shrink(T0.plus(REMEMBERED));
+        assert!(refused.lock().is_empty());
+    }
+
+    #[test]
+    fn a_cleared_key_is_forgotten_at_once() {
+        let refused = Refused::default();
+        refused.remember(&[over("email:a@b.c", 900)], T0);
+        refused.forget(["email:a@b.c", "address:1.2.3.4"]);
+        assert_eq!(retry_after(refused.check(["email:a@b.c", "address:1.2.3.4"], T0)), None);
+    }
+
+    #[test]
+    fn past_its_bound_nothing_new_is_remembered_but_known_keys_are_renewed() {
+        let refused = Refused::default();
+        {
+            let mut map = refused.lock();
+            for n in 0..MAX_REFUSED_KEYS {
+                map.insert(format!("k{n}"), Remembered { answer_until: T0, ends: T0 });
+            }
+        }
+        refused.remember(&[over("new", 60), over("k1", 60)], T0);
+        assert_eq!(retry_after(refused.check(["new", "x"], T0)), None, "the database answers it");
+        assert_eq!(retry_after(refused.check(["k1", "x"], T0)), Some(60));
     }
 }

@@ -8,9 +8,13 @@ use postgres::error::SqlState;
 /// server") leaves out what an operator needs to act on.
 pub(crate) fn describe(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
+        // Never the detail: for a constraint it is "Failing row contains
+        // (…)", the whole row, secrets and password hashes included.
         let mut text = format!("{} ({})", db.message(), db.code().code());
-        if let Some(detail) = db.detail() {
-            text.push_str(&format!("; {detail}"));
+        for (name, value) in [("table", db.table()), ("column", db.column()), ("constraint", db.constraint())] {
+            if let Some(value) = value {
+                text.push_str(&format!(", {name} {value}"));
+            }
         }
         return text;
     }
