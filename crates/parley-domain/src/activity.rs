@@ -8,17 +8,21 @@
 
 use crate::clock::Timestamp;
 use crate::error::DomainError;
-use crate::model::{Conversation, ConversationScope, ConversationStatus};
+use crate::feed::record;
+use crate::model::{Conversation, ConversationScope, ConversationStatus, Tenant};
 use crate::store::WriteTx;
 
-/// Applies a new message's effect to `c` and saves it.
+/// Applies a new message's effect to `c` and saves it; a reopening is a
+/// change everyone following the conversation sees.
 pub(crate) fn record_message(
     tx: &mut dyn WriteTx,
+    tenant: &Tenant,
     scope: ConversationScope,
     c: &mut Conversation,
     now: Timestamp,
 ) -> Result<(), DomainError> {
-    if c.status == ConversationStatus::Closed {
+    let reopened = c.status == ConversationStatus::Closed;
+    if reopened {
         let assignee_can_answer = match c.assignee_id {
             Some(id) => tx.operator(c.tenant_id, id)?.is_some_and(|op| op.active && op.can_see_site(c.site_id)),
             None => false,
@@ -33,5 +37,8 @@ pub(crate) fn record_message(
     }
     c.last_message_at = now;
     tx.update_conversation(scope, c)?;
+    if reopened {
+        record::conversation_changed(tx, tenant, c, None, now)?;
+    }
     Ok(())
 }

@@ -167,8 +167,9 @@ impl Automation {
                         internal: false,
                         created_at: now,
                     };
-                    tx.insert_message(scope, &note)?;
-                    tx.insert_event(tenant.id, &events::conversation_closed(&tenant, &c, ClosedBy::Automation, now))?;
+                    crate::feed::record::message(tx, &tenant, scope, &c, &note)?;
+                    let closed = events::conversation_closed(&tenant, &c, ClosedBy::Automation, now);
+                    crate::feed::record::conversation_changed(tx, &tenant, &c, Some(closed), now)?;
                 }
                 Ok(batch)
             })

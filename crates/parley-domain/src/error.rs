@@ -66,6 +66,10 @@ pub enum DomainError {
     /// spent by too many wrong codes.
     #[error("challenge expired")]
     ChallengeExpired,
+    /// A feed cursor older than the retention, or naming no entry the
+    /// feed holds: the client reloads and follows from a new cursor.
+    #[error("cursor expired")]
+    CursorExpired,
     #[error("rate limited")]
     RateLimited { retry_after_secs: u64 },
     #[error("{0}")]

@@ -20,10 +20,14 @@ pub enum EventKind {
     MessageCreated,
     InstallationHealthChanged,
     VerificationCompleted,
+    /// A conversation's status or assignee changed in a way no webhook
+    /// kind names (taken, assigned, reopened): the feed's alone.
+    ConversationUpdated,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 5] = [
+    /// The kinds partners subscribe to and receive as webhooks.
+    pub const WEBHOOK: [EventKind; 5] = [
         Self::ConversationCreated,
         Self::ConversationClosed,
         Self::MessageCreated,
@@ -38,11 +42,28 @@ impl EventKind {
             Self::MessageCreated => "message.created",
             Self::InstallationHealthChanged => "installation.health.changed",
             Self::VerificationCompleted => "verification.completed",
+            Self::ConversationUpdated => "conversation.updated",
         }
     }
 
+    /// Any kind the feed holds.
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
+        Self::WEBHOOK.into_iter().chain([Self::ConversationUpdated]).find(|k| k.as_str() == s)
+    }
+
+    /// A kind partners may subscribe to.
+    pub fn parse_webhook(s: &str) -> Option<Self> {
+        Self::WEBHOOK.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The kind a live stream names this entry by: every change of a
+    /// conversation's state is one `conversation.updated` to clients.
+    pub fn stream_name(self) -> &'static str {
+        match self {
+            Self::ConversationCreated => "conversation.created",
+            Self::MessageCreated => "message.created",
+            _ => "conversation.updated",
+        }
     }
 }
 
@@ -56,7 +77,7 @@ pub struct OutboxEvent {
     pub payload: String,
 }
 
-fn envelope(tenant: &Tenant, kind: EventKind, occurred_at: Timestamp, data: Value) -> OutboxEvent {
+pub(crate) fn envelope(tenant: &Tenant, kind: EventKind, occurred_at: Timestamp, data: Value) -> OutboxEvent {
     let event_id = ids::event_id();
     let payload = json!({
         "event_id": event_id,
@@ -70,7 +91,7 @@ fn envelope(tenant: &Tenant, kind: EventKind, occurred_at: Timestamp, data: Valu
     OutboxEvent { event_id, kind, occurred_at, payload }
 }
 
-fn conversation_data(c: &Conversation) -> Value {
+pub(crate) fn conversation_data(c: &Conversation) -> Value {
     json!({
         "id": c.id,
         "public_id": c.public_id,

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events::{self, ClosedBy};
+use crate::feed::record;
 use crate::model::*;
 use crate::store::{Database, MessagePage, WriteTx};
 use crate::widget::MESSAGE_PAGE_LIMIT;
@@ -95,9 +96,8 @@ impl InboxService {
             .write(move |tx| {
                 let scope: ConversationScope = actor.scope().into();
                 let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                let message = tx.insert_message(scope, &operator_message(&c, &actor, body, false, now))?;
-                crate::activity::record_message(tx, scope, &mut c, now)?;
-                tx.insert_event(tenant.id, &events::message_created(&tenant, &c, &message))?;
+                crate::activity::record_message(tx, &tenant, scope, &mut c, now)?;
+                let message = record::message(tx, &tenant, scope, &c, &operator_message(&c, &actor, body, false, now))?;
                 Ok((message, details(tx, scope, id)?))
             })
             .await
@@ -112,7 +112,7 @@ impl InboxService {
         id: ConversationId,
         target: Option<OperatorId>,
     ) -> Result<ConversationDetails, DomainError> {
-        let (actor, now) = (session.operator.clone(), self.clock.now());
+        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
         self.db
             .write(move |tx| {
                 let scope: ConversationScope = actor.scope().into();
@@ -127,7 +127,7 @@ impl InboxService {
                 } else {
                     format!("{} assigned the conversation to {}", actor.name, target.name)
                 };
-                hand_to(tx, scope, &mut c, &target, text, now)?;
+                hand_to(tx, &tenant, scope, &mut c, &target, text, now)?;
                 details(tx, scope, id)
             })
             .await
@@ -142,16 +142,16 @@ impl InboxService {
         target: OperatorId,
         note: Option<String>,
     ) -> Result<ConversationDetails, DomainError> {
-        let (actor, now) = (session.operator.clone(), self.clock.now());
+        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
         self.db
             .write(move |tx| {
                 let scope: ConversationScope = actor.scope().into();
                 let mut c = open_conversation(tx, scope, id)?;
                 let target = assignable(tx, &actor, &c, target)?;
                 let text = format!("{} transferred the conversation to {}", actor.name, target.name);
-                hand_to(tx, scope, &mut c, &target, text, now)?;
+                hand_to(tx, &tenant, scope, &mut c, &target, text, now)?;
                 if let Some(note) = note {
-                    tx.insert_message(scope, &operator_message(&c, &actor, note, true, now))?;
+                    record::message(tx, &tenant, scope, &c, &operator_message(&c, &actor, note, true, now))?;
                 }
                 details(tx, scope, id)
             })
@@ -170,8 +170,9 @@ impl InboxService {
                     c.status = ConversationStatus::Closed;
                     c.closed_at = Some(now);
                     tx.update_conversation(scope, &c)?;
-                    tx.insert_message(scope, &system_message(&c, format!("{} closed the conversation", actor.name), now))?;
-                    tx.insert_event(tenant.id, &events::conversation_closed(&tenant, &c, ClosedBy::Operator(&actor), now))?;
+                    record::message(tx, &tenant, scope, &c, &system_message(&c, format!("{} closed the conversation", actor.name), now))?;
+                    let closed = events::conversation_closed(&tenant, &c, ClosedBy::Operator(&actor), now);
+                    record::conversation_changed(tx, &tenant, &c, Some(closed), now)?;
                 }
                 details(tx, scope, id)
             })
@@ -208,6 +209,7 @@ fn assignable(tx: &mut dyn WriteTx, actor: &Operator, c: &Conversation, target: 
 /// Assigns the conversation to `target` and tells both sides why.
 fn hand_to(
     tx: &mut dyn WriteTx,
+    tenant: &Tenant,
     scope: ConversationScope,
     c: &mut Conversation,
     target: &Operator,
@@ -217,7 +219,8 @@ fn hand_to(
     c.status = ConversationStatus::Assigned;
     c.assignee_id = Some(target.id);
     tx.update_conversation(scope, c)?;
-    tx.insert_message(scope, &system_message(c, announcement, now))?;
+    record::conversation_changed(tx, tenant, c, None, now)?;
+    record::message(tx, tenant, scope, c, &system_message(c, announcement, now))?;
     Ok(())
 }
 

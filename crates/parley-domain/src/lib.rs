@@ -13,6 +13,7 @@ pub mod automation;
 pub mod clock;
 pub mod error;
 pub mod events;
+pub mod feed;
 pub mod health;
 pub mod ids;
 pub mod inbox;

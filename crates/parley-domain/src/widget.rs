@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
+use crate::feed::record;
 use crate::ids;
 use crate::limits::{ClientKey, RateLimits};
 use crate::model::*;
@@ -321,9 +322,12 @@ impl WidgetService {
                         created_at: now,
                     },
                 )?;
-                let message = tx.insert_message(scope.into(), &visitor_message(&conversation, &visitor, input.message, now))?;
-                tx.insert_event(tenant.id, &events::conversation_created(&tenant, &conversation, &visitor, &message))?;
-                tx.insert_event(tenant.id, &events::message_created(&tenant, &conversation, &message))?;
+                let first = visitor_message(&conversation, &visitor, input.message, now);
+                let message = tx.insert_message(scope.into(), &first)?;
+                // Created first: a follower meets the conversation before
+                // its first message.
+                record::conversation_created(tx, &tenant, &conversation, &visitor, &message)?;
+                record::appended_message(tx, &tenant, &conversation, &message)?;
                 Ok((conversation, vec![message]))
             })
             .await
@@ -358,15 +362,15 @@ impl WidgetService {
                 let mut conversation = tx.conversation_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
                 limits.conversation_message(conversation.id)?;
                 let visitor = tx.visitor(scope, conversation.visitor_id)?.ok_or(DomainError::NotFound)?;
-                let message = tx.insert_message(scope.into(), &visitor_message(&conversation, &visitor, input.body, now))?;
-                crate::activity::record_message(tx, scope.into(), &mut conversation, now)?;
+                crate::activity::record_message(tx, &tenant, scope.into(), &mut conversation, now)?;
+                let message =
+                    record::message(tx, &tenant, scope.into(), &conversation, &visitor_message(&conversation, &visitor, input.body, now))?;
                 if let Some(url) = input.current_url {
                     let mut profile = visitor.profile.clone();
                     if profile.merge(&VisitorProfile { last_url: Some(url.url), ..Default::default() }) {
                         tx.update_visitor_profile(scope, visitor.id, &profile, now)?;
                     }
                 }
-                tx.insert_event(tenant.id, &events::message_created(&tenant, &conversation, &message))?;
                 Ok((message, conversation))
             })
             .await

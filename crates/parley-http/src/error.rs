@@ -122,6 +122,11 @@ fn domain_answer(e: DomainError) -> Answer {
         DomainError::ChallengeExpired => {
             Answer::new(S::GONE, "challenge_expired", "This verification has expired or was already used; start a new one.")
         }
+        DomainError::CursorExpired => Answer::new(
+            S::GONE,
+            "cursor_expired",
+            "This cursor is older than the events kept, or unknown; reload and follow from the new cursor.",
+        ),
         DomainError::RateLimited { retry_after_secs } => Answer {
             retry_after: Some(retry_after_secs.max(1)),
             ..Answer::new(S::TOO_MANY_REQUESTS, "rate_limited", "Too many requests; retry later.")

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use axum::extract::FromRef;
 use parley_domain::admin::AdminService;
 use parley_domain::auth::AuthService;
+use parley_domain::feed::FeedService;
 use parley_domain::health::HealthService;
 use parley_domain::inbox::InboxService;
 use parley_domain::metrics::Metrics;
@@ -57,6 +58,7 @@ pub struct Services {
     pub admin: AdminService,
     pub webhooks: WebhookService,
     pub verification: VerificationService,
+    pub feed: FeedService,
     pub metrics: Metrics,
     pub proxies: TrustedProxies,
     /// Present only under `parley demo`: mounts `/sandbox`.

@@ -52,6 +52,8 @@ pub(crate) struct Signals {
     deliveries: Arc<Notify>,
     /// Moved on after every commit that changed what a token resolves to.
     installations_generation: AtomicU64,
+    /// Woken after every commit that appended to the feed.
+    feed: Arc<Notify>,
 }
 
 impl Signals {
@@ -63,11 +65,18 @@ impl Signals {
         if effects.installations_changed {
             self.installations_generation.fetch_add(1, Ordering::Release);
         }
+        if effects.feed_appended {
+            self.feed.notify_one();
+        }
     }
 
     /// Called when another instance says it committed such changes.
-    pub(crate) fn after_remote(&self, deliveries_added: bool, installations_changed: bool) {
-        self.after_commit(Effects { deliveries_added: u64::from(deliveries_added), installations_changed });
+    pub(crate) fn after_remote(&self, deliveries_added: bool, installations_changed: bool, feed_appended: bool) {
+        self.after_commit(Effects { deliveries_added: u64::from(deliveries_added), installations_changed, feed_appended });
+    }
+
+    pub(crate) fn feed(&self) -> Arc<Notify> {
+        Arc::clone(&self.feed)
     }
 
     pub(crate) fn deliveries(&self) -> Arc<Notify> {

@@ -3,5 +3,6 @@
 //! finish its current step (an in-flight webhook attempt included) before
 //! the database closes.
 
+pub mod feed;
 pub mod sweeper;
 pub mod webhooks;

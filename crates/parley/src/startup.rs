@@ -7,6 +7,7 @@ use std::sync::Arc;
 use parley_domain::admin::AdminService;
 use parley_domain::auth::AuthService;
 use parley_domain::automation::{Automation, AutomationSettings};
+use parley_domain::feed::{FeedService, FeedSettings, Hub};
 use parley_domain::health::{HealthService, HealthSettings};
 use parley_domain::inbox::InboxService;
 use parley_domain::limits::RateLimits;
@@ -21,6 +22,7 @@ use parley_domain::{Clock, Database, DomainError};
 use parley_http::server::ServerSettings;
 use parley_http::{AppState, MetricsAccess, RouterOptions, SandboxInfo, Services, TrustedProxies};
 use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
+use parley_worker::feed::FeedFollower;
 use parley_worker::sweeper::Sweeper;
 use parley_worker::webhooks::{DeliverySettings, WebhookWorker};
 use tokio::net::{TcpListener, TcpSocket};
@@ -64,6 +66,7 @@ pub struct Application {
     public_url: String,
     webhook_worker: Arc<WebhookWorker>,
     sweeper: Sweeper,
+    feed: FeedService,
     demo: Option<DemoCredentials>,
     server: ServerSettings,
 }
@@ -157,6 +160,8 @@ impl Application {
             metrics: metrics.clone(),
             every: config.sweep_interval,
         };
+        let feed =
+            FeedService::new(db.clone(), Arc::clone(&clock), Arc::new(Hub::default()), FeedSettings { retention: config.event_retention });
         let state = AppState::new(Services {
             widget,
             verification,
@@ -170,6 +175,7 @@ impl Application {
                 },
             ),
             auth,
+            feed: feed.clone(),
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
             admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
             webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), allow_private, config.webhook_endpoints_per_tenant),
@@ -208,6 +214,7 @@ impl Application {
             public_url,
             webhook_worker,
             sweeper,
+            feed,
             demo,
             server,
         })
@@ -243,6 +250,7 @@ impl Application {
         let tasks = TaskTracker::new();
         tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
         self.sweeper.spawn(&tasks, shutdown.clone());
+        tasks.spawn(FeedFollower { db: self.db.clone(), hub: Arc::clone(self.feed.hub()) }.run(shutdown.clone()));
         if let Some(listener) = self.metrics_listener {
             // A scraper or two: a handful of connections is plenty, and
             // they come out of the same open-file limit.

@@ -119,6 +119,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Notified after every commit that added webhook deliveries, so the
     /// delivery worker wakes at once instead of polling.
     fn deliveries_signal(&self) -> Arc<tokio::sync::Notify>;
+    /// Notified after every commit that appended to the feed (here or, on
+    /// PostgreSQL, in another instance), so the feed follower reads at
+    /// once instead of polling.
+    fn feed_signal(&self) -> Arc<tokio::sync::Notify>;
     /// A number that changes after every commit that changed what an
     /// installation token resolves to (an installation enabled or disabled,
     /// …), so cached resolutions know when they are stale.
@@ -217,6 +221,10 @@ impl Database {
 
     pub async fn close(&self) {
         self.backend.close().await;
+    }
+
+    pub fn feed_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.backend.feed_signal()
     }
 
     pub fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {

@@ -8,6 +8,7 @@
 
 use crate::clock::Timestamp;
 use crate::events::OutboxEvent;
+use crate::feed::{FeedEntry, FeedItem, FeedMark, Position};
 use crate::model::*;
 use crate::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
 use crate::webhooks::fairness::{DueDelivery, EndpointHealth, Pause};
@@ -188,9 +189,6 @@ pub trait WebhooksRead {
 }
 
 pub trait WebhooksWrite: WebhooksRead {
-    /// Records a webhook event in the same transaction as its cause, with a
-    /// pending delivery for every enabled endpoint subscribed to its kind.
-    fn insert_event(&mut self, tenant: TenantId, event: &OutboxEvent) -> StoreResult<()>;
     fn insert_webhook(&mut self, tenant: TenantId, webhook: &NewWebhook) -> StoreResult<Webhook>;
     /// Deletes an endpoint with its deliveries; false if there was none.
     fn delete_webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<bool>;
@@ -218,6 +216,53 @@ pub trait WebhooksWrite: WebhooksRead {
     /// before `created_before` (and are not out with a worker at `now`);
     /// returns how many.
     fn expire_deliveries(&mut self, created_before: Timestamp, now: Timestamp, limit: u32) -> StoreResult<usize>;
+}
+
+/// The feed: one ordered log of every change a client can see, from which
+/// webhook deliveries, the live streams and catch-up read. Entries are
+/// ordered by [`Position`]; reads return only entries below the
+/// backend's visibility bound, so a reader that has passed a position
+/// never meets an entry behind it later (see `Dialect::visible_tx`).
+pub trait FeedRead {
+    /// The tenant's last readable entry, with when it happened.
+    fn feed_head(&mut self, tenant: TenantId) -> StoreResult<Option<(Position, Timestamp)>>;
+    /// When the tenant's entry at `position` happened, if the feed still
+    /// holds it.
+    fn feed_entry_at(&mut self, tenant: TenantId, position: Position) -> StoreResult<Option<Timestamp>>;
+    /// The entries after `after` about conversations in `scope`, oldest
+    /// first, at most `limit`: with each, the conversation as it is now
+    /// and the message it is about. `widget`: only those the visitor sees.
+    fn feed_after(&mut self, scope: ConversationScope, after: Position, widget: bool, limit: u32) -> StoreResult<Vec<FeedItem>>;
+    /// The same for one conversation.
+    fn conversation_feed_after(
+        &mut self,
+        scope: ConversationScope,
+        conversation: ConversationId,
+        after: Position,
+        widget: bool,
+        limit: u32,
+    ) -> StoreResult<Vec<FeedItem>>;
+    /// Entries after `after` across all tenants, for an instance's
+    /// follower, which only tells its streams where to look.
+    fn feed_tail(&mut self, after: Position, limit: u32) -> StoreResult<Vec<FeedMark>>;
+    /// The last readable entry across all tenants (where a follower
+    /// starts), or the start of the feed.
+    fn feed_end(&mut self) -> StoreResult<Position>;
+    /// Whether entries exist that are not readable yet because an older
+    /// transaction is still running (never on SQLite).
+    fn feed_held_back(&mut self) -> StoreResult<bool>;
+}
+
+pub trait FeedWrite: FeedRead {
+    /// Appends an entry in the same transaction as its cause; a webhook
+    /// event gets a pending delivery for every enabled endpoint of the
+    /// tenant subscribed to its kind.
+    fn append_event(&mut self, tenant: TenantId, entry: &FeedEntry) -> StoreResult<()>;
+    /// Appends a webhook event about no conversation (an installation's
+    /// health).
+    fn insert_event(&mut self, tenant: TenantId, event: &OutboxEvent) -> StoreResult<()> {
+        self.append_event(tenant, &FeedEntry::webhook_only(event.clone()))
+    }
 }
 
 /// Failed sign-ins, counted in the database so that every instance
@@ -256,17 +301,25 @@ pub trait SystemWrite: SystemRead {
 }
 
 /// Every read operation: what a read unit receives.
-pub trait ReadTx: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + SystemRead {}
+pub trait ReadTx: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + FeedRead + SystemRead {}
 
-impl<T> ReadTx for T where T: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + SystemRead {}
+impl<T> ReadTx for T where T: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + FeedRead + SystemRead {}
 
 /// Every operation: what a write unit receives.
 pub trait WriteTx:
-    ReadTx + TenancyWrite + OperatorsWrite + LoginsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + SystemWrite
+    ReadTx + TenancyWrite + OperatorsWrite + LoginsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + FeedWrite + SystemWrite
 {
 }
 
 impl<T> WriteTx for T where
-    T: ReadTx + TenancyWrite + OperatorsWrite + LoginsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + SystemWrite
+    T: ReadTx
+        + TenancyWrite
+        + OperatorsWrite
+        + LoginsWrite
+        + ConversationsWrite
+        + VerificationWrite
+        + WebhooksWrite
+        + FeedWrite
+        + SystemWrite
 {
 }

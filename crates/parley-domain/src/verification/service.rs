@@ -270,7 +270,8 @@ fn settle(
         internal: false,
         created_at: now,
     };
-    tx.insert_message(scope.into(), &note)?;
-    tx.insert_event(tenant.id, &events::verification_completed(tenant, &conversation, &visitor, challenge.method.as_str(), now))?;
+    crate::feed::record::message(tx, tenant, scope.into(), &conversation, &note)?;
+    let verified = events::verification_completed(tenant, &conversation, &visitor, challenge.method.as_str(), now);
+    crate::feed::record::conversation_changed(tx, tenant, &conversation, Some(verified), now)?;
     Ok(Outcome::Verified(Verified { method: challenge.method, verified_at: now, conversation }))
 }

@@ -165,8 +165,8 @@ impl FromFields for WebhookCreate {
         let url = f.required("url", |s| validate::PAGE_URL.check(s).map(|()| s.to_owned()));
         let events = f.optional_list("events", |v| {
             let name = v.as_str().ok_or_else(|| "must be a string".to_owned())?;
-            EventKind::parse(name).ok_or_else(|| {
-                let kinds: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+            EventKind::parse_webhook(name).ok_or_else(|| {
+                let kinds: Vec<&str> = EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect();
                 format!("{name:?} is not one of {}", kinds.join(", "))
             })
         });

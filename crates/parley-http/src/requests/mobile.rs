@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use parley_domain::auth::LoginInput;
+use parley_domain::feed::Cursor;
 use parley_domain::inbox::PageRequest;
 use parley_domain::model::{MessageId, OperatorId, StatusFilter};
 use parley_domain::validate;
@@ -91,6 +92,41 @@ impl FromFields for ConversationListParams {
         let status =
             f.optional("status", |s| StatusFilter::parse(s).ok_or_else(|| "must be one of unassigned, assigned, closed, open".to_owned()));
         Ok(Self { page: page?, status: status?.unwrap_or(StatusFilter::All) })
+    }
+}
+
+/// The query of an operator's catch-up.
+pub struct OperatorEventsQuery;
+
+impl IntoParams for OperatorEventsQuery {
+    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
+        vec![
+            schema::query(
+                "after",
+                false,
+                "A `cursor` from an earlier answer, an event or `meta.cursor` of the inbox. Without it, no events and the current cursor.",
+                schema::cursor(),
+            ),
+            schema::query(
+                "wait",
+                false,
+                "Seconds (0 to 30) to hold the request while no event has come; default 0.",
+                schema::bounded_integer(0, 30),
+            ),
+        ]
+    }
+}
+
+pub struct OperatorEventsParams {
+    pub after: Option<Cursor>,
+    pub wait: std::time::Duration,
+}
+
+impl FromFields for OperatorEventsParams {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let after = f.optional("after", |s| s.parse::<Cursor>().map_err(|_| "must be a cursor this service returned".to_owned()));
+        let wait = f.optional("wait", |s| bounded(s, 0, 30));
+        Ok(Self { after: after?, wait: std::time::Duration::from_secs(u64::from(wait?.unwrap_or(0))) })
     }
 }
 

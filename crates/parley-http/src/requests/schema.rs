@@ -38,6 +38,20 @@ pub fn one_of(values: &[&str], nullable: bool) -> Object {
     ObjectBuilder::new().schema_type(string_type(nullable)).enum_values(Some(list)).build()
 }
 
+/// A feed cursor: three base-36 numbers joined by dashes.
+pub fn cursor() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::new(Type::String))
+        .pattern(Some("^[0-9a-z]{1,13}-[0-9a-z]{1,13}-[0-9a-z]{1,13}$"))
+        .max_length(Some(64))
+        .build()
+}
+
+/// An integer from `min` to `max`.
+pub fn bounded_integer(min: i64, max: i64) -> Object {
+    ObjectBuilder::new().schema_type(SchemaType::new(Type::Integer)).minimum(Some(min)).maximum(Some(max)).build()
+}
+
 /// A positive integer id.
 pub fn id(nullable: bool) -> Object {
     let t = if nullable { SchemaType::from_iter([Type::Integer, Type::Null]) } else { SchemaType::new(Type::Integer) };
@@ -122,7 +136,7 @@ fields! {
     site_ids => ids(true);
     /// Event kinds, at least one.
     event_kinds => {
-        let kinds: Vec<&str> = parley_domain::events::EventKind::ALL.iter().map(|k| k.as_str()).collect();
+        let kinds: Vec<&str> = parley_domain::events::EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect();
         ArrayBuilder::new()
             .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
             .items(one_of(&kinds, false))

@@ -8,7 +8,7 @@ use parley_domain::model::ConversationId;
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{LoginErrors, OperatorErrors, OperatorReadErrors};
+use super::openapi::{CatchupErrors, LoginErrors, OperatorErrors, OperatorReadErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields};
@@ -26,6 +26,22 @@ pub fn routes(api: Mount) -> Mount {
         .routes(routes!(assign))
         .routes(routes!(transfer))
         .routes(routes!(close))
+        .routes(routes!(events))
+}
+
+/// What the operator missed: the changes of every conversation it can
+/// see after `after`, oldest first, at most 100; with `wait`, held until
+/// one comes (long polling). An expired or unknown cursor answers 410.
+#[utoipa::path(get, path = "/mobile/events", operation_id = "mobile_events", tag = "mobile",
+    security(("bearer" = [])), params(OperatorEventsQuery),
+    responses((status = 200, body = OperatorEventsResponse), CatchupErrors))]
+async fn events(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    QueryFields(q): QueryFields<OperatorEventsParams>,
+) -> Result<Json<OperatorEventsResponse>, ApiError> {
+    let page = s.feed.catch_up(&session, q.after, q.wait).await?;
+    Ok(Json(OperatorEventsResponse { events: page.items.iter().map(Into::into).collect(), cursor: page.cursor.to_string() }))
 }
 
 /// Signs an operator in and returns a bearer token.
@@ -74,8 +90,13 @@ async fn list_conversations(
     Authenticated(session): Authenticated,
     QueryFields(q): QueryFields<ConversationListParams>,
 ) -> Result<Json<MobileConversationListResponse>, ApiError> {
+    // Read before the list: whatever changes after it is after the cursor.
+    let cursor = s.feed.head(session.tenant.id).await?;
     let (list, meta) = s.inbox.list(&session, q.status, q.page).await?;
-    Ok(Json(MobileConversationListResponse { conversations: list.iter().map(Into::into).collect(), meta: meta.into() }))
+    Ok(Json(MobileConversationListResponse {
+        conversations: list.iter().map(Into::into).collect(),
+        meta: ConversationListMetaView::new(meta, &cursor),
+    }))
 }
 
 /// One conversation.

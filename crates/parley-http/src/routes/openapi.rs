@@ -97,6 +97,20 @@ impl IntoResponses for OperatorReadErrors {
     }
 }
 
+/// Errors of the operator's catch-up.
+pub struct CatchupErrors;
+
+impl IntoResponses for CatchupErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[
+            UNAUTHENTICATED,
+            ("410", "`cursor_expired`: the cursor is older than the events kept, or unknown; reload and follow from the new cursor"),
+            INVALID,
+            UNAVAILABLE,
+        ])
+    }
+}
+
 /// Errors of the operator routes that change something.
 pub struct OperatorErrors;
 

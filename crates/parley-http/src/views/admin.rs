@@ -119,7 +119,7 @@ impl WebhookView {
     pub fn new(w: &Webhook, with_secret: bool) -> Self {
         let events = match &w.events {
             Some(kinds) => kinds.iter().map(|k| k.as_str()).collect(),
-            None => EventKind::ALL.iter().map(|k| k.as_str()).collect(),
+            None => EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect(),
         };
         Self {
             id: w.id.0,

@@ -1,5 +1,6 @@
 //! What the operator apps see.
 
+use parley_domain::feed::{Cursor, FeedItem};
 use parley_domain::inbox::PageMeta;
 use parley_domain::model::{ConversationDetails, Message, Operator, Session, Visitor};
 use serde::Serialize;
@@ -163,11 +164,71 @@ impl From<PageMeta> for PageMetaView {
     }
 }
 
+/// The inbox's pagination block, with where to follow the inbox from.
+#[derive(Serialize, ToSchema)]
+pub struct ConversationListMetaView {
+    pub current_page: u32,
+    pub per_page: u32,
+    pub total: u64,
+    pub last_page: u64,
+    /// The feed's position as of this read: `GET mobile/events?after=`
+    /// (or the operator stream's `Last-Event-ID`) from here returns every
+    /// change committed since, perhaps with some this list already shows.
+    pub cursor: String,
+}
+
+impl ConversationListMetaView {
+    pub fn new(m: PageMeta, cursor: &Cursor) -> Self {
+        Self { current_page: m.current_page, per_page: m.per_page, total: m.total, last_page: m.last_page, cursor: cursor.to_string() }
+    }
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct MobileConversationListResponse {
     /// Most recent activity first.
     pub conversations: Vec<MobileConversationView>,
-    pub meta: PageMetaView,
+    pub meta: ConversationListMetaView,
+}
+
+/// What an operator's event is about: the conversation as it is now and,
+/// for `message.created`, the message.
+#[derive(Serialize, ToSchema)]
+pub struct OperatorEventData {
+    pub conversation: MobileConversationView,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<OperatorMessageView>,
+}
+
+/// One entry of the feed, as operators see it.
+#[derive(Serialize, ToSchema)]
+pub struct OperatorEventView {
+    /// Ask `after` this to continue from here.
+    pub cursor: String,
+    /// `conversation.created`, `conversation.updated` or `message.created`.
+    #[schema(value_type = crate::views::names::StreamEventName)]
+    pub event: &'static str,
+    pub occurred_at: DateTime,
+    pub data: OperatorEventData,
+}
+
+impl From<&FeedItem> for OperatorEventView {
+    fn from(item: &FeedItem) -> Self {
+        Self {
+            cursor: item.cursor().to_string(),
+            event: item.kind.stream_name(),
+            occurred_at: at(item.occurred_at),
+            data: OperatorEventData { conversation: (&item.conversation).into(), message: item.message.as_ref().map(Into::into) },
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct OperatorEventsResponse {
+    /// Oldest first, at most 100.
+    pub events: Vec<OperatorEventView>,
+    /// Ask `after` this next: past the last event, or further when the
+    /// feed holds entries this operator does not see.
+    pub cursor: String,
 }
 
 #[derive(Serialize, ToSchema)]

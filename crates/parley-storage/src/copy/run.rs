@@ -40,8 +40,19 @@ fn write_all(source: &mut dyn Db, target: &mut dyn Db, progress: &dyn Progress) 
         let at_least = source.sequence_position(in_source(&source_tables, table)?).map_err(CopyError::failed(Side::Source))?;
         target.advance_sequence(table, at_least).map_err(CopyError::failed(Side::Target))?;
     }
+    restart_feed_positions(target)?;
     verify::same_counts(&expected, target)?;
     Ok(CopyReport { tables: expected.into_iter().map(|(name, rows)| TableReport { name, rows }).collect() })
+}
+
+/// Feed positions lead with the writing transaction's id on PostgreSQL
+/// and 0 on SQLite (see `Dialect::writing_tx`): the source's would sort
+/// the target's next entries behind the copied ones. The copied entries
+/// all start again at 0, in id order; the cursors clients hold no longer
+/// match an entry, so each reloads once and follows from a new one.
+fn restart_feed_positions(target: &mut dyn Db) -> Result<(), CopyError> {
+    target.execute("UPDATE events SET tx = 0 WHERE tx <> 0", &[]).map_err(CopyError::failed(Side::Target))?;
+    Ok(())
 }
 
 fn in_source<'a>(source: &'a Catalog, table: &Table) -> Result<&'a Table, CopyError> {

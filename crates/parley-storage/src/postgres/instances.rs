@@ -2,9 +2,9 @@
 //!
 //! Each instance keeps one extra connection, outside the pool, that
 //! LISTENs on a channel. After a local commit that added webhook
-//! deliveries (or changed installations) it NOTIFYs the others, so their
-//! delivery workers wake at once and their token caches drop what is
-//! stale; what it hears from them it turns into the same local signals a
+//! deliveries (or changed installations, or appended to the feed) it
+//! NOTIFYs the others, so their delivery workers and feed followers wake
+//! at once and their token caches drop what is stale; what it hears from them it turns into the same local signals a
 //! commit of its own sends. Notifications are sent from here, after the
 //! commit, rather than inside each transaction: a NOTIFY in a transaction
 //! serialises every commit that carries one, and a post would pay for it.
@@ -55,12 +55,14 @@ const SESSION: &str = "SET idle_session_timeout = '30s'";
 
 const DELIVERIES: &str = "deliveries";
 const INSTALLATIONS: &str = "installations";
+const FEED: &str = "feed";
 
 /// What a pool thread tells this instance's listener after a commit.
 #[derive(Default)]
 pub(crate) struct Outgoing {
     deliveries: AtomicBool,
     installations: AtomicBool,
+    feed: AtomicBool,
     wake: Notify,
 }
 
@@ -73,6 +75,10 @@ impl Outgoing {
         }
         if effects.installations_changed {
             self.installations.store(true, Ordering::Release);
+            self.wake.notify_one();
+        }
+        if effects.feed_appended {
+            self.feed.store(true, Ordering::Release);
             self.wake.notify_one();
         }
     }
@@ -225,7 +231,7 @@ async fn serve(
     within(client.batch_execute(&format!("LISTEN {CHANNEL}"))).await?;
     // What others said while nobody listened is lost: act as if they had
     // said everything.
-    signals.after_remote(true, true);
+    signals.after_remote(true, true, true);
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -234,7 +240,7 @@ async fn serve(
             // before the stop is heard.
             biased;
             _ = outgoing.wake.notified() => {
-                for (flag, kind) in [(&outgoing.deliveries, DELIVERIES), (&outgoing.installations, INSTALLATIONS)] {
+                for (flag, kind) in [(&outgoing.deliveries, DELIVERIES), (&outgoing.installations, INSTALLATIONS), (&outgoing.feed, FEED)] {
                     if flag.swap(false, Ordering::AcqRel) {
                         let payload = format!("{kind} {me}");
                         within(client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])).await?;
@@ -246,7 +252,7 @@ async fn serve(
                 let Some(payload) = payload else { return Err(StoreError::Unavailable("connection closed".into())) };
                 let (kind, from) = payload.split_once(' ').unwrap_or((payload.as_str(), ""));
                 if from != me {
-                    signals.after_remote(kind == DELIVERIES, kind == INSTALLATIONS);
+                    signals.after_remote(kind == DELIVERIES, kind == INSTALLATIONS, kind == FEED);
                 }
             }
             request = requests.recv() => match request {

@@ -9,6 +9,7 @@ use crate::OpenError;
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_initial.sql")),
     (2, include_str!("../../migrations/postgres/0002_login_failures.sql")),
+    (3, include_str!("../../migrations/postgres/0003_feed.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

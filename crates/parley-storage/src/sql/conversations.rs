@@ -9,7 +9,7 @@ use parley_domain::verification::Method;
 use super::tenancy::{TENANT_COLS, tenant};
 use super::{Arg, Row, Stmt, Tx, args, statements};
 
-const VISITOR_COLS: &str = "v.id AS v_id, v.tenant_id AS v_tenant_id, v.site_id AS v_site_id, v.uuid AS v_uuid, v.name AS v_name, \
+pub(super) const VISITOR_COLS: &str = "v.id AS v_id, v.tenant_id AS v_tenant_id, v.site_id AS v_site_id, v.uuid AS v_uuid, v.name AS v_name, \
      v.email AS v_email, v.phone AS v_phone, v.last_url AS v_last_url, v.verified_at AS v_verified_at, \
      v.created_at AS v_created_at, v.updated_at AS v_updated_at, v.verified_method AS v_verified_method, \
      v.verified_target AS v_verified_target";
@@ -34,7 +34,7 @@ fn visitor(r: &dyn Row) -> StoreResult<Visitor> {
     })
 }
 
-const CONVERSATION_COLS: &str = "c.id AS c_id, c.public_id AS c_public_id, c.tenant_id AS c_tenant_id, c.site_id AS c_site_id, \
+pub(super) const CONVERSATION_COLS: &str = "c.id AS c_id, c.public_id AS c_public_id, c.tenant_id AS c_tenant_id, c.site_id AS c_site_id, \
      c.installation_id AS c_installation_id, c.visitor_id AS c_visitor_id, c.status AS c_status, c.subject AS c_subject, \
      c.assignee_id AS c_assignee_id, c.created_at AS c_created_at, c.last_message_at AS c_last_message_at, \
      c.closed_at AS c_closed_at, c.verified_at AS c_verified_at";
@@ -58,7 +58,7 @@ fn conversation(r: &dyn Row) -> StoreResult<Conversation> {
 }
 
 /// A conversation with its visitor, site and assignee (`DETAILS_FROM`).
-fn details(r: &dyn Row) -> StoreResult<ConversationDetails> {
+pub(super) fn details(r: &dyn Row) -> StoreResult<ConversationDetails> {
     let assignee = match r.int("a_id")? {
         Some(id) => Some(OperatorRef { id: OperatorId(id), name: r.string("a_name")?, email: r.string("a_email")? }),
         None => None,
@@ -71,20 +71,20 @@ fn details(r: &dyn Row) -> StoreResult<ConversationDetails> {
     })
 }
 
-const DETAILS_COLS: &str = "s.id AS s_id, s.name AS s_name, a.id AS a_id, a.name AS a_name, a.email AS a_email";
+pub(super) const DETAILS_COLS: &str = "s.id AS s_id, s.name AS s_name, a.id AS a_id, a.name AS a_name, a.email AS a_email";
 
 /// The conversation, its visitor, site and assignee, joined within the
 /// conversation's tenant.
-const DETAILS_FROM: &str = "FROM conversations c
+pub(super) const DETAILS_FROM: &str = "FROM conversations c
      JOIN visitors v ON v.id = c.visitor_id AND v.tenant_id = c.tenant_id
      JOIN sites s ON s.id = c.site_id AND s.tenant_id = c.tenant_id
      LEFT JOIN operators a ON a.id = c.assignee_id AND a.tenant_id = c.tenant_id";
 
-const MESSAGE_COLS: &str = "m.id AS m_id, m.tenant_id AS m_tenant_id, m.conversation_id AS m_conversation_id, \
+pub(super) const MESSAGE_COLS: &str = "m.id AS m_id, m.tenant_id AS m_tenant_id, m.conversation_id AS m_conversation_id, \
      m.sender_type AS m_sender_type, m.sender_id AS m_sender_id, m.sender_name AS m_sender_name, m.body AS m_body, \
      m.internal AS m_internal, m.created_at AS m_created_at";
 
-fn message(r: &dyn Row) -> StoreResult<Message> {
+pub(super) fn message(r: &dyn Row) -> StoreResult<Message> {
     Ok(Message {
         id: MessageId(r.i64("m_id")?),
         tenant_id: TenantId(r.i64("m_tenant_id")?),
@@ -104,10 +104,10 @@ fn message(r: &dyn Row) -> StoreResult<Message> {
 /// `scope_args`): tenant, site (or null), operator (or null), and whether
 /// that operator is an admin. An agent sees only the sites it is a member
 /// of, read from the membership table at query time.
-const SCOPE: &str = "c.tenant_id = ?1 AND (?2 IS NULL OR c.site_id = ?2)
+pub(super) const SCOPE: &str = "c.tenant_id = ?1 AND (?2 IS NULL OR c.site_id = ?2)
      AND (?3 IS NULL OR ?4 OR c.site_id IN (SELECT os.site_id FROM operator_sites os WHERE os.operator_id = ?3 AND os.tenant_id = ?1))";
 
-fn scope_args(s: ConversationScope) -> [Arg<'static>; 4] {
+pub(super) fn scope_args(s: ConversationScope) -> [Arg<'static>; 4] {
     [Arg::from(s.tenant), Arg::from(s.site), Arg::from(s.operator.map(|(o, _)| o)), Arg::from(matches!(s.operator, Some((_, Role::Admin))))]
 }
 
@@ -115,10 +115,11 @@ fn scope_args(s: ConversationScope) -> [Arg<'static>; 4] {
 /// allocation: the widget's poll goes through here).
 macro_rules! scoped {
     ($scope:expr; $($rest:expr),* $(,)?) => {{
-        let [tenant, site, operator, admin] = scope_args($scope);
+        let [tenant, site, operator, admin] = $crate::sql::conversations::scope_args($scope);
         [tenant, site, operator, admin, $(Arg::from($rest)),*]
     }};
 }
+pub(super) use scoped;
 
 /// Binds ?5 (`'all'`, `'open'` or a status).
 const STATUS_FILTER: &str = "(?5 = 'all' OR (?5 = 'open' AND c.status <> 'closed') OR c.status = ?5)";

@@ -113,6 +113,34 @@ impl Dialect {
         }
     }
 
+    /// The position of the feed entries a write unit appends, first part
+    /// (see `visible_tx`). SQLite commits one writer at a time, so its
+    /// AUTOINCREMENT ids alone follow commit order and this stays 0; on
+    /// PostgreSQL it is the writing transaction's id.
+    pub fn writing_tx(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "0",
+            Dialect::Postgres => "CAST(CAST(pg_current_xact_id() AS text) AS BIGINT)",
+        }
+    }
+
+    /// Feed entries whose `tx` is below this are readable, and no entry
+    /// below it can appear later. On PostgreSQL it is the oldest
+    /// transaction still running as of the statement's snapshot: every
+    /// transaction below it has ended, so what it wrote is in the snapshot
+    /// or never will be, while entries of a transaction at or above it
+    /// wait, even committed, until every older one has ended. An id from a
+    /// sequence could not serve alone: a transaction may take id 10, a
+    /// later one id 11 and commit first, and a reader that took 11 and
+    /// moved on would never see 10. On SQLite every committed entry is
+    /// readable.
+    pub fn visible_tx(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "9223372036854775807",
+            Dialect::Postgres => "CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS BIGINT)",
+        }
+    }
+
     /// `sql` (a `SELECT`) with its rows locked, see `for_update`.
     pub fn locked(self, sql: String) -> String {
         format!("{sql}{}", self.for_update())

@@ -19,6 +19,7 @@ mod row;
 mod stmt;
 
 mod conversations;
+mod feed;
 mod logins;
 mod operators;
 mod system;
@@ -66,7 +67,7 @@ pub trait Conn {
 
 /// Every statement of every aggregate.
 pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
-    [conversations::ALL, logins::ALL, operators::ALL, system::ALL, tenancy::ALL, verification::ALL, webhooks::ALL]
+    [conversations::ALL, feed::ALL, logins::ALL, operators::ALL, system::ALL, tenancy::ALL, verification::ALL, webhooks::ALL]
         .into_iter()
         .flatten()
         .copied()
@@ -90,6 +91,8 @@ pub struct Effects {
     /// What an installation token resolves to changed: cached resolutions
     /// are dropped.
     pub installations_changed: bool,
+    /// Entries were appended to the feed: the instance's follower reads.
+    pub feed_appended: bool,
 }
 
 impl Effects {
@@ -97,6 +100,7 @@ impl Effects {
     pub fn add(&mut self, other: Effects) {
         self.deliveries_added += other.deliveries_added;
         self.installations_changed |= other.installations_changed;
+        self.feed_appended |= other.feed_appended;
     }
 }
 

@@ -12,7 +12,7 @@ statements! {
         "INSERT INTO system_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value".into(),
     /// An event goes once it is old and none of its deliveries is pending
     /// or recent (a redelivery keeps its log).
-    DOOMED_EVENTS[Int, Int](_) => "SELECT e.id FROM webhook_events e WHERE e.occurred_at < ?1
+    DOOMED_EVENTS[Int, Int](_) => "SELECT e.id FROM events e WHERE e.occurred_at < ?1
          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
                          WHERE d.event_id = e.id AND (d.status = 'pending' OR d.created_at >= ?1))
          ORDER BY e.occurred_at LIMIT ?2".into(),
@@ -23,8 +23,8 @@ statements! {
         d.id_list("?2")
     ),
     PRUNE_EVENTS[Int, Text](d) => format!(
-        "DELETE FROM webhook_events WHERE id IN ({}) AND occurred_at < ?1
-         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id)",
+        "DELETE FROM events WHERE id IN ({}) AND occurred_at < ?1
+         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id)",
         d.id_list("?2")
     ),
     PRUNE_TOKENS[Int, Int](_) => "DELETE FROM operator_tokens WHERE id IN (SELECT id FROM operator_tokens

@@ -21,7 +21,7 @@ fn webhook(r: &dyn Row) -> StoreResult<Webhook> {
     let events = match r.text("w_events")? {
         Some(json) => {
             let names: Vec<String> = serde_json::from_str(&json).map_err(|e| StoreError::Internal(format!("column w_events: {e}")))?;
-            Some(names.iter().filter_map(|n| EventKind::parse(n)).collect())
+            Some(names.iter().filter_map(|n| EventKind::parse_webhook(n)).collect())
         }
         None => None,
     };
@@ -54,7 +54,7 @@ const DELIVERY_COLS: &str = "d.id AS d_id, d.endpoint_id AS d_endpoint_id, ev.ev
      d.status AS d_status, d.next_attempt_at AS d_next_attempt_at, d.last_error AS d_last_error, \
      d.created_at AS d_created_at, d.finished_at AS d_finished_at";
 
-const DELIVERY_FROM: &str = "FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id";
+const DELIVERY_FROM: &str = "FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id";
 
 fn delivery(r: &dyn Row) -> StoreResult<Delivery> {
     let status = r.parsed("d_status", DeliveryStatus::parse)?;
@@ -87,7 +87,7 @@ fn due_deliveries() -> String {
 
 statements! {
     RECENT_EVENTS[Int, Int](_) =>
-        "SELECT event_id, kind, occurred_at, payload FROM webhook_events WHERE tenant_id = ?1 ORDER BY id DESC LIMIT ?2".into(),
+        "SELECT event_id, kind, occurred_at, payload FROM events WHERE tenant_id = ?1 AND webhook = TRUE ORDER BY id DESC LIMIT ?2".into(),
     WEBHOOKS[Int](_) => format!("SELECT {WEBHOOK_COLS} FROM webhook_endpoints w WHERE w.tenant_id = ?1 ORDER BY w.id"),
     WEBHOOK[Int, Int](_) => format!("SELECT {WEBHOOK_COLS} FROM webhook_endpoints w WHERE w.tenant_id = ?1 AND w.id = ?2"),
     DELIVERIES[Int, Int, Int, Int](_) => format!(
@@ -136,14 +136,12 @@ statements! {
     DUE_DELIVERIES[Int, Int](_) => due_deliveries(),
     /// The same, locked for a claim (see `Dialect::claim`).
     CLAIMABLE_DELIVERIES[Int, Int](d) => d.claim(due_deliveries(), "d"),
-    INSERT_EVENT[Text, Int, Text, Text, Int](_) => "INSERT INTO webhook_events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?5)".into(),
     /// A delivery of the event (by its public id) for every enabled
     /// endpoint of the tenant subscribed to its kind (`events` null means
     /// every kind).
     FAN_OUT[Int, Text, Text, Int](d) => format!(
         "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
-         SELECT ?1, w.id, ev.id, ?4, ?4 FROM webhook_events ev CROSS JOIN webhook_endpoints w
+         SELECT ?1, w.id, ev.id, ?4, ?4 FROM events ev CROSS JOIN webhook_endpoints w
          WHERE ev.event_id = ?2 AND ev.tenant_id = ?1
            AND w.tenant_id = ?1 AND w.enabled = TRUE AND (w.events IS NULL OR {})",
         d.json_array_has("w.events", "?3")
@@ -171,7 +169,7 @@ statements! {
                 ev.event_id AS ev_event_id, ev.kind AS ev_kind, ev.payload AS ev_payload
          FROM webhook_deliveries d
          JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.tenant_id = d.tenant_id
-         JOIN webhook_events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id
+         JOIN events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id
          WHERE d.id IN ({})
          ORDER BY d.next_attempt_at, d.id",
         d.id_list("?1")
@@ -297,13 +295,6 @@ impl WebhooksRead for Tx<'_> {
 }
 
 impl WebhooksWrite for Tx<'_> {
-    fn insert_event(&mut self, tenant: TenantId, e: &OutboxEvent) -> StoreResult<()> {
-        // Neither needs an answer: the fan-out finds the event by its
-        // public id, so both can go with the unit's next round trip.
-        self.defer(&INSERT_EVENT, args![&e.event_id, tenant, e.kind.as_str(), &e.payload, e.occurred_at], false)?;
-        self.defer(&FAN_OUT, args![tenant, &e.event_id, e.kind.as_str(), e.occurred_at], true)
-    }
-
     fn insert_webhook(&mut self, tenant: TenantId, w: &NewWebhook) -> StoreResult<Webhook> {
         let events = match &w.events {
             Some(kinds) => Some(

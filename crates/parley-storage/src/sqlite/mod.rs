@@ -115,6 +115,10 @@ impl Backend for SqliteBackend {
         self.signals.deliveries()
     }
 
+    fn feed_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.signals.feed()
+    }
+
     fn installations_generation(&self) -> u64 {
         self.signals.installations_generation()
     }

@@ -12,6 +12,7 @@ mod cli;
 mod concurrency;
 mod db_copy;
 mod errors;
+mod feed;
 mod health;
 mod instances;
 mod isolation;

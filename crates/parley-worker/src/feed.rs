@@ -1,0 +1,82 @@
+//! The instance's feed follower: reads every entry appended to the feed,
+//! by this instance or another, and tells the hub whose streams to wake.
+//!
+//! It is woken by this instance's commits and, on PostgreSQL, by the other
+//! instances' notifications; it also reads every `POLL`, so a lost
+//! notification delays streams by at most that, never loses an entry
+//! (streams read the feed themselves from their own cursors). An entry
+//! committed behind a transaction still running is not readable yet
+//! (`FeedRead::feed_held_back`): the follower then looks again soon,
+//! backing off, rather than at the next poll.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parley_domain::Database;
+use parley_domain::feed::{Hub, Position};
+use tokio_util::sync::CancellationToken;
+
+/// How often the feed is read when nothing wakes the follower.
+const POLL: Duration = Duration::from_millis(500);
+/// Entries read at once.
+const BATCH: u32 = 1000;
+/// The first and the longest wait for entries held back.
+const HELD_BACK_FIRST: Duration = Duration::from_millis(5);
+const HELD_BACK_LONGEST: Duration = Duration::from_millis(200);
+
+pub struct FeedFollower {
+    pub db: Database,
+    pub hub: Arc<Hub>,
+}
+
+impl FeedFollower {
+    pub async fn run(self, shutdown: CancellationToken) {
+        let signal = self.db.feed_signal();
+        let mut at = None;
+        let mut held_back_wait = HELD_BACK_FIRST;
+        loop {
+            let wait = match self.step(&mut at).await {
+                Ok(true) => {
+                    let wait = held_back_wait;
+                    held_back_wait = (held_back_wait * 2).min(HELD_BACK_LONGEST);
+                    wait
+                }
+                Ok(false) => {
+                    held_back_wait = HELD_BACK_FIRST;
+                    POLL
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the feed; streams look for themselves");
+                    self.hub.publish_all();
+                    POLL
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = signal.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Reads what was appended since `at` and publishes it; answers
+    /// whether entries are held back. The first step only finds the end.
+    async fn step(&self, at: &mut Option<Position>) -> Result<bool, parley_domain::DomainError> {
+        let Some(from) = *at else {
+            *at = Some(self.db.read(|r| Ok(r.feed_end()?)).await?);
+            return Ok(false);
+        };
+        let mut from = from;
+        loop {
+            let marks = self.db.read(move |r| Ok(r.feed_tail(from, BATCH)?)).await?;
+            let Some(last) = marks.last() else { break };
+            from = last.position;
+            *at = Some(from);
+            self.hub.publish(&marks);
+            if marks.len() < BATCH as usize {
+                break;
+            }
+        }
+        self.db.read(|r| Ok(r.feed_held_back()?)).await
+    }
+}
