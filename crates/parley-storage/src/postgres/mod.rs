@@ -101,6 +101,22 @@ pub(crate) fn prepare_all(url: &str) -> Result<usize, String> {
     crate::sql::prepare_every(&mut conn)
 }
 
+/// Feed positions lead with the writing transaction's id, which only
+/// orders entries within one server: after a dump and restore (or a
+/// logical copy) onto another, the copied ids may be above every id the
+/// new server hands out, and its new entries would sort behind them. Such
+/// entries start again at 0, as `parley db copy` does; clients holding
+/// their cursors reload once.
+fn restart_foreign_feed_positions(client: &mut postgres::Client) -> Result<(), OpenError> {
+    let restarted = client
+        .execute("UPDATE events SET tx = 0 WHERE tx >= CAST(CAST(pg_current_xact_id() AS text) AS BIGINT)", &[])
+        .map_err(|e| OpenError::Postgres(describe(&e)))?;
+    if restarted > 0 {
+        tracing::warn!(entries = restarted, "feed positions came from another server; they start again at 0");
+    }
+    Ok(())
+}
+
 /// Migrates and starts the pool's threads.
 fn open_blocking(
     connector: &Arc<Connector>,
@@ -108,7 +124,10 @@ fn open_blocking(
     signals: Arc<Signals>,
     outgoing: Arc<Outgoing>,
 ) -> Result<(Queue<Job>, Threads), OpenError> {
-    let applied = migrate::apply(&mut connector.blocking()?)?;
+    let mut client = connector.blocking()?;
+    let applied = migrate::apply(&mut client)?;
+    restart_foreign_feed_positions(&mut client)?;
+    drop(client);
     if !applied.is_empty() {
         tracing::info!(?applied, "applied database migrations");
     }

@@ -141,6 +141,17 @@ impl Dialect {
         }
     }
 
+    /// Entries of `alias` after the position bound as `tx` and `id`. On
+    /// SQLite every `tx` is 0, and SQLite seeks its index by the row
+    /// value's first column alone, so the row value would scan every
+    /// retained entry: it is spelled as the equality it amounts to there.
+    pub fn after_position(self, alias: &str, tx: &str, id: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("{alias}.tx = {tx} AND {alias}.id > {id}"),
+            Dialect::Postgres => format!("({alias}.tx, {alias}.id) > ({tx}, {id})"),
+        }
+    }
+
     /// `sql` (a `SELECT`) with its rows locked, see `for_update`.
     pub fn locked(self, sql: String) -> String {
         format!("{sql}{}", self.for_update())

@@ -14,11 +14,12 @@ use parley_domain::store::ops::{FeedRead, FeedWrite};
 
 use super::conversations::{CONVERSATION_COLS, DETAILS_COLS, DETAILS_FROM, MESSAGE_COLS, SCOPE, VISITOR_COLS, details, message, scoped};
 use super::webhooks::FAN_OUT;
-use super::{Arg, Row, Tx, args, statements};
+use super::{Arg, Dialect, Row, Tx, args, statements};
 
 /// An entry with its conversation (as it is now) and its message, in the
 /// caller's scope (bound as ?1 to ?4); `condition` adds the rest.
-fn items(condition: &str, visible: &str) -> String {
+fn items(d: Dialect, condition: &str) -> String {
+    let (after, visible) = (d.after_position("f", "?7", "?8"), d.visible_tx());
     format!(
         "SELECT f.tx AS f_tx, f.id AS f_id, f.kind AS f_kind, f.occurred_at AS f_occurred_at,
                 {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS}, {MESSAGE_COLS}
@@ -27,7 +28,7 @@ fn items(condition: &str, visible: &str) -> String {
          LEFT JOIN messages m ON m.id = f.message_id AND m.tenant_id = f.tenant_id
          WHERE {SCOPE} AND f.tenant_id = ?1 AND {condition}
            AND (?6 = FALSE OR f.widget = TRUE)
-           AND (f.tx, f.id) > (?7, ?8) AND f.tx < {visible}
+           AND {after} AND f.tx < {visible}
          ORDER BY f.tx, f.id LIMIT ?9"
     )
 }
@@ -47,11 +48,12 @@ statements! {
     ),
     FEED_ENTRY_AT[Int, Int, Int](_) => "SELECT occurred_at AS at FROM events WHERE tenant_id = ?1 AND id = ?2 AND tx = ?3".into(),
     /// Every conversation of the scope: ?5 is null (bound like the next).
-    FEED_AFTER[Int, Int, Int, Bool, Int, Bool, Int, Int, Int](d) => items("?5 IS NULL", d.visible_tx()),
-    CONVERSATION_FEED_AFTER[Int, Int, Int, Bool, Int, Bool, Int, Int, Int](d) => items("f.conversation_id = ?5", d.visible_tx()),
+    FEED_AFTER[Int, Int, Int, Bool, Int, Bool, Int, Int, Int](d) => items(d, "?5 IS NULL"),
+    CONVERSATION_FEED_AFTER[Int, Int, Int, Bool, Int, Bool, Int, Int, Int](d) => items(d, "f.conversation_id = ?5"),
     FEED_TAIL[Int, Int, Int](d) => format!(
         "SELECT f.tx AS tx, f.id AS id, f.tenant_id AS tenant_id, f.conversation_id AS conversation_id FROM events f
-         WHERE (f.tx, f.id) > (?1, ?2) AND f.tx < {} ORDER BY f.tx, f.id LIMIT ?3",
+         WHERE {} AND f.tx < {} ORDER BY f.tx, f.id LIMIT ?3",
+        d.after_position("f", "?1", "?2"),
         d.visible_tx()
     ),
     FEED_END[](d) => format!(
