@@ -47,7 +47,12 @@ impl FromStr for Cursor {
         if s.len() > 64 {
             return Err(Malformed);
         }
-        let mut parts = s.split('-').map(|p| i64::from_str_radix(p, 36).ok().filter(|n| *n >= 0 && !p.starts_with('+')));
+        // At most 12 digits a part: 36^12 is past any id, transaction id
+        // or time in milliseconds, and below i64::MAX.
+        let mut parts = s.split('-').map(|p| {
+            let digits = !p.is_empty() && p.len() <= 12 && p.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase());
+            digits.then(|| i64::from_str_radix(p, 36).ok()).flatten()
+        });
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
             (Some(Some(tx)), Some(Some(id)), Some(Some(at)), None) => {
                 Ok(Self { position: Position { tx, id }, at: Timestamp::from_millis(at) })
@@ -75,12 +80,15 @@ fn radix36(mut n: i64) -> String {
 mod tests {
     use super::*;
 
+    /// The largest number of 12 base-36 digits.
+    const LARGEST: i64 = 36_i64.pow(12) - 1;
+
     #[test]
     fn cursors_read_back_as_written() {
         for c in [
             Cursor::start(Timestamp::from_millis(1_763_000_000_000)),
             Cursor { position: Position { tx: 751, id: 12_345 }, at: Timestamp::from_millis(1) },
-            Cursor { position: Position { tx: i64::MAX, id: i64::MAX }, at: Timestamp::from_millis(i64::MAX) },
+            Cursor { position: Position { tx: LARGEST, id: LARGEST }, at: Timestamp::from_millis(LARGEST) },
         ] {
             assert_eq!(c.to_string().parse::<Cursor>(), Ok(c), "{c}");
         }
@@ -88,7 +96,7 @@ mod tests {
 
     #[test]
     fn anything_else_is_malformed() {
-        for s in ["", "1-2", "1-2-3-4", "a-b-", "-1-2-3", "1--2-3", "+1-2-3", "1-2-zzzzzzzzzzzzzzzz", "1.2.3", "1-2-3\n", "é-1-1"] {
+        for s in ["", "1-2", "1-2-3-4", "a-b-", "-1-2-3", "1--2-3", "+1-2-3", "1-2-zzzzzzzzzzzzz", "1-2-A", "1.2.3", "1-2-3\n", "é-1-1"] {
             assert_eq!(s.parse::<Cursor>(), Err(Malformed), "{s:?}");
         }
     }

@@ -38,11 +38,12 @@ pub fn one_of(values: &[&str], nullable: bool) -> Object {
     ObjectBuilder::new().schema_type(string_type(nullable)).enum_values(Some(list)).build()
 }
 
-/// A feed cursor: three base-36 numbers joined by dashes.
+/// A feed cursor: three base-36 numbers (at most 12 digits each) joined
+/// by dashes.
 pub fn cursor() -> Object {
     ObjectBuilder::new()
         .schema_type(SchemaType::new(Type::String))
-        .pattern(Some("^[0-9a-z]{1,13}-[0-9a-z]{1,13}-[0-9a-z]{1,13}$"))
+        .pattern(Some("^[0-9a-z]{1,12}-[0-9a-z]{1,12}-[0-9a-z]{1,12}$"))
         .max_length(Some(64))
         .build()
 }
