@@ -57,7 +57,8 @@ pub(crate) struct Signals {
 }
 
 impl Signals {
-    /// Called once a commit that includes `effects` is durable.
+    /// Called once a commit that includes `effects` is durable, here or
+    /// (as another instance announced) elsewhere.
     pub(crate) fn after_commit(&self, effects: Effects) {
         if effects.deliveries_added > 0 {
             self.deliveries.notify_one();
@@ -68,11 +69,6 @@ impl Signals {
         if effects.feed_appended {
             self.feed.notify_one();
         }
-    }
-
-    /// Called when another instance says it committed such changes.
-    pub(crate) fn after_remote(&self, deliveries_added: bool, installations_changed: bool, feed_appended: bool) {
-        self.after_commit(Effects { deliveries_added: u64::from(deliveries_added), installations_changed, feed_appended });
     }
 
     pub(crate) fn feed(&self) -> Arc<Notify> {

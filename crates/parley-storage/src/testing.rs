@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 use crate::postgres::migrate;
 
@@ -30,8 +30,9 @@ fn with_database(url: &str, name: &str) -> Result<String, String> {
     Ok(parsed.to_string())
 }
 
+/// Connects as Parley does, so a test URL asking for TLS works here too.
 fn connect(url: &str) -> Result<Client, String> {
-    Client::connect(url, NoTls).map_err(|e| format!("cannot reach the test PostgreSQL at {url}: {e}"))
+    crate::postgres::connector(url).and_then(|c| c.blocking()).map_err(|e| format!("cannot reach the test PostgreSQL at {url}: {e}"))
 }
 
 /// Creates a fresh, migrated database on the server `server_url` names.

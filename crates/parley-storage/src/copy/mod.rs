@@ -30,7 +30,7 @@ use std::path::Path;
 use db::Db;
 pub use error::{CopyError, Side};
 
-use crate::Location;
+use crate::{Location, OpenError};
 
 /// Told how the copy goes, to show it (the storage layer draws nothing).
 pub trait Progress {
@@ -79,7 +79,7 @@ pub fn copy(from: &str, to: &str, progress: &dyn Progress) -> Result<CopyReport,
     };
     // The target is closed at the end of this expression, before its
     // files may be removed.
-    let copied = open_target(&target_at, &known).and_then(|mut target| run::run(&mut *source, &mut *target, progress));
+    let copied = open_target(&target_at, &known).and_then(|mut target| run::run(&mut *source, &known, &mut *target, progress));
     if copied.is_err()
         && let Some(path) = created
     {
@@ -90,7 +90,11 @@ pub fn copy(from: &str, to: &str, progress: &dyn Progress) -> Result<CopyReport,
 }
 
 fn parse(side: Side, url: &str) -> Result<Location, CopyError> {
-    Location::parse(url).map_err(|_| CopyError::Url { side, scheme: url.split(':').next().unwrap_or_default().to_owned() })
+    Location::parse(url).map_err(|e| match e {
+        // The scheme alone: the rest of the URL may carry a password.
+        OpenError::Unsupported(scheme) => CopyError::Url { side, scheme },
+        other => CopyError::Url { side, scheme: other.to_string() },
+    })
 }
 
 fn same(a: &Location, b: &Location) -> bool {

@@ -8,9 +8,15 @@ use super::error::{CopyError, Side};
 use super::read::Batches;
 use super::{CopyReport, Progress, TableReport, order, verify, write};
 
-pub(super) fn run(source: &mut dyn Db, target: &mut dyn Db, progress: &dyn Progress) -> Result<CopyReport, CopyError> {
+/// `source_tables`: the source's catalog, as read when it was opened.
+pub(super) fn run(
+    source: &mut dyn Db,
+    source_tables: &Catalog,
+    target: &mut dyn Db,
+    progress: &dyn Progress,
+) -> Result<CopyReport, CopyError> {
     target.begin_write().map_err(CopyError::failed(Side::Target))?;
-    let written = write_all(source, target, progress).and_then(|report| {
+    let written = write_all(source, source_tables, target, progress).and_then(|report| {
         target.commit().map_err(CopyError::failed(Side::Target))?;
         Ok(report)
     });
@@ -21,10 +27,9 @@ pub(super) fn run(source: &mut dyn Db, target: &mut dyn Db, progress: &dyn Progr
     written
 }
 
-fn write_all(source: &mut dyn Db, target: &mut dyn Db, progress: &dyn Progress) -> Result<CopyReport, CopyError> {
-    let source_tables = source.catalog().map_err(CopyError::failed(Side::Source))?;
+fn write_all(source: &mut dyn Db, source_tables: &Catalog, target: &mut dyn Db, progress: &dyn Progress) -> Result<CopyReport, CopyError> {
     let target_tables = target.catalog().map_err(CopyError::failed(Side::Target))?;
-    catalog::compare(&source_tables, &target_tables).map_err(CopyError::Schema)?;
+    catalog::compare(source_tables, &target_tables).map_err(CopyError::Schema)?;
     // Again, inside the transaction: nothing wrote to it since the check
     // made before its migrations.
     verify::empty(target)?;
@@ -34,10 +39,10 @@ fn write_all(source: &mut dyn Db, target: &mut dyn Db, progress: &dyn Progress) 
     progress.start(expected.iter().map(|(_, rows)| rows).sum());
     for (table, (_, rows)) in order.iter().zip(&expected) {
         progress.table(&table.name, *rows);
-        copy_table(source, target, in_source(&source_tables, table)?, table, progress)?;
+        copy_table(source, target, in_source(source_tables, table)?, table, progress)?;
     }
     for table in &order {
-        let at_least = source.sequence_position(in_source(&source_tables, table)?).map_err(CopyError::failed(Side::Source))?;
+        let at_least = source.sequence_position(in_source(source_tables, table)?).map_err(CopyError::failed(Side::Source))?;
         target.advance_sequence(table, at_least).map_err(CopyError::failed(Side::Target))?;
     }
     restart_feed_positions(target)?;

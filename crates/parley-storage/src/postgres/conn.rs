@@ -14,6 +14,7 @@
 //! own (a count that must be one): by the time the count arrives, the
 //! COMMIT behind it may have happened.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::error::Error;
 use std::future::{Future, poll_fn};
@@ -28,7 +29,7 @@ use tokio_postgres::{Client, Statement};
 
 use super::Connector;
 use super::error::{connection_lost, map};
-use crate::sql::{Arg, Conn, Dialect, Row, Stmt, Ty};
+use crate::sql::{Arg, Conn, Dialect, Row, Stmt, Ty, find_column};
 
 /// A client and the runtime that drives its connection. The connection's
 /// task runs only while the pool thread waits on the runtime, which is
@@ -457,7 +458,7 @@ impl Conn for PgConn {
             return Err(StoreError::Internal(format!("{}: no rows came back", stmt.name)));
         };
         for row in &rows {
-            if !each(&PgRow(row))? {
+            if !each(&PgRow { row, hint: Cell::new(0) })? {
                 break;
             }
         }
@@ -481,11 +482,17 @@ impl Conn for PgConn {
     }
 }
 
-struct PgRow<'a>(&'a tokio_postgres::Row);
+struct PgRow<'a> {
+    row: &'a tokio_postgres::Row,
+    /// See `find_column`: by name, `try_get` would scan every column.
+    hint: Cell<usize>,
+}
 
 impl PgRow<'_> {
     fn get<'r, T: tokio_postgres::types::FromSql<'r>>(&'r self, col: &str) -> StoreResult<Option<T>> {
-        self.0.try_get::<_, Option<T>>(col).map_err(|e| StoreError::Internal(format!("column {col}: {e}")))
+        let columns = self.row.columns();
+        let i = find_column(columns.len(), |i| columns.get(i).map(|c| c.name()), col, &self.hint)?;
+        self.row.try_get::<_, Option<T>>(i).map_err(|e| StoreError::Internal(format!("column {col}: {e}")))
     }
 }
 

@@ -24,7 +24,6 @@
 
 use std::future::poll_fn;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parley_domain::store::{StoreError, StoreResult};
@@ -60,28 +59,35 @@ const FEED: &str = "feed";
 /// What a pool thread tells this instance's listener after a commit.
 #[derive(Default)]
 pub(crate) struct Outgoing {
-    deliveries: AtomicBool,
-    installations: AtomicBool,
-    feed: AtomicBool,
+    /// The effects committed since the last announcement.
+    pending: std::sync::Mutex<Effects>,
     wake: Notify,
 }
 
 impl Outgoing {
     /// Called once a commit that includes `effects` is durable.
     pub(crate) fn after_commit(&self, effects: &Effects) {
-        if effects.deliveries_added > 0 {
-            self.deliveries.store(true, Ordering::Release);
-            self.wake.notify_one();
-        }
-        if effects.installations_changed {
-            self.installations.store(true, Ordering::Release);
-            self.wake.notify_one();
-        }
-        if effects.feed_appended {
-            self.feed.store(true, Ordering::Release);
+        if names(effects).next().is_some() {
+            self.pending.lock().unwrap_or_else(|p| p.into_inner()).add(*effects);
             self.wake.notify_one();
         }
     }
+
+    fn take(&self) -> Effects {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// The name on the channel of each kind of effect other instances act on.
+fn names(effects: &Effects) -> impl Iterator<Item = &'static str> {
+    [(effects.deliveries_added > 0, DELIVERIES), (effects.installations_changed, INSTALLATIONS), (effects.feed_appended, FEED)]
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
+}
+
+/// The effect another instance announced by `name`.
+fn named(name: &str) -> Effects {
+    Effects { deliveries_added: u64::from(name == DELIVERIES), installations_changed: name == INSTALLATIONS, feed_appended: name == FEED }
 }
 
 enum Request {
@@ -231,7 +237,7 @@ async fn serve(
     within(client.batch_execute(&format!("LISTEN {CHANNEL}"))).await?;
     // What others said while nobody listened is lost: act as if they had
     // said everything.
-    signals.after_remote(true, true, true);
+    signals.after_commit(Effects { deliveries_added: 1, installations_changed: true, feed_appended: true });
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -240,11 +246,9 @@ async fn serve(
             // before the stop is heard.
             biased;
             _ = outgoing.wake.notified() => {
-                for (flag, kind) in [(&outgoing.deliveries, DELIVERIES), (&outgoing.installations, INSTALLATIONS), (&outgoing.feed, FEED)] {
-                    if flag.swap(false, Ordering::AcqRel) {
-                        let payload = format!("{kind} {me}");
-                        within(client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])).await?;
-                    }
+                for kind in names(&outgoing.take()) {
+                    let payload = format!("{kind} {me}");
+                    within(client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])).await?;
                 }
                 tokio::time::sleep(GAP).await;
             }
@@ -252,7 +256,7 @@ async fn serve(
                 let Some(payload) = payload else { return Err(StoreError::Unavailable("connection closed".into())) };
                 let (kind, from) = payload.split_once(' ').unwrap_or((payload.as_str(), ""));
                 if from != me {
-                    signals.after_remote(kind == DELIVERIES, kind == INSTALLATIONS, kind == FEED);
+                    signals.after_commit(named(kind));
                 }
             }
             request = requests.recv() => match request {

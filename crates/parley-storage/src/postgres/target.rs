@@ -31,34 +31,15 @@ pub(super) fn parse(url: &str) -> Result<Target, String> {
         parsed.query_pairs_mut().clear().extend_pairs(kept);
     }
     let mut config: tokio_postgres::Config = parsed.as_str().parse().map_err(|e| format!("{e}"))?;
-    let verify = match mode.as_deref() {
-        None | Some("prefer") => {
-            config.ssl_mode(SslMode::Prefer);
-            Verify::None
-        }
-        Some("disable") => {
-            config.ssl_mode(SslMode::Disable);
-            Verify::None
-        }
+    let (ssl_mode, verify) = match mode.as_deref() {
+        None | Some("prefer" | "allow") => (SslMode::Prefer, Verify::None),
+        Some("disable") => (SslMode::Disable, Verify::None),
         // libpq checks the chain under `require` when given an authority.
-        Some("require") if root.is_some() => {
-            config.ssl_mode(SslMode::Require);
-            Verify::Full(root)
-        }
-        Some("require") => {
-            config.ssl_mode(SslMode::Require);
-            Verify::None
-        }
-        Some("allow") => {
-            config.ssl_mode(SslMode::Prefer);
-            Verify::None
-        }
-        Some("verify-ca" | "verify-full") => {
-            config.ssl_mode(SslMode::Require);
-            Verify::Full(root)
-        }
+        Some("require") => (SslMode::Require, root.map_or(Verify::None, |r| Verify::Full(Some(r)))),
+        Some("verify-ca" | "verify-full") => (SslMode::Require, Verify::Full(root)),
         Some(other) => return Err(format!("sslmode={other} is not one of disable, allow, prefer, require, verify-ca, verify-full")),
     };
+    config.ssl_mode(ssl_mode);
     // A server that does not answer must not hold a pool thread for the
     // operating system's TCP timeout (minutes).
     if config.get_connect_timeout().is_none() {

@@ -116,7 +116,7 @@ pub(super) fn scope_args(s: ConversationScope) -> [Arg<'static>; 4] {
 macro_rules! scoped {
     ($scope:expr; $($rest:expr),* $(,)?) => {{
         let [tenant, site, operator, admin] = $crate::sql::conversations::scope_args($scope);
-        [tenant, site, operator, admin, $(Arg::from($rest)),*]
+        [tenant, site, operator, admin, $($crate::sql::Arg::from($rest)),*]
     }};
 }
 pub(super) use scoped;

@@ -14,7 +14,7 @@ use parley_domain::store::ops::{FeedRead, FeedWrite};
 
 use super::conversations::{CONVERSATION_COLS, DETAILS_COLS, DETAILS_FROM, MESSAGE_COLS, SCOPE, VISITOR_COLS, details, message, scoped};
 use super::webhooks::FAN_OUT;
-use super::{Arg, Dialect, Row, Tx, args, statements};
+use super::{Dialect, Row, Tx, args, statements};
 
 /// An entry with its conversation (as it is now) and its message, in the
 /// caller's scope (bound as ?1 to ?4); `condition` adds the rest.
@@ -81,13 +81,6 @@ fn item(r: &dyn Row) -> StoreResult<FeedItem> {
     })
 }
 
-impl Tx<'_> {
-    fn feed_items(&mut self, args: &[Arg<'_>], conversation: bool) -> StoreResult<Vec<FeedItem>> {
-        let stmt = if conversation { &CONVERSATION_FEED_AFTER } else { &FEED_AFTER };
-        self.all(stmt, args, item)
-    }
-}
-
 impl FeedRead for Tx<'_> {
     fn feed_head(&mut self, tenant: TenantId) -> StoreResult<Option<(Position, Timestamp)>> {
         self.one(&FEED_HEAD, args![tenant], |r| Ok((position(r, "tx", "id")?, r.ts("at")?)))
@@ -98,7 +91,7 @@ impl FeedRead for Tx<'_> {
     }
 
     fn feed_after(&mut self, scope: ConversationScope, after: Position, widget: bool, limit: u32) -> StoreResult<Vec<FeedItem>> {
-        self.feed_items(&scoped!(scope; None::<i64>, widget, after.tx, after.id, limit), false)
+        self.all(&FEED_AFTER, &scoped!(scope; None::<i64>, widget, after.tx, after.id, limit), item)
     }
 
     fn conversation_feed_after(
@@ -109,7 +102,7 @@ impl FeedRead for Tx<'_> {
         widget: bool,
         limit: u32,
     ) -> StoreResult<Vec<FeedItem>> {
-        self.feed_items(&scoped!(scope; conversation, widget, after.tx, after.id, limit), true)
+        self.all(&CONVERSATION_FEED_AFTER, &scoped!(scope; conversation, widget, after.tx, after.id, limit), item)
     }
 
     fn feed_tail(&mut self, after: Position, limit: u32) -> StoreResult<Vec<FeedMark>> {

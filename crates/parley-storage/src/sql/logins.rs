@@ -13,7 +13,6 @@ fn lock_number(key: &str) -> i64 {
 }
 
 statements! {
-    LOCK_LOGINS[Int](d) => d.transaction_lock().into(),
     FAILURES[Text, Int, Int](_) => "SELECT at FROM login_failures WHERE key = ?1 AND at > ?2 ORDER BY at LIMIT ?3".into(),
     INSERT_FAILURE[Text, Int](_) => "INSERT INTO login_failures (key, at) VALUES (?1, ?2) RETURNING id".into(),
     DELETE_FAILURE[Int](_) => "DELETE FROM login_failures WHERE id = ?1".into(),
@@ -23,16 +22,13 @@ statements! {
 
 impl LoginsWrite for Tx<'_> {
     fn lock_login_keys(&mut self, keys: &[&str]) -> StoreResult<()> {
-        if !self.dialect().locks_rows() {
-            return Ok(());
-        }
         // Always in the same order, so two units locking the same keys
         // cannot each hold one the other waits for.
         let mut numbers: Vec<i64> = keys.iter().map(|k| lock_number(k)).collect();
         numbers.sort_unstable();
         numbers.dedup();
         for n in numbers {
-            self.one(&LOCK_LOGINS, args![n], |_| Ok(()))?;
+            self.transaction_lock(n)?;
         }
         Ok(())
     }

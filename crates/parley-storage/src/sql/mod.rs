@@ -31,6 +31,7 @@ pub(crate) use arg::args;
 pub use arg::{Arg, Ty};
 pub use dialect::Dialect;
 pub use row::Row;
+pub(crate) use row::find_column;
 pub use stmt::Stmt;
 pub(crate) use stmt::statements;
 #[cfg(test)]
@@ -56,8 +57,8 @@ pub trait Conn {
     /// statement whose count must be checked, or whose refusal a caller
     /// maps to a specific answer, is not deferred.
     /// `counts_deliveries`: its changed rows are webhook deliveries added.
-    fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], counts_deliveries: bool) -> StoreResult<Option<u64>> {
-        let _ = counts_deliveries; // counted by `Tx::defer` from the answer
+    /// Run at once, its rows are counted by `Tx::defer` from the answer.
+    fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], _counts_deliveries: bool) -> StoreResult<Option<u64>> {
         self.execute(stmt, args).map(Some)
     }
     /// Prepares a statement without running it (the tests' check of every
@@ -183,6 +184,15 @@ impl<'c> Tx<'c> {
             && counts_deliveries
         {
             self.effects.deliveries_added += n;
+        }
+        Ok(())
+    }
+
+    /// Holds the lock named `number` until the commit, where write units
+    /// run side by side (PostgreSQL); SQLite's single writer needs none.
+    fn transaction_lock(&mut self, number: i64) -> StoreResult<()> {
+        if self.dialect().locks_rows() {
+            self.one(&system::TRANSACTION_LOCK, args![number], |_| Ok(()))?;
         }
         Ok(())
     }

@@ -5,6 +5,8 @@
 //! never shifts another, and a decoder works for every query that selects
 //! its columns.
 
+use std::cell::Cell;
+
 use parley_domain::Timestamp;
 use parley_domain::store::{StoreError, StoreResult};
 
@@ -14,6 +16,27 @@ pub trait Row {
     fn text(&self, col: &str) -> StoreResult<Option<String>>;
     fn boolean(&self, col: &str) -> StoreResult<Option<bool>>;
     fn bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>>;
+}
+
+/// The position of column `col` among `count` columns named by `name_at`,
+/// searched from `hint` on, which then moves past it: decoders read
+/// columns in the order the `SELECT` lists them, so each lookup is
+/// usually one comparison instead of a scan of the whole row.
+pub(crate) fn find_column<'n>(
+    count: usize,
+    name_at: impl Fn(usize) -> Option<&'n str>,
+    col: &str,
+    hint: &Cell<usize>,
+) -> StoreResult<usize> {
+    let start = hint.get();
+    for k in 0..count {
+        let i = (start + k) % count;
+        if name_at(i) == Some(col) {
+            hint.set(i + 1);
+            return Ok(i);
+        }
+    }
+    Err(StoreError::Internal(format!("no column {col} in the result")))
 }
 
 fn missing(col: &str) -> StoreError {

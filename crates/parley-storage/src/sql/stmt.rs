@@ -59,7 +59,6 @@ macro_rules! statements {
                 $crate::sql::Stmt::new(stringify!($name), &[$($crate::sql::Ty::$ty),*], |$d: $crate::sql::Dialect| -> String { $build });
         )*
         /// Every statement of this file.
-        #[allow(dead_code)]
         pub(crate) static ALL: &[&$crate::sql::Stmt] = &[$(&$name),*];
     };
 }

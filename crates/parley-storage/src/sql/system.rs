@@ -7,6 +7,8 @@ use parley_domain::store::{Prunable, StoreResult};
 use super::{Tx, args, id_list, statements};
 
 statements! {
+    /// See `Tx::transaction_lock`.
+    TRANSACTION_LOCK[Int](d) => d.transaction_lock().into(),
     STATE[Text](_) => "SELECT value FROM system_state WHERE key = ?1".into(),
     SET_STATE[Text, Int](_) =>
         "INSERT INTO system_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value".into(),

@@ -47,10 +47,7 @@ statements! {
     /// Unscoped: a magic link's id and long code are the capability.
     CHALLENGE_BY_ID[Int](_) => challenge_where("ch.id = ?1"),
     CHALLENGE_BY_ID_LOCKED[Int](d) => d.locked(challenge_where("ch.id = ?1")),
-    LOCK_SENDS[Int](d) => d.transaction_lock().into(),
-    TIMES_CONVERSATION[Int, Int, Int, Int](_) =>
-        "SELECT created_at FROM verification_challenges WHERE tenant_id = ?1 AND conversation_id = ?4 AND created_at > ?2
-         ORDER BY created_at DESC LIMIT ?3".into(),
+    TIMES_CONVERSATION[Int, Int, Int, Int](_) => times("tenant_id = ?1 AND conversation_id = ?4 AND created_at > ?2"),
     TIMES_TENANT[Int, Int, Int](_) => times("tenant_id = ?1 AND created_at > ?2"),
     TIMES_TENANT_SMS[Int, Int, Int](_) => times("tenant_id = ?1 AND method = 'sms_otp' AND created_at > ?2"),
     /// Protects the number's owner, whichever tenant sends.
@@ -95,8 +92,8 @@ impl VerificationRead for Tx<'_> {
         // Limits count what was sent, then the unit sends more: on
         // PostgreSQL units run side by side, so the counts of a write unit
         // wait for every other unit that counts (rare: a few per visitor).
-        if self.writing && self.dialect().locks_rows() && !self.sends_locked {
-            self.one(&LOCK_SENDS, args![crate::locks::VERIFICATION_SENDS], |_| Ok(()))?;
+        if self.writing && !self.sends_locked {
+            self.transaction_lock(crate::locks::VERIFICATION_SENDS)?;
             self.sends_locked = true;
         }
         let created = |r: &dyn Row| r.ts("created_at");

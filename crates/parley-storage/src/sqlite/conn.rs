@@ -7,7 +7,7 @@ use rusqlite::types::{FromSql, ToSqlOutput};
 use rusqlite::{Connection, ToSql};
 
 use super::error::map;
-use crate::sql::{Arg, Conn, Dialect, Row, Stmt};
+use crate::sql::{Arg, Conn, Dialect, Row, Stmt, find_column};
 
 pub(super) struct SqliteConn<'c> {
     conn: &'c Connection,
@@ -67,16 +67,8 @@ struct SqliteRow<'a, 'stmt> {
 impl SqliteRow<'_, '_> {
     fn get<T: FromSql>(&self, col: &str) -> StoreResult<Option<T>> {
         let stmt = self.row.as_ref();
-        let n = stmt.column_count();
-        let start = self.hint.get();
-        for k in 0..n {
-            let i = (start + k) % n;
-            if stmt.column_name(i).is_ok_and(|name| name == col) {
-                self.hint.set(i + 1);
-                return self.row.get::<_, Option<T>>(i).map_err(|e| StoreError::Internal(format!("column {col}: {e}")));
-            }
-        }
-        Err(StoreError::Internal(format!("no column {col} in the result")))
+        let i = find_column(stmt.column_count(), |i| stmt.column_name(i).ok(), col, &self.hint)?;
+        self.row.get::<_, Option<T>>(i).map_err(|e| StoreError::Internal(format!("column {col}: {e}")))
     }
 }
 
