@@ -6,21 +6,22 @@
 //! it reopens `unassigned`, back in the queue every operator watches,
 //! instead of waiting for someone who will never reply.
 
-use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::feed::record;
-use crate::model::{Conversation, ConversationScope, ConversationStatus, Tenant};
+use crate::model::{Conversation, ConversationScope, ConversationStatus, Message, NewMessage, Tenant};
 use crate::store::WriteTx;
 
-/// Applies a new message's effect to `c` and saves it; a reopening is a
-/// change everyone following the conversation sees.
-pub(crate) fn record_message(
+/// Adds a visitor's or operator's message to `c`, with its effect on the
+/// conversation saved first; a reopening is a change everyone following
+/// the conversation sees, and comes before the message in the feed.
+pub(crate) fn add_message(
     tx: &mut dyn WriteTx,
     tenant: &Tenant,
     scope: ConversationScope,
     c: &mut Conversation,
-    now: Timestamp,
-) -> Result<(), DomainError> {
+    new: &NewMessage,
+) -> Result<Message, DomainError> {
+    let now = new.created_at;
     let reopened = c.status == ConversationStatus::Closed;
     if reopened {
         let assignee_can_answer = match c.assignee_id {
@@ -40,5 +41,5 @@ pub(crate) fn record_message(
     if reopened {
         record::conversation_changed(tx, tenant, c, None, now)?;
     }
-    Ok(())
+    record::message(tx, tenant, scope, c, new)
 }

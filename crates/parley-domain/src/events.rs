@@ -46,6 +46,9 @@ impl EventKind {
         }
     }
 
+    /// One kind for each name a live stream uses (see `stream_name`).
+    pub const STREAM: [EventKind; 3] = [Self::ConversationCreated, Self::ConversationUpdated, Self::MessageCreated];
+
     /// Any kind the feed holds.
     pub fn parse(s: &str) -> Option<Self> {
         Self::WEBHOOK.into_iter().chain([Self::ConversationUpdated]).find(|k| k.as_str() == s)

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events::{self, ClosedBy};
-use crate::feed::record;
+use crate::feed::{Cursor, record};
 use crate::model::*;
 use crate::store::{Database, MessagePage, WriteTx};
 use crate::widget::MESSAGE_PAGE_LIMIT;
@@ -55,19 +55,23 @@ impl InboxService {
         Self { db, clock }
     }
 
+    /// A page of the inbox, with the feed's position as of the read: taken
+    /// first, so whatever changes after the list is after the cursor.
     pub async fn list(
         &self,
         session: &Session,
         filter: StatusFilter,
         page: PageRequest,
-    ) -> Result<(Vec<ConversationDetails>, PageMeta), DomainError> {
+    ) -> Result<(Vec<ConversationDetails>, PageMeta, Cursor), DomainError> {
         let scope: ConversationScope = session.operator.scope().into();
+        let now = self.clock.now();
         self.db
             .read(move |r| {
+                let cursor = crate::feed::head_cursor(r, scope.tenant, now)?;
                 let total = r.count_conversations(scope, filter)?;
                 let offset = u64::from(page.page - 1) * u64::from(page.per_page);
                 let list = r.conversations(scope, filter, offset, page.per_page)?;
-                Ok((list, PageMeta::new(page, total)))
+                Ok((list, PageMeta::new(page, total), cursor))
             })
             .await
     }
@@ -96,8 +100,8 @@ impl InboxService {
             .write(move |tx| {
                 let scope: ConversationScope = actor.scope().into();
                 let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                crate::activity::record_message(tx, &tenant, scope, &mut c, now)?;
-                let message = record::message(tx, &tenant, scope, &c, &operator_message(&c, &actor, body, false, now))?;
+                let new = operator_message(&c, &actor, body, false, now);
+                let message = crate::activity::add_message(tx, &tenant, scope, &mut c, &new)?;
                 Ok((message, details(tx, scope, id)?))
             })
             .await

@@ -171,11 +171,20 @@ impl RateLimits {
     }
 }
 
+/// How long until a key with `count` events in `rate`'s window, the
+/// oldest at `oldest`, may have another: `None` while it is under its
+/// limit. The rule of every windowed limit, in memory or in the database.
+pub(crate) fn refusal(rate: Rate, count: usize, oldest: Option<Timestamp>, now: Timestamp) -> Option<Duration> {
+    match oldest {
+        Some(oldest) if count >= rate.count as usize => Some(rate.period.saturating_sub(now.since(oldest))),
+        _ => None,
+    }
+}
+
 /// Counts events per key in a sliding window, on the injected clock, with
-/// counts that can be taken back: "5 failed logins per email in 15
-/// minutes" reserves a count for every attempt and returns it when the
-/// password was right, so only failures stay; verification starts keep
-/// theirs unless nothing was started. Each count leaves exactly when it
+/// counts that can be taken back: verification starts reserve a count and
+/// keep it unless nothing was started (failed sign-ins follow the same
+/// rule in the database, `auth::failures`). Each count leaves exactly when it
 /// leaves the window. GCRA buckets cannot take a count back, hence this
 /// small log.
 pub struct SlidingWindow<K: Hash + Eq + Clone> {
@@ -205,11 +214,9 @@ impl<K: Hash + Eq + Clone> SlidingWindow<K> {
             while log.front().is_some_and(|t| now.since(*t) >= rate.period) {
                 log.pop_front();
             }
-            match log.front() {
-                Some(oldest) if log.len() >= rate.count as usize => {
-                    Err(DomainError::rate_limited(rate.period.saturating_sub(now.since(*oldest))))
-                }
-                _ => {
+            match refusal(rate, log.len(), log.front().copied(), now) {
+                Some(wait) => Err(DomainError::rate_limited(wait)),
+                None => {
                     log.push_back(now);
                     Ok(())
                 }
@@ -226,10 +233,6 @@ impl<K: Hash + Eq + Clone> SlidingWindow<K> {
                 log.remove(pos);
             }
         });
-    }
-
-    pub fn clear(&self, key: &K) {
-        self.with(|map| map.remove(key));
     }
 
     /// Drops keys whose counts have all left the window.
@@ -322,7 +325,6 @@ mod tests {
         assert!(w.reserve(&"b", t0).is_ok(), "other keys are unaffected");
         w.forget(&"b", t0);
         assert!(w.reserve(&"a", t0.plus(Duration::from_secs(900))).is_ok(), "the first failure has left the window");
-        w.clear(&"a");
         w.shrink(t0.plus(Duration::from_secs(10_000)));
     }
 

@@ -362,9 +362,8 @@ impl WidgetService {
                 let mut conversation = tx.conversation_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
                 limits.conversation_message(conversation.id)?;
                 let visitor = tx.visitor(scope, conversation.visitor_id)?.ok_or(DomainError::NotFound)?;
-                crate::activity::record_message(tx, &tenant, scope.into(), &mut conversation, now)?;
-                let message =
-                    record::message(tx, &tenant, scope.into(), &conversation, &visitor_message(&conversation, &visitor, input.body, now))?;
+                let new = visitor_message(&conversation, &visitor, input.body, now);
+                let message = crate::activity::add_message(tx, &tenant, scope.into(), &mut conversation, &new)?;
                 if let Some(url) = input.current_url {
                     let mut profile = visitor.profile.clone();
                     if profile.merge(&VisitorProfile { last_url: Some(url.url), ..Default::default() }) {

@@ -32,7 +32,18 @@ pub struct FeedFollower {
 impl FeedFollower {
     pub async fn run(self, shutdown: CancellationToken) {
         let signal = self.db.feed_signal();
-        let mut at = None;
+        // Where the feed ends now: streams opened later read what came
+        // before from their own cursors.
+        let mut at = loop {
+            match self.db.read(|r| Ok(r.feed_end()?)).await {
+                Ok(end) => break end,
+                Err(e) => tracing::warn!(error = %e, "cannot read the feed; trying again"),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(POLL) => {}
+            }
+        };
         let mut held_back_wait = HELD_BACK_FIRST;
         loop {
             let wait = match self.step(&mut at).await {
@@ -59,24 +70,26 @@ impl FeedFollower {
         }
     }
 
-    /// Reads what was appended since `at` and publishes it; answers
-    /// whether entries are held back. The first step only finds the end.
-    async fn step(&self, at: &mut Option<Position>) -> Result<bool, parley_domain::DomainError> {
-        let Some(from) = *at else {
-            *at = Some(self.db.read(|r| Ok(r.feed_end()?)).await?);
-            return Ok(false);
-        };
-        let mut from = from;
+    /// Reads what was appended after `at` and publishes it; answers
+    /// whether entries are held back, asked in the unit of the last read.
+    async fn step(&self, at: &mut Position) -> Result<bool, parley_domain::DomainError> {
         loop {
-            let marks = self.db.read(move |r| Ok(r.feed_tail(from, BATCH)?)).await?;
-            let Some(last) = marks.last() else { break };
-            from = last.position;
-            *at = Some(from);
-            self.hub.publish(&marks);
+            let from = *at;
+            let (marks, held_back) = self
+                .db
+                .read(move |r| {
+                    let marks = r.feed_tail(from, BATCH)?;
+                    let held_back = marks.len() < BATCH as usize && r.feed_held_back()?;
+                    Ok((marks, held_back))
+                })
+                .await?;
+            if let Some(last) = marks.last() {
+                *at = last.position;
+                self.hub.publish(&marks);
+            }
             if marks.len() < BATCH as usize {
-                break;
+                return Ok(held_back);
             }
         }
-        self.db.read(|r| Ok(r.feed_held_back()?)).await
     }
 }

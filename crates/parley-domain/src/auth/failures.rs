@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use crate::clock::Timestamp;
 use crate::error::DomainError;
-use crate::limits::{ClientKey, Rate};
+use crate::limits::{self, ClientKey, Rate};
 use crate::model::LoginFailureId;
 use crate::store::{Database, WriteTx};
 
@@ -228,12 +228,7 @@ impl LoginFailures {
 fn over_limit(tx: &mut dyn WriteTx, key: &str, rate: Option<Rate>, now: Timestamp) -> Result<Option<OverLimit>, DomainError> {
     let Some(rate) = rate else { return Ok(None) };
     let times = tx.login_failures(key, now.minus(rate.period), rate.count)?;
-    Ok(match times.first() {
-        Some(oldest) if times.len() >= rate.count as usize => {
-            Some(OverLimit { key: key.to_owned(), wait: rate.period.saturating_sub(now.since(*oldest)) })
-        }
-        _ => None,
-    })
+    Ok(limits::refusal(rate, times.len(), times.first().copied(), now).map(|wait| OverLimit { key: key.to_owned(), wait }))
 }
 
 fn email_failures_key(email_key: &str) -> String {

@@ -15,7 +15,8 @@ mod service;
 
 pub use cursor::Cursor;
 pub use hub::Hub;
-pub use service::{Catchup, FeedService, FeedSettings, PAGE, Reader, Resume};
+pub(crate) use service::head as head_cursor;
+pub use service::{Catchup, FeedService, FeedSettings, PAGE, Reader};
 
 use crate::clock::Timestamp;
 use crate::events::{EventKind, OutboxEvent};

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Cursor, FeedItem, Hub, Position};
+use super::{Cursor, FeedItem, Hub};
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::model::{ConversationId, ConversationScope, Session, SiteScope, TenantId};
-use crate::store::Database;
+use crate::store::{Database, ReadTx, StoreResult};
 
 /// Entries one read returns at most.
 pub const PAGE: u32 = 100;
@@ -27,15 +27,6 @@ pub struct FeedService {
     clock: Arc<dyn Clock>,
     hub: Arc<Hub>,
     settings: FeedSettings,
-}
-
-/// Where a returning client goes on from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Resume {
-    After(Position),
-    /// The cursor is older than the retention or names no entry the feed
-    /// holds: the client reloads what it shows and follows from a new one.
-    Reset,
 }
 
 /// What an operator's catch-up answers: the entries, and the cursor to
@@ -63,6 +54,12 @@ impl Reader {
     }
 }
 
+/// The tenant's position as of this read, inside any unit that reads what
+/// a client then shows (see [`FeedService::head`]).
+pub(crate) fn head(r: &mut dyn ReadTx, tenant: TenantId, now: Timestamp) -> StoreResult<Cursor> {
+    Ok(r.feed_head(tenant)?.map_or(Cursor::start(now), |(position, at)| Cursor { position, at }))
+}
+
 impl FeedService {
     pub fn new(db: Database, clock: Arc<dyn Clock>, hub: Arc<Hub>, settings: FeedSettings) -> Self {
         Self { db, clock, hub, settings }
@@ -76,41 +73,35 @@ impl FeedService {
     /// it shows follows from here and misses nothing committed after.
     pub async fn head(&self, tenant: TenantId) -> Result<Cursor, DomainError> {
         let now = self.clock.now();
-        let head = self.db.read(move |r| Ok(r.feed_head(tenant)?)).await?;
-        Ok(head.map_or(Cursor::start(now), |(position, at)| Cursor { position, at }))
+        self.db.read(move |r| Ok(head(r, tenant, now)?)).await
     }
 
-    /// Whether `cursor` (as a client sent it back) is still served for
-    /// `tenant`, and from where.
-    pub async fn resume(&self, tenant: TenantId, cursor: &str) -> Result<Resume, DomainError> {
-        let Ok(cursor) = cursor.parse::<Cursor>() else { return Ok(Resume::Reset) };
-        self.resume_from(tenant, cursor).await
-    }
-
-    pub async fn resume_from(&self, tenant: TenantId, cursor: Cursor) -> Result<Resume, DomainError> {
+    /// Whether a cursor of this age may still be served: younger than
+    /// the retention, and not from the future (a forged or skewed one).
+    fn in_retention(&self, cursor: Cursor) -> bool {
         let now = self.clock.now();
-        if cursor.at < now.minus(self.settings.retention) || cursor.at > now.plus(Duration::from_secs(300)) {
-            return Ok(Resume::Reset);
-        }
-        if cursor.is_start() {
-            return Ok(Resume::After(Position::START));
-        }
-        let position = cursor.position;
-        let at = self.db.read(move |r| Ok(r.feed_entry_at(tenant, position)?)).await?;
-        Ok(if at == Some(cursor.at) { Resume::After(position) } else { Resume::Reset })
+        cursor.at >= now.minus(self.settings.retention) && cursor.at <= now.plus(Duration::from_secs(300))
     }
 
     /// The entries after `after` that `reader` sees, oldest first, at most
     /// [`PAGE`], and the cursor to read from next. When fewer than a page
     /// came, the cursor moves to the tenant's head as read before them:
     /// every entry up to it was readable, so those the reader does not
-    /// see are not scanned again.
-    pub async fn read(&self, reader: Reader, after: Cursor) -> Result<Catchup, DomainError> {
+    /// see are not scanned again. With `check`, a cursor the feed no
+    /// longer holds (or never held for this tenant) is `CursorExpired`,
+    /// found in the same unit as the entries.
+    pub async fn read(&self, reader: Reader, after: Cursor, check: bool) -> Result<Catchup, DomainError> {
+        if check && !self.in_retention(after) {
+            return Err(DomainError::CursorExpired);
+        }
         let tenant = reader.tenant();
         let from = after.position;
         let (head, items) = self
             .db
             .read(move |r| {
+                if check && !after.is_start() && r.feed_entry_at(tenant, from)? != Some(after.at) {
+                    return Err(DomainError::CursorExpired);
+                }
                 let head = r.feed_head(tenant)?;
                 let items = match reader {
                     Reader::Operator(scope) => r.feed_after(scope, from, false, PAGE)?,
@@ -136,28 +127,18 @@ impl FeedService {
         let Some(after) = after else {
             return Ok(Catchup { items: Vec::new(), cursor: self.head(tenant).await? });
         };
-        if self.resume_from(tenant, after).await? == Resume::Reset {
-            return Err(DomainError::CursorExpired);
-        }
         let reader = Reader::Operator(session.operator.scope().into());
         // Watching before the first read: an entry committed between the
         // read and the wait still wakes it.
         let mut watch = self.hub.tenant(tenant);
         let deadline = tokio::time::Instant::now() + wait;
-        let mut after = after;
-        loop {
-            let page = self.read(reader, after).await?;
-            if !page.items.is_empty() || tokio::time::Instant::now() >= deadline {
-                return Ok(page);
-            }
-            after = page.cursor;
+        let mut page = self.read(reader, after, true).await?;
+        while page.items.is_empty() && tokio::time::Instant::now() < deadline {
             if tokio::time::timeout_at(deadline, watch.changed()).await.is_err() {
-                return self.read(reader, after).await;
+                return self.read(reader, page.cursor, false).await;
             }
+            page = self.read(reader, page.cursor, false).await?;
         }
-    }
-
-    pub fn now(&self) -> Timestamp {
-        self.clock.now()
+        Ok(page)
     }
 }

@@ -90,9 +90,7 @@ async fn list_conversations(
     Authenticated(session): Authenticated,
     QueryFields(q): QueryFields<ConversationListParams>,
 ) -> Result<Json<MobileConversationListResponse>, ApiError> {
-    // Read before the list: whatever changes after it is after the cursor.
-    let cursor = s.feed.head(session.tenant.id).await?;
-    let (list, meta) = s.inbox.list(&session, q.status, q.page).await?;
+    let (list, meta, cursor) = s.inbox.list(&session, q.status, q.page).await?;
     Ok(Json(MobileConversationListResponse {
         conversations: list.iter().map(Into::into).collect(),
         meta: ConversationListMetaView::new(meta, &cursor),

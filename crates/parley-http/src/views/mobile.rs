@@ -167,10 +167,8 @@ impl From<PageMeta> for PageMetaView {
 /// The inbox's pagination block, with where to follow the inbox from.
 #[derive(Serialize, ToSchema)]
 pub struct ConversationListMetaView {
-    pub current_page: u32,
-    pub per_page: u32,
-    pub total: u64,
-    pub last_page: u64,
+    #[serde(flatten)]
+    pub page: PageMetaView,
     /// The feed's position as of this read: `GET mobile/events?after=`
     /// (or the operator stream's `Last-Event-ID`) from here returns every
     /// change committed since, perhaps with some this list already shows.
@@ -179,7 +177,7 @@ pub struct ConversationListMetaView {
 
 impl ConversationListMetaView {
     pub fn new(m: PageMeta, cursor: &Cursor) -> Self {
-        Self { current_page: m.current_page, per_page: m.per_page, total: m.total, last_page: m.last_page, cursor: cursor.to_string() }
+        Self { page: m.into(), cursor: cursor.to_string() }
     }
 }
 

@@ -36,7 +36,7 @@ names! {
     RoleName => Role::ALL.iter().map(|r| r.as_str()).collect(), "An operator's role.";
     DeliveryStatusName => DeliveryStatus::ALL.iter().map(|s| s.as_str()).collect(), "A webhook delivery's state.";
     EventName => EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect(), "A webhook event kind.";
-    StreamEventName => vec!["conversation.created", "conversation.updated", "message.created"], "A live event's kind.";
+    StreamEventName => EventKind::STREAM.iter().map(|k| k.stream_name()).collect(), "A live event's kind.";
     MethodName => Method::ALL.iter().map(|m| m.as_str()).collect(), "A verification method.";
     HealthStatusName => Status::ALL.iter().map(|s| s.as_str()).collect(), "How a check or the whole service is doing.";
     TokenTypeName => vec!["Bearer"], "The kind of token.";
