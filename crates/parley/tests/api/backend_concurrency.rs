@@ -132,7 +132,7 @@ async fn requests_succeed_after_every_connection_is_killed() {
         assert_eq!(w.await.unwrap().0, StatusCode::CREATED);
     }
     let killed = terminate_connections(&app.database_url);
-    assert_ne!(killed, "0", "the pool's connections were killed");
+    assert!(killed > 0, "the pool's connections were killed");
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let mut statuses = Vec::new();
     for n in 0..12 {
@@ -145,7 +145,7 @@ async fn requests_succeed_after_every_connection_is_killed() {
         reads.push(status.as_u16());
     }
     eprintln!("writes after the kill: {statuses:?}\nreads after: {reads:?}");
-    assert!(statuses.iter().chain(&reads).all(|s| *s < 500), "requests failed after the connections were replaced");
+    assert!(statuses.iter().all(|s| *s == 201) && reads.iter().all(|s| *s == 200), "requests failed after the connections were replaced");
 }
 
 /// A unit whose only statements are held back sends BEGIN, them and its
@@ -160,7 +160,7 @@ async fn a_deferred_only_unit_survives_a_dead_idle_connection() {
     let app = TestApp::with().var("PARLEY_DATABASE_POOL", "1").start().await;
     let f = app.fixture("acme", &[]).await;
     let tenant = f.scope.tenant;
-    assert_eq!(terminate_connections(&app.database_url), "2", "the pool's one connection and the instance listener were killed");
+    assert_eq!(terminate_connections(&app.database_url), 2, "the pool's one connection and the instance listener were killed");
     let written = app.db.write(move |tx| Ok(tx.insert_event(tenant, &event("evt_after_kill"))?)).await;
     assert!(written.is_ok(), "{written:?}");
     let stored =

@@ -344,14 +344,21 @@ pub fn event(id: &str) -> parley_domain::events::OutboxEvent {
 /// Ends every connection to the PostgreSQL database at `url` from the
 /// server side (a restart, a proxy dropping them), as `psql` does; returns
 /// how many.
-pub fn terminate_connections(url: &str) -> String {
-    let dbname = url.rsplit('/').next().unwrap().split('?').next().unwrap();
-    let killed = std::process::Command::new("psql")
-        .args(["-h", "127.0.0.1", "-U", "postgres", "-tAc"])
-        .arg(format!(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{dbname}' AND pid <> pg_backend_pid()"
-        ))
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&killed.stdout).trim().to_owned()
+pub fn terminate_connections(url: &str) -> i64 {
+    let url = url.to_owned();
+    // Its own thread: the blocking client runs a runtime of its own, which
+    // may not start inside the test's.
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect to terminate");
+        let row = client
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) AS killed FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .expect("terminate");
+        row.get::<_, i64>("killed")
+    })
+    .join()
+    .expect("terminating thread")
 }

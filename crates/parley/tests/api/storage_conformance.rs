@@ -233,14 +233,17 @@ async fn tenant_reads_see_their_tenant_only() {
             assert!(r.recent_events(t, 10)?.iter().any(|e| e.event_id == "evt_acme"), "own event");
             assert!(r.sandbox_outbox(t, 10)?.iter().any(|m| m.body == "acme"), "own outbox message");
             assert!(r.site(t, b.site1.site)?.is_none(), "site");
-            assert!(r.sites(t)?.iter().all(|s| s.tenant_id == t), "sites");
+            let sites = r.sites(t)?;
+            assert!(sites.len() == 2 && sites.iter().all(|s| s.tenant_id == t), "sites: its two, no other");
             assert!(r.installation(t, b.installation1)?.is_none(), "installation");
             assert!(r.installations(SiteScope { tenant: t, site: b.site1.site })?.is_empty(), "installations of another tenant's site");
             assert!(r.operator(t, b.agent)?.is_none(), "operator");
             assert!(r.operator_by_email(t, &b.agent_email)?.is_none(), "operator by email");
-            assert!(r.operators(t)?.iter().all(|o| o.tenant_id == t), "operators");
+            let operators = r.operators(t)?;
+            assert!(operators.iter().any(|o| o.id == a.agent) && operators.iter().all(|o| o.tenant_id == t), "operators");
             assert!(r.webhook(t, b.webhook)?.is_none(), "webhook");
-            assert!(r.webhooks(t)?.iter().all(|w| w.tenant_id == t), "webhooks");
+            assert_eq!(r.webhooks(t)?.iter().map(|w| w.id).collect::<Vec<_>>(), [a.webhook], "webhooks");
+            assert!(!r.deliveries(t, a.webhook, 0, 10)?.is_empty() && r.count_deliveries(t, a.webhook)? > 0, "own deliveries");
             assert!(r.deliveries(t, b.webhook, 0, 10)?.is_empty(), "deliveries");
             assert_eq!(r.count_deliveries(t, b.webhook)?, 0, "delivery count");
             assert!(r.delivery(t, b.webhook, b.delivery)?.is_none(), "delivery");
@@ -358,6 +361,11 @@ async fn writes_outside_their_scope_change_nothing() {
                 r.challenge_times(b.tenant, &ChallengeCount::Tenant, START.minus(Duration::from_secs(1)), 10)?.len(),
                 1,
                 "no challenge added"
+            );
+            assert_eq!(
+                r.challenge_times(a.tenant, &ChallengeCount::Tenant, START.minus(Duration::from_secs(1)), 10)?.len(),
+                1,
+                "nor one under the scope it was attempted in"
             );
             Ok(())
         })
