@@ -5,7 +5,8 @@ and one it forbids is refused. This starts the demo on a free port in a
 temporary folder, signs in a dedicated admin (its id kept away from the
 small ids generated cases try, so no case changes that admin's own
 password), and runs every phase with a fixed seed. `logout` is left out:
-it would revoke the token the run uses.
+it would revoke the token the run uses; so is the widget's event stream,
+whose valid requests never end.
 """
 
 import json
@@ -69,6 +70,9 @@ def main():
             "--checks", "all",
             "-H", "Authorization: Bearer " + token,
             "--exclude-path-regex", "logout",
+            # A stream answers as long as its client listens: a valid
+            # request never ends. The suite tests the streams instead.
+            "--exclude-operation-id-regex", "^widget_events(_unversioned)?$",
             "--seed", seed,
             "--max-examples", examples,
             "--generation-database", "none",

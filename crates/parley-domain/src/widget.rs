@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
-use crate::feed::record;
+use crate::feed::{Cursor, Reader, record};
 use crate::ids;
 use crate::limits::{ClientKey, RateLimits};
 use crate::model::*;
@@ -334,20 +334,45 @@ impl WidgetService {
     }
 
     /// Messages for polling: after `after_id`, or the latest ones.
+    /// A page of the conversation's messages and the feed's position as
+    /// of that read (taken first, in the same unit), so the widget can
+    /// follow its stream from there and miss nothing written after.
     pub async fn messages(
         &self,
         caller: &Caller,
         token: &str,
         public_id: String,
         after_id: Option<MessageId>,
-    ) -> Result<(Conversation, Vec<Message>), DomainError> {
+    ) -> Result<(Conversation, Vec<Message>, Cursor), DomainError> {
+        let scope = self.resolve(token, caller, Freshness::Cached).await?.scope();
+        let now = self.clock.now();
+        self.db
+            .read(move |r| {
+                let cursor = crate::feed::head_cursor(r, scope.tenant, now)?;
+                let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: false };
+                let (conversation, messages) =
+                    r.conversation_with_messages(scope.into(), &public_id, page)?.ok_or(DomainError::NotFound)?;
+                Ok((conversation, messages, cursor))
+            })
+            .await
+    }
+
+    /// Who follows a conversation's stream: its visitor, through an
+    /// installation of its site (disabled ones too, as for reading).
+    pub async fn stream_reader(&self, caller: &Caller, token: &str, public_id: String) -> Result<Reader, DomainError> {
         let scope = self.resolve(token, caller, Freshness::Cached).await?.scope();
         self.db
             .read(move |r| {
-                let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: false };
-                r.conversation_with_messages(scope.into(), &public_id, page)?.ok_or(DomainError::NotFound)
+                let conversation = r.conversation_by_public_id(scope.into(), &public_id)?.ok_or(DomainError::NotFound)?;
+                Ok(Reader::Visitor(scope, conversation.id))
             })
             .await
+    }
+
+    /// Whether a stream opened with this token may go on: the token
+    /// still names an installation the caller may use.
+    pub async fn stream_allowed(&self, caller: &Caller, token: &str) -> Result<(), DomainError> {
+        self.resolve(token, caller, Freshness::Cached).await.map(drop)
     }
 
     /// Adds a visitor message; a closed conversation reopens.

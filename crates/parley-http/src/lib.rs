@@ -11,6 +11,7 @@ mod middleware;
 mod requests;
 mod routes;
 pub mod server;
+pub mod stream;
 mod views;
 
 use std::sync::Arc;
@@ -59,6 +60,7 @@ pub struct Services {
     pub webhooks: WebhookService,
     pub verification: VerificationService,
     pub feed: FeedService,
+    pub streams: stream::Streams,
     pub metrics: Metrics,
     pub proxies: TrustedProxies,
     /// Present only under `parley demo`: mounts `/sandbox`.

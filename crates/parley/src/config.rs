@@ -73,6 +73,10 @@ pub struct Config {
     pub max_connections: usize,
     /// How long a stopping process waits for requests and background work.
     pub shutdown_timeout: Duration,
+    /// A live stream sends a comment at least this often.
+    pub stream_keepalive: Duration,
+    /// Live streams one client address may hold open on an instance.
+    pub streams_per_address: usize,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
@@ -125,6 +129,8 @@ const KNOWN: &[&str] = &[
     "PARLEY_REQUEST_READ_TIMEOUT",
     "PARLEY_MAX_CONNECTIONS",
     "PARLEY_SHUTDOWN_TIMEOUT",
+    "PARLEY_STREAM_KEEPALIVE",
+    "PARLEY_STREAMS_PER_ADDRESS",
 ];
 
 #[derive(Debug)]
@@ -356,6 +362,11 @@ impl Config {
             _ => Err(format!("{s:?} is not a number from 1 to 1000000")),
         });
         let shutdown_timeout = r.duration("PARLEY_SHUTDOWN_TIMEOUT", Duration::from_secs(15));
+        let stream_keepalive = r.duration("PARLEY_STREAM_KEEPALIVE", Duration::from_secs(15));
+        let streams_per_address = r.get("PARLEY_STREAMS_PER_ADDRESS", 20, |s| match s.parse::<usize>() {
+            Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+            _ => Err(format!("{s:?} is not a number from 1 to 1000000")),
+        });
         if !r.errors.is_empty() {
             return Err(ConfigErrors(r.errors));
         }
@@ -396,6 +407,8 @@ impl Config {
             request_read_timeout,
             max_connections,
             shutdown_timeout,
+            stream_keepalive,
+            streams_per_address,
         };
         Ok((config, warnings))
     }

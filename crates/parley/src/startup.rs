@@ -20,6 +20,7 @@ use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::{WidgetService, WidgetSettings};
 use parley_domain::{Clock, Database, DomainError};
 use parley_http::server::ServerSettings;
+use parley_http::stream::{StreamSettings, Streams};
 use parley_http::{AppState, MetricsAccess, RouterOptions, SandboxInfo, Services, TrustedProxies};
 use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
 use parley_worker::feed::FeedFollower;
@@ -67,6 +68,7 @@ pub struct Application {
     webhook_worker: Arc<WebhookWorker>,
     sweeper: Sweeper,
     feed: FeedService,
+    streams: Streams,
     demo: Option<DemoCredentials>,
     server: ServerSettings,
 }
@@ -162,8 +164,10 @@ impl Application {
         };
         let feed =
             FeedService::new(db.clone(), Arc::clone(&clock), Arc::new(Hub::default()), FeedSettings { retention: config.event_retention });
+        let streams = Streams::new(StreamSettings { keepalive: config.stream_keepalive, per_address: config.streams_per_address });
         let state = AppState::new(Services {
             widget,
+            streams: streams.clone(),
             verification,
             health: HealthService::new(
                 db.clone(),
@@ -215,6 +219,7 @@ impl Application {
             webhook_worker,
             sweeper,
             feed,
+            streams,
             demo,
             server,
         })
@@ -251,6 +256,13 @@ impl Application {
         tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
         self.sweeper.spawn(&tasks, shutdown.clone());
         tasks.spawn(FeedFollower { db: self.db.clone(), hub: Arc::clone(self.feed.hub()) }.run(shutdown.clone()));
+        // Live streams never finish on their own: they end when shutdown
+        // begins, so the server's drain waits for requests, not for them.
+        let (streams, stopping) = (self.streams.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            stopping.cancelled().await;
+            streams.close();
+        });
         if let Some(listener) = self.metrics_listener {
             // A scraper or two: a handful of connections is plenty, and
             // they come out of the same open-file limit.

@@ -5,18 +5,23 @@
 //! not seen, whichever instance it reaches.
 //!
 //! `record` appends entries from inside write units; `cursor` is the
-//! position a client holds; `service` reads the feed for clients; `hub`
-//! tells an instance's streams when to read again.
+//! position a client holds; `service` reads the feed for clients;
+//! `follow` reads it live for a stream; `hub` tells an instance's streams
+//! when to read again; `slots` bounds the streams of one address.
 
 mod cursor;
+mod follow;
 pub mod hub;
 pub(crate) mod record;
 mod service;
+mod slots;
 
 pub use cursor::Cursor;
+pub use follow::{Follower, Step};
 pub use hub::Hub;
 pub(crate) use service::head as head_cursor;
 pub use service::{Catchup, FeedService, FeedSettings, PAGE, Reader};
+pub use slots::{Slot, StreamSlots};
 
 use crate::clock::Timestamp;
 use crate::events::{EventKind, OutboxEvent};

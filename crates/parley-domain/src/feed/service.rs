@@ -46,7 +46,7 @@ pub enum Reader {
 }
 
 impl Reader {
-    fn tenant(&self) -> TenantId {
+    pub fn tenant(&self) -> TenantId {
         match self {
             Reader::Operator(scope) => scope.tenant,
             Reader::Visitor(scope, _) => scope.tenant,

@@ -1,8 +1,8 @@
 //! Operator authentication and integer path ids.
 
 use axum::extract::{FromRequestParts, Path};
-use axum::http::header;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
 use parley_domain::model::Session;
 
 use crate::AppState;
@@ -16,15 +16,19 @@ impl FromRequestParts<AppState> for Authenticated {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let token = header
-            .and_then(|h| h.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|t| !t.is_empty())
-            .ok_or(parley_domain::DomainError::Unauthenticated)?;
+        let token = bearer_token(&parts.headers).ok_or(parley_domain::DomainError::Unauthenticated)?;
         Ok(Self(state.auth.authenticate(token).await?))
     }
+}
+
+/// The token of an `Authorization: Bearer …` header.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let header = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    header
+        .and_then(|h| h.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 /// A positive integer id in the last path segment named `id`. Anything

@@ -5,7 +5,7 @@ mod caller;
 mod fields;
 mod json;
 
-pub use bearer::{Authenticated, PathId, PathIds};
+pub use bearer::{Authenticated, PathId, PathIds, bearer_token};
 pub use caller::{ClientCaller, TrustedProxies};
 pub use fields::{Fields, FromFields, Invalid, positive_id};
 pub use json::{JsonBody, OptionalJsonBody, QueryFields, RawBody};

@@ -113,6 +113,12 @@ impl IntoParams for OperatorEventsQuery {
                 "Seconds (0 to 30) to hold the request while no event has come; default 0.",
                 schema::bounded_integer(0, 30),
             ),
+            schema::query(
+                "last_event_id",
+                false,
+                "With `Accept: text/event-stream`: replay every event after this cursor, then go live (a `Last-Event-ID` header wins over it; `after` is read the same way). Without either, only what happens from now.",
+                schema::cursor(),
+            ),
         ]
     }
 }
@@ -120,13 +126,15 @@ impl IntoParams for OperatorEventsQuery {
 pub struct OperatorEventsParams {
     pub after: Option<Cursor>,
     pub wait: std::time::Duration,
+    pub last_event_id: Option<Cursor>,
 }
 
 impl FromFields for OperatorEventsParams {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let after = f.optional("after", |s| s.parse::<Cursor>().map_err(|_| "must be a cursor this service returned".to_owned()));
+        let after = f.optional("after", super::widget::cursor);
         let wait = f.optional("wait", |s| bounded(s, 0, 30));
-        Ok(Self { after: after?, wait: std::time::Duration::from_secs(u64::from(wait?.unwrap_or(0))) })
+        let last_event_id = f.optional("last_event_id", super::widget::cursor);
+        Ok(Self { after: after?, wait: std::time::Duration::from_secs(u64::from(wait?.unwrap_or(0))), last_event_id: last_event_id? })
     }
 }
 

@@ -1,6 +1,7 @@
 //! The widget's requests.
 #![allow(dead_code)]
 
+use parley_domain::feed::Cursor;
 use parley_domain::model::MessageId;
 use parley_domain::validate::{self, PageUrl};
 use parley_domain::widget::{OpenConversationInput, PingInput, PostMessageInput, VisitorInput};
@@ -146,6 +147,41 @@ impl FromFields for MessagesParams {
         let after_id = f.optional("after_id", after_id);
         Ok(Self { token: token?, after_id: after_id? })
     }
+}
+
+/// The query of a conversation's stream.
+pub struct StreamQuery;
+
+impl IntoParams for StreamQuery {
+    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
+        vec![
+            schema::query("token", true, "The installation token.", schema::rule(&validate::TOKEN, false)),
+            schema::query(
+                "last_event_id",
+                false,
+                "Replay every event after this cursor (`cursor` of the messages, or an event's `id`), then go live. A `Last-Event-ID` header wins over it. Without either, only what happens from now.",
+                schema::cursor(),
+            ),
+        ]
+    }
+}
+
+pub struct StreamParams {
+    pub token: String,
+    pub last_event_id: Option<Cursor>,
+}
+
+impl FromFields for StreamParams {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let token = f.required("token", validate::token);
+        let last_event_id = f.optional("last_event_id", cursor);
+        Ok(Self { token: token?, last_event_id: last_event_id? })
+    }
+}
+
+/// A cursor in a query.
+pub(crate) fn cursor(s: &str) -> Result<Cursor, String> {
+    s.parse::<Cursor>().map_err(|_| "must be a cursor this service returned".to_owned())
 }
 
 /// The query of the installation health: an optional page URL.

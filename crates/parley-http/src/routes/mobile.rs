@@ -2,8 +2,11 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
 use parley_domain::auth::LoginInput;
+use parley_domain::feed::{FeedItem, Reader};
 use parley_domain::model::ConversationId;
 use utoipa_axum::routes;
 
@@ -11,8 +14,9 @@ use super::Mount;
 use super::openapi::{CatchupErrors, LoginErrors, OperatorErrors, OperatorReadErrors};
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields};
+use crate::extract::{Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields, bearer_token};
 use crate::requests::mobile::*;
+use crate::stream::{self, Holder, LastEventId};
 use crate::views::at;
 use crate::views::mobile::*;
 
@@ -32,16 +36,47 @@ pub fn routes(api: Mount) -> Mount {
 /// What the operator missed: the changes of every conversation it can
 /// see after `after`, oldest first, at most 100; with `wait`, held until
 /// one comes (long polling). An expired or unknown cursor answers 410.
+///
+/// With `Accept: text/event-stream` the same changes come as a live
+/// stream: each event's `id` is its cursor, `event` its kind and `data`
+/// what `data` holds here. It resumes after `Last-Event-ID` (or
+/// `last_event_id`, or `after`); an unknown or expired cursor gets one
+/// `reset` event and the stream ends. It ends too when the token expires
+/// or is revoked.
 #[utoipa::path(get, path = "/mobile/events", operation_id = "mobile_events", tag = "mobile",
     security(("bearer" = [])), params(OperatorEventsQuery),
-    responses((status = 200, body = OperatorEventsResponse), CatchupErrors))]
+    responses(
+        (status = 200, content(
+            (OperatorEventsResponse = "application/json"),
+            (String = "text/event-stream", example = json!("id: 1-2k-mc1a2b3c\nevent: message.created\ndata: {\"conversation\":{},\"message\":{}}\n\n")),
+        )),
+        CatchupErrors))]
 async fn events(
     State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
     Authenticated(session): Authenticated,
+    headers: HeaderMap,
     QueryFields(q): QueryFields<OperatorEventsParams>,
-) -> Result<Json<OperatorEventsResponse>, ApiError> {
-    let page = s.feed.catch_up(&session, q.after, q.wait).await?;
-    Ok(Json(OperatorEventsResponse { events: page.items.iter().map(Into::into).collect(), cursor: page.cursor.to_string() }))
+) -> Result<Response, ApiError> {
+    if !stream::wants_stream(&headers) {
+        let page = s.feed.catch_up(&session, q.after, q.wait).await?;
+        let body = OperatorEventsResponse { events: page.items.iter().map(Into::into).collect(), cursor: page.cursor.to_string() };
+        return Ok(Json(body).into_response());
+    }
+    let slot = s.streams.slots().take(caller.key())?;
+    let from = match stream::last_event_id(&headers) {
+        Some(LastEventId::Cursor(cursor)) => Some(cursor),
+        Some(LastEventId::Unknown) => return Ok(stream::reset(slot)),
+        None => q.last_event_id.or(q.after),
+    };
+    let token = bearer_token(&headers).unwrap_or_default().to_owned();
+    let follower = s.feed.follow(Reader::Operator(session.operator.scope().into()), from).await?;
+    Ok(stream::respond(s.clone(), follower, Holder::Operator(token), slot, operator_event))
+}
+
+/// An operator's stream shows every entry it can read, notes included.
+fn operator_event(item: &FeedItem) -> Option<Event> {
+    stream::event(item, OperatorEventData::from(item))
 }
 
 /// Signs an operator in and returns a bearer token.

@@ -61,6 +61,8 @@ const ORIGIN: (&str, &str) =
     ("403", "`origin_not_allowed`: the browser origin is not among the site's domains; `forbidden`: installation disabled");
 const INVALID: (&str, &str) = ("422", "`validation_failed`, with `fields` naming every bad field");
 const UNAVAILABLE: (&str, &str) = ("503", "`unavailable`: the database cannot be reached");
+const TOO_MANY_STREAMS: (&str, &str) =
+    ("429", "`rate_limited`: this address holds as many streams as it may; `Retry-After` says when to try again");
 
 const BODY_ERRORS: [(&str, &str); 4] = [
     ("400", "`malformed_json`: the body is not a JSON object"),
@@ -106,8 +108,18 @@ impl IntoResponses for CatchupErrors {
             UNAUTHENTICATED,
             ("410", "`cursor_expired`: the cursor is older than the events kept, or unknown; reload and follow from the new cursor"),
             INVALID,
+            TOO_MANY_STREAMS,
             UNAVAILABLE,
         ])
+    }
+}
+
+/// Errors of the widget's stream.
+pub struct StreamErrors;
+
+impl IntoResponses for StreamErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[ORIGIN, NOT_FOUND, INVALID, TOO_MANY_STREAMS, UNAVAILABLE])
     }
 }
 

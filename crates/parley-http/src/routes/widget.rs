@@ -2,16 +2,21 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::response::sse::Event;
+use parley_domain::events::EventKind;
+use parley_domain::feed::FeedItem;
 use parley_domain::widget::{OpenConversationInput, PingInput, Synced, VisitorInput};
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{ReadErrors, WriteErrors};
+use super::openapi::{ReadErrors, StreamErrors, WriteErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ClientCaller, JsonBody, QueryFields};
 use crate::requests::widget::*;
+use crate::stream::{self, Holder, LastEventId};
 use crate::views::widget::*;
 
 pub fn routes(api: Mount) -> Mount {
@@ -21,6 +26,7 @@ pub fn routes(api: Mount) -> Mount {
         .routes(routes!(sync_visitor))
         .routes(routes!(open_conversation))
         .routes(routes!(list_messages, post_message))
+        .routes(routes!(events))
 }
 
 /// The widget's configuration: tenant, site (with what the widget shows)
@@ -122,8 +128,54 @@ async fn list_messages(
     Path(public_id): Path<String>,
     QueryFields(q): QueryFields<MessagesParams>,
 ) -> Result<Json<WidgetMessagesResponse>, ApiError> {
-    let (conversation, list) = s.widget.messages(&caller, &q.token, public_id, q.after_id).await?;
-    Ok(Json(WidgetMessagesResponse { conversation: (&conversation).into(), messages: messages(&list) }))
+    let (conversation, list, cursor) = s.widget.messages(&caller, &q.token, public_id, q.after_id).await?;
+    Ok(Json(WidgetMessagesResponse { conversation: (&conversation).into(), messages: messages(&list), cursor: cursor.to_string() }))
+}
+
+/// The conversation live, as its visitor sees it: `message.created`
+/// (`data`: `{"message"}`) and `conversation.updated` (`data`:
+/// `{"conversation"}`), each with its cursor as `id`. It replays what
+/// came after `Last-Event-ID` (or `last_event_id`) first; an unknown or
+/// expired cursor gets one `reset` event (`data: {}`) and the stream
+/// ends: reload the messages and follow from their `cursor`. A
+/// `: keep-alive` comment comes between events.
+#[utoipa::path(get, path = "/widget/conversations/{public_id}/events", operation_id = "widget_events", tag = "widget",
+    params(("public_id" = String, Path, description = "Conversation public id"), StreamQuery),
+    responses(
+        (status = 200, content_type = "text/event-stream", body = String,
+            example = json!("id: 1-2k-mc1a2b3c\nevent: message.created\ndata: {\"message\":{\"id\":7,\"body\":\"Hello\"}}\n\n")),
+        StreamErrors))]
+async fn events(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    Path(public_id): Path<String>,
+    headers: HeaderMap,
+    QueryFields(q): QueryFields<StreamParams>,
+) -> Result<Response, ApiError> {
+    let slot = s.streams.slots().take(caller.key())?;
+    let reader = s.widget.stream_reader(&caller, &q.token, public_id).await?;
+    let from = match stream::last_event_id(&headers) {
+        Some(LastEventId::Cursor(cursor)) => Some(cursor),
+        Some(LastEventId::Unknown) => return Ok(stream::reset(slot)),
+        None => q.last_event_id,
+    };
+    let follower = s.feed.follow(reader, from).await?;
+    Ok(stream::respond(s.clone(), follower, Holder::Visitor { caller, token: q.token }, slot, widget_event))
+}
+
+/// What a visitor's stream shows of an entry: its messages (never a
+/// note) and the conversation's changes.
+fn widget_event(item: &FeedItem) -> Option<Event> {
+    match item.kind {
+        EventKind::MessageCreated => {
+            let message = item.message.as_ref().filter(|m| !m.internal)?;
+            stream::event(item, WidgetMessageEventData { message: message.into() })
+        }
+        EventKind::ConversationUpdated | EventKind::ConversationClosed | EventKind::VerificationCompleted => {
+            stream::event(item, WidgetConversationEventData { conversation: (&item.conversation.conversation).into() })
+        }
+        _ => None,
+    }
 }
 
 /// Adds a visitor message. A closed conversation reopens.

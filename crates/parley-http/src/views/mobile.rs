@@ -211,12 +211,13 @@ pub struct OperatorEventView {
 
 impl From<&FeedItem> for OperatorEventView {
     fn from(item: &FeedItem) -> Self {
-        Self {
-            cursor: item.cursor().to_string(),
-            event: item.kind.stream_name(),
-            occurred_at: at(item.occurred_at),
-            data: OperatorEventData { conversation: (&item.conversation).into(), message: item.message.as_ref().map(Into::into) },
-        }
+        Self { cursor: item.cursor().to_string(), event: item.kind.stream_name(), occurred_at: at(item.occurred_at), data: item.into() }
+    }
+}
+
+impl From<&FeedItem> for OperatorEventData {
+    fn from(item: &FeedItem) -> Self {
+        Self { conversation: (&item.conversation).into(), message: item.message.as_ref().map(Into::into) }
     }
 }
 

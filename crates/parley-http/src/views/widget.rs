@@ -272,6 +272,22 @@ pub struct WidgetMessagesResponse {
     pub conversation: WidgetConversationView,
     /// Oldest first, at most 100.
     pub messages: Vec<MessageView>,
+    /// The feed's position as of this read: open the conversation's
+    /// stream with it as `last_event_id` to get everything written after.
+    pub cursor: String,
+}
+
+/// `data` of a widget stream's `message.created`.
+#[derive(Serialize, ToSchema)]
+pub struct WidgetMessageEventData {
+    pub message: MessageView,
+}
+
+/// `data` of a widget stream's `conversation.updated`: its status or
+/// verification changed.
+#[derive(Serialize, ToSchema)]
+pub struct WidgetConversationEventData {
+    pub conversation: WidgetConversationView,
 }
 
 #[derive(Serialize, ToSchema)]

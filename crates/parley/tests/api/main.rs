@@ -4,6 +4,7 @@
 
 mod helpers;
 mod receiver;
+mod sse;
 
 mod admin;
 mod automation;
@@ -25,6 +26,7 @@ mod slow_clients;
 mod smtp_sink;
 mod storage;
 mod storage_conformance;
+mod streams;
 mod verification;
 mod webhook_fairness;
 mod webhooks;

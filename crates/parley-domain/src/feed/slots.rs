@@ -1,0 +1,87 @@
+//! How many streams one client address may hold open on this instance
+//! (`PARLEY_STREAMS_PER_ADDRESS`). A stream holds a connection and a
+//! watch for as long as its client listens, so one address must not hold
+//! them all. Counted per instance: behind a load balancer an address
+//! may hold this many on each.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::DomainError;
+use crate::limits::ClientKey;
+
+/// What a client is told to wait before trying again at the limit: a
+/// stream frees its slot only when its client goes away.
+const RETRY_AFTER_SECS: u64 = 5;
+
+pub struct StreamSlots {
+    per_address: usize,
+    open: Mutex<HashMap<ClientKey, usize>>,
+}
+
+/// An open stream's place; dropping it frees the place.
+pub struct Slot {
+    slots: Arc<StreamSlots>,
+    key: ClientKey,
+}
+
+impl StreamSlots {
+    pub fn new(per_address: usize) -> Arc<Self> {
+        Arc::new(Self { per_address, open: Mutex::new(HashMap::new()) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<ClientKey, usize>> {
+        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A place for one more stream of `key`, or `RateLimited` when the
+    /// address holds its share already.
+    pub fn take(self: &Arc<Self>, key: ClientKey) -> Result<Slot, DomainError> {
+        let mut open = self.lock();
+        let count = open.entry(key).or_insert(0);
+        if *count >= self.per_address {
+            return Err(DomainError::RateLimited { retry_after_secs: RETRY_AFTER_SECS });
+        }
+        *count += 1;
+        Ok(Slot { slots: Arc::clone(self), key })
+    }
+
+    /// Streams open on this instance.
+    pub fn open(&self) -> usize {
+        self.lock().values().sum()
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.slots.lock();
+        if let Some(count) = open.get_mut(&self.key) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    fn key(last: u8) -> ClientKey {
+        IpAddr::V4(Ipv4Addr::new(192, 0, 2, last)).into()
+    }
+
+    #[test]
+    fn an_address_holds_its_share_and_gets_it_back_as_streams_close() {
+        let slots = StreamSlots::new(2);
+        let a = slots.take(key(1)).expect("first");
+        let _b = slots.take(key(1)).expect("second");
+        assert!(matches!(slots.take(key(1)), Err(DomainError::RateLimited { .. })));
+        let _other = slots.take(key(2)).expect("another address has its own share");
+        drop(a);
+        let _c = slots.take(key(1)).expect("a closed stream frees its place");
+        assert_eq!(slots.open(), 3);
+    }
+}

@@ -1,0 +1,224 @@
+//! Server-Sent Events: the widget's stream of one conversation and the
+//! operators' stream of everything they can see.
+//!
+//! A stream is a [`Follower`] of the feed turned into `text/event-stream`:
+//! each event carries its cursor as `id`, so EventSource resumes with
+//! `Last-Event-ID` after any drop. Between events a `: keep-alive`
+//! comment keeps proxies from closing an idle connection. Whoever opened
+//! the stream is checked again while it runs (an operator's token, a
+//! widget's installation) and the stream ends when that no longer holds,
+//! when its client's cursor is unknown (`reset`), or when the instance
+//! shuts down.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::http::HeaderValue;
+use axum::http::header::HeaderName;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{StreamExt, stream};
+use parley_domain::feed::{FeedItem, Follower, Slot, Step, StreamSlots};
+use parley_domain::widget::Caller;
+use std::sync::Arc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::AppState;
+
+#[derive(Clone, Copy, Debug)]
+pub struct StreamSettings {
+    /// A comment comes at least this often (`PARLEY_STREAM_KEEPALIVE`).
+    pub keepalive: Duration,
+    /// Streams one client address may hold (`PARLEY_STREAMS_PER_ADDRESS`).
+    pub per_address: usize,
+}
+
+/// Longest time a stream goes on without checking who holds it: a
+/// revoked token's stream ends within this.
+const RECHECK_AT_MOST: Duration = Duration::from_secs(5);
+
+/// The streams of this instance: their settings, their places per
+/// address, and the signal that ends them all at shutdown.
+#[derive(Clone)]
+pub struct Streams {
+    settings: StreamSettings,
+    slots: Arc<StreamSlots>,
+    closing: CancellationToken,
+}
+
+impl Streams {
+    pub fn new(settings: StreamSettings) -> Self {
+        Self { settings, slots: StreamSlots::new(settings.per_address.max(1)), closing: CancellationToken::new() }
+    }
+
+    /// Ends every stream, now and any opened later: the server's drain
+    /// then finds connections that are finishing, not ones that never
+    /// would.
+    pub fn close(&self) {
+        self.closing.cancel();
+    }
+
+    /// Streams open on this instance.
+    pub fn open(&self) -> usize {
+        self.slots.open()
+    }
+
+    pub(crate) fn slots(&self) -> &Arc<StreamSlots> {
+        &self.slots
+    }
+
+    fn recheck(&self) -> Duration {
+        self.settings.keepalive.min(RECHECK_AT_MOST)
+    }
+}
+
+/// Who opened a stream, checked again while it runs.
+pub(crate) enum Holder {
+    /// An operator's bearer token: the stream ends when it expires, is
+    /// revoked or its operator is disabled.
+    Operator(String),
+    /// A widget's installation token, used from the caller's origin.
+    Visitor { caller: Caller, token: String },
+}
+
+impl Holder {
+    async fn allowed(&self, s: &AppState) -> bool {
+        match self {
+            Holder::Operator(token) => s.auth.authenticate(token).await.is_ok(),
+            Holder::Visitor { caller, token } => s.widget.stream_allowed(caller, token).await.is_ok(),
+        }
+    }
+}
+
+/// Turns a feed item into the event the stream's client gets, or `None`
+/// for an item it does not show.
+pub(crate) type Render = fn(&FeedItem) -> Option<Event>;
+
+struct Live {
+    state: AppState,
+    follower: Follower,
+    holder: Holder,
+    render: Render,
+    closing: CancellationToken,
+    recheck: Duration,
+    next_check: Instant,
+    done: bool,
+    _slot: Slot,
+}
+
+/// The response of a stream: `follower`'s entries as `render` shows them,
+/// until the holder is refused, the cursor is reset or the instance
+/// shuts down.
+pub(crate) fn respond(state: AppState, follower: Follower, holder: Holder, slot: Slot, render: Render) -> Response {
+    let streams = state.streams.clone();
+    let live = Live {
+        follower,
+        holder,
+        render,
+        closing: streams.closing.clone(),
+        recheck: streams.recheck(),
+        next_check: Instant::now() + streams.recheck(),
+        done: false,
+        _slot: slot,
+        state,
+    };
+    let events = stream::unfold(live, next).flat_map(|batch| stream::iter(batch.into_iter().map(Ok::<_, Infallible>)));
+    let sse = Sse::new(events).keep_alive(KeepAlive::new().interval(streams.settings.keepalive).text("keep-alive"));
+    let mut response = sse.into_response();
+    // Proxies that buffer responses (nginx does by default) would hold
+    // events back until a buffer fills.
+    response.headers_mut().insert(HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no"));
+    response
+}
+
+/// A stream that only says `reset`: the client's cursor is not one this
+/// service issued.
+pub(crate) fn reset(slot: Slot) -> Response {
+    let once = stream::once(async move {
+        drop(slot);
+        Ok::<_, Infallible>(reset_event())
+    });
+    Sse::new(once).into_response()
+}
+
+/// Tells the client to reload and follow from a new cursor. EventSource
+/// dispatches an event only when it has data, hence `{}`.
+fn reset_event() -> Event {
+    Event::default().event("reset").data("{}")
+}
+
+/// The next events of a stream, once there are any; `None` ends it.
+async fn next(mut live: Live) -> Option<(Vec<Event>, Live)> {
+    loop {
+        if live.done || live.closing.is_cancelled() {
+            return None;
+        }
+        if Instant::now() >= live.next_check {
+            if !live.holder.allowed(&live.state).await {
+                return None;
+            }
+            live.next_check = Instant::now() + live.recheck;
+        }
+        match live.follower.read().await {
+            Ok(Some(Step::Items(items))) => {
+                let events: Vec<Event> = items.iter().filter_map(live.render).collect();
+                if !events.is_empty() {
+                    return Some((events, live));
+                }
+            }
+            Ok(Some(Step::Reset)) => {
+                live.done = true;
+                return Some((vec![reset_event()], live));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                // The client reconnects with its last cursor and loses nothing.
+                tracing::warn!(error = %e, "a stream could not read the feed; ending it");
+                return None;
+            }
+        }
+        tokio::select! {
+            _ = live.closing.cancelled() => return None,
+            _ = live.follower.changed() => {}
+            _ = tokio::time::sleep_until(live.next_check) => {}
+        }
+    }
+}
+
+/// One event of a stream: the item's cursor, its kind and `data`.
+pub(crate) fn event(item: &FeedItem, data: impl serde::Serialize) -> Option<Event> {
+    match Event::default().id(item.cursor().to_string()).event(item.kind.stream_name()).json_data(data) {
+        Ok(event) => Some(event),
+        Err(e) => {
+            tracing::error!(error = %e, "a stream event could not be written");
+            None
+        }
+    }
+}
+
+/// Whether a request asks for a stream rather than JSON.
+pub(crate) fn wants_stream(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream")))
+}
+
+/// The cursor a reconnecting EventSource sends, if any. One that is not
+/// a cursor of this service is treated as unknown: the client is told to
+/// reset rather than refused, since it cannot act on an error.
+pub(crate) fn last_event_id(headers: &axum::http::HeaderMap) -> Option<LastEventId> {
+    let raw = headers.get("last-event-id")?.to_str().ok().map(str::trim).unwrap_or_default();
+    if raw.is_empty() {
+        return None;
+    }
+    Some(raw.parse().map_or(LastEventId::Unknown, LastEventId::Cursor))
+}
+
+pub(crate) enum LastEventId {
+    Cursor(parley_domain::feed::Cursor),
+    Unknown,
+}

@@ -1,0 +1,415 @@
+//! The live streams (`text/event-stream`): a visitor following its
+//! conversation and an operator following everything it can see, resumed
+//! with `Last-Event-ID` after a drop, a restart or through another
+//! instance, with nothing lost and nothing repeated; who sees what; the
+//! cursors that get a `reset`; keep-alives, the per-address limit, the end
+//! of an operator's stream with its token, and shutdown.
+
+use std::time::Duration;
+
+use parley_domain::model::{Role, SiteId};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::sse::{self, EventStream, Frame};
+
+type Event = (Option<String>, String, Value);
+
+/// The conversation's messages cursor: where its stream starts.
+async fn messages_cursor(app: &TestApp, prefix: &str, token: &str, public_id: &str) -> String {
+    let (status, body) = app.get(&format!("{prefix}/widget/conversations/{public_id}/messages?token={token}")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["cursor"].as_str().expect("cursor").to_owned()
+}
+
+fn widget_stream_path(prefix: &str, public_id: &str, token: &str, last_event_id: Option<&str>) -> String {
+    let after = last_event_id.map(|c| format!("&last_event_id={c}")).unwrap_or_default();
+    format!("{prefix}/widget/conversations/{public_id}/events?token={token}{after}")
+}
+
+/// The id of the tenant's only (or newest) conversation, for operators.
+async fn conversation_id(app: &TestApp, token: &str) -> i64 {
+    let (status, list) = app.authed(Method::GET, "/api/mobile/conversations", token, None).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    list["conversations"][0]["id"].as_i64().expect("a conversation")
+}
+
+async fn reply(app: &TestApp, token: &str, id: i64, text: &str) {
+    let (status, body) =
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/messages"), token, Some(json!({"body": text}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+async fn operator_stream(app: &TestApp, token: &str, headers: &[(&str, &str)]) -> EventStream {
+    let auth = format!("Bearer {token}");
+    let mut all = vec![("authorization", auth.as_str())];
+    all.extend_from_slice(headers);
+    sse::open_ok(app, "/api/mobile/events", &all).await
+}
+
+/// Events until one whose message body is `last` (included).
+async fn until_message(stream: &mut EventStream, last: &str) -> Vec<Event> {
+    let mut seen = Vec::new();
+    loop {
+        let event = stream.event().await.unwrap_or_else(|| panic!("the stream ended before {last:?}: {seen:?}"));
+        let done = event.2["message"]["body"] == last;
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+}
+
+fn bodies(events: &[Event]) -> Vec<String> {
+    events.iter().filter_map(|e| e.2["message"]["body"].as_str().map(str::to_owned)).collect()
+}
+
+fn kinds(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.1.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_visitor_follows_its_conversation_live_from_the_cursor_of_its_messages() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let agent_id = app.operator(&f, "agent@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    for prefix in PREFIXES {
+        let public_id = app.open_conversation(prefix, &f.token, &format!("visitor{prefix}"), "hello").await;
+        let cursor = messages_cursor(&app, prefix, &f.token, &public_id).await;
+        let mut stream = sse::open_ok(&app, &widget_stream_path(prefix, &public_id, &f.token, Some(&cursor)), &[]).await;
+        assert!(stream.content_type.starts_with("text/event-stream"), "{}", stream.content_type);
+
+        let id = conversation_id(&app, &admin).await;
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/assign"), &admin, None).await;
+        reply(&app, &admin, id, "how can I help?").await;
+        let (status, body) = app
+            .authed(
+                Method::POST,
+                &format!("/api/mobile/conversations/{id}/transfer"),
+                &admin,
+                Some(json!({"operator_id": agent_id, "note": "an operator-only note"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        app.post_message(prefix, &f.token, &public_id, "my order").await;
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &admin, None).await;
+        app.post_message(prefix, &f.token, &public_id, "one more thing").await;
+
+        let events = until_message(&mut stream, "one more thing").await;
+        assert_eq!(events[0].1, "conversation.updated", "{events:?}");
+        assert_eq!(events[0].2, json!({"conversation": events[0].2["conversation"].clone()}), "only the conversation");
+        assert_eq!(events[0].2["conversation"]["public_id"], public_id.as_str());
+        let texts = bodies(&events);
+        assert!(texts.contains(&"how can I help?".to_owned()) && texts.contains(&"my order".to_owned()), "{texts:?}");
+        assert!(!texts.contains(&"an operator-only note".to_owned()), "a note never reaches the visitor: {texts:?}");
+        assert!(!kinds(&events).contains(&"conversation.created"), "operators only");
+        let message = events.iter().find(|e| e.2["message"]["body"] == "my order").unwrap();
+        assert_eq!(message.2["message"]["sender"]["type"], "visitor");
+        assert!(message.2["message"]["id"].is_i64() && message.2.get("conversation").is_none(), "{}", message.2);
+        let statuses: Vec<&str> = events.iter().filter_map(|e| e.2["conversation"]["status"].as_str()).collect();
+        assert!(statuses.contains(&"assigned") && statuses.contains(&"closed"), "{statuses:?}");
+        // Every event carries its own cursor, each one new.
+        let ids: Vec<&str> = events.iter().map(|e| e.0.as_deref().expect("id")).collect();
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_stream_replays_what_it_missed_once_and_the_header_wins_over_the_query() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let start = messages_cursor(&app, "/api", &f.token, &public_id).await;
+    let id = conversation_id(&app, &admin).await;
+    let path = widget_stream_path("/api/v1", &public_id, &f.token, Some(&start));
+
+    let mut stream = sse::open_ok(&app, &path, &[]).await;
+    reply(&app, &admin, id, "one").await;
+    let one = stream.event().await.expect("one");
+    assert_eq!(one.2["message"]["body"], "one");
+    drop(stream);
+
+    reply(&app, &admin, id, "two").await;
+    app.post_message("/api", &f.token, &public_id, "three").await;
+    let last = one.0.unwrap();
+    let mut resumed = sse::open_ok(&app, &path, &[("last-event-id", &last)]).await;
+    let missed = resumed.events(2).await;
+    assert_eq!(bodies(&missed), ["two", "three"], "what came while away, and not `one` again");
+    reply(&app, &admin, id, "four").await;
+    assert_eq!(bodies(&resumed.events(1).await), ["four"], "then live");
+
+    // The query parameter alone replays from its cursor too.
+    let two = missed[0].0.clone().unwrap();
+    let mut from_query = sse::open_ok(&app, &widget_stream_path("/api", &public_id, &f.token, Some(&two)), &[]).await;
+    assert_eq!(bodies(&from_query.events(2).await), ["three", "four"]);
+}
+
+#[tokio::test]
+async fn unknown_expired_and_foreign_cursors_get_one_reset_and_the_stream_ends() {
+    let app = TestApp::with().var("PARLEY_EVENT_RETENTION", "1d").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let other = app.fixture("globex", &[]).await;
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let other_id = app.open_conversation("/api", &other.token, "v2", "hello").await;
+    let cursor = messages_cursor(&app, "/api", &f.token, &public_id).await;
+    let foreign = messages_cursor(&app, "/api", &other.token, &other_id).await;
+    let unknown = format!("zz-zz-{}", cursor.rsplit('-').next().unwrap());
+
+    let path = widget_stream_path("/api", &public_id, &f.token, None);
+    let garbage = [("last-event-id", "not a cursor")];
+    let unknown_header = [("last-event-id", unknown.as_str())];
+    let foreign_header = [("last-event-id", foreign.as_str())];
+    for headers in [&garbage[..], &unknown_header, &foreign_header] {
+        let mut stream = sse::open_ok(&app, &path, headers).await;
+        assert_eq!(stream.frame().await, Some(Frame::Event { id: None, event: "reset".into(), data: json!({}) }), "{headers:?}");
+        assert_eq!(stream.frame().await, None, "and the stream ends");
+    }
+
+    app.clock.advance(Duration::from_secs(86_400 + 1));
+    let mut stream = sse::open_ok(&app, &widget_stream_path("/api", &public_id, &f.token, Some(&cursor)), &[]).await;
+    assert_eq!(stream.event().await.map(|e| e.1), Some("reset".into()), "older than the retention");
+    assert_eq!(stream.frame().await, None);
+}
+
+#[tokio::test]
+async fn a_widget_stream_refuses_what_the_messages_refuse() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &["shop.example.com"]).await;
+    let second_site = app.site("acme-eu", f.scope.tenant, &[]).await;
+    let other = app.fixture("globex", &[]).await;
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let origin = [("origin", "https://shop.example.com")];
+
+    let refused = |path: String, headers: Vec<(&'static str, &'static str)>| {
+        let app = &app;
+        async move {
+            match sse::open(app, &path, &headers).await {
+                Ok(_) => panic!("{path} was accepted"),
+                Err(refusal) => refusal,
+            }
+        }
+    };
+    let (status, body) = refused(format!("/api/widget/conversations/{public_id}/events"), origin.to_vec()).await;
+    assert_fields(status, &body, &["token"]);
+    let (status, body) =
+        refused(format!("/api/widget/conversations/{public_id}/events?token={}&last_event_id=x-y", f.token), origin.to_vec()).await;
+    assert_fields(status, &body, &["last_event_id"]);
+    let (status, body) = refused(widget_stream_path("/api", &public_id, "wt_unknown_token_0000000000", None), origin.to_vec()).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    for token in [&second_site.token, &other.token] {
+        let (status, body) = refused(widget_stream_path("/api", &public_id, token, None), vec![]).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    }
+    let (status, body) = refused(widget_stream_path("/api", "nope", &f.token, None), origin.to_vec()).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    let (status, body) = refused(widget_stream_path("/api", &public_id, &f.token, None), vec![("origin", "https://evil.example")]).await;
+    assert_error(status, &body, StatusCode::FORBIDDEN, "origin_not_allowed");
+    sse::open_ok(&app, &widget_stream_path("/api", &public_id, &f.token, None), &origin).await;
+}
+
+#[tokio::test]
+async fn quiet_streams_get_keep_alives_and_an_address_holds_only_its_share() {
+    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "100ms").var("PARLEY_STREAMS_PER_ADDRESS", "2").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let path = widget_stream_path("/api", &public_id, &f.token, None);
+
+    let mut first = sse::open_ok(&app, &path, &[]).await;
+    assert_eq!(first.frame().await, Some(Frame::Comment("keep-alive".into())));
+    let _second = operator_stream(&app, &admin, &[]).await;
+    let Err((status, body)) = sse::open(&app, &path, &[]).await else { panic!("a third stream was accepted") };
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    assert!(body["retry_after"].as_str().is_some_and(|s| s.parse::<u64>().is_ok()), "{body}");
+    let (status, _) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={}", f.token)).await;
+    assert_eq!(status, StatusCode::OK, "other requests are not limited");
+
+    drop(first);
+    eventually(|| async { sse::open(&app, &path, &[]).await.ok() }).await;
+}
+
+#[tokio::test]
+async fn an_operator_stream_carries_what_the_operator_may_see_notes_included() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let eu = app.site("acme-eu", f.scope.tenant, &[]).await;
+    let other = app.fixture("globex", &[]).await;
+    let agent_id = app.operator(&f, "agent@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    app.operator(&f, "eu@acme.example.com", Role::Agent, &[eu.scope.site]).await;
+    let (admin, agent, eu_agent, globex) = (
+        app.login("admin@acme.example.com").await,
+        app.login("agent@acme.example.com").await,
+        app.login("eu@acme.example.com").await,
+        app.login("admin@globex.example.com").await,
+    );
+    let mut streams = Vec::new();
+    for token in [&admin, &agent, &eu_agent, &globex] {
+        streams.push(operator_stream(&app, token, &[]).await);
+    }
+
+    app.open_conversation("/api", &f.token, "v1", "on the main site").await;
+    app.open_conversation("/api", &other.token, "v2", "at globex").await;
+    let id = conversation_id(&app, &agent).await;
+    let (status, body) = app
+        .authed(
+            Method::POST,
+            &format!("/api/mobile/conversations/{id}/transfer"),
+            &admin,
+            Some(json!({"operator_id": agent_id, "note": "VIP, be nice"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    app.open_conversation("/api", &eu.token, "v3", "on the eu site").await;
+    app.open_conversation("/api", &other.token, "v4", "the end").await;
+
+    let admin_sees = until_message(&mut streams[0], "on the eu site").await;
+    assert_eq!(&kinds(&admin_sees)[..2], ["conversation.created", "message.created"]);
+    assert_eq!(admin_sees[0].2["conversation"]["id"], id, "the mobile shape: {}", admin_sees[0].2);
+    let texts = bodies(&admin_sees);
+    assert!(texts.contains(&"VIP, be nice".to_owned()), "notes reach operators: {texts:?}");
+    assert!(!texts.contains(&"at globex".to_owned()), "never another tenant's: {texts:?}");
+    let note = admin_sees.iter().find(|e| e.2["message"]["body"] == "VIP, be nice").unwrap();
+    assert_eq!(note.2["message"]["internal"], true);
+
+    let agent_sees = until_message(&mut streams[1], "VIP, be nice").await;
+    assert!(bodies(&agent_sees).contains(&"on the main site".to_owned()));
+    let eu_sees = streams[2].events(2).await;
+    assert_eq!(bodies(&eu_sees), ["on the eu site", "on the eu site"], "an agent without the site sees only its own: {eu_sees:?}");
+    let globex_sees = until_message(&mut streams[3], "the end").await;
+    assert_eq!(bodies(&globex_sees), ["at globex", "at globex", "the end"]);
+}
+
+#[tokio::test]
+async fn an_agent_removed_from_a_site_stops_receiving_its_events() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let eu = app.site("acme-eu", f.scope.tenant, &[]).await;
+    let agent_id = app.operator(&f, "agent@acme.example.com", Role::Agent, &[f.scope.site, eu.scope.site]).await;
+    let (admin, agent) = (app.login("admin@acme.example.com").await, app.login("agent@acme.example.com").await);
+    let mut stream = operator_stream(&app, &agent, &[]).await;
+    app.open_conversation("/api", &f.token, "v1", "first").await;
+    assert_eq!(bodies(&stream.events(2).await), ["first", "first"]);
+
+    let eu_site: SiteId = eu.scope.site;
+    let (status, body) =
+        app.authed(Method::PATCH, &format!("/api/admin/operators/{agent_id}"), &admin, Some(json!({"site_ids": [eu_site.0]}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    app.open_conversation("/api", &f.token, "v2", "no longer yours").await;
+    app.open_conversation("/api", &eu.token, "v3", "still yours").await;
+    assert_eq!(bodies(&stream.events(2).await), ["still yours", "still yours"]);
+}
+
+#[tokio::test]
+async fn an_operator_stream_ends_when_its_token_is_revoked_or_expires() {
+    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "100ms").var("PARLEY_MOBILE_TOKEN_TTL", "1h").start().await;
+    app.fixture("acme", &[]).await;
+    let (first, second) = (app.login("admin@acme.example.com").await, app.login("admin@acme.example.com").await);
+    let mut revoked = operator_stream(&app, &first, &[]).await;
+    let mut expiring = operator_stream(&app, &second, &[]).await;
+
+    let (status, _) = app.authed(Method::POST, "/api/mobile/logout", &first, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(revoked.event().await, None, "a revoked token's stream ends");
+
+    app.clock.advance(Duration::from_secs(3_601));
+    assert_eq!(expiring.event().await, None, "an expired token's stream ends");
+
+    let (status, body) = app.send(Method::GET, "/api/mobile/events", None, &[("accept", "text/event-stream")]).await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthenticated");
+}
+
+#[tokio::test]
+async fn operators_resume_with_last_event_id_and_get_a_reset_for_an_unknown_cursor() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let mut stream = operator_stream(&app, &admin, &[]).await;
+    app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let first = stream.events(2).await;
+    drop(stream);
+    let id = conversation_id(&app, &admin).await;
+    reply(&app, &admin, id, "while away").await;
+
+    let created = first[0].0.clone().unwrap();
+    let mut resumed = operator_stream(&app, &admin, &[("last-event-id", &created)]).await;
+    assert_eq!(bodies(&resumed.events(2).await), ["hello", "while away"]);
+    let mut by_query = {
+        let auth = format!("Bearer {admin}");
+        sse::open_ok(&app, &format!("/api/v1/mobile/events?last_event_id={created}"), &[("authorization", &auth)]).await
+    };
+    assert_eq!(bodies(&by_query.events(2).await), ["hello", "while away"]);
+
+    let mut reset = operator_stream(&app, &admin, &[("last-event-id", "0-1-zz")]).await;
+    assert_eq!(reset.event().await.map(|e| e.1), Some("reset".into()));
+    assert_eq!(reset.frame().await, None);
+}
+
+#[tokio::test]
+async fn streams_end_cleanly_at_shutdown() {
+    let app = TestApp::with().var("PARLEY_SHUTDOWN_TIMEOUT", "60s").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let mut widget = sse::open_ok(&app, &widget_stream_path("/api", &public_id, &f.token, None), &[]).await;
+    let mut operator = operator_stream(&app, &admin, &[]).await;
+
+    // Far sooner than the drain time: the streams do not hold it.
+    tokio::time::timeout(Duration::from_secs(20), app.stop()).await.expect("the server stops without waiting out its drain time");
+    assert_eq!(widget.frame().await, None, "the widget's stream ended, not failed");
+    assert_eq!(operator.frame().await, None);
+}
+
+/// A stream dropped by a restart resumes on the new process from its last
+/// event: what was written in between comes once, then live events.
+#[tokio::test]
+async fn a_stream_resumes_across_a_restart_without_losing_or_repeating() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = fresh_database(dir.path(), "restart.sqlite3").await;
+    let first = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+    let f = first.fixture("acme", &[]).await;
+    let admin = first.login("admin@acme.example.com").await;
+    let public_id = first.open_conversation("/api", &f.token, "v1", "hello").await;
+    let cursor = messages_cursor(&first, "/api", &f.token, &public_id).await;
+    let path = widget_stream_path("/api", &public_id, &f.token, Some(&cursor));
+    let mut stream = sse::open_ok(&first, &path, &[]).await;
+    let id = conversation_id(&first, &admin).await;
+    reply(&first, &admin, id, "before").await;
+    let before = stream.event().await.expect("before");
+    first.stop().await;
+    assert_eq!(stream.frame().await, None);
+
+    let second = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+    reply(&second, &admin, id, "after").await;
+    let last = before.0.unwrap();
+    let mut resumed = sse::open_ok(&second, &path, &[("last-event-id", &last)]).await;
+    assert_eq!(bodies(&resumed.events(1).await), ["after"]);
+    reply(&second, &admin, id, "live").await;
+    assert_eq!(bodies(&resumed.events(1).await), ["live"]);
+}
+
+/// With two instances on one PostgreSQL database, a stream on one sees
+/// what is written through the other (woken by its notification).
+#[tokio::test]
+async fn a_stream_on_one_instance_sees_writes_through_another() {
+    if backend() != "postgres" {
+        return;
+    }
+    let a = TestApp::spawn().await;
+    let b = TestApp::with().var("PARLEY_DATABASE_URL", &a.database_url).start().await;
+    let f = a.fixture("acme", &[]).await;
+    let admin = a.login("admin@acme.example.com").await;
+    let public_id = a.open_conversation("/api", &f.token, "v1", "hello").await;
+    let cursor = messages_cursor(&b, "/api", &f.token, &public_id).await;
+    let mut on_b = sse::open_ok(&b, &widget_stream_path("/api", &public_id, &f.token, Some(&cursor)), &[]).await;
+    let mut operator_on_b = operator_stream(&b, &admin, &[]).await;
+    let id = conversation_id(&a, &admin).await;
+    reply(&a, &admin, id, "through a").await;
+    a.post_message("/api", &f.token, &public_id, "visitor through a").await;
+    assert_eq!(bodies(&on_b.events(2).await), ["through a", "visitor through a"]);
+    assert_eq!(bodies(&operator_on_b.events(2).await), ["through a", "visitor through a"]);
+}
