@@ -11,6 +11,17 @@ use crate::feed::record;
 use crate::model::{Conversation, ConversationScope, ConversationStatus, Message, NewMessage, Tenant};
 use crate::store::WriteTx;
 
+/// The message a repeat of `new` stands for: the one its sender sent
+/// earlier in the conversation under the same client id. The caller has
+/// locked the conversation, so a repeat racing the first waits for it
+/// and finds it.
+pub(crate) fn earlier_send(tx: &mut dyn WriteTx, scope: ConversationScope, new: &NewMessage) -> Result<Option<Message>, DomainError> {
+    match &new.client_message_id {
+        Some(id) => Ok(tx.client_message(scope, new.conversation_id, &new.sender, id)?),
+        None => Ok(None),
+    }
+}
+
 /// Adds a visitor's or operator's message to `c`, with its effect on the
 /// conversation saved first; a reopening is a change everyone following
 /// the conversation sees, and comes before the message in the feed.

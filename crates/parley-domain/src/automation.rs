@@ -166,6 +166,7 @@ impl Automation {
                         body: "Conversation closed after a period without messages".to_owned(),
                         internal: false,
                         created_at: now,
+                        client_message_id: None,
                     };
                     crate::feed::record::message(tx, &tenant, scope, &c, &note)?;
                     let closed = events::conversation_closed(&tenant, &c, ClosedBy::Automation, now);

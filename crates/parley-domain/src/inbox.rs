@@ -94,13 +94,25 @@ impl InboxService {
     }
 
     /// An operator reply. A closed conversation reopens, as for a visitor.
-    pub async fn reply(&self, session: &Session, id: ConversationId, body: String) -> Result<(Message, ConversationDetails), DomainError> {
+    /// A repeat of an earlier one (the same
+    /// `client_message_id` from the same operator) adds nothing and
+    /// answers that one.
+    pub async fn reply(
+        &self,
+        session: &Session,
+        id: ConversationId,
+        body: String,
+        client_message_id: Option<String>,
+    ) -> Result<(Message, ConversationDetails), DomainError> {
         let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
         self.db
             .write(move |tx| {
                 let scope: ConversationScope = actor.scope().into();
                 let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                let new = operator_message(&c, &actor, body, false, now);
+                let new = NewMessage { client_message_id, ..operator_message(&c, &actor, body, false, now) };
+                if let Some(earlier) = crate::activity::earlier_send(tx, scope, &new)? {
+                    return Ok((earlier, details(tx, scope, id)?));
+                }
                 let message = crate::activity::add_message(tx, &tenant, scope, &mut c, &new)?;
                 Ok((message, details(tx, scope, id)?))
             })
@@ -239,6 +251,7 @@ fn operator_message(c: &Conversation, actor: &Operator, body: String, internal: 
         body,
         internal,
         created_at: now,
+        client_message_id: None,
     }
 }
 
@@ -249,6 +262,7 @@ fn system_message(c: &Conversation, body: String, now: Timestamp) -> NewMessage 
         body,
         internal: false,
         created_at: now,
+        client_message_id: None,
     }
 }
 

@@ -27,6 +27,7 @@ pub const MAX_URL_CHARS: usize = 2_048;
 pub const MAX_UUID_CHARS: usize = 128;
 pub const MAX_TOKEN_CHARS: usize = 128;
 pub const MAX_SHORT_TEXT_CHARS: usize = 64;
+pub const MAX_CLIENT_MESSAGE_ID_CHARS: usize = 64;
 pub const MAX_LONG_TEXT_CHARS: usize = 1_000;
 pub const MAX_EMAIL_CHARS: usize = 254;
 pub const MIN_PASSWORD_CHARS: usize = 10;
@@ -169,6 +170,15 @@ pub static NOTE: Rule = Rule::new(
 /// A message body: not blank; tabs and line breaks allowed, other control
 /// characters not (they only serve to spoof what an operator sees, and JSON
 /// sends each as six bytes).
+/// What a client names a message it sends with, so a retry is recognised.
+pub static CLIENT_MESSAGE_ID: Rule = Rule::new(
+    concat!("^[^", controls!(), "]*[^", controls!(), white_space!(), "][^", controls!(), "]*$"),
+    1,
+    MAX_CLIENT_MESSAGE_ID_CHARS,
+    "must be 1 to 64 printable characters, not all blank",
+    "1 to 64 printable characters, not all blank: the client's own id for this message. A repeat with the same value creates nothing and answers as the first request did.",
+);
+
 pub static MESSAGE_BODY: Rule = Rule::new(
     concat!("^[^", text_controls!(), "]*[^", text_controls!(), white_space!(), "][^", text_controls!(), "]*$"),
     1,
@@ -237,6 +247,12 @@ pub static CODE: Rule = Rule::new(
 /// An opaque public token or identifier.
 pub fn token(s: &str) -> Check<String> {
     TOKEN.check(s)?;
+    Ok(s.to_owned())
+}
+
+/// A client's id for a message it sends.
+pub fn client_message_id(s: &str) -> Check<String> {
+    CLIENT_MESSAGE_ID.check(s)?;
     Ok(s.to_owned())
 }
 

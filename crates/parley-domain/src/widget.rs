@@ -83,6 +83,7 @@ pub struct OpenConversationInput {
     pub message: String,
     pub subject: Option<String>,
     pub current_url: Option<PageUrl>,
+    pub client_message_id: Option<String>,
 }
 
 pub struct PostMessageInput {
@@ -90,6 +91,7 @@ pub struct PostMessageInput {
     pub public_id: String,
     pub body: String,
     pub current_url: Option<PageUrl>,
+    pub client_message_id: Option<String>,
 }
 
 /// Whether a visitor synchronisation created the visitor.
@@ -311,6 +313,14 @@ impl WidgetService {
         self.db
             .write(move |tx| {
                 let visitor = visitor_for(tx, scope, &input.visitor_uuid, input.current_url.as_ref(), now)?;
+                // A repeat of an open that succeeded: the conversation it
+                // opened, with the first message, as it answered then.
+                if let Some(id) = &input.client_message_id
+                    && let Some(first) = tx.visitor_client_message(scope, visitor.id, id)?
+                {
+                    let conversation = tx.conversation(scope.into(), first.conversation_id)?.ok_or(DomainError::NotFound)?;
+                    return Ok((conversation, vec![first]));
+                }
                 let conversation = tx.insert_conversation(
                     scope,
                     &NewConversation {
@@ -322,7 +332,10 @@ impl WidgetService {
                         created_at: now,
                     },
                 )?;
-                let first = visitor_message(&conversation, &visitor, input.message, now);
+                let first = NewMessage {
+                    client_message_id: input.client_message_id,
+                    ..visitor_message(&conversation, &visitor, input.message, now)
+                };
                 let message = tx.insert_message(scope.into(), &first)?;
                 // Created first: a follower meets the conversation before
                 // its first message.
@@ -385,9 +398,13 @@ impl WidgetService {
         self.db
             .write(move |tx| {
                 let mut conversation = tx.conversation_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
-                limits.conversation_message(conversation.id)?;
                 let visitor = tx.visitor(scope, conversation.visitor_id)?.ok_or(DomainError::NotFound)?;
-                let new = visitor_message(&conversation, &visitor, input.body, now);
+                let new =
+                    NewMessage { client_message_id: input.client_message_id, ..visitor_message(&conversation, &visitor, input.body, now) };
+                if let Some(earlier) = crate::activity::earlier_send(tx, scope.into(), &new)? {
+                    return Ok((earlier, conversation));
+                }
+                limits.conversation_message(conversation.id)?;
                 let message = crate::activity::add_message(tx, &tenant, scope.into(), &mut conversation, &new)?;
                 if let Some(url) = input.current_url {
                     let mut profile = visitor.profile.clone();
@@ -416,6 +433,7 @@ fn visitor_message(conversation: &Conversation, visitor: &Visitor, body: String,
         body,
         internal: false,
         created_at: now,
+        client_message_id: None,
     }
 }
 

@@ -7,6 +7,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
+use axum::http::header::HeaderName;
 use axum::http::{HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use parley_domain::metrics::Metrics;
@@ -136,11 +137,12 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// before method matching. Any page may call the API: the widget's origin
 /// check against the site's domains happens per request with a clear 403,
 /// and no route relies on cookies, so no credentials are allowed.
+/// `Last-Event-ID` is what an EventSource sends when it reconnects.
 pub fn cors() -> CorsLayer {
     CorsLayer::new()
         .allow_origin(AllowOrigin::mirror_request())
         .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE, Method::OPTIONS])
-        .allow_headers([header::CONTENT_TYPE, header::ACCEPT, header::AUTHORIZATION])
+        .allow_headers([header::CONTENT_TYPE, header::ACCEPT, header::AUTHORIZATION, HeaderName::from_static("last-event-id")])
         .expose_headers([header::RETRY_AFTER])
         .max_age(std::time::Duration::from_secs(86_400))
 }

@@ -50,6 +50,8 @@ pub struct Message {
     /// Operator-only note (a transfer note): never shown to the visitor.
     pub internal: bool,
     pub created_at: Timestamp,
+    /// The sender's own id for it, when its client gave one.
+    pub client_message_id: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -59,4 +61,5 @@ pub struct NewMessage {
     pub body: String,
     pub internal: bool,
     pub created_at: Timestamp,
+    pub client_message_id: Option<String>,
 }

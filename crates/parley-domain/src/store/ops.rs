@@ -89,6 +89,18 @@ pub trait ConversationsRead {
     ) -> StoreResult<Vec<ConversationDetails>>;
     fn count_conversations(&mut self, scope: ConversationScope, filter: StatusFilter) -> StoreResult<u64>;
     fn messages(&mut self, scope: ConversationScope, conversation: ConversationId, page: MessagePage) -> StoreResult<Vec<Message>>;
+    /// The message `sender` sent earlier in the conversation under this
+    /// client id, if any: a repeat of it creates nothing.
+    fn client_message(
+        &mut self,
+        scope: ConversationScope,
+        conversation: ConversationId,
+        sender: &Sender,
+        client_message_id: &str,
+    ) -> StoreResult<Option<Message>>;
+    /// The visitor's message of this client id in any of its
+    /// conversations (the first message of one it opened).
+    fn visitor_client_message(&mut self, scope: SiteScope, visitor: VisitorId, client_message_id: &str) -> StoreResult<Option<Message>>;
     /// A conversation found by its public id with a page of its messages,
     /// in one statement: a widget's poll, the request it makes most.
     fn conversation_with_messages(

@@ -269,6 +269,7 @@ fn settle(
         body: format!("The visitor verified their {what}"),
         internal: false,
         created_at: now,
+        client_message_id: None,
     };
     crate::feed::record::message(tx, tenant, scope.into(), &conversation, &note)?;
     let verified = events::verification_completed(tenant, &conversation, &visitor, challenge.method.as_str(), now);

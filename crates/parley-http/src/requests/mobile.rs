@@ -161,15 +161,21 @@ impl FromFields for OperatorMessagesParams {
 pub struct MobileMessageRequest {
     /// At most 5,000 characters, not blank.
     body: schema::MessageBody,
+    /// The client's id for this reply: a repeat answers the first
+    /// request's message and creates nothing.
+    client_message_id: Option<schema::ClientMessageId>,
 }
 
 pub struct Reply {
     pub body: String,
+    pub client_message_id: Option<String>,
 }
 
 impl FromFields for Reply {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self { body: f.required("body", validate::message_body)? })
+        let body = f.required("body", validate::message_body);
+        let client_message_id = f.optional("client_message_id", validate::client_message_id);
+        Ok(Self { body: body?, client_message_id: client_message_id? })
     }
 }
 

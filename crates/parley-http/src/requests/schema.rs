@@ -109,6 +109,7 @@ rule_types! {
     LongText => validate::LONG_TEXT;
     Note => validate::NOTE;
     MessageBody => validate::MESSAGE_BODY;
+    ClientMessageId => validate::CLIENT_MESSAGE_ID;
     Email => validate::EMAIL;
     Phone => validate::PHONE;
     PageUrl => validate::PAGE_URL;

@@ -70,6 +70,9 @@ pub struct WidgetConversationRequest {
     /// At most 255 characters; blank counts as not given.
     subject: Option<schema::Name>,
     current_url: Option<schema::PageUrl>,
+    /// The client's id for the first message: a repeat answers the
+    /// conversation it opened and creates nothing.
+    client_message_id: Option<schema::ClientMessageId>,
 }
 
 impl FromFields for OpenConversationInput {
@@ -84,8 +87,16 @@ impl FromFields for OpenConversationInput {
         };
         let subject = f.optional_text("subject", validate::name);
         let current_url = f.optional("current_url", validate::page_url);
+        let client_message_id = f.optional("client_message_id", validate::client_message_id);
         privacy?;
-        Ok(Self { token: token?, visitor_uuid: visitor_uuid?, message: message?, subject: subject?, current_url: current_url? })
+        Ok(Self {
+            token: token?,
+            visitor_uuid: visitor_uuid?,
+            message: message?,
+            subject: subject?,
+            current_url: current_url?,
+            client_message_id: client_message_id?,
+        })
     }
 }
 
@@ -95,6 +106,9 @@ pub struct WidgetMessageCreateRequest {
     /// At most 5,000 characters, not blank.
     body: schema::MessageBody,
     current_url: Option<schema::PageUrl>,
+    /// The client's id for this message: a repeat answers the first
+    /// request's message and creates nothing.
+    client_message_id: Option<schema::ClientMessageId>,
 }
 
 /// A visitor message before its conversation is known from the path.
@@ -102,11 +116,18 @@ pub struct NewVisitorMessage {
     pub token: String,
     pub body: String,
     pub current_url: Option<PageUrl>,
+    pub client_message_id: Option<String>,
 }
 
 impl NewVisitorMessage {
     pub fn into_input(self, public_id: String) -> PostMessageInput {
-        PostMessageInput { token: self.token, public_id, body: self.body, current_url: self.current_url }
+        PostMessageInput {
+            token: self.token,
+            public_id,
+            body: self.body,
+            current_url: self.current_url,
+            client_message_id: self.client_message_id,
+        }
     }
 }
 
@@ -115,7 +136,8 @@ impl FromFields for NewVisitorMessage {
         let token = f.required("token", validate::token);
         let body = f.required("body", validate::message_body);
         let current_url = f.optional("current_url", validate::page_url);
-        Ok(Self { token: token?, body: body?, current_url: current_url? })
+        let client_message_id = f.optional("client_message_id", validate::client_message_id);
+        Ok(Self { token: token?, body: body?, current_url: current_url?, client_message_id: client_message_id? })
     }
 }
 

@@ -170,7 +170,7 @@ async fn reply(
     PathId(id): PathId,
     JsonBody(input): JsonBody<Reply>,
 ) -> Result<Json<MobileMessageResponse>, ApiError> {
-    let (message, details) = s.inbox.reply(&session, ConversationId(id), input.body).await?;
+    let (message, details) = s.inbox.reply(&session, ConversationId(id), input.body, input.client_message_id).await?;
     s.metrics.message_created("operator");
     Ok(Json(MobileMessageResponse { message: (&message).into(), conversation: (&details).into() }))
 }

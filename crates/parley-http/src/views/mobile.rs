@@ -244,12 +244,15 @@ pub struct OperatorMessageView {
     pub sender: SenderView,
     /// An operator-only note (a transfer note); never shown to the visitor.
     pub internal: bool,
+    /// The sender's own id for the message, when its client gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_message_id: Option<String>,
 }
 
 impl From<&Message> for OperatorMessageView {
     fn from(m: &Message) -> Self {
-        let MessageView { id, body, created_at, sender } = m.into();
-        Self { id, body, created_at, sender, internal: m.internal }
+        let MessageView { id, body, created_at, sender, client_message_id } = m.into();
+        Self { id, body, created_at, sender, internal: m.internal, client_message_id }
     }
 }
 

@@ -214,6 +214,10 @@ pub struct MessageView {
     pub body: String,
     pub created_at: DateTime,
     pub sender: SenderView,
+    /// The sender's own id for the message, when its client gave one: a
+    /// client replaces its pending copy with the message carrying it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_message_id: Option<String>,
 }
 
 impl From<&Message> for MessageView {
@@ -223,6 +227,7 @@ impl From<&Message> for MessageView {
             body: m.body.clone(),
             created_at: at(m.created_at),
             sender: SenderView { kind: m.sender.kind.as_str(), name: m.sender.name.clone() },
+            client_message_id: m.client_message_id.clone(),
         }
     }
 }

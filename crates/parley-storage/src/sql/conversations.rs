@@ -82,7 +82,7 @@ pub(super) const DETAILS_FROM: &str = "FROM conversations c
 
 pub(super) const MESSAGE_COLS: &str = "m.id AS m_id, m.tenant_id AS m_tenant_id, m.conversation_id AS m_conversation_id, \
      m.sender_type AS m_sender_type, m.sender_id AS m_sender_id, m.sender_name AS m_sender_name, m.body AS m_body, \
-     m.internal AS m_internal, m.created_at AS m_created_at";
+     m.internal AS m_internal, m.created_at AS m_created_at, m.client_message_id AS m_client_message_id";
 
 pub(super) fn message(r: &dyn Row) -> StoreResult<Message> {
     Ok(Message {
@@ -97,6 +97,7 @@ pub(super) fn message(r: &dyn Row) -> StoreResult<Message> {
         body: r.string("m_body")?,
         internal: r.flag("m_internal")?,
         created_at: r.ts("m_created_at")?,
+        client_message_id: r.text("m_client_message_id")?,
     })
 }
 
@@ -185,6 +186,20 @@ statements! {
         "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
          WHERE {SCOPE} AND m.conversation_id = ?5 AND (?6 OR m.internal = FALSE) ORDER BY m.id DESC LIMIT ?7"
     ),
+    /// A sender's earlier message of this client id (see the unique
+    /// index `messages_client_message`).
+    CLIENT_MESSAGE[Int, Int, Int, Bool, Int, Text, Int, Text](_) => format!(
+        "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
+         WHERE {SCOPE} AND m.conversation_id = ?5 AND m.sender_type = ?6 AND COALESCE(m.sender_id, 0) = ?7
+           AND m.client_message_id = ?8"
+    ),
+    /// A visitor's message of this client id in any of its conversations:
+    /// the first message of a conversation it opened with it.
+    VISITOR_CLIENT_MESSAGE[Int, Int, Int, Bool, Int, Text](_) => format!(
+        "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
+         WHERE {SCOPE} AND c.visitor_id = ?5 AND m.sender_type = 'visitor' AND m.client_message_id = ?6
+         ORDER BY m.id LIMIT 1"
+    ),
     POLL_AFTER[Int, Int, Int, Bool, Text, Bool, Int, Int](_) => poll("ASC"),
     POLL_LATEST[Int, Int, Int, Bool, Text, Bool, Int, Int](_) => poll("DESC"),
     COUNT_OPEN_CONVERSATIONS[](_) => "SELECT COUNT(*) AS n FROM conversations WHERE status <> 'closed'".into(),
@@ -214,9 +229,9 @@ statements! {
     /// sequence, and the lock makes the next id in a conversation wait for
     /// the commit of the one before, so ids increase in commit order.
     LOCK_CONVERSATION[Int, Int, Int, Bool, Int](d) => d.locked(format!("SELECT c.id AS c_id FROM conversations c WHERE {SCOPE} AND c.id = ?5")),
-    INSERT_MESSAGE[Int, Int, Int, Bool, Int, Text, Int, Text, Text, Bool, Int](_) => format!(
-        "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at)
-         SELECT ?1, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+    INSERT_MESSAGE[Int, Int, Int, Bool, Int, Text, Int, Text, Text, Bool, Int, Text](_) => format!(
+        "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at, client_message_id)
+         SELECT ?1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12
          WHERE EXISTS (SELECT 1 FROM conversations c WHERE {SCOPE} AND c.id = ?5)
          RETURNING id"
     ),
@@ -270,6 +285,22 @@ impl ConversationsRead for Tx<'_> {
                 Ok(latest)
             }
         }
+    }
+
+    fn client_message(
+        &mut self,
+        scope: ConversationScope,
+        conversation: ConversationId,
+        sender: &Sender,
+        client_message_id: &str,
+    ) -> StoreResult<Option<Message>> {
+        let sender_id = sender.operator_id.map_or(0, |id| id.0);
+        self.one(&CLIENT_MESSAGE, &scoped!(scope; conversation, sender.kind.as_str(), sender_id, client_message_id), message)
+    }
+
+    fn visitor_client_message(&mut self, scope: SiteScope, visitor: VisitorId, client_message_id: &str) -> StoreResult<Option<Message>> {
+        let scope: ConversationScope = scope.into();
+        self.one(&VISITOR_CLIENT_MESSAGE, &scoped!(scope; visitor, client_message_id), message)
     }
 
     fn conversation_with_messages(
@@ -398,7 +429,7 @@ impl ConversationsWrite for Tx<'_> {
             self.one(&LOCK_CONVERSATION, &scoped!(scope; m.conversation_id), |_| Ok(()))?;
             self.note_locked(m.conversation_id);
         }
-        let args = scoped!(scope; m.conversation_id, m.sender.kind.as_str(), m.sender.operator_id, &m.sender.name, &m.body, m.internal, m.created_at);
+        let args = scoped!(scope; m.conversation_id, m.sender.kind.as_str(), m.sender.operator_id, &m.sender.name, &m.body, m.internal, m.created_at, &m.client_message_id);
         let id = self.insert(&INSERT_MESSAGE, &args)?;
         Ok(Message {
             id: MessageId(id),
@@ -408,6 +439,7 @@ impl ConversationsWrite for Tx<'_> {
             body: m.body.clone(),
             internal: m.internal,
             created_at: m.created_at,
+            client_message_id: m.client_message_id.clone(),
         })
     }
 }

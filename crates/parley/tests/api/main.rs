@@ -15,6 +15,7 @@ mod db_copy;
 mod errors;
 mod feed;
 mod health;
+mod idempotent_sends;
 mod instances;
 mod isolation;
 mod metrics;

@@ -212,6 +212,7 @@ async fn after_id_polling_never_skips_a_message_committed_concurrently() {
                         body: format!("w{w} n{n}"),
                         internal: false,
                         created_at: START,
+                        client_message_id: None,
                     };
                     Ok(tx.insert_message(scope, &message)?)
                 })

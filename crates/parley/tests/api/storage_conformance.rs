@@ -97,6 +97,7 @@ async fn side(app: &TestApp, slug: &str) -> Side {
                         body: format!("hello from {slug}"),
                         internal: false,
                         created_at: START,
+                        client_message_id: None,
                     },
                 )?;
             }
@@ -293,6 +294,7 @@ async fn writes_outside_their_scope_change_nothing() {
             body: "intruder".into(),
             internal: false,
             created_at: START,
+            client_message_id: None,
         };
         assert!(attempt(&app, move |tx| tx.insert_message(scope, &m)).await.is_none(), "a message in {} is refused", c.public_id);
     }
