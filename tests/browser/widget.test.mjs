@@ -20,12 +20,15 @@ mkdirSync(artifacts, { recursive: true });
 
 let parley, api, creds, host, hostUrl, browser;
 
-/** Starts `parley demo` on a free port in a fresh folder and waits for its address. */
-function startParley() {
-  const dir = mkdtempSync(join(tmpdir(), "parley-browser-"));
+let parleyDir;
+
+/** Starts `parley demo` in `dir` (a fresh folder by default) on `listen`
+ * (a free port by default) and waits for its address. */
+function startParley(dir = mkdtempSync(join(tmpdir(), "parley-browser-")), listen = "127.0.0.1:0") {
+  parleyDir = dir;
   const child = spawn(binary, ["demo"], {
     cwd: dir,
-    env: { PATH: process.env.PATH, PARLEY_LISTEN: "127.0.0.1:0", PARLEY_LOG: "warn", PARLEY_RATE_LIMITS: "off" },
+    env: { PATH: process.env.PATH, PARLEY_LISTEN: listen, PARLEY_LOG: "warn", PARLEY_RATE_LIMITS: "off" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {
@@ -292,6 +295,77 @@ describe("the widget", () => {
     await context.close();
   });
 
+  it("shows an operator's reply within a second through its stream, without polling", async () => {
+    const { context, page, problems } = await visitor();
+    const polls = [];
+    const streams = [];
+    page.on("request", (r) => {
+      if (r.method() === "GET" && /\/messages\?/.test(r.url())) polls.push(r.url());
+      if (/\/events\?/.test(r.url())) streams.push(r.url());
+    });
+    await openChat(page);
+    await page.locator("input[type=email]").fill("live@example.com");
+    await page.locator("#parley-consent").check();
+    await send(page, "Anyone there?");
+    await page.locator("li.msg.visitor[data-id]", { hasText: "Anyone there?" }).waitFor();
+    await page.waitForFunction(() => window.__parleyWidgets && Object.values(window.__parleyWidgets).some((w) => w.source && w.source.readyState === 1));
+    assert.ok(streams.length >= 1 && streams[0].includes("last_event_id="), `the stream starts from the messages' cursor: ${streams}`);
+    const id = await conversationOf("live@example.com");
+    const pollsBefore = polls.length;
+
+    for (const text of ["Yes, hello!", "How can I help?"]) {
+      const reply = await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: text }) });
+      assert.equal(reply.status, 200);
+      await page.locator("li.msg.operator", { hasText: text }).waitFor({ timeout: 1000 });
+    }
+    assert.equal(polls.length, pollsBefore, `no polling while the stream is held: ${polls.slice(pollsBefore)}`);
+
+    // Closing the conversation reaches the widget as a status change.
+    await asAdmin(`/api/v1/mobile/conversations/${id}/close`, { method: "POST" });
+    await page.waitForFunction(() => Object.values(window.__parleyWidgets).some((w) => w.status === "closed"));
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("falls back to polling without a stream, and a retry after a lost answer never duplicates", async () => {
+    const { context, page, problems } = await visitor();
+    // No stream can be held here (a proxy that refuses them, say).
+    await page.route("**/events?**", (route) => route.abort("connectionrefused"));
+    await openChat(page);
+    await page.locator("input[type=email]").fill("retry@example.com");
+    await page.locator("#parley-consent").check();
+    await send(page, "first");
+    await page.locator("li.msg.visitor[data-id]", { hasText: "first" }).waitFor();
+    const id = await conversationOf("retry@example.com");
+
+    // The server takes the next message but its answer is lost, and no
+    // read gets through meanwhile: only the retry can tell what happened.
+    const reads = (route) => (route.request().method() === "GET" ? route.abort("connectionreset") : route.fallback());
+    await page.route("**/widget/conversations/*/messages?**", reads);
+    let dropped = 0;
+    await page.route("**/widget/conversations/*/messages", async (route) => {
+      if (route.request().method() !== "POST" || dropped > 0) return route.continue();
+      dropped += 1;
+      await route.fetch();
+      await route.abort("connectionreset");
+    });
+    await send(page, "sent once");
+    await page.locator("button.retry").click();
+    await page.locator("li.msg.visitor[data-id]", { hasText: "sent once" }).waitFor();
+    await page.locator("li.msg.pending, li.msg.failed").waitFor({ state: "detached" });
+    assert.equal(await page.locator("li.msg.visitor", { hasText: "sent once" }).count(), 1);
+    const messages = await asAdmin(`/api/v1/mobile/conversations/${id}/messages`);
+    assert.deepEqual(messages.body.messages.map((m) => m.body), ["first", "sent once"], "stored once");
+
+    // The network is back: the widget catches up at once, then polls.
+    await page.unroute("**/widget/conversations/*/messages?**", reads);
+    await page.evaluate(() => window.dispatchEvent(new Event("online")));
+    await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: "by polling" }) });
+    await page.locator("li.msg.operator", { hasText: "by polling" }).waitFor({ timeout: 10000 });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   it("is served with caching headers and CORS", async () => {
     const res = await fetch(api + "/widget.js", { headers: { origin: hostUrl } });
     assert.equal(res.status, 200);
@@ -302,4 +376,46 @@ describe("the widget", () => {
     const again = await fetch(api + "/widget.js", { headers: { "if-none-match": etag } });
     assert.equal(again.status, 304);
   });
+
+  // Last: it restarts the server the other tests share.
+  it("loses nothing and repeats nothing when the server restarts under an open stream", async () => {
+    const { context, page, problems } = await visitor();
+    await openChat(page);
+    await page.locator("input[type=email]").fill("restart@example.com");
+    await page.locator("#parley-consent").check();
+    await send(page, "before the restart");
+    await page.locator("li.msg.visitor[data-id]", { hasText: "before the restart" }).waitFor();
+    const id = await conversationOf("restart@example.com");
+    await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: "answer one" }) });
+    await page.locator("li.msg.operator", { hasText: "answer one" }).waitFor({ timeout: 2000 });
+
+    const exited = new Promise((resolve) => parley.once("exit", resolve));
+    parley.kill("SIGTERM");
+    await exited;
+    const started = await startParley(parleyDir, new URL(api).host);
+    parley = started.child;
+    assert.equal(started.url, api, "the same address");
+    creds = (await json("/sandbox/credentials")).body;
+    // Written while the widget is still reconnecting, then once it is back.
+    await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: "answer two" }) });
+    await page.locator("li.msg.operator", { hasText: "answer two" }).waitFor({ timeout: 15000 });
+    await page.waitForFunction(() => Object.values(window.__parleyWidgets).some((w) => w.source && w.source.readyState === 1));
+    await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: "answer three" }) });
+    await page.locator("li.msg.operator", { hasText: "answer three" }).waitFor({ timeout: 2000 });
+    const shown = await page.locator("li.msg").evaluateAll((all) => all.map((li) => li.textContent));
+    const texts = ["before the restart", "answer one", "answer two", "answer three"];
+    for (const text of texts) {
+      assert.equal(shown.filter((t) => t.includes(text)).length, 1, `${text} once: ${JSON.stringify(shown)}`);
+    }
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
 });
+
+/** The id of the conversation of the visitor with this email. */
+async function conversationOf(email) {
+  const list = await asAdmin("/api/v1/mobile/conversations?per_page=100");
+  const found = list.body.conversations.find((c) => c.visitor.email === email);
+  assert.ok(found, `a conversation of ${email}`);
+  return found.id;
+}

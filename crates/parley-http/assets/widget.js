@@ -7,14 +7,25 @@
  * No dependencies. Everything lives in a Shadow DOM, every message is
  * rendered as text, and every failure stays inside: a console warning,
  * never an exception in the host page.
+ *
+ * Live updates: the widget loads the conversation's messages (which
+ * answer a feed cursor), then follows the conversation's event stream
+ * from that cursor with EventSource, which reconnects by itself and
+ * resumes with Last-Event-ID. When a stream cannot be held it polls with
+ * after_id and tries the stream again later. Every message it sends
+ * carries a client_message_id, so a retry after a lost answer never
+ * duplicates, and the copy that comes back replaces the pending one.
  */
 (function () {
   "use strict";
 
   var VERSION = "1.0.0";
+  // Polling is the fallback for when a stream cannot be held.
   var POLL_OPEN_MS = 3000;
   var POLL_IDLE_MS = 20000;
   var POLL_MAX_BACKOFF_MS = 60000;
+  var STREAM_RETRY_MS = 5000;
+  var STREAM_MAX_RETRY_MS = 60000;
 
   function warn(message, detail) {
     try { console.warn("[parley] " + message, detail === undefined ? "" : detail); } catch (e) { /* no console */ }
@@ -109,6 +120,10 @@
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}"
   ].join("");
 
+  function parse(text) {
+    try { return JSON.parse(text); } catch (e) { return null; }
+  }
+
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
     if (attrs) {
@@ -133,7 +148,11 @@
     this.open = false;
     this.failures = 0;
     this.timer = null;
-    this.pendingSeq = 0;
+    this.pending = {};         // client_message_id -> pending element
+    this.cursor = null;        // the feed position the stream resumes from
+    this.source = null;        // the EventSource while a stream is held
+    this.streamFailures = 0;
+    this.streamRetryAt = 0;
   }
 
   Widget.prototype.read = function (name) {
@@ -209,7 +228,8 @@
     root.appendChild(this.panel);
     root.appendChild(this.launcher);
     this.root = root;
-    document.addEventListener("visibilitychange", function () { self.schedule(); });
+    document.addEventListener("visibilitychange", function () { if (!document.hidden) self.wake(); else self.schedule(); });
+    window.addEventListener("online", function () { self.wake(); });
   };
 
   Widget.prototype.buildConsent = function (look) {
@@ -302,7 +322,7 @@
           codeRow.hidden = true;
           status.textContent = "";
           self.setVerified(true);
-          self.poll();
+          if (!self.source) self.poll();
         })
         .catch(function () { confirm.disabled = false; status.className = "error"; status.textContent = "The chat service cannot be reached."; });
     });
@@ -360,9 +380,17 @@
     return item;
   };
 
+  /** Shows messages not shown yet; one the visitor sent replaces its
+   * pending copy, whichever way it came back first. */
   Widget.prototype.receive = function (list) {
     var self = this;
-    (list || []).forEach(function (m) { if (!self.messages[m.id]) self.show(m); });
+    (list || []).forEach(function (m) {
+      var mine = m.sender && m.sender.type === "visitor" && m.client_message_id;
+      var waiting = mine ? self.pending[m.client_message_id] : null;
+      if (waiting) delete self.pending[m.client_message_id];
+      if (self.messages[m.id]) { if (waiting) waiting.remove(); return; }
+      self.show(m, waiting || undefined);
+    });
   };
 
   Widget.prototype.submit = function () {
@@ -382,26 +410,31 @@
     pending.appendChild(state);
     this.log.appendChild(pending);
     this.scroll();
-    this.deliver(text, pending);
+    var clientId = newUuid();
+    this.pending[clientId] = pending;
+    this.deliver(text, pending, clientId);
   };
 
-  Widget.prototype.deliver = function (text, pending) {
+  /** Sends one message; a retry sends the same client_message_id, so the
+   * server recognises a message it already has. */
+  Widget.prototype.deliver = function (text, pending, clientId) {
     var self = this;
     // While the conversation is being opened, later messages wait for it,
     // so a quick second message cannot open a second conversation.
     if (!this.conversation && this.opening) {
-      this.opening.then(function () { self.deliver(text, pending); });
+      this.opening.then(function () { self.deliver(text, pending, clientId); });
       return;
     }
     var opens = !this.conversation;
     var request;
     if (this.conversation) {
       request = api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages",
-        { token: this.token, body: text, current_url: pageUrl() });
+        { token: this.token, body: text, current_url: pageUrl(), client_message_id: clientId });
     } else {
       request = this.sync({ name: this.nameInput.value.trim(), email: this.emailInput.value.trim() }).then(function () {
         return api(self.base, "POST", "/api/v1/widget/conversations",
-          { token: self.token, visitor_uuid: self.visitor, message: text, privacy_accepted: true, current_url: pageUrl() });
+          { token: self.token, visitor_uuid: self.visitor, message: text, privacy_accepted: true, current_url: pageUrl(),
+            client_message_id: clientId });
       });
     }
     var settled = request.then(function (res) {
@@ -412,19 +445,25 @@
           self.showChat();
         }
         var sent = res.body.message || (res.body.messages && res.body.messages[0]);
-        if (sent && self.messages[sent.id]) { pending.remove(); } else if (sent) { self.show(sent, pending); }
-        self.poll();
+        // The stream may have brought it already and replaced the
+        // pending copy; `receive` tells.
+        if (sent) self.receive([sent]);
+        // A new conversation has no stream yet: loading it starts one.
+        if (opens || !self.source) self.poll();
       } else {
-        self.failed(text, pending, self.problem(res, "Not sent."));
+        self.failed(text, pending, self.problem(res, "Not sent."), clientId);
       }
-    }).catch(function () { self.failed(text, pending, "Not sent: the chat service cannot be reached."); });
+    }).catch(function () { self.failed(text, pending, "Not sent: the chat service cannot be reached.", clientId); });
     if (opens) {
       this.opening = settled.then(function () { self.opening = null; });
     }
   };
 
-  Widget.prototype.failed = function (text, pending, why) {
+  Widget.prototype.failed = function (text, pending, why, clientId) {
     var self = this;
+    // The stream brought the message while its answer was lost: it was
+    // sent, and is shown already.
+    if (!this.pending[clientId]) return;
     pending.className = "msg visitor failed";
     pending.textContent = "";
     pending.appendChild(document.createTextNode(text));
@@ -434,13 +473,14 @@
       pending.className = "msg visitor pending";
       state.textContent = "Sending\u2026";
       retry.remove();
-      self.deliver(text, pending);
+      self.deliver(text, pending, clientId);
     });
     state.appendChild(retry);
     pending.appendChild(state);
   };
 
-  /** Fetches new messages now, then keeps polling at the right pace. */
+  /** Fetches new messages now, then follows the stream from the cursor
+   * they came with, or keeps polling at the right pace when it cannot. */
   Widget.prototype.poll = function () {
     var self = this;
     clearTimeout(this.timer);
@@ -453,14 +493,15 @@
         self.conversation = null;
         self.write("conversation", null);
         self.consent.hidden = false;
+        self.closeStream();
         return;
       }
       if (res.status !== 200 || !res.body) throw new Error("HTTP " + res.status);
       self.failures = 0;
-      self.status = res.body.conversation && res.body.conversation.status;
-      if (res.body.conversation) self.setVerified(!!res.body.conversation.verified);
+      self.update(res.body.conversation);
       self.receive(res.body.messages);
-      self.schedule();
+      if (res.body.cursor && !self.source) self.cursor = res.body.cursor;
+      self.follow();
     }).catch(function (e) {
       self.failures += 1;
       if (self.failures === 1) warn("could not fetch messages", e && e.message);
@@ -468,10 +509,90 @@
     });
   };
 
+  Widget.prototype.update = function (conversation) {
+    if (!conversation) return;
+    this.status = conversation.status;
+    this.setVerified(!!conversation.verified);
+  };
+
+  /** Holds the conversation's stream, unless streams are unavailable or
+   * failed recently: then polling goes on and the stream is tried again
+   * later. */
+  Widget.prototype.follow = function () {
+    var self = this;
+    if (this.source || !this.conversation) return;
+    if (typeof window.EventSource !== "function" || Date.now() < this.streamRetryAt || !this.cursor) { this.schedule(); return; }
+    clearTimeout(this.timer);
+    var url = this.base + "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/events?token=" +
+      encodeURIComponent(this.token) + "&last_event_id=" + encodeURIComponent(this.cursor);
+    var source;
+    try { source = new window.EventSource(url); } catch (e) { this.streamFailed(); return; }
+    this.source = source;
+    var track = function (e) { if (e.lastEventId) self.cursor = e.lastEventId; };
+    var opened = false;
+    var errors = 0;
+    source.addEventListener("open", function () { opened = true; errors = 0; self.streamFailures = 0; clearTimeout(self.timer); });
+    source.addEventListener("message.created", function (e) {
+      track(e);
+      var data = parse(e.data);
+      if (data && data.message) self.receive([data.message]);
+    });
+    source.addEventListener("conversation.updated", function (e) {
+      track(e);
+      var data = parse(e.data);
+      if (data) self.update(data.conversation);
+    });
+    // The cursor is unknown or too old: load afresh, then follow anew.
+    source.addEventListener("reset", function () {
+      self.closeStream();
+      self.cursor = null;
+      // Resets one after another mean the stream cannot be held (a
+      // clock far off, say): poll for a while instead of looping.
+      var again = Date.now() - (self.lastReset || 0) < 10000;
+      self.lastReset = Date.now();
+      if (again) self.streamFailed();
+      self.poll();
+    });
+    source.addEventListener("error", function () {
+      if (self.source !== source) return;
+      // EventSource reconnects by itself after a dropped connection (a
+      // restart) and gives up (CLOSED) only on a refusal such as a 429.
+      // A stream that never opened, or keeps failing to reopen, is not
+      // going to be held here: poll instead, and try again later.
+      errors += 1;
+      if (source.readyState === 2 || !opened || errors >= 3) {
+        self.closeStream();
+        self.streamFailed();
+      }
+    });
+  };
+
+  Widget.prototype.streamFailed = function () {
+    this.streamFailures += 1;
+    var wait = Math.min(STREAM_MAX_RETRY_MS, STREAM_RETRY_MS * Math.pow(2, this.streamFailures - 1));
+    this.streamRetryAt = Date.now() + wait;
+    if (this.streamFailures === 1) warn("live updates unavailable; polling instead");
+    this.schedule();
+  };
+
+  Widget.prototype.closeStream = function () {
+    if (this.source) { this.source.close(); this.source = null; }
+  };
+
+  /** The page became visible or the network came back: a stream that is
+   * not open is re-established at once from where it stopped. */
+  Widget.prototype.wake = function () {
+    if (!this.conversation) return;
+    if (this.source && this.source.readyState === 1) return;
+    this.closeStream();
+    this.streamRetryAt = 0;
+    this.poll();
+  };
+
   Widget.prototype.schedule = function () {
     var self = this;
     clearTimeout(this.timer);
-    if (!this.conversation) return;
+    if (!this.conversation || this.source) return;
     var pace = this.open && !document.hidden && this.status !== "closed" ? POLL_OPEN_MS : POLL_IDLE_MS;
     if (this.failures) pace = Math.min(POLL_MAX_BACKOFF_MS, pace * Math.pow(2, this.failures));
     this.timer = setTimeout(function () { self.poll(); }, pace);
