@@ -7,7 +7,11 @@
 //!   SQLite connections, WAL with `synchronous=NORMAL`: what a quick app
 //!   does, and not durable (a power loss can lose acknowledged rows);
 //! - `GET /naive/messages`: one indexed query per request for the messages
-//!   after an id, on the same pool.
+//!   after an id, on the same pool;
+//! - `GET /naive/events?conversation_id=N`: a stream of that conversation's
+//!   new messages, fed by an in-process broadcast of every insert (every
+//!   stream sees every message and keeps its own): no durable feed, no
+//!   resume, nothing shared between processes.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -77,7 +81,48 @@ async fn trivial() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-async fn insert(State(pool): State<Arc<Pool>>, Json(b): Json<InsertBody>) -> Result<(StatusCode, Json<Value>), StatusCode> {
+#[derive(Clone)]
+struct App {
+    pool: Arc<Pool>,
+    inserted: tokio::sync::broadcast::Sender<(i64, i64, String)>,
+}
+
+impl axum::extract::FromRef<App> for Arc<Pool> {
+    fn from_ref(app: &App) -> Self {
+        Arc::clone(&app.pool)
+    }
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    conversation_id: i64,
+}
+
+async fn events(
+    State(app): State<App>,
+    Query(q): Query<EventsQuery>,
+) -> axum::response::sse::Sse<impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let receiver = app.inserted.subscribe();
+    let stream = futures::stream::unfold(receiver, move |mut receiver| async move {
+        loop {
+            match receiver.recv().await {
+                Ok((conversation, id, body)) if conversation == q.conversation_id => {
+                    let data = json!({"message": {"id": id, "body": body}}).to_string();
+                    let event = Event::default().id(id.to_string()).event("message.created").data(data);
+                    return Some((Ok(event), receiver));
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().text("keep-alive"))
+}
+
+async fn insert(State(app): State<App>, Json(b): Json<InsertBody>) -> Result<(StatusCode, Json<Value>), StatusCode> {
+    let pool = Arc::clone(&app.pool);
+    let (conversation, body) = (b.conversation_id, b.body.clone());
     let id = tokio::task::spawn_blocking(move || {
         pool.with(|c| {
             c.prepare_cached("INSERT INTO messages (conversation_id, body, created_at) VALUES (?1, ?2, ?3)")?.execute((
@@ -90,6 +135,7 @@ async fn insert(State(pool): State<Arc<Pool>>, Json(b): Json<InsertBody>) -> Res
     })
     .await
     .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)??;
+    let _ = app.inserted.send((conversation, id, body));
     Ok((StatusCode::CREATED, Json(json!({"message": {"id": id}}))))
 }
 
@@ -114,7 +160,12 @@ pub async fn serve(db: PathBuf, conversations: i64, messages: i64) -> Result<(),
     seed(&db, conversations, messages).map_err(|e| format!("cannot seed the reference database: {e}"))?;
     let conns = (0..POOL).map(|_| open(&db).map(Mutex::new)).collect::<rusqlite::Result<Vec<_>>>().map_err(|e| e.to_string())?;
     let pool = Arc::new(Pool { conns, next: AtomicUsize::new(0) });
-    let app = Router::new().route("/trivial", get(trivial)).route("/naive/messages", get(poll).post(insert)).with_state(pool);
+    let (inserted, _) = tokio::sync::broadcast::channel(4096);
+    let app = Router::new()
+        .route("/trivial", get(trivial))
+        .route("/naive/messages", get(poll).post(insert))
+        .route("/naive/events", get(events))
+        .with_state(App { pool, inserted });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
     println!("reference listening on http://{}", listener.local_addr().map_err(|e| e.to_string())?);
     axum::serve(listener, app).await.map_err(|e| e.to_string())

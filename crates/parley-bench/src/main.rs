@@ -15,10 +15,12 @@ mod receiver;
 mod report;
 mod scenarios;
 mod setup;
+mod streams;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
@@ -83,7 +85,10 @@ struct RunArgs {
     #[arg(long, default_value_t = 20)]
     messages: usize,
     /// Scenarios to run, comma-separated: post, poll-empty, poll-latest,
-    /// inbox, webhooks, mix (all by default).
+    /// inbox, webhooks, mix, streams (all by default). `streams` holds one
+    /// stream per visitor (`--visitors`) while `--rate` messages a second
+    /// arrive for `--mix-duration` seconds; a server given with `--target`
+    /// needs `PARLEY_STREAMS_PER_ADDRESS` above `--visitors`.
     #[arg(long, value_delimiter = ',', value_parser = SCENARIOS)]
     only: Vec<String>,
     /// A running server to measure instead of starting one.
@@ -144,7 +149,7 @@ fn main() -> ExitCode {
 }
 
 /// The scenarios `--only` may name.
-const SCENARIOS: [&str; 6] = ["post", "poll-empty", "poll-latest", "inbox", "webhooks", "mix"];
+const SCENARIOS: [&str; 7] = ["post", "poll-empty", "poll-latest", "inbox", "webhooks", "mix", "streams"];
 
 fn wants(args: &RunArgs, scenario: &str) -> bool {
     args.only.is_empty() || args.only.iter().any(|s| s == scenario)
@@ -195,6 +200,8 @@ async fn run(args: RunArgs) -> Result<(), String> {
             let cap = (args.visitors + 1024).max(10_000).to_string();
             let mut serve = process::parley(&parley_bin, dir.path(), &database_url, &["serve"]);
             serve.env("PARLEY_MAX_CONNECTIONS", cap);
+            // Every stream of the bench comes from one address.
+            serve.env("PARLEY_STREAMS_PER_ADDRESS", (args.visitors + 64).to_string());
             let server = Server::start(serve).await?;
             let token = setup::login(server.addr, "admin@bench.example", setup::ADMIN_PASSWORD).await?;
             (Some(server), token, "local".to_owned())
@@ -260,6 +267,25 @@ async fn run(args: RunArgs) -> Result<(), String> {
                 2 => bench.latest_polls().await,
                 _ => bench.operators().await,
             }
+        }
+    }
+    if wants(&args, "streams") {
+        println!("Setting up the streams: {} conversations", args.visitors);
+        let visitors =
+            setup::conversations(addr, &bench.tenant.widget_token, args.visitors as usize, 1, &format!("{label}-streams")).await?;
+        let length = Duration::from_secs(args.mix_duration);
+        let count = visitors.len();
+        let public_ids = visitors.into_iter().map(|c| c.public_id).collect();
+        let routes: Arc<dyn streams::Routes> = Arc::new(streams::Parley { token: bench.tenant.widget_token.clone(), public_ids });
+        println!("Measuring {count} streams for {} s", args.mix_duration);
+        let outcome = streams::run(addr, bench.parley_process, routes, count, args.rate, length).await;
+        outcome.print("parley");
+        bench.report.notes.push(("streams: parley".into(), outcome.json()));
+        if let Some(reference) = &reference {
+            println!("Measuring {count} streams of the reference app for {} s", args.mix_duration);
+            let outcome = streams::run(reference.addr, Some(reference.pid), Arc::new(streams::Reference), count, args.rate, length).await;
+            outcome.print("reference");
+            bench.report.notes.push(("streams: reference".into(), outcome.json()));
         }
     }
     drop(reference);
