@@ -167,9 +167,6 @@ pub static NOTE: Rule = Rule::new(
     "At most 5,000 characters; tabs and line breaks allowed, other control characters not; blank counts as not given.",
 );
 
-/// A message body: not blank; tabs and line breaks allowed, other control
-/// characters not (they only serve to spoof what an operator sees, and JSON
-/// sends each as six bytes).
 /// What a client names a message it sends with, so a retry is recognised.
 pub static CLIENT_MESSAGE_ID: Rule = Rule::new(
     concat!("^[^", controls!(), "]*[^", controls!(), white_space!(), "][^", controls!(), "]*$"),
@@ -179,6 +176,9 @@ pub static CLIENT_MESSAGE_ID: Rule = Rule::new(
     "1 to 64 printable characters, not all blank: the client's own id for this message. A repeat with the same value creates nothing and answers as the first request did.",
 );
 
+/// A message body: not blank; tabs and line breaks allowed, other control
+/// characters not (they only serve to spoof what an operator sees, and JSON
+/// sends each as six bytes).
 pub static MESSAGE_BODY: Rule = Rule::new(
     concat!("^[^", text_controls!(), "]*[^", text_controls!(), white_space!(), "][^", text_controls!(), "]*$"),
     1,

@@ -346,8 +346,7 @@ impl WidgetService {
             .await
     }
 
-    /// Messages for polling: after `after_id`, or the latest ones.
-    /// A page of the conversation's messages and the feed's position as
+    /// Messages for polling (after `after_id`, or the latest ones) and the feed's position as
     /// of that read (taken first, in the same unit), so the widget can
     /// follow its stream from there and miss nothing written after.
     pub async fn messages(

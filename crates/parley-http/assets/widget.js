@@ -26,6 +26,10 @@
   var POLL_MAX_BACKOFF_MS = 60000;
   var STREAM_RETRY_MS = 5000;
   var STREAM_MAX_RETRY_MS = 60000;
+  // A stream that has not opened by then (a proxy holding it) is given up.
+  var STREAM_OPEN_MS = 10000;
+  // The messages answer at most this many at a time.
+  var PAGE = 100;
 
   function warn(message, detail) {
     try { console.warn("[parley] " + message, detail === undefined ? "" : detail); } catch (e) { /* no console */ }
@@ -153,6 +157,7 @@
     this.source = null;        // the EventSource while a stream is held
     this.streamFailures = 0;
     this.streamRetryAt = 0;
+    this.lastReset = 0;
   }
 
   Widget.prototype.read = function (name) {
@@ -485,8 +490,9 @@
     var self = this;
     clearTimeout(this.timer);
     if (!this.conversation) return;
+    var after = this.lastId;
     var path = "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages?token=" +
-      encodeURIComponent(this.token) + (this.lastId ? "&after_id=" + this.lastId : "");
+      encodeURIComponent(this.token) + (after ? "&after_id=" + after : "");
     api(this.base, "GET", path).then(function (res) {
       if (res.status === 404) {
         // The conversation is gone (another site, or the data was reset).
@@ -500,6 +506,9 @@
       self.failures = 0;
       self.update(res.body.conversation);
       self.receive(res.body.messages);
+      // A full page after `after_id` may not be all: its cursor is the
+      // feed's head, so read on before following from it.
+      if (after && (res.body.messages || []).length >= PAGE) { self.poll(); return; }
       if (res.body.cursor && !self.source) self.cursor = res.body.cursor;
       self.follow();
     }).catch(function (e) {
@@ -531,13 +540,20 @@
     var track = function (e) { if (e.lastEventId) self.cursor = e.lastEventId; };
     var opened = false;
     var errors = 0;
-    source.addEventListener("open", function () { opened = true; errors = 0; self.streamFailures = 0; clearTimeout(self.timer); });
+    var giveUp = setTimeout(function () {
+      if (self.source === source && !opened) { self.closeStream(); self.streamFailed(); }
+    }, STREAM_OPEN_MS);
+    source.addEventListener("open", function () { opened = true; errors = 0; clearTimeout(giveUp); });
+    // Failures are forgiven only once a stream delivers: one that opens
+    // and is then reset or cut every time keeps backing off.
     source.addEventListener("message.created", function (e) {
+      self.streamFailures = 0;
       track(e);
       var data = parse(e.data);
       if (data && data.message) self.receive([data.message]);
     });
     source.addEventListener("conversation.updated", function (e) {
+      self.streamFailures = 0;
       track(e);
       var data = parse(e.data);
       if (data) self.update(data.conversation);
@@ -548,7 +564,7 @@
       self.cursor = null;
       // Resets one after another mean the stream cannot be held (a
       // clock far off, say): poll for a while instead of looping.
-      var again = Date.now() - (self.lastReset || 0) < 10000;
+      var again = Date.now() - self.lastReset < 10000;
       self.lastReset = Date.now();
       if (again) self.streamFailed();
       self.poll();

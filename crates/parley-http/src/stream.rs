@@ -18,7 +18,9 @@ use axum::http::header::HeaderName;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
+use parley_domain::DomainError;
 use parley_domain::feed::{FeedItem, Follower, Slot, Step, StreamSlots};
+use parley_domain::model::OperatorScope;
 use parley_domain::widget::Caller;
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -75,18 +77,35 @@ impl Streams {
 
 /// Who opened a stream, checked again while it runs.
 pub(crate) enum Holder {
-    /// An operator's bearer token: the stream ends when it expires, is
-    /// revoked or its operator is disabled.
-    Operator(String),
+    /// An operator's bearer token, and the scope the stream reads with:
+    /// the stream ends when the token expires or is revoked, the operator
+    /// is disabled, or its role changes (the client reconnects with its
+    /// new scope).
+    Operator { token: String, scope: OperatorScope },
     /// A widget's installation token, used from the caller's origin.
     Visitor { caller: Caller, token: String },
 }
 
+/// What a recheck found.
+enum Check {
+    Allowed,
+    Refused,
+    /// The answer could not be had (the database is away): the stream
+    /// goes on and asks again at the next check.
+    Unknown,
+}
+
 impl Holder {
-    async fn allowed(&self, s: &AppState) -> bool {
-        match self {
-            Holder::Operator(token) => s.auth.authenticate(token).await.is_ok(),
-            Holder::Visitor { caller, token } => s.widget.stream_allowed(caller, token).await.is_ok(),
+    async fn check(&self, s: &AppState) -> Check {
+        let outcome = match self {
+            Holder::Operator { token, scope } => s.auth.authenticate(token).await.map(|session| session.operator.scope() == *scope),
+            Holder::Visitor { caller, token } => s.widget.stream_allowed(caller, token).await.map(|()| true),
+        };
+        match outcome {
+            Ok(true) => Check::Allowed,
+            Ok(false) => Check::Refused,
+            Err(DomainError::Store(_) | DomainError::Unavailable(_)) => Check::Unknown,
+            Err(_) => Check::Refused,
         }
     }
 }
@@ -149,40 +168,51 @@ fn reset_event() -> Event {
 }
 
 /// The next events of a stream, once there are any; `None` ends it.
+///
+/// The feed is read when the stream starts, after a wake-up from the hub
+/// and after a full page, never on a timer: an idle stream costs no
+/// query but its holder's recheck. Every wait also watches shutdown.
 async fn next(mut live: Live) -> Option<(Vec<Event>, Live)> {
-    loop {
-        if live.done || live.closing.is_cancelled() {
-            return None;
-        }
-        if Instant::now() >= live.next_check {
-            if !live.holder.allowed(&live.state).await {
+    let closing = live.closing.clone();
+    let step = async move {
+        let mut read = true;
+        loop {
+            if live.done {
                 return None;
             }
-            live.next_check = Instant::now() + live.recheck;
-        }
-        match live.follower.read().await {
-            Ok(Some(Step::Items(items))) => {
-                let events: Vec<Event> = items.iter().filter_map(live.render).collect();
-                if !events.is_empty() {
-                    return Some((events, live));
+            if Instant::now() >= live.next_check {
+                if let Check::Refused = live.holder.check(&live.state).await {
+                    return None;
+                }
+                live.next_check = Instant::now() + live.recheck;
+            }
+            if read {
+                match live.follower.read().await {
+                    Ok(Some(Step::Items(items))) => {
+                        let events: Vec<Event> = items.iter().filter_map(live.render).collect();
+                        if !events.is_empty() {
+                            return Some((events, live));
+                        }
+                    }
+                    Ok(Some(Step::Reset)) => {
+                        live.done = true;
+                        return Some((vec![reset_event()], live));
+                    }
+                    Ok(None) => {}
+                    // Read again at the next wake-up or check: the cursor
+                    // has not moved, so nothing is lost meanwhile.
+                    Err(e) => tracing::warn!(error = %e, "a stream could not read the feed; trying again"),
                 }
             }
-            Ok(Some(Step::Reset)) => {
-                live.done = true;
-                return Some((vec![reset_event()], live));
-            }
-            Ok(None) => {}
-            Err(e) => {
-                // The client reconnects with its last cursor and loses nothing.
-                tracing::warn!(error = %e, "a stream could not read the feed; ending it");
-                return None;
-            }
+            read = tokio::select! {
+                _ = live.follower.changed() => true,
+                _ = tokio::time::sleep_until(live.next_check) => false,
+            };
         }
-        tokio::select! {
-            _ = live.closing.cancelled() => return None,
-            _ = live.follower.changed() => {}
-            _ = tokio::time::sleep_until(live.next_check) => {}
-        }
+    };
+    tokio::select! {
+        _ = closing.cancelled() => None,
+        next = step => next,
     }
 }
 
@@ -211,11 +241,13 @@ pub(crate) fn wants_stream(headers: &axum::http::HeaderMap) -> bool {
 /// a cursor of this service is treated as unknown: the client is told to
 /// reset rather than refused, since it cannot act on an error.
 pub(crate) fn last_event_id(headers: &axum::http::HeaderMap) -> Option<LastEventId> {
-    let raw = headers.get("last-event-id")?.to_str().ok().map(str::trim).unwrap_or_default();
-    if raw.is_empty() {
+    let raw = headers.get("last-event-id")?;
+    let Ok(text) = raw.to_str() else { return Some(LastEventId::Unknown) };
+    let text = text.trim();
+    if text.is_empty() {
         return None;
     }
-    Some(raw.parse().map_or(LastEventId::Unknown, LastEventId::Cursor))
+    Some(text.parse().map_or(LastEventId::Unknown, LastEventId::Cursor))
 }
 
 pub(crate) enum LastEventId {

@@ -90,19 +90,27 @@ impl FeedService {
     /// see are not scanned again. With `check`, a cursor the feed no
     /// longer holds (or never held for this tenant) is `CursorExpired`,
     /// found in the same unit as the entries.
+    ///
+    /// A cursor at the tenant's head is served whatever its age: a quiet
+    /// tenant's newest entry may be older than the retention, and a
+    /// client that has just been given that cursor has missed nothing.
     pub async fn read(&self, reader: Reader, after: Cursor, check: bool) -> Result<Catchup, DomainError> {
-        if check && !self.in_retention(after) {
-            return Err(DomainError::CursorExpired);
-        }
+        let fresh = self.in_retention(after);
         let tenant = reader.tenant();
         let from = after.position;
         let (head, items) = self
             .db
             .read(move |r| {
-                if check && !after.is_start() && r.feed_entry_at(tenant, from)? != Some(after.at) {
-                    return Err(DomainError::CursorExpired);
-                }
                 let head = r.feed_head(tenant)?;
+                if check {
+                    let at_head = head.is_some_and(|(position, at)| position == from && at == after.at);
+                    if !fresh && !at_head {
+                        return Err(DomainError::CursorExpired);
+                    }
+                    if !after.is_start() && !at_head && r.feed_entry_at(tenant, from)? != Some(after.at) {
+                        return Err(DomainError::CursorExpired);
+                    }
+                }
                 let items = match reader {
                     Reader::Operator(scope) => r.feed_after(scope, from, false, PAGE)?,
                     Reader::Visitor(scope, conversation) => r.conversation_feed_after(scope.into(), conversation, from, true, PAGE)?,

@@ -98,8 +98,8 @@ pub trait ConversationsRead {
         sender: &Sender,
         client_message_id: &str,
     ) -> StoreResult<Option<Message>>;
-    /// The visitor's message of this client id in any of its
-    /// conversations (the first message of one it opened).
+    /// The first message, sent with this client id, of one of the
+    /// visitor's conversations: a repeat of the open that made it.
     fn visitor_client_message(&mut self, scope: SiteScope, visitor: VisitorId, client_message_id: &str) -> StoreResult<Option<Message>>;
     /// A conversation found by its public id with a page of its messages,
     /// in one statement: a widget's poll, the request it makes most.

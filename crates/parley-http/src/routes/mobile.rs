@@ -70,8 +70,9 @@ async fn events(
         None => q.last_event_id.or(q.after),
     };
     let token = bearer_token(&headers).unwrap_or_default().to_owned();
-    let follower = s.feed.follow(Reader::Operator(session.operator.scope().into()), from).await?;
-    Ok(stream::respond(s.clone(), follower, Holder::Operator(token), slot, operator_event))
+    let scope = session.operator.scope();
+    let follower = s.feed.follow(Reader::Operator(scope.into()), from).await?;
+    Ok(stream::respond(s.clone(), follower, Holder::Operator { token, scope }, slot, operator_event))
 }
 
 /// An operator's stream shows every entry it can read, notes included.

@@ -193,11 +193,13 @@ statements! {
          WHERE {SCOPE} AND m.conversation_id = ?5 AND m.sender_type = ?6 AND COALESCE(m.sender_id, 0) = ?7
            AND m.client_message_id = ?8"
     ),
-    /// A visitor's message of this client id in any of its conversations:
-    /// the first message of a conversation it opened with it.
+    /// The first message of one of the visitor's conversations, opened
+    /// with this client id (a later message with the same id belongs to
+    /// its own conversation and opens nothing).
     VISITOR_CLIENT_MESSAGE[Int, Int, Int, Bool, Int, Text](_) => format!(
         "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
          WHERE {SCOPE} AND c.visitor_id = ?5 AND m.sender_type = 'visitor' AND m.client_message_id = ?6
+           AND m.id = (SELECT MIN(f.id) FROM messages f WHERE f.conversation_id = c.id)
          ORDER BY m.id LIMIT 1"
     ),
     POLL_AFTER[Int, Int, Int, Bool, Text, Bool, Int, Int](_) => poll("ASC"),
