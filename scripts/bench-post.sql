@@ -23,11 +23,11 @@ SELECT 1, :cid, 'visitor', NULL, NULL, 'A message from the bench, of an ordinary
 RETURNING id;
 UPDATE conversations AS c SET status = 'unassigned', assignee_id = NULL, last_message_at = 1700000000000, closed_at = NULL, verified_at = NULL
  WHERE c.tenant_id = 1 AND c.id = :cid;
-INSERT INTO webhook_events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at)
+INSERT INTO events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at, conversation_id, site_id, widget, webhook, tx)
 VALUES ('evt_pgbench_' || :ev, 1, 'message.created',
         repeat('x', 330),
-        1700000000000, 1700000000000);
+        1700000000000, 1700000000000, :cid, :c_site_id, TRUE, TRUE, CAST(CAST(pg_current_xact_id() AS text) AS BIGINT));
 INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
-SELECT 1, w.id, e.id, 1700000000000, 1700000000000 FROM webhook_events e CROSS JOIN webhook_endpoints w
+SELECT 1, w.id, e.id, 1700000000000, 1700000000000 FROM events e CROSS JOIN webhook_endpoints w
  WHERE e.event_id = 'evt_pgbench_' || :ev AND e.tenant_id = 1 AND w.tenant_id = 1 AND w.enabled = TRUE;
 COMMIT;
