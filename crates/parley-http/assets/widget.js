@@ -146,13 +146,15 @@
     this.token = script.getAttribute("data-installation-token") || "";
     this.store = storage();
     this.key = "parley:" + this.token + ":";
-    this.messages = {};        // id -> element
+    // Maps without a prototype: keys come from the server (a
+    // client_message_id may be "__proto__"), never from Object.prototype.
+    this.messages = Object.create(null);  // id -> element
     this.lastId = 0;
     this.conversation = this.read("conversation");
     this.open = false;
     this.failures = 0;
     this.timer = null;
-    this.pending = {};         // client_message_id -> pending element
+    this.pending = Object.create(null);   // client_message_id -> pending element
     this.cursor = null;        // the feed position the stream resumes from
     this.source = null;        // the EventSource while a stream is held
     this.streamFailures = 0;
@@ -391,7 +393,7 @@
     var self = this;
     (list || []).forEach(function (m) {
       var mine = m.sender && m.sender.type === "visitor" && m.client_message_id;
-      var waiting = mine ? self.pending[m.client_message_id] : null;
+      var waiting = mine && self.pending[m.client_message_id] instanceof Element ? self.pending[m.client_message_id] : null;
       if (waiting) delete self.pending[m.client_message_id];
       if (self.messages[m.id]) { if (waiting) waiting.remove(); return; }
       self.show(m, waiting || undefined);

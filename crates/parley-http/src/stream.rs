@@ -175,7 +175,7 @@ fn reset_event() -> Event {
 async fn next(mut live: Live) -> Option<(Vec<Event>, Live)> {
     let closing = live.closing.clone();
     let step = async move {
-        let mut read = true;
+        let (mut read, mut failed) = (true, false);
         loop {
             if live.done {
                 return None;
@@ -189,6 +189,7 @@ async fn next(mut live: Live) -> Option<(Vec<Event>, Live)> {
             if read {
                 match live.follower.read().await {
                     Ok(Some(Step::Items(items))) => {
+                        failed = false;
                         let events: Vec<Event> = items.iter().filter_map(live.render).collect();
                         if !events.is_empty() {
                             return Some((events, live));
@@ -198,15 +199,18 @@ async fn next(mut live: Live) -> Option<(Vec<Event>, Live)> {
                         live.done = true;
                         return Some((vec![reset_event()], live));
                     }
-                    Ok(None) => {}
+                    Ok(None) => failed = false,
                     // Read again at the next wake-up or check: the cursor
                     // has not moved, so nothing is lost meanwhile.
-                    Err(e) => tracing::warn!(error = %e, "a stream could not read the feed; trying again"),
+                    Err(e) => {
+                        failed = true;
+                        tracing::warn!(error = %e, "a stream could not read the feed; trying again");
+                    }
                 }
             }
             read = tokio::select! {
                 _ = live.follower.changed() => true,
-                _ = tokio::time::sleep_until(live.next_check) => false,
+                _ = tokio::time::sleep_until(live.next_check) => failed,
             };
         }
     };

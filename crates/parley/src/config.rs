@@ -362,7 +362,11 @@ impl Config {
             _ => Err(format!("{s:?} is not a number from 1 to 1000000")),
         });
         let shutdown_timeout = r.duration("PARLEY_SHUTDOWN_TIMEOUT", Duration::from_secs(15));
-        let stream_keepalive = r.duration("PARLEY_STREAM_KEEPALIVE", Duration::from_secs(15));
+        // Every keep-alive may recheck the stream's holder in the database.
+        let stream_keepalive = r.get("PARLEY_STREAM_KEEPALIVE", Duration::from_secs(15), |s| match parse_duration(s)? {
+            d if d < Duration::from_millis(100) => Err("must be at least 100ms".into()),
+            d => Ok(d),
+        });
         let streams_per_address = r.get("PARLEY_STREAMS_PER_ADDRESS", 20, |s| match s.parse::<usize>() {
             Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
             _ => Err(format!("{s:?} is not a number from 1 to 1000000")),

@@ -163,8 +163,10 @@ async fn old_unknown_and_malformed_cursors_and_bad_waits_are_refused() {
     let app = TestApp::with().var("PARLEY_EVENT_RETENTION", "1d").start().await;
     let f = app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
+    let before = head(&app, &admin).await;
     app.open_conversation("/api", &f.token, "v1", "hello").await;
-    let start = head(&app, &admin).await;
+    // The head once both entries of the opening are readable.
+    let start = settled(&app, &admin, &before, 2).await["cursor"].as_str().unwrap().to_owned();
 
     for bad in ["nope", "1-2", "1-2-3-4", "a-b-c%0A", &"1".repeat(70)] {
         let (status, body) = app.authed(Method::GET, &format!("/api/mobile/events?after={bad}"), &admin, None).await;
@@ -184,7 +186,12 @@ async fn old_unknown_and_malformed_cursors_and_bad_waits_are_refused() {
     let (status, body) = app.authed(Method::GET, &format!("/api/mobile/events?after={start}"), &admin, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     app.open_conversation("/api", &f.token, "v2", "later").await;
-    let (status, body) = app.authed(Method::GET, &format!("/api/mobile/events?after={start}"), &admin, None).await;
+    // Once the new entries are readable, the old cursor is behind the head.
+    let (status, body) = eventually(|| async {
+        let (status, body) = app.authed(Method::GET, &format!("/api/mobile/events?after={start}"), &admin, None).await;
+        (status != StatusCode::OK).then_some((status, body))
+    })
+    .await;
     assert_error(status, &body, StatusCode::GONE, "cursor_expired");
 
     let (status, body) = app.send(Method::GET, "/api/mobile/events", None, &[]).await;
