@@ -13,13 +13,14 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::http::HeaderValue;
 use axum::http::header::HeaderName;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
 use parley_domain::DomainError;
-use parley_domain::feed::{FeedItem, Follower, Slot, Step, StreamSlots};
+use parley_domain::feed::{Cursor, FeedItem, Follower, Reader, Slot, Step, StreamSlots};
+use parley_domain::limits::ClientKey;
 use parley_domain::model::OperatorScope;
 use parley_domain::widget::Caller;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::AppState;
+use crate::error::ApiError;
 
 #[derive(Clone, Copy, Debug)]
 pub struct StreamSettings {
@@ -61,13 +63,10 @@ impl Streams {
         self.closing.cancel();
     }
 
-    /// Streams open on this instance.
-    pub fn open(&self) -> usize {
-        self.slots.open()
-    }
-
-    pub(crate) fn slots(&self) -> &Arc<StreamSlots> {
-        &self.slots
+    /// A place for one more stream of this client address, taken before
+    /// anything else is done for it.
+    pub(crate) fn take(&self, key: ClientKey) -> Result<Slot, DomainError> {
+        self.slots.take(key)
     }
 
     fn recheck(&self) -> Duration {
@@ -126,10 +125,31 @@ struct Live {
     _slot: Slot,
 }
 
+/// Opens a stream in the place `slot` holds: from the client's
+/// `Last-Event-ID`, else `from_query`, else the present, following the
+/// feed as `reader` and showing what `render` makes of each entry.
+pub(crate) async fn open(
+    state: &AppState,
+    slot: Slot,
+    headers: &HeaderMap,
+    from_query: Option<Cursor>,
+    reader: Reader,
+    holder: Holder,
+    render: Render,
+) -> Result<Response, ApiError> {
+    let from = match last_event_id(headers) {
+        Some(LastEventId::Cursor(cursor)) => Some(cursor),
+        Some(LastEventId::Unknown) => return Ok(reset(slot)),
+        None => from_query,
+    };
+    let follower = state.feed.follow(reader, from).await?;
+    Ok(respond(state.clone(), follower, holder, slot, render))
+}
+
 /// The response of a stream: `follower`'s entries as `render` shows them,
 /// until the holder is refused, the cursor is reset or the instance
 /// shuts down.
-pub(crate) fn respond(state: AppState, follower: Follower, holder: Holder, slot: Slot, render: Render) -> Response {
+fn respond(state: AppState, follower: Follower, holder: Holder, slot: Slot, render: Render) -> Response {
     let streams = state.streams.clone();
     let live = Live {
         follower,
@@ -153,7 +173,7 @@ pub(crate) fn respond(state: AppState, follower: Follower, holder: Holder, slot:
 
 /// A stream that only says `reset`: the client's cursor is not one this
 /// service issued.
-pub(crate) fn reset(slot: Slot) -> Response {
+fn reset(slot: Slot) -> Response {
     let once = stream::once(async move {
         drop(slot);
         Ok::<_, Infallible>(reset_event())
@@ -232,7 +252,7 @@ pub(crate) fn event(item: &FeedItem, data: impl serde::Serialize) -> Option<Even
 }
 
 /// Whether a request asks for a stream rather than JSON.
-pub(crate) fn wants_stream(headers: &axum::http::HeaderMap) -> bool {
+pub(crate) fn wants_stream(headers: &HeaderMap) -> bool {
     headers
         .get_all(axum::http::header::ACCEPT)
         .iter()
@@ -244,7 +264,7 @@ pub(crate) fn wants_stream(headers: &axum::http::HeaderMap) -> bool {
 /// The cursor a reconnecting EventSource sends, if any. One that is not
 /// a cursor of this service is treated as unknown: the client is told to
 /// reset rather than refused, since it cannot act on an error.
-pub(crate) fn last_event_id(headers: &axum::http::HeaderMap) -> Option<LastEventId> {
+fn last_event_id(headers: &HeaderMap) -> Option<LastEventId> {
     let raw = headers.get("last-event-id")?;
     let Ok(text) = raw.to_str() else { return Some(LastEventId::Unknown) };
     let text = text.trim();
@@ -254,7 +274,7 @@ pub(crate) fn last_event_id(headers: &axum::http::HeaderMap) -> Option<LastEvent
     Some(text.parse().map_or(LastEventId::Unknown, LastEventId::Cursor))
 }
 
-pub(crate) enum LastEventId {
-    Cursor(parley_domain::feed::Cursor),
+enum LastEventId {
+    Cursor(Cursor),
     Unknown,
 }

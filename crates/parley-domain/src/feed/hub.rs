@@ -100,8 +100,9 @@ impl Hub {
         }
     }
 
-    /// Streams open on this instance, for metrics.
-    pub fn watchers(&self) -> usize {
+    /// Watches held, for the tests.
+    #[cfg(test)]
+    fn watchers(&self) -> usize {
         self.lock().values().map(|s| s.receiver_count()).sum()
     }
 }

@@ -5,6 +5,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
+use parley_domain::DomainError;
 use parley_domain::auth::LoginInput;
 use parley_domain::feed::{FeedItem, Reader};
 use parley_domain::model::ConversationId;
@@ -16,7 +17,7 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields, bearer_token};
 use crate::requests::mobile::*;
-use crate::stream::{self, Holder, LastEventId};
+use crate::stream::{self, Holder};
 use crate::views::at;
 use crate::views::mobile::*;
 
@@ -63,16 +64,12 @@ async fn events(
         let body = OperatorEventsResponse { events: page.items.iter().map(Into::into).collect(), cursor: page.cursor.to_string() };
         return Ok(Json(body).into_response());
     }
-    let slot = s.streams.slots().take(caller.key())?;
-    let from = match stream::last_event_id(&headers) {
-        Some(LastEventId::Cursor(cursor)) => Some(cursor),
-        Some(LastEventId::Unknown) => return Ok(stream::reset(slot)),
-        None => q.last_event_id.or(q.after),
-    };
-    let token = bearer_token(&headers).unwrap_or_default().to_owned();
+    let slot = s.streams.take(caller.key())?;
+    // `Authenticated` has read this token: the stream rechecks it.
+    let token = bearer_token(&headers).ok_or(DomainError::Unauthenticated)?.to_owned();
     let scope = session.operator.scope();
-    let follower = s.feed.follow(Reader::Operator(scope.into()), from).await?;
-    Ok(stream::respond(s.clone(), follower, Holder::Operator { token, scope }, slot, operator_event))
+    let holder = Holder::Operator { token, scope };
+    stream::open(&s, slot, &headers, q.last_event_id.or(q.after), Reader::Operator(scope.into()), holder, operator_event).await
 }
 
 /// An operator's stream shows every entry it can read, notes included.

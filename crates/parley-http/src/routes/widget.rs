@@ -16,7 +16,7 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ClientCaller, JsonBody, QueryFields};
 use crate::requests::widget::*;
-use crate::stream::{self, Holder, LastEventId};
+use crate::stream::{self, Holder};
 use crate::views::widget::*;
 
 pub fn routes(api: Mount) -> Mount {
@@ -152,15 +152,10 @@ async fn events(
     headers: HeaderMap,
     QueryFields(q): QueryFields<StreamParams>,
 ) -> Result<Response, ApiError> {
-    let slot = s.streams.slots().take(caller.key())?;
+    let slot = s.streams.take(caller.key())?;
     let reader = s.widget.stream_reader(&caller, &q.token, public_id).await?;
-    let from = match stream::last_event_id(&headers) {
-        Some(LastEventId::Cursor(cursor)) => Some(cursor),
-        Some(LastEventId::Unknown) => return Ok(stream::reset(slot)),
-        None => q.last_event_id,
-    };
-    let follower = s.feed.follow(reader, from).await?;
-    Ok(stream::respond(s.clone(), follower, Holder::Visitor { caller, token: q.token }, slot, widget_event))
+    let holder = Holder::Visitor { caller, token: q.token };
+    stream::open(&s, slot, &headers, q.last_event_id, reader, holder, widget_event).await
 }
 
 /// What a visitor's stream shows of an entry: its messages (never a
