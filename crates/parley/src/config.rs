@@ -178,6 +178,14 @@ impl Reader<'_> {
         })
     }
 
+    /// A whole number within `range`.
+    fn number(&mut self, name: &str, default: usize, range: std::ops::RangeInclusive<usize>) -> usize {
+        self.get(name, default, |s| match s.parse::<usize>() {
+            Ok(n) if range.contains(&n) => Ok(n),
+            _ => Err(format!("{s:?} is not a number from {} to {}", range.start(), range.end())),
+        })
+    }
+
     fn flag(&mut self, name: &str, default: bool) -> bool {
         self.get(name, default, |s| match s.to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" | "on" => Ok(true),
@@ -240,10 +248,7 @@ impl Config {
         let demo_database_url = r.get("PARLEY_DEMO_DATABASE_URL", DEFAULT_DEMO_DATABASE_URL.to_owned(), |s| {
             parley_storage::Location::parse(s).map(|_| s.to_owned()).map_err(|e| e.to_string())
         });
-        let database_pool = r.get("PARLEY_DATABASE_POOL", parley_storage::Options::default().pool, |s| match s.parse::<usize>() {
-            Ok(n) if (1..=1000).contains(&n) => Ok(n),
-            _ => Err(format!("{s:?} is not a number from 1 to 1000")),
-        });
+        let database_pool = r.number("PARLEY_DATABASE_POOL", parley_storage::Options::default().pool, 1..=1000);
         let public_url = r.get("PARLEY_PUBLIC_URL", None, |s| http_url(s).map(Some));
         let instance = r.get("PARLEY_INSTANCE", None, |s| {
             let fits = (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
@@ -269,14 +274,8 @@ impl Config {
         let webhook_timeout = r.duration("PARLEY_WEBHOOK_TIMEOUT", Duration::from_secs(10));
         let webhook_lease = r.duration("PARLEY_WEBHOOK_LEASE", Duration::from_secs(60));
         let webhook_poll_interval = r.duration("PARLEY_WEBHOOK_POLL_INTERVAL", Duration::from_secs(1));
-        let webhook_concurrency = r.get("PARLEY_WEBHOOK_CONCURRENCY", 128, |s| match s.parse::<usize>() {
-            Ok(n) if (1..=4096).contains(&n) => Ok(n),
-            _ => Err(format!("{s:?} is not a number from 1 to 4096")),
-        });
-        let webhook_endpoints_per_tenant = r.get("PARLEY_WEBHOOK_ENDPOINTS_PER_TENANT", 10, |s| match s.parse::<usize>() {
-            Ok(n) if (1..=1000).contains(&n) => Ok(n),
-            _ => Err(format!("{s:?} is not a number from 1 to 1000")),
-        });
+        let webhook_concurrency = r.number("PARLEY_WEBHOOK_CONCURRENCY", 128, 1..=4096);
+        let webhook_endpoints_per_tenant = r.number("PARLEY_WEBHOOK_ENDPOINTS_PER_TENANT", 10, 1..=1000);
         if webhook_lease <= webhook_timeout {
             r.errors
                 .push(ConfigError { variable: "PARLEY_WEBHOOK_LEASE".into(), reason: "must be longer than PARLEY_WEBHOOK_TIMEOUT".into() });
@@ -357,20 +356,14 @@ impl Config {
         let request_read_timeout = r.duration("PARLEY_REQUEST_READ_TIMEOUT", Duration::from_secs(30));
         let idle_timeout = r.duration("PARLEY_IDLE_TIMEOUT", Duration::from_secs(60));
         let response_write_timeout = r.duration("PARLEY_RESPONSE_WRITE_TIMEOUT", Duration::from_secs(30));
-        let max_connections = r.get("PARLEY_MAX_CONNECTIONS", 10_000, |s| match s.parse::<usize>() {
-            Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
-            _ => Err(format!("{s:?} is not a number from 1 to 1000000")),
-        });
+        let max_connections = r.number("PARLEY_MAX_CONNECTIONS", 10_000, 1..=1_000_000);
         let shutdown_timeout = r.duration("PARLEY_SHUTDOWN_TIMEOUT", Duration::from_secs(15));
         // Every keep-alive may recheck the stream's holder in the database.
         let stream_keepalive = r.get("PARLEY_STREAM_KEEPALIVE", Duration::from_secs(15), |s| match parse_duration(s)? {
             d if d < Duration::from_millis(100) => Err("must be at least 100ms".into()),
             d => Ok(d),
         });
-        let streams_per_address = r.get("PARLEY_STREAMS_PER_ADDRESS", 20, |s| match s.parse::<usize>() {
-            Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
-            _ => Err(format!("{s:?} is not a number from 1 to 1000000")),
-        });
+        let streams_per_address = r.number("PARLEY_STREAMS_PER_ADDRESS", 20, 1..=1_000_000);
         if !r.errors.is_empty() {
             return Err(ConfigErrors(r.errors));
         }

@@ -28,20 +28,29 @@ macro_rules! id_type {
     )*};
 }
 
-id_type!(
-    TenantId,
-    SiteId,
-    InstallationId,
-    VisitorId,
-    ConversationId,
-    MessageId,
-    OperatorId,
-    WebhookId,
-    DeliveryId,
-    ChallengeId,
-    TokenId,
-    LoginFailureId,
-);
+/// Calls `$m!` with every record id type, so code that must do something
+/// for each (the storage layer binds them as arguments) cannot miss one.
+#[macro_export]
+macro_rules! for_each_id {
+    ($m:ident) => {
+        $m!(
+            TenantId,
+            SiteId,
+            InstallationId,
+            VisitorId,
+            ConversationId,
+            MessageId,
+            OperatorId,
+            WebhookId,
+            DeliveryId,
+            ChallengeId,
+            TokenId,
+            LoginFailureId
+        );
+    };
+}
+
+for_each_id!(id_type);
 
 /// The part of a tenant a widget request may touch: one site of one tenant.
 ///

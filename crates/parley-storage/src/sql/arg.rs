@@ -147,17 +147,4 @@ macro_rules! id_args {
     )*};
 }
 
-id_args!(
-    TenantId,
-    SiteId,
-    InstallationId,
-    VisitorId,
-    ConversationId,
-    MessageId,
-    OperatorId,
-    WebhookId,
-    DeliveryId,
-    ChallengeId,
-    TokenId,
-    LoginFailureId
-);
+parley_domain::for_each_id!(id_args);
