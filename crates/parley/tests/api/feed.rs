@@ -131,15 +131,7 @@ async fn notes_reach_operators_and_each_sees_only_its_own_sites_and_tenant() {
     let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &agent, None).await;
     let id = list["conversations"][0]["id"].as_i64().unwrap();
     let (_, me) = app.authed(Method::GET, "/api/mobile/me", &agent, None).await;
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("/api/mobile/conversations/{id}/transfer"),
-            &admin,
-            Some(json!({"operator_id": me["user"]["id"], "note": "VIP, be nice"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.transfer_with_note(&admin, id, me["user"]["id"].clone(), "VIP, be nice").await;
 
     let seen = |body: &Value| -> Vec<String> {
         body["events"].as_array().unwrap().iter().map(|e| e["data"]["message"]["body"].as_str().unwrap_or("-").to_owned()).collect()

@@ -264,6 +264,14 @@ impl TestApp {
         self.send(method, path, body, &[("authorization", auth.as_str())]).await
     }
 
+    /// Transfers conversation `id` to `operator_id` with an operator-only
+    /// note, as `token`'s operator; the transfer must succeed.
+    pub async fn transfer_with_note(&self, token: &str, id: i64, operator_id: Value, note: &str) {
+        let path = format!("/api/mobile/conversations/{id}/transfer");
+        let (status, body) = self.authed(Method::POST, &path, token, Some(json!({"operator_id": operator_id, "note": note}))).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
     /// The kinds of the webhook events recorded for a tenant, oldest first.
     pub async fn events(&self, slug: &str) -> Vec<String> {
         let slug = slug.to_owned();

@@ -18,7 +18,9 @@ pub enum Frame {
 
 pub struct EventStream {
     response: reqwest::Response,
-    buffer: String,
+    /// Bytes as they came: a character may be split across chunks, so
+    /// only whole frames are decoded.
+    buffer: Vec<u8>,
     pub content_type: String,
 }
 
@@ -40,7 +42,7 @@ pub async fn open(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Result
         return Err((status, body));
     }
     let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    Ok(EventStream { response, buffer: String::new(), content_type })
+    Ok(EventStream { response, buffer: Vec::new(), content_type })
 }
 
 /// Opens a stream that must be accepted.
@@ -62,13 +64,13 @@ impl EventStream {
     pub async fn frame_within(&mut self, wait: Duration) -> Result<Option<Frame>, ()> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let raw: String = self.buffer.drain(..end + 2).collect();
-                return Ok(Some(parse(&raw)));
+            if let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+                let raw: Vec<u8> = self.buffer.drain(..end + 2).collect();
+                return Ok(Some(parse(std::str::from_utf8(&raw).expect("a UTF-8 frame"))));
             }
             match tokio::time::timeout_at(deadline, self.response.chunk()).await {
                 Err(_) => return Err(()),
-                Ok(Ok(Some(bytes))) => self.buffer.push_str(std::str::from_utf8(&bytes).expect("utf-8 stream")),
+                Ok(Ok(Some(bytes))) => self.buffer.extend_from_slice(&bytes),
                 Ok(Ok(None)) => return Ok(None),
                 Ok(Err(e)) => panic!("stream failed instead of ending: {e}"),
             }

@@ -85,15 +85,7 @@ async fn a_visitor_follows_its_conversation_live_from_the_cursor_of_its_messages
         let id = conversation_id(&app, &admin).await;
         app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/assign"), &admin, None).await;
         reply(&app, &admin, id, "how can I help?").await;
-        let (status, body) = app
-            .authed(
-                Method::POST,
-                &format!("/api/mobile/conversations/{id}/transfer"),
-                &admin,
-                Some(json!({"operator_id": agent_id, "note": "an operator-only note"})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        app.transfer_with_note(&admin, id, json!(agent_id), "an operator-only note").await;
         app.post_message(prefix, &f.token, &public_id, "my order").await;
         app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &admin, None).await;
         app.post_message(prefix, &f.token, &public_id, "one more thing").await;
@@ -295,15 +287,7 @@ async fn an_operator_stream_carries_what_the_operator_may_see_notes_included() {
     app.open_conversation("/api", &f.token, "v1", "on the main site").await;
     app.open_conversation("/api", &other.token, "v2", "at globex").await;
     let id = conversation_id(&app, &agent).await;
-    let (status, body) = app
-        .authed(
-            Method::POST,
-            &format!("/api/mobile/conversations/{id}/transfer"),
-            &admin,
-            Some(json!({"operator_id": agent_id, "note": "VIP, be nice"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    app.transfer_with_note(&admin, id, json!(agent_id), "VIP, be nice").await;
     app.open_conversation("/api", &eu.token, "v3", "on the eu site").await;
     app.open_conversation("/api", &other.token, "v4", "the end").await;
 
