@@ -2,12 +2,13 @@
 //!
 //! One registry per running service, not a process-wide one, so several
 //! services in one process (the test suite) keep their own counts. Counts
-//! are kept as things happen; the two gauges are read from storage when
+//! are kept as things happen; the gauges are read from storage when
 //! the metrics are scraped.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+pub use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -62,6 +63,8 @@ struct Inner {
     sweeps: Counter,
     queue_depth: Gauge,
     open_conversations: Gauge,
+    feed_blocked: Gauge<f64, AtomicU64>,
+    streams_open: Gauge,
 }
 
 #[derive(Clone)]
@@ -87,6 +90,8 @@ impl Metrics {
         let sweeps = Counter::default();
         let queue_depth = Gauge::default();
         let open_conversations = Gauge::default();
+        let feed_blocked = Gauge::<f64, AtomicU64>::default();
+        let streams_open = Gauge::default();
         registry.register("http_requests", "HTTP requests by route template, method and status", requests.clone());
         registry.register("http_request_duration_seconds", "HTTP request latency by route template and method", latency.clone());
         registry.register("messages_created", "Messages created, by sender type", messages.clone());
@@ -94,8 +99,26 @@ impl Metrics {
         registry.register("sweeps", "Completed automation passes", sweeps.clone());
         registry.register("webhook_queue_depth", "Webhook deliveries waiting for an attempt", queue_depth.clone());
         registry.register("open_conversations", "Conversations not closed", open_conversations.clone());
+        registry.register(
+            "feed_blocked_seconds",
+            "How long the transaction holding live updates back has been running (0 when none does)",
+            feed_blocked.clone(),
+        );
+        registry.register("streams_open", "Live streams open on this instance", streams_open.clone());
         let routes = RwLock::default();
-        let inner = Inner { registry, requests, latency, routes, messages, attempts, sweeps, queue_depth, open_conversations };
+        let inner = Inner {
+            registry,
+            requests,
+            latency,
+            routes,
+            messages,
+            attempts,
+            sweeps,
+            queue_depth,
+            open_conversations,
+            feed_blocked,
+            streams_open,
+        };
         Self { inner: Arc::new(inner), db }
     }
 
@@ -128,15 +151,21 @@ impl Metrics {
         self.inner.attempts.get_or_create(&vec![("outcome", outcome.to_owned())]).inc();
     }
 
+    /// The count of open streams, kept by the streams themselves.
+    pub fn streams_open(&self) -> Gauge {
+        self.inner.streams_open.clone()
+    }
+
     pub fn sweep_completed(&self) {
         self.inner.sweeps.inc();
     }
 
     /// The text exposition, with the gauges read from storage now.
     pub async fn render(&self) -> Result<String, DomainError> {
-        let (stats, open) = self.db.read(|r| Ok((r.outbox_stats()?, r.count_open_conversations()?))).await?;
+        let (stats, open, blocker) = self.db.read(|r| Ok((r.outbox_stats()?, r.count_open_conversations()?, r.feed_blocker()?))).await?;
         self.inner.queue_depth.set(i64::try_from(stats.pending).unwrap_or(i64::MAX));
         self.inner.open_conversations.set(i64::try_from(open).unwrap_or(i64::MAX));
+        self.inner.feed_blocked.set(blocker.map_or(0.0, |b| b.running.as_secs_f64()));
         let mut text = String::new();
         encode(&mut text, &self.inner.registry).map_err(|_| DomainError::Unavailable("metrics could not be encoded"))?;
         Ok(text)

@@ -149,6 +149,10 @@
     // Maps without a prototype: keys come from the server (a
     // client_message_id may be "__proto__"), never from Object.prototype.
     this.messages = Object.create(null);  // id -> element
+    // The newest message id a poll has returned: polls read by id, which
+    // follows each conversation's commit order. The stream's order is the
+    // feed's, which on PostgreSQL may differ, so what the stream brings
+    // never moves it (a poll after a stream could otherwise skip).
     this.lastId = 0;
     this.conversation = this.read("conversation");
     this.open = false;
@@ -380,7 +384,6 @@
     if (m.id) {
       item.setAttribute("data-id", String(m.id));
       this.messages[m.id] = item;
-      if (m.id > this.lastId) this.lastId = m.id;
     }
     if (!node) this.log.appendChild(item);
     this.scroll();
@@ -508,6 +511,7 @@
       self.failures = 0;
       self.update(res.body.conversation);
       self.receive(res.body.messages);
+      (res.body.messages || []).forEach(function (m) { if (m.id > self.lastId) self.lastId = m.id; });
       // A full page after `after_id` may not be all: its cursor is the
       // feed's head, so read on before following from it.
       if (after && (res.body.messages || []).length >= PAGE) { self.poll(); return; }

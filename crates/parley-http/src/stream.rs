@@ -21,6 +21,7 @@ use futures::{StreamExt, stream};
 use parley_domain::DomainError;
 use parley_domain::feed::{Cursor, FeedItem, Follower, Reader, Slot, Step, StreamSlots};
 use parley_domain::limits::ClientKey;
+use parley_domain::metrics::Gauge;
 use parley_domain::model::OperatorScope;
 use parley_domain::widget::Caller;
 use std::sync::Arc;
@@ -52,8 +53,9 @@ pub struct Streams {
 }
 
 impl Streams {
-    pub fn new(settings: StreamSettings) -> Self {
-        Self { settings, slots: StreamSlots::new(settings.per_address.max(1)), closing: CancellationToken::new() }
+    /// `open` counts the streams open on this instance (`/metrics`).
+    pub fn new(settings: StreamSettings, open: Gauge) -> Self {
+        Self { settings, slots: StreamSlots::new(settings.per_address.max(1), open), closing: CancellationToken::new() }
     }
 
     /// Ends every stream, now and any opened later: the server's drain
@@ -61,6 +63,11 @@ impl Streams {
     /// would.
     pub fn close(&self) {
         self.closing.cancel();
+    }
+
+    /// Completes when the streams are closed: long polls wait on it too.
+    pub(crate) fn closed(&self) -> impl Future<Output = ()> + use<> {
+        self.closing.clone().cancelled_owned()
     }
 
     /// A place for one more stream of this client address, taken before

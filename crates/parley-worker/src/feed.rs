@@ -7,13 +7,17 @@
 //! (streams read the feed themselves from their own cursors). An entry
 //! committed behind a transaction still running is not readable yet
 //! (`FeedRead::feed_held_back`): the follower then looks again soon,
-//! backing off, rather than at the next poll.
+//! backing off, rather than at the next poll. Entries held back for
+//! longer than `BLOCKED_WARN` are logged as a warning naming the session
+//! that holds them (every stream and long poll of the database waits on
+//! it), again every `BLOCKED_WARN` while it lasts.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use parley_domain::Database;
 use parley_domain::feed::{Hub, Position};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// How often the feed is read when nothing wakes the follower.
@@ -23,6 +27,8 @@ const BATCH: u32 = 1000;
 /// The first and the longest wait for entries held back.
 const HELD_BACK_FIRST: Duration = Duration::from_millis(5);
 const HELD_BACK_LONGEST: Duration = Duration::from_millis(200);
+/// How long entries may wait behind a transaction before it is named.
+const BLOCKED_WARN: Duration = Duration::from_secs(10);
 
 pub struct FeedFollower {
     pub db: Database,
@@ -45,15 +51,22 @@ impl FeedFollower {
             }
         };
         let mut held_back_wait = HELD_BACK_FIRST;
+        let mut warn_at: Option<Instant> = None;
         loop {
             let wait = match self.step(&mut at).await {
                 Ok(true) => {
+                    let due = *warn_at.get_or_insert_with(|| Instant::now() + BLOCKED_WARN);
+                    if Instant::now() >= due {
+                        self.name_blocker().await;
+                        warn_at = Some(Instant::now() + BLOCKED_WARN);
+                    }
                     let wait = held_back_wait;
                     held_back_wait = (held_back_wait * 2).min(HELD_BACK_LONGEST);
                     wait
                 }
                 Ok(false) => {
                     held_back_wait = HELD_BACK_FIRST;
+                    warn_at = None;
                     POLL
                 }
                 Err(e) => {
@@ -67,6 +80,25 @@ impl FeedFollower {
                 _ = signal.notified() => {}
                 _ = tokio::time::sleep(wait) => {}
             }
+        }
+    }
+
+    /// Logs the transaction that holds entries back, so that whoever runs
+    /// the database can end it. Its query is not logged: it may hold data.
+    async fn name_blocker(&self) {
+        match self.db.read(|r| Ok(r.feed_blocker()?)).await {
+            Ok(Some(b)) => tracing::warn!(
+                pid = b.pid,
+                database = b.database.as_deref().unwrap_or("?"),
+                application = b.application.as_deref().unwrap_or("?"),
+                state = b.state.as_deref().unwrap_or("?"),
+                running_s = b.running.as_secs(),
+                "live updates are held back by a transaction still running on the database server; end it (pg_terminate_backend) or set idle_in_transaction_session_timeout"
+            ),
+            Ok(None) => tracing::warn!(
+                "live updates are held back by a transaction still running on the database server (a prepared transaction, or one this role cannot see in pg_stat_activity)"
+            ),
+            Err(e) => tracing::warn!(error = %e, "live updates are held back, and the transaction holding them could not be looked up"),
         }
     }
 

@@ -439,6 +439,8 @@ mod tests {
             ("PARLEY_DATABASE_URL", "mysql://x"),
             ("PARLEY_SMTP_URL", "http://mail"),
             ("PARLEY_TRUSTED_PROXIES", "10.0.0.0/8, banana"),
+            ("PARLEY_STREAM_KEEPALIVE", "10ms"),
+            ("PARLEY_STREAMS_PER_ADDRESS", "0"),
         ]))
         .err()
         .unwrap();
@@ -450,6 +452,8 @@ mod tests {
             "PARLEY_DATABASE_URL",
             "PARLEY_SMTP_URL",
             "PARLEY_TRUSTED_PROXIES",
+            "PARLEY_STREAM_KEEPALIVE",
+            "PARLEY_STREAMS_PER_ADDRESS",
         ] {
             assert!(named.contains(&v), "{v} not reported in {named:?}");
         }

@@ -164,7 +164,10 @@ impl Application {
         };
         let feed =
             FeedService::new(db.clone(), Arc::clone(&clock), Arc::new(Hub::default()), FeedSettings { retention: config.event_retention });
-        let streams = Streams::new(StreamSettings { keepalive: config.stream_keepalive, per_address: config.streams_per_address });
+        let streams = Streams::new(
+            StreamSettings { keepalive: config.stream_keepalive, per_address: config.streams_per_address },
+            metrics.streams_open(),
+        );
         let state = AppState::new(Services {
             widget,
             streams: streams.clone(),

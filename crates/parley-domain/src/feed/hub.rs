@@ -51,8 +51,11 @@ impl Watch {
 impl Drop for Watch {
     fn drop(&mut self) {
         let mut watched = self.hub.lock();
-        // This watch's receiver is still alive here, hence "1".
-        if watched.get(&self.key).is_some_and(|s| s.receiver_count() <= 1) {
+        // The receiver goes under the lock: two watches of one key
+        // dropped at once then see each other's count, and the second
+        // removes the key.
+        drop(std::mem::replace(&mut self.receiver, watch::channel(0).1));
+        if watched.get(&self.key).is_some_and(|s| s.receiver_count() == 0) {
             watched.remove(&self.key);
         }
     }
@@ -142,5 +145,26 @@ mod tests {
         assert_eq!(hub.lock().len(), 1);
         drop(b);
         assert!(hub.lock().is_empty());
+    }
+
+    #[test]
+    fn watches_dropped_at_once_on_several_threads_leave_no_key_behind() {
+        let hub = Arc::new(Hub::default());
+        for _ in 0..2_000 {
+            let watches: Vec<Watch> = (0..4).map(|_| hub.conversation(ConversationId(1))).collect();
+            let barrier = Arc::new(std::sync::Barrier::new(watches.len()));
+            let threads: Vec<_> = watches
+                .into_iter()
+                .map(|w| {
+                    let barrier = Arc::clone(&barrier);
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        drop(w);
+                    })
+                })
+                .collect();
+            threads.into_iter().for_each(|t| t.join().expect("a dropping thread"));
+            assert!(hub.lock().is_empty(), "the last watch of a key removes it");
+        }
     }
 }

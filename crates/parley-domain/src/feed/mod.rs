@@ -78,6 +78,20 @@ impl FeedItem {
     }
 }
 
+/// The oldest transaction still running that holds committed entries
+/// back (PostgreSQL only): what an operator needs to find and end it.
+#[derive(Clone, Debug)]
+pub struct FeedBlocker {
+    /// The server process running it (`pg_terminate_backend` takes it).
+    pub pid: i64,
+    pub database: Option<String>,
+    pub application: Option<String>,
+    /// `active`, `idle in transaction`, …
+    pub state: Option<String>,
+    /// Since the transaction began.
+    pub running: std::time::Duration,
+}
+
 /// An entry as an instance's follower reads it: enough to know whose
 /// streams to wake.
 #[derive(Clone, Copy, Debug)]

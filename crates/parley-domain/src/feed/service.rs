@@ -129,8 +129,16 @@ impl FeedService {
     }
 
     /// An operator's catch-up: the entries after `after`, waiting up to
-    /// `wait` for one when there is none yet (long polling).
-    pub async fn catch_up(&self, session: &Session, after: Option<Cursor>, wait: Duration) -> Result<Catchup, DomainError> {
+    /// `wait` for one when there is none yet (long polling). When `stop`
+    /// completes (the instance shuts down) a wait ends at once with what
+    /// it has, so a long poll answers instead of holding the drain.
+    pub async fn catch_up(
+        &self,
+        session: &Session,
+        after: Option<Cursor>,
+        wait: Duration,
+        stop: impl Future<Output = ()>,
+    ) -> Result<Catchup, DomainError> {
         let tenant = session.tenant.id;
         let Some(after) = after else {
             return Ok(Catchup { items: Vec::new(), cursor: self.head(tenant).await? });
@@ -141,9 +149,12 @@ impl FeedService {
         let mut watch = self.hub.tenant(tenant);
         let deadline = tokio::time::Instant::now() + wait;
         let mut page = self.read(reader, after, true).await?;
+        let mut stop = std::pin::pin!(stop);
         while page.items.is_empty() && tokio::time::Instant::now() < deadline {
-            if tokio::time::timeout_at(deadline, watch.changed()).await.is_err() {
-                return self.read(reader, page.cursor, false).await;
+            tokio::select! {
+                _ = watch.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = &mut stop => return Ok(page),
             }
             page = self.read(reader, page.cursor, false).await?;
         }

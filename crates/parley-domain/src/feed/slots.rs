@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use prometheus_client::metrics::gauge::Gauge;
+
 use crate::error::DomainError;
 use crate::limits::ClientKey;
 
@@ -17,6 +19,8 @@ const RETRY_AFTER_SECS: u64 = 5;
 pub struct StreamSlots {
     per_address: usize,
     open: Mutex<HashMap<ClientKey, usize>>,
+    /// Streams open on this instance, for `/metrics`.
+    gauge: Gauge,
 }
 
 /// An open stream's place; dropping it frees the place.
@@ -26,8 +30,8 @@ pub struct Slot {
 }
 
 impl StreamSlots {
-    pub fn new(per_address: usize) -> Arc<Self> {
-        Arc::new(Self { per_address, open: Mutex::new(HashMap::new()) })
+    pub fn new(per_address: usize, gauge: Gauge) -> Arc<Self> {
+        Arc::new(Self { per_address, open: Mutex::new(HashMap::new()), gauge })
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<ClientKey, usize>> {
@@ -43,13 +47,8 @@ impl StreamSlots {
             return Err(DomainError::RateLimited { retry_after_secs: RETRY_AFTER_SECS });
         }
         *count += 1;
+        self.gauge.inc();
         Ok(Slot { slots: Arc::clone(self), key })
-    }
-
-    /// Places taken, for the tests.
-    #[cfg(test)]
-    fn open(&self) -> usize {
-        self.lock().values().sum()
     }
 }
 
@@ -58,6 +57,7 @@ impl Drop for Slot {
         let mut open = self.slots.lock();
         if let Some(count) = open.get_mut(&self.key) {
             *count -= 1;
+            self.slots.gauge.dec();
             if *count == 0 {
                 open.remove(&self.key);
             }
@@ -76,13 +76,14 @@ mod tests {
 
     #[test]
     fn an_address_holds_its_share_and_gets_it_back_as_streams_close() {
-        let slots = StreamSlots::new(2);
+        let gauge = Gauge::default();
+        let slots = StreamSlots::new(2, gauge.clone());
         let a = slots.take(key(1)).expect("first");
         let _b = slots.take(key(1)).expect("second");
         assert!(matches!(slots.take(key(1)), Err(DomainError::RateLimited { .. })));
         let _other = slots.take(key(2)).expect("another address has its own share");
         drop(a);
         let _c = slots.take(key(1)).expect("a closed stream frees its place");
-        assert_eq!(slots.open(), 3);
+        assert_eq!(gauge.get(), 3, "the gauge counts what is open");
     }
 }

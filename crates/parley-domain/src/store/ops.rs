@@ -8,7 +8,7 @@
 
 use crate::clock::Timestamp;
 use crate::events::OutboxEvent;
-use crate::feed::{FeedEntry, FeedItem, FeedMark, Position};
+use crate::feed::{FeedBlocker, FeedEntry, FeedItem, FeedMark, Position};
 use crate::model::*;
 use crate::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
 use crate::webhooks::fairness::{DueDelivery, EndpointHealth, Pause};
@@ -263,6 +263,9 @@ pub trait FeedRead {
     /// Whether entries exist that are not readable yet because an older
     /// transaction is still running (never on SQLite).
     fn feed_held_back(&mut self) -> StoreResult<bool>;
+    /// The transaction holding entries back, when entries are held back
+    /// and it is a session of the server (a prepared transaction is not).
+    fn feed_blocker(&mut self) -> StoreResult<Option<FeedBlocker>>;
 }
 
 pub trait FeedWrite: FeedRead {

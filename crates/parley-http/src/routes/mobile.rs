@@ -60,7 +60,7 @@ async fn events(
     QueryFields(q): QueryFields<OperatorEventsParams>,
 ) -> Result<Response, ApiError> {
     if !stream::wants_stream(&headers) {
-        let page = s.feed.catch_up(&session, q.after, q.wait).await?;
+        let page = s.feed.catch_up(&session, q.after, q.wait, s.streams.closed()).await?;
         let body = OperatorEventsResponse { events: page.items.iter().map(Into::into).collect(), cursor: page.cursor.to_string() };
         return Ok(Json(body).into_response());
     }

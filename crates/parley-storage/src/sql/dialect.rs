@@ -126,18 +126,55 @@ impl Dialect {
 
     /// Feed entries whose `tx` is below this are readable, and no entry
     /// below it can appear later. On PostgreSQL it is the oldest
-    /// transaction still running as of the statement's snapshot: every
-    /// transaction below it has ended, so what it wrote is in the snapshot
-    /// or never will be, while entries of a transaction at or above it
-    /// wait, even committed, until every older one has ended. An id from a
-    /// sequence could not serve alone: a transaction may take id 10, a
-    /// later one id 11 and commit first, and a reader that took 11 and
-    /// moved on would never see 10. On SQLite every committed entry is
+    /// transaction that was still running as of the statement's snapshot
+    /// and may write to this database: every transaction below it has
+    /// ended or runs in another database (whose sessions cannot write
+    /// here), so what it wrote is in the snapshot or never will be, while
+    /// entries of a transaction at or above it wait, even committed, until
+    /// every older one has ended. With none running, it is the snapshot's
+    /// end. An id from a sequence could not serve alone: a transaction may
+    /// take id 10, a later one id 11 and commit first, and a reader that
+    /// took 11 and moved on would never see 10.
+    ///
+    /// A running transaction counts as another database's only when
+    /// `pg_stat_activity` shows it there; one it no longer shows (ended
+    /// since), or whose details it hides from this role (grant
+    /// `pg_read_all_stats` to see other roles'), or a prepared one, holds
+    /// entries back as if it were this database's: the bound errs late,
+    /// never early. It is a scalar subquery, so it is computed once per
+    /// statement, and `pg_stat_activity` once (hashed) when some
+    /// transaction is running. On SQLite every committed entry is
     /// readable.
     pub fn visible_tx(self) -> &'static str {
         match self {
             Dialect::Sqlite => "9223372036854775807",
-            Dialect::Postgres => "CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS BIGINT)",
+            Dialect::Postgres => {
+                "(SELECT COALESCE(
+                    (SELECT MIN(CAST(CAST(x AS text) AS BIGINT)) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+                     WHERE MOD(CAST(CAST(x AS text) AS BIGINT), 4294967296) NOT IN (
+                         SELECT CAST(CAST(a.backend_xid AS text) AS BIGINT) FROM pg_stat_activity a
+                         WHERE a.datname <> current_database() AND a.backend_xid IS NOT NULL)),
+                    CAST(CAST(pg_snapshot_xmax(pg_current_snapshot()) AS text) AS BIGINT)))"
+            }
+        }
+    }
+
+    /// The session whose transaction is the feed's bound (`visible_tx`)
+    /// while committed entries wait behind it, with how long it has run;
+    /// no row otherwise. `backend_xid` is the transaction id without its
+    /// epoch, hence the modulo. SQLite never holds entries back.
+    pub fn feed_blocker(self) -> String {
+        match self {
+            Dialect::Sqlite => "SELECT 0 AS pid, NULL AS database, NULL AS application, NULL AS state, 0 AS running_us WHERE 0 = 1".into(),
+            Dialect::Postgres => format!(
+                "SELECT CAST(a.pid AS BIGINT) AS pid, CAST(a.datname AS text) AS database, a.application_name AS application, a.state AS state,
+                        CAST(GREATEST(EXTRACT(EPOCH FROM clock_timestamp() - a.xact_start), 0) * 1000000 AS BIGINT) AS running_us
+                 FROM pg_stat_activity a
+                 WHERE a.backend_xid IS NOT NULL
+                   AND CAST(CAST(a.backend_xid AS text) AS BIGINT) = MOD({bound}, 4294967296)
+                   AND EXISTS (SELECT 1 FROM events WHERE tx >= {bound})",
+                bound = self.visible_tx()
+            ),
         }
     }
 

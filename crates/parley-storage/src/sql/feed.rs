@@ -7,7 +7,7 @@
 
 use parley_domain::Timestamp;
 use parley_domain::events::EventKind;
-use parley_domain::feed::{FeedEntry, FeedItem, FeedMark, Position};
+use parley_domain::feed::{FeedBlocker, FeedEntry, FeedItem, FeedMark, Position};
 use parley_domain::model::*;
 use parley_domain::store::StoreResult;
 use parley_domain::store::ops::{FeedRead, FeedWrite};
@@ -61,6 +61,7 @@ statements! {
         d.visible_tx()
     ),
     FEED_HELD_BACK[](d) => format!("SELECT COUNT(*) AS n FROM (SELECT 1 FROM events WHERE tx >= {} LIMIT 1) AS h", d.visible_tx()),
+    FEED_BLOCKER[](d) => d.feed_blocker(),
 }
 
 fn position(r: &dyn Row, tx: &str, id: &str) -> StoreResult<Position> {
@@ -121,6 +122,18 @@ impl FeedRead for Tx<'_> {
 
     fn feed_held_back(&mut self) -> StoreResult<bool> {
         Ok(self.count(&FEED_HELD_BACK, args![])? > 0)
+    }
+
+    fn feed_blocker(&mut self) -> StoreResult<Option<FeedBlocker>> {
+        self.one(&FEED_BLOCKER, args![], |r| {
+            Ok(FeedBlocker {
+                pid: r.i64("pid")?,
+                database: r.text("database")?,
+                application: r.text("application")?,
+                state: r.text("state")?,
+                running: std::time::Duration::from_micros(r.u64("running_us")?),
+            })
+        })
     }
 }
 

@@ -274,3 +274,77 @@ async fn a_follower_sees_every_entry_once_while_writers_run_concurrently() {
         assert_eq!(mine, expected.iter().collect::<Vec<_>>(), "each conversation in its order");
     }
 }
+
+/// A session holding a transaction open (it has taken a transaction id,
+/// as any write does) until committed.
+struct OpenTransaction(Option<postgres::Client>);
+
+impl OpenTransaction {
+    async fn begin(url: &str) -> Self {
+        let url = url.to_owned();
+        let client = tokio::task::spawn_blocking(move || {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+            client.batch_execute("SET application_name = 'held open'; BEGIN; SELECT pg_current_xact_id();").expect("begin");
+            client
+        })
+        .await
+        .expect("blocking task");
+        Self(Some(client))
+    }
+
+    async fn commit(mut self) {
+        let mut client = self.0.take().expect("open");
+        tokio::task::spawn_blocking(move || client.batch_execute("COMMIT").expect("commit")).await.expect("blocking task");
+    }
+}
+
+impl Drop for OpenTransaction {
+    fn drop(&mut self) {
+        // A failed test must not leave it open for the rest of the suite.
+        if let Some(client) = self.0.take() {
+            std::thread::spawn(move || drop(client));
+        }
+    }
+}
+
+fn feed_blocked_seconds(metrics: &str) -> f64 {
+    let line = metrics.lines().find(|l| l.starts_with("parley_feed_blocked_seconds")).expect("the gauge");
+    line.rsplit(' ').next().and_then(|v| v.parse().ok()).expect("a number")
+}
+
+async fn scrape(app: &TestApp) -> String {
+    let res = app.client.get(app.url("/metrics")).bearer_auth("metrics-token-0123456789").send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    res.text().await.unwrap()
+}
+
+/// On PostgreSQL an entry waits for every transaction of Parley's database
+/// that began writing before it: one left open in another database of the
+/// server does not hold the feed back, one in Parley's own does until it
+/// ends, and `/metrics` shows how long it has been running.
+#[tokio::test]
+async fn only_a_transaction_in_parleys_own_database_holds_the_feed_back() {
+    let Some(server) = parley_storage::testing::postgres_url() else { return };
+    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", "metrics-token-0123456789").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let start = head(&app, &admin).await;
+
+    let elsewhere = OpenTransaction::begin(&server).await;
+    app.open_conversation("/api", &f.token, "v1", "first").await;
+    let body = settled(&app, &admin, &start, 2).await;
+    assert_eq!(kinds(&body), ["conversation.created", "message.created"], "not held back by another database");
+    let cursor = body["cursor"].as_str().unwrap().to_owned();
+    assert_eq!(feed_blocked_seconds(&scrape(&app).await), 0.0);
+
+    let here = OpenTransaction::begin(&app.database_url).await;
+    app.open_conversation("/api", &f.token, "v2", "second").await;
+    assert_eq!(catch_up(&app, &admin, &cursor).await["events"], json!([]), "held back by a transaction of its own database");
+    assert!(feed_blocked_seconds(&scrape(&app).await) > 0.0, "the gauge shows the blocker");
+
+    here.commit().await;
+    let body = settled(&app, &admin, &cursor, 2).await;
+    assert_eq!(kinds(&body), ["conversation.created", "message.created"], "readable once it ended");
+    assert_eq!(feed_blocked_seconds(&scrape(&app).await), 0.0);
+    elsewhere.commit().await;
+}

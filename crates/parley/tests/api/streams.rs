@@ -148,6 +148,30 @@ async fn a_resumed_stream_replays_what_it_missed_once_and_the_header_wins_over_t
     assert_eq!(bodies(&from_query.events(2).await), ["three", "four"]);
 }
 
+/// More than a page (100 entries) written while a visitor was away comes
+/// back whole and in order when its stream resumes, then live ones.
+#[tokio::test]
+async fn a_resume_replays_more_than_a_page_in_order() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let start = messages_cursor(&app, "/api", &f.token, &public_id).await;
+    let id = conversation_id(&app, &admin).await;
+    let sent: Vec<String> = (0..130).map(|n| format!("reply {n}")).collect();
+    for text in &sent {
+        reply(&app, &admin, id, text).await;
+    }
+    let mut stream = sse::open_ok(&app, &widget_stream_path("/api", &public_id, &f.token, Some(&start)), &[]).await;
+    let replayed = until_message(&mut stream, "reply 129").await;
+    let mut got = bodies(&replayed);
+    // (The opening message may come again first: see the first test.)
+    got.retain(|b| b != "hello");
+    assert_eq!(got, sent, "every one, once, in order");
+    reply(&app, &admin, id, "live").await;
+    assert_eq!(bodies(&until_message(&mut stream, "live").await), ["live"]);
+}
+
 #[tokio::test]
 async fn unknown_expired_and_foreign_cursors_get_one_reset_and_the_stream_ends() {
     let app = TestApp::with().var("PARLEY_EVENT_RETENTION", "1d").start().await;
@@ -424,11 +448,25 @@ async fn streams_end_cleanly_at_shutdown() {
     let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
     let mut widget = sse::open_ok(&app, &widget_stream_path("/api", &public_id, &f.token, None), &[]).await;
     let mut operator = operator_stream(&app, &admin, &[]).await;
+    let (status, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    let head = list["meta"]["cursor"].as_str().expect("meta.cursor").to_owned();
+    let request =
+        app.client.get(app.url(&format!("/api/mobile/events?after={head}&wait=30"))).header("authorization", format!("Bearer {admin}"));
+    let long_poll = tokio::spawn(request.send());
+    // Answered at once when not held: held until it is.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!long_poll.is_finished(), "the long poll waits");
 
-    // Far sooner than the drain time: the streams do not hold it.
+    // Far sooner than the drain time: neither the streams nor the long
+    // poll hold it, and the long poll is answered, not cut.
     tokio::time::timeout(Duration::from_secs(20), app.stop()).await.expect("the server stops without waiting out its drain time");
     assert_eq!(widget.frame().await, None, "the widget's stream ended, not failed");
     assert_eq!(operator.frame().await, None);
+    let answer = long_poll.await.expect("the long poll's task").expect("the long poll is answered");
+    assert_eq!(answer.status(), StatusCode::OK);
+    let body: Value = answer.json().await.expect("a JSON page");
+    assert!(body["cursor"].is_string(), "{body}");
 }
 
 /// A stream dropped by a restart resumes on the new process from its last
