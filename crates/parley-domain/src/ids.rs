@@ -34,6 +34,19 @@ pub fn operator_token() -> Result<String, DomainError> {
     prefixed::<32>("pat_")
 }
 
+/// Web app session token, carried by the `parley_session` cookie: 256
+/// random bits, only its hash stored. Its own prefix keeps it from ever
+/// passing as a bearer token (and a bearer token as a session).
+pub fn session_token() -> Result<String, DomainError> {
+    prefixed::<32>("ses_")
+}
+
+/// The sign-in form's anti-forgery token (a cookie and a form field
+/// that must match): 128 random bits.
+pub fn login_form_token() -> Result<String, DomainError> {
+    prefixed::<16>("lf_")
+}
+
 /// Webhook event id, time-ordered so logs sort naturally.
 pub fn event_id() -> String {
     format!("evt_{}", uuid::Uuid::now_v7().simple())

@@ -2,8 +2,8 @@
 //!
 //! One registry per running service, not a process-wide one, so several
 //! services in one process (the test suite) keep their own counts. Counts
-//! are kept as things happen; the gauges are read from storage when
-//! the metrics are scraped.
+//! are kept as things happen; the gauges of stored state are read from
+//! storage when the metrics are scraped.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -16,10 +16,11 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-pub use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::store::Database;
 
@@ -63,7 +64,7 @@ struct Inner {
     sweeps: Counter,
     queue_depth: Gauge,
     open_conversations: Gauge,
-    feed_blocked: Gauge<f64, AtomicU64>,
+    feed_held_back: Gauge<f64, AtomicU64>,
     streams_open: Gauge,
 }
 
@@ -71,6 +72,8 @@ struct Inner {
 pub struct Metrics {
     inner: Arc<Inner>,
     db: Database,
+    /// The clock entries are stamped with, for how long one has waited.
+    clock: Arc<dyn Clock>,
 }
 
 impl Metrics {
@@ -80,7 +83,7 @@ impl Metrics {
     /// series its own `instance` (the scrape target) and renames an
     /// exporter's `instance` to `exported_instance`, or lets it overwrite
     /// the target's.
-    pub fn new(db: Database, instance: &str) -> Self {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, instance: &str) -> Self {
         let label = (Cow::Borrowed("parley_instance"), Cow::Owned(instance.to_owned()));
         let mut registry = Registry::with_prefix_and_labels("parley", std::iter::once(label));
         let requests = Family::<RequestLabels, Counter>::default();
@@ -90,7 +93,7 @@ impl Metrics {
         let sweeps = Counter::default();
         let queue_depth = Gauge::default();
         let open_conversations = Gauge::default();
-        let feed_blocked = Gauge::<f64, AtomicU64>::default();
+        let feed_held_back = Gauge::<f64, AtomicU64>::default();
         let streams_open = Gauge::default();
         registry.register("http_requests", "HTTP requests by route template, method and status", requests.clone());
         registry.register("http_request_duration_seconds", "HTTP request latency by route template and method", latency.clone());
@@ -100,9 +103,9 @@ impl Metrics {
         registry.register("webhook_queue_depth", "Webhook deliveries waiting for an attempt", queue_depth.clone());
         registry.register("open_conversations", "Conversations not closed", open_conversations.clone());
         registry.register(
-            "feed_blocked_seconds",
-            "How long the transaction holding live updates back has been running (0 when none does)",
-            feed_blocked.clone(),
+            "feed_held_back_seconds",
+            "How long the oldest committed live update not yet readable has waited, behind a transaction still running (0 when none)",
+            feed_held_back.clone(),
         );
         registry.register("streams_open", "Live streams open on this instance", streams_open.clone());
         let routes = RwLock::default();
@@ -116,10 +119,10 @@ impl Metrics {
             sweeps,
             queue_depth,
             open_conversations,
-            feed_blocked,
+            feed_held_back,
             streams_open,
         };
-        Self { inner: Arc::new(inner), db }
+        Self { inner: Arc::new(inner), db, clock }
     }
 
     /// `route` is a route template (never a raw path: the set must stay
@@ -152,7 +155,7 @@ impl Metrics {
     }
 
     /// The count of open streams, kept by the streams themselves.
-    pub fn streams_open(&self) -> Gauge {
+    pub(crate) fn streams_open(&self) -> Gauge {
         self.inner.streams_open.clone()
     }
 
@@ -162,10 +165,12 @@ impl Metrics {
 
     /// The text exposition, with the gauges read from storage now.
     pub async fn render(&self) -> Result<String, DomainError> {
-        let (stats, open, blocker) = self.db.read(|r| Ok((r.outbox_stats()?, r.count_open_conversations()?, r.feed_blocker()?))).await?;
+        let (stats, open, held_back) =
+            self.db.read(|r| Ok((r.outbox_stats()?, r.count_open_conversations()?, r.feed_held_back_since()?))).await?;
         self.inner.queue_depth.set(i64::try_from(stats.pending).unwrap_or(i64::MAX));
         self.inner.open_conversations.set(i64::try_from(open).unwrap_or(i64::MAX));
-        self.inner.feed_blocked.set(blocker.map_or(0.0, |b| b.running.as_secs_f64()));
+        let now = self.clock.now();
+        self.inner.feed_held_back.set(held_back.map_or(0.0, |since| now.since(since).as_secs_f64()));
         let mut text = String::new();
         encode(&mut text, &self.inner.registry).map_err(|_| DomainError::Unavailable("metrics could not be encoded"))?;
         Ok(text)

@@ -138,7 +138,17 @@ impl Tenancy {
         device_name: Option<String>,
         ttl: Duration,
     ) -> Result<String, DomainError> {
-        let token = ids::operator_token()?;
+        self.issue(ids::operator_token()?, operator, device_name, ttl).await
+    }
+
+    /// A web app session: stored like a bearer token (a digest, an
+    /// expiry), so logout, disabling the operator and a password change
+    /// end it the same way.
+    pub async fn issue_session(&self, operator: &Operator, ttl: Duration) -> Result<String, DomainError> {
+        self.issue(ids::session_token()?, operator, Some("web app".into()), ttl).await
+    }
+
+    async fn issue(&self, token: String, operator: &Operator, device_name: Option<String>, ttl: Duration) -> Result<String, DomainError> {
         let now = self.clock.now();
         let new = NewOperatorToken {
             operator_id: operator.id,

@@ -57,13 +57,13 @@ pub struct ErrorDetail {
     pub fields: Option<BTreeMap<String, Vec<String>>>,
 }
 
-/// What an error becomes on the wire.
-struct Answer {
-    status: StatusCode,
+/// What an error becomes on the wire (JSON here, a page in the web app).
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
     code: &'static str,
-    message: String,
+    pub(crate) message: String,
     fields: Option<FieldErrors>,
-    retry_after: Option<u64>,
+    pub(crate) retry_after: Option<u64>,
     /// Ask for a bearer token (RFC 6750) on a 401.
     www_authenticate: bool,
 }
@@ -83,7 +83,7 @@ impl Answer {
 }
 
 impl ApiError {
-    fn answer(self) -> Answer {
+    pub(crate) fn answer(self) -> Answer {
         use StatusCode as S;
         match self {
             Self::MalformedJson(m) => Answer::new(S::BAD_REQUEST, "malformed_json", m),

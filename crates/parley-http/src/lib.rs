@@ -4,6 +4,7 @@
 //! [`extract`] and [`requests`]), call one domain service, and turn the
 //! result into a response body ([`views`]) or an error ([`error`]).
 
+mod app;
 pub mod error;
 pub mod extract;
 mod html;
@@ -28,6 +29,7 @@ use parley_domain::verification::service::VerificationService;
 use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::WidgetService;
 
+pub use app::WebAppSettings;
 pub use extract::TrustedProxies;
 pub use routes::{BODY_LIMIT, MetricsAccess, RouterOptions, metrics_router, router};
 
@@ -63,6 +65,7 @@ pub struct Services {
     pub streams: stream::Streams,
     pub metrics: Metrics,
     pub proxies: TrustedProxies,
+    pub web_app: WebAppSettings,
     /// Present only under `parley demo`: mounts `/sandbox`.
     pub sandbox: Option<Arc<SandboxInfo>>,
 }

@@ -19,9 +19,10 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
 use parley_domain::DomainError;
+use parley_domain::auth::SignIn;
 use parley_domain::feed::{Cursor, FeedItem, Follower, Reader, Slot, Step, StreamSlots};
 use parley_domain::limits::ClientKey;
-use parley_domain::metrics::Gauge;
+use parley_domain::metrics::Metrics;
 use parley_domain::model::OperatorScope;
 use parley_domain::widget::Caller;
 use std::sync::Arc;
@@ -53,9 +54,8 @@ pub struct Streams {
 }
 
 impl Streams {
-    /// `open` counts the streams open on this instance (`/metrics`).
-    pub fn new(settings: StreamSettings, open: Gauge) -> Self {
-        Self { settings, slots: StreamSlots::new(settings.per_address.max(1), open), closing: CancellationToken::new() }
+    pub fn new(settings: StreamSettings, metrics: &Metrics) -> Self {
+        Self { settings, slots: StreamSlots::new(settings.per_address, metrics), closing: CancellationToken::new() }
     }
 
     /// Ends every stream, now and any opened later: the server's drain
@@ -87,7 +87,7 @@ pub(crate) enum Holder {
     /// the stream ends when the token expires or is revoked, the operator
     /// is disabled, or its role changes (the client reconnects with its
     /// new scope).
-    Operator { token: String, scope: OperatorScope },
+    Operator { token: String, kind: SignIn, scope: OperatorScope },
     /// A widget's installation token, used from the caller's origin.
     Visitor { caller: Caller, token: String },
 }
@@ -104,7 +104,9 @@ enum Check {
 impl Holder {
     async fn check(&self, s: &AppState) -> Check {
         let outcome = match self {
-            Holder::Operator { token, scope } => s.auth.authenticate(token).await.map(|session| session.operator.scope() == *scope),
+            Holder::Operator { token, kind, scope } => {
+                s.auth.authenticate(token, *kind).await.map(|session| session.operator.scope() == *scope)
+            }
             Holder::Visitor { caller, token } => s.widget.stream_allowed(caller, token).await.map(|()| true),
         };
         match outcome {

@@ -6,16 +6,17 @@
 //! notification delays streams by at most that, never loses an entry
 //! (streams read the feed themselves from their own cursors). An entry
 //! committed behind a transaction still running is not readable yet
-//! (`FeedRead::feed_held_back`): the follower then looks again soon,
-//! backing off, rather than at the next poll. Entries held back for
-//! longer than `BLOCKED_WARN` are logged as a warning naming the session
-//! that holds them (every stream and long poll of the database waits on
-//! it), again every `BLOCKED_WARN` while it lasts.
+//! (`FeedRead::feed_held_back_since`): the follower then looks again
+//! soon, backing off, rather than at the next poll. Once the oldest entry
+//! held back has waited `BLOCKED_WARN`, a warning names the session that
+//! holds it (every stream and long poll of the database waits on it),
+//! again every `BLOCKED_WARN` while it lasts.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use parley_domain::Database;
+use parley_domain::clock::Clock;
 use parley_domain::feed::{Hub, Position};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -33,6 +34,8 @@ const BLOCKED_WARN: Duration = Duration::from_secs(10);
 pub struct FeedFollower {
     pub db: Database,
     pub hub: Arc<Hub>,
+    /// The clock entries are stamped with, to tell how long one waited.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl FeedFollower {
@@ -51,22 +54,21 @@ impl FeedFollower {
             }
         };
         let mut held_back_wait = HELD_BACK_FIRST;
-        let mut warn_at: Option<Instant> = None;
+        let mut warned: Option<Instant> = None;
         loop {
             let wait = match self.step(&mut at).await {
-                Ok(true) => {
-                    let due = *warn_at.get_or_insert_with(|| Instant::now() + BLOCKED_WARN);
-                    if Instant::now() >= due {
-                        self.name_blocker().await;
-                        warn_at = Some(Instant::now() + BLOCKED_WARN);
+                Ok(Some(since)) => {
+                    let waited = self.clock.now().since(since);
+                    if waited >= BLOCKED_WARN && warned.is_none_or(|w| w.elapsed() >= BLOCKED_WARN) {
+                        self.name_blocker(waited).await;
+                        warned = Some(Instant::now());
                     }
                     let wait = held_back_wait;
                     held_back_wait = (held_back_wait * 2).min(HELD_BACK_LONGEST);
                     wait
                 }
-                Ok(false) => {
+                Ok(None) => {
                     held_back_wait = HELD_BACK_FIRST;
-                    warn_at = None;
                     POLL
                 }
                 Err(e) => {
@@ -83,35 +85,43 @@ impl FeedFollower {
         }
     }
 
-    /// Logs the transaction that holds entries back, so that whoever runs
+    /// Logs the session that holds entries back, so that whoever runs
     /// the database can end it. Its query is not logged: it may hold data.
-    async fn name_blocker(&self) {
+    /// Its state and start are shown only to roles allowed to see them
+    /// (`pg_read_all_stats` on PostgreSQL); "?" otherwise.
+    async fn name_blocker(&self, waited: Duration) {
+        let waited_s = waited.as_secs();
         match self.db.read(|r| Ok(r.feed_blocker()?)).await {
             Ok(Some(b)) => tracing::warn!(
+                waited_s,
                 pid = b.pid,
                 database = b.database.as_deref().unwrap_or("?"),
                 application = b.application.as_deref().unwrap_or("?"),
                 state = b.state.as_deref().unwrap_or("?"),
-                running_s = b.running.as_secs(),
+                running_s = b.running.map_or_else(|| "?".to_owned(), |r| r.as_secs().to_string()),
                 "live updates are held back by a transaction still running on the database server; end it (pg_terminate_backend) or set idle_in_transaction_session_timeout"
             ),
             Ok(None) => tracing::warn!(
-                "live updates are held back by a transaction still running on the database server (a prepared transaction, or one this role cannot see in pg_stat_activity)"
+                waited_s,
+                "live updates are held back by a transaction still running on the database server that has no session (see pg_prepared_xacts), or that has just ended"
             ),
-            Err(e) => tracing::warn!(error = %e, "live updates are held back, and the transaction holding them could not be looked up"),
+            Err(e) => {
+                tracing::warn!(waited_s, error = %e, "live updates are held back, and the transaction holding them could not be looked up")
+            }
         }
     }
 
-    /// Reads what was appended after `at` and publishes it; answers
-    /// whether entries are held back, asked in the unit of the last read.
-    async fn step(&self, at: &mut Position) -> Result<bool, parley_domain::DomainError> {
+    /// Reads what was appended after `at` and publishes it; answers since
+    /// when entries are held back, if they are, asked in the unit of the
+    /// last read.
+    async fn step(&self, at: &mut Position) -> Result<Option<parley_domain::Timestamp>, parley_domain::DomainError> {
         loop {
             let from = *at;
             let (marks, held_back) = self
                 .db
                 .read(move |r| {
                     let marks = r.feed_tail(from, BATCH)?;
-                    let held_back = marks.len() < BATCH as usize && r.feed_held_back()?;
+                    let held_back = if marks.len() < BATCH as usize { r.feed_held_back_since()? } else { None };
                     Ok((marks, held_back))
                 })
                 .await?;

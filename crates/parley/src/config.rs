@@ -47,6 +47,8 @@ pub struct Config {
     pub webhook_concurrency: usize,
     pub webhook_endpoints_per_tenant: usize,
     pub mobile_token_ttl: Duration,
+    /// Lifetime of a web app session (`PARLEY_SESSION_TTL`).
+    pub session_ttl: Duration,
     pub heartbeat_stale_after: Duration,
     pub auto_close_after: Duration,
     pub sweep_interval: Duration,
@@ -102,6 +104,7 @@ const KNOWN: &[&str] = &[
     "PARLEY_WEBHOOK_CONCURRENCY",
     "PARLEY_WEBHOOK_ENDPOINTS_PER_TENANT",
     "PARLEY_MOBILE_TOKEN_TTL",
+    "PARLEY_SESSION_TTL",
     "PARLEY_HEARTBEAT_STALE_AFTER",
     "PARLEY_AUTO_CLOSE_AFTER",
     "PARLEY_SWEEP_INTERVAL",
@@ -281,6 +284,7 @@ impl Config {
                 .push(ConfigError { variable: "PARLEY_WEBHOOK_LEASE".into(), reason: "must be longer than PARLEY_WEBHOOK_TIMEOUT".into() });
         }
         let mobile_token_ttl = r.duration("PARLEY_MOBILE_TOKEN_TTL", Duration::from_secs(30 * 86_400));
+        let session_ttl = r.duration("PARLEY_SESSION_TTL", Duration::from_secs(7 * 86_400));
         let heartbeat_stale_after = r.duration("PARLEY_HEARTBEAT_STALE_AFTER", Duration::from_secs(86_400));
         let auto_close_after = r.duration("PARLEY_AUTO_CLOSE_AFTER", Duration::from_secs(86_400));
         let sweep_interval = r.duration("PARLEY_SWEEP_INTERVAL", Duration::from_secs(60));
@@ -386,6 +390,7 @@ impl Config {
             webhook_concurrency,
             webhook_endpoints_per_tenant,
             mobile_token_ttl,
+            session_ttl,
             heartbeat_stale_after,
             auto_close_after,
             sweep_interval,

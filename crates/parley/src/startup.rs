@@ -21,7 +21,7 @@ use parley_domain::widget::{WidgetService, WidgetSettings};
 use parley_domain::{Clock, Database, DomainError};
 use parley_http::server::ServerSettings;
 use parley_http::stream::{StreamSettings, Streams};
-use parley_http::{AppState, MetricsAccess, RouterOptions, SandboxInfo, Services, TrustedProxies};
+use parley_http::{AppState, MetricsAccess, RouterOptions, SandboxInfo, Services, TrustedProxies, WebAppSettings};
 use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
 use parley_worker::feed::FeedFollower;
 use parley_worker::sweeper::Sweeper;
@@ -67,7 +67,7 @@ pub struct Application {
     public_url: String,
     webhook_worker: Arc<WebhookWorker>,
     sweeper: Sweeper,
-    feed: FeedService,
+    follower: FeedFollower,
     streams: Streams,
     demo: Option<DemoCredentials>,
     server: ServerSettings,
@@ -116,9 +116,9 @@ impl Application {
         // The demo's own webhook receiver lives on this machine.
         let allow_private = config.webhook_allow_private || mode == Mode::Demo;
         let instance: Arc<str> = config.instance.clone().unwrap_or_else(|| format!("{}:{}", host_name(), local_addr.port())).into();
-        let metrics = Metrics::new(db.clone(), &instance);
+        let metrics = Metrics::new(db.clone(), Arc::clone(&clock), &instance);
         let limits = Arc::new(RateLimits::new(&config.rate_limits));
-        let auth = AuthService::new(db.clone(), Arc::clone(&clock), config.mobile_token_ttl, &config.rate_limits);
+        let auth = AuthService::new(db.clone(), Arc::clone(&clock), config.mobile_token_ttl, config.session_ttl, &config.rate_limits);
         let widget = WidgetService::new(
             db.clone(),
             Arc::clone(&clock),
@@ -164,10 +164,8 @@ impl Application {
         };
         let feed =
             FeedService::new(db.clone(), Arc::clone(&clock), Arc::new(Hub::default()), FeedSettings { retention: config.event_retention });
-        let streams = Streams::new(
-            StreamSettings { keepalive: config.stream_keepalive, per_address: config.streams_per_address },
-            metrics.streams_open(),
-        );
+        let streams =
+            Streams::new(StreamSettings { keepalive: config.stream_keepalive, per_address: config.streams_per_address }, &metrics);
         let state = AppState::new(Services {
             widget,
             streams: streams.clone(),
@@ -188,6 +186,7 @@ impl Application {
             webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), allow_private, config.webhook_endpoints_per_tenant),
             metrics: metrics.clone(),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
+            web_app: WebAppSettings { secure_cookies: public_url.starts_with("https://"), session_ttl: config.session_ttl },
             sandbox: match &demo {
                 Some(credentials) => {
                     // The worker reaches the receiver on this very listener.
@@ -211,7 +210,9 @@ impl Application {
             max_connections: crate::resources::fit_connection_cap(config.max_connections),
             drain_timeout: config.shutdown_timeout,
         };
+        let follower = FeedFollower { db: db.clone(), hub: Arc::clone(feed.hub()), clock: Arc::clone(&clock) };
         Ok(Self {
+            follower,
             listener,
             router: parley_http::router(state, options),
             metrics_router: parley_http::metrics_router(metrics, config.metrics_token.clone()),
@@ -221,7 +222,6 @@ impl Application {
             public_url,
             webhook_worker,
             sweeper,
-            feed,
             streams,
             demo,
             server,
@@ -258,7 +258,7 @@ impl Application {
         let tasks = TaskTracker::new();
         tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
         self.sweeper.spawn(&tasks, shutdown.clone());
-        tasks.spawn(FeedFollower { db: self.db.clone(), hub: Arc::clone(self.feed.hub()) }.run(shutdown.clone()));
+        tasks.spawn(self.follower.run(shutdown.clone()));
         // Live streams never finish on their own: they end when shutdown
         // begins, so the server's drain waits for requests, not for them.
         let (streams, stopping) = (self.streams.clone(), shutdown.clone());

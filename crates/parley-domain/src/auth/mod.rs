@@ -1,4 +1,5 @@
-//! Operator sign-in: login, bearer tokens, logout.
+//! Operator sign-in: login, bearer tokens (the mobile API), web app
+//! sessions (a cookie), logout.
 //!
 //! Unknown email, wrong password and disabled operator all answer the same
 //! `invalid_credentials`, after the same Argon2id work (a dummy hash stands
@@ -34,9 +35,27 @@ pub struct LoginInput {
 }
 
 pub struct LoginOutcome {
-    /// The bearer token, shown this once.
+    /// The bearer token or session token, shown this once.
     pub token: String,
     pub session: Session,
+}
+
+/// What a sign-in gives: both go through the same checks and limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignIn {
+    /// A bearer token for the mobile API (`PARLEY_MOBILE_TOKEN_TTL`).
+    Mobile,
+    /// A web app session (`PARLEY_SESSION_TTL`).
+    Web,
+}
+
+impl SignIn {
+    fn prefix(self) -> &'static str {
+        match self {
+            SignIn::Mobile => "pat_",
+            SignIn::Web => "ses_",
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -45,6 +64,7 @@ pub struct AuthService {
     clock: Arc<dyn Clock>,
     tenancy: Tenancy,
     token_ttl: Duration,
+    session_ttl: Duration,
     failures: LoginFailures,
     /// Every attempt per address, successful ones included.
     attempts_by_address: Arc<SlidingWindow<ClientKey>>,
@@ -68,13 +88,14 @@ fn dummy_hash() -> &'static str {
 }
 
 impl AuthService {
-    pub fn new(db: Database, clock: Arc<dyn Clock>, token_ttl: Duration, limits: &RateLimitSettings) -> Self {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, token_ttl: Duration, session_ttl: Duration, limits: &RateLimitSettings) -> Self {
         let tenancy = Tenancy::new(db.clone(), Arc::clone(&clock));
         Self {
             db: db.clone(),
             clock,
             tenancy,
             token_ttl,
+            session_ttl,
             failures: LoginFailures::new(db.clone(), limits.login_failures_per_email, limits.login_failures_per_address),
             attempts_by_address: Arc::new(SlidingWindow::new(limits.logins_per_address)),
             checking: Arc::new(OnePerKey::default()),
@@ -82,7 +103,7 @@ impl AuthService {
         }
     }
 
-    pub async fn login(&self, client: ClientKey, input: LoginInput) -> Result<LoginOutcome, DomainError> {
+    pub async fn login(&self, client: ClientKey, input: LoginInput, kind: SignIn) -> Result<LoginOutcome, DomainError> {
         let now = self.clock.now();
         let _turn = self.checking.turn(&client)?;
         self.attempts_by_address.reserve(&client, now)?;
@@ -106,7 +127,10 @@ impl AuthService {
             tracing::warn!(error = %e, "could not clear a sign-in's failures");
         }
 
-        let token = self.tenancy.issue_operator_token(&operator, input.device_name, self.token_ttl).await?;
+        let token = match kind {
+            SignIn::Mobile => self.tenancy.issue_operator_token(&operator, input.device_name, self.token_ttl).await?,
+            SignIn::Web => self.tenancy.issue_session(&operator, self.session_ttl).await?,
+        };
         let session = self.session(&token).await?;
         Ok(LoginOutcome { token, session })
     }
@@ -134,10 +158,11 @@ impl AuthService {
         Ok(operator.filter(|op| matches && op.active))
     }
 
-    /// Resolves a bearer token; anything but a live token of an active
-    /// operator is `Unauthenticated`.
-    pub async fn authenticate(&self, token: &str) -> Result<Session, DomainError> {
-        if !token.starts_with("pat_") || token.len() > 128 {
+    /// Resolves a bearer token (`Mobile`) or a session cookie (`Web`);
+    /// anything but a live token of that kind, of an active operator, is
+    /// `Unauthenticated`.
+    pub async fn authenticate(&self, token: &str, kind: SignIn) -> Result<Session, DomainError> {
+        if !token.starts_with(kind.prefix()) || token.len() > 128 {
             return Err(DomainError::Unauthenticated);
         }
         let session = self.session(token).await?;

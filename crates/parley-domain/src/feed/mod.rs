@@ -78,18 +78,19 @@ impl FeedItem {
     }
 }
 
-/// The oldest transaction still running that holds committed entries
-/// back (PostgreSQL only): what an operator needs to find and end it.
+/// The database session whose unfinished transaction holds committed
+/// entries back: what whoever runs the database needs to find and end it.
+/// What the database does not tell is `None`.
 #[derive(Clone, Debug)]
 pub struct FeedBlocker {
-    /// The server process running it (`pg_terminate_backend` takes it).
+    /// The session's process id on the database server.
     pub pid: i64,
     pub database: Option<String>,
     pub application: Option<String>,
-    /// `active`, `idle in transaction`, …
+    /// Such as `active` or `idle in transaction`.
     pub state: Option<String>,
-    /// Since the transaction began.
-    pub running: std::time::Duration,
+    /// Since its transaction began.
+    pub running: Option<std::time::Duration>,
 }
 
 /// An entry as an instance's follower reads it: enough to know whose

@@ -11,6 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 
 use crate::error::DomainError;
 use crate::limits::ClientKey;
+use crate::metrics::Metrics;
 
 /// What a client is told to wait before trying again at the limit: a
 /// stream frees its slot only when its client goes away.
@@ -30,8 +31,9 @@ pub struct Slot {
 }
 
 impl StreamSlots {
-    pub fn new(per_address: usize, gauge: Gauge) -> Arc<Self> {
-        Arc::new(Self { per_address, open: Mutex::new(HashMap::new()), gauge })
+    /// Open streams are counted in `metrics` (`parley_streams_open`).
+    pub fn new(per_address: usize, metrics: &Metrics) -> Arc<Self> {
+        Arc::new(Self { per_address, open: Mutex::new(HashMap::new()), gauge: metrics.streams_open() })
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<ClientKey, usize>> {
@@ -77,7 +79,7 @@ mod tests {
     #[test]
     fn an_address_holds_its_share_and_gets_it_back_as_streams_close() {
         let gauge = Gauge::default();
-        let slots = StreamSlots::new(2, gauge.clone());
+        let slots = Arc::new(StreamSlots { per_address: 2, open: Mutex::new(HashMap::new()), gauge: gauge.clone() });
         let a = slots.take(key(1)).expect("first");
         let _b = slots.take(key(1)).expect("second");
         assert!(matches!(slots.take(key(1)), Err(DomainError::RateLimited { .. })));

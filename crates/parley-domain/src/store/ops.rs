@@ -260,11 +260,12 @@ pub trait FeedRead {
     /// The last readable entry across all tenants (where a follower
     /// starts), or the start of the feed.
     fn feed_end(&mut self) -> StoreResult<Position>;
-    /// Whether entries exist that are not readable yet because an older
-    /// transaction is still running (never on SQLite).
-    fn feed_held_back(&mut self) -> StoreResult<bool>;
-    /// The transaction holding entries back, when entries are held back
-    /// and it is a session of the server (a prepared transaction is not).
+    /// When the oldest entry that is committed but not readable yet (an
+    /// older transaction is still running) happened; `None` when there is
+    /// none, always on SQLite.
+    fn feed_held_back_since(&mut self) -> StoreResult<Option<Timestamp>>;
+    /// The session holding entries back, when entries are held back and
+    /// it is one the database can name.
     fn feed_blocker(&mut self) -> StoreResult<Option<FeedBlocker>>;
 }
 

@@ -3,6 +3,7 @@
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
+use parley_domain::auth::SignIn;
 use parley_domain::model::Session;
 
 use crate::AppState;
@@ -17,7 +18,7 @@ impl FromRequestParts<AppState> for Authenticated {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = bearer_token(&parts.headers).ok_or(parley_domain::DomainError::Unauthenticated)?;
-        Ok(Self(state.auth.authenticate(token).await?))
+        Ok(Self(state.auth.authenticate(token, SignIn::Mobile).await?))
     }
 }
 

@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use parley_domain::DomainError;
-use parley_domain::auth::LoginInput;
+use parley_domain::auth::{LoginInput, SignIn};
 use parley_domain::feed::{FeedItem, Reader};
 use parley_domain::model::ConversationId;
 use utoipa_axum::routes;
@@ -68,7 +68,7 @@ async fn events(
     // `Authenticated` has read this token: the stream rechecks it.
     let token = bearer_token(&headers).ok_or(DomainError::Unauthenticated)?.to_owned();
     let scope = session.operator.scope();
-    let holder = Holder::Operator { token, scope };
+    let holder = Holder::Operator { token, kind: SignIn::Mobile, scope };
     stream::open(&s, slot, &headers, q.last_event_id.or(q.after), Reader::Operator(scope.into()), holder, operator_event).await
 }
 
@@ -86,7 +86,7 @@ async fn login(
     ClientCaller(caller): ClientCaller,
     JsonBody(input): JsonBody<LoginInput>,
 ) -> Result<Json<MobileLoginResponse>, ApiError> {
-    let outcome = s.auth.login(caller.key(), input).await?;
+    let outcome = s.auth.login(caller.key(), input, SignIn::Mobile).await?;
     let session = &outcome.session;
     Ok(Json(MobileLoginResponse {
         token: outcome.token,

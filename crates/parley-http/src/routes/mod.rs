@@ -117,6 +117,7 @@ pub fn router(state: AppState, options: RouterOptions) -> Router {
     let routes = router
         .merge(openapi::routes(doc))
         .merge(widget_script::routes())
+        .merge(crate::app::routes())
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(state);
@@ -165,7 +166,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temporary folder");
         let url = format!("sqlite://{}/panic.sqlite3", dir.path().display());
         let db = parley_storage::open(&url, Default::default()).await.expect("database");
-        let metrics = Metrics::new(db.clone(), "test");
+        let metrics = Metrics::new(db.clone(), std::sync::Arc::new(parley_domain::SystemClock), "test");
         let options =
             RouterOptions { metrics: MetricsAccess::Hidden, body_timeout: Duration::from_secs(5), public_url: "http://127.0.0.1".into() };
         async fn boom() -> StatusCode {

@@ -137,43 +137,59 @@ impl Dialect {
     /// took 11 and moved on would never see 10.
     ///
     /// A running transaction counts as another database's only when
-    /// `pg_stat_activity` shows it there; one it no longer shows (ended
-    /// since), or whose details it hides from this role (grant
-    /// `pg_read_all_stats` to see other roles'), or a prepared one, holds
-    /// entries back as if it were this database's: the bound errs late,
-    /// never early. It is a scalar subquery, so it is computed once per
-    /// statement, and `pg_stat_activity` once (hashed) when some
-    /// transaction is running. On SQLite every committed entry is
-    /// readable.
+    /// `pg_stat_activity` places it there (it shows every role the
+    /// database and transaction id of every session); one it no longer
+    /// shows (ended since) or a prepared one holds entries back as if it
+    /// were this database's: the bound errs late, never early. When no
+    /// readable entry is at or above the oldest running transaction
+    /// (`pg_snapshot_xmin`), that cheaper bound returns the same rows and
+    /// `pg_stat_activity` is not read at all; otherwise it is read once
+    /// per statement (a scalar subquery, its list hashed). Two cases keep
+    /// the plain `pg_snapshot_xmin`: a hot standby, whose snapshots list
+    /// no running transaction, and a statement inside a transaction that
+    /// has written, whose own id a snapshot leaves out of its list (the
+    /// `LEAST`): a cursor read there must not pass the entries it is
+    /// about to append. On SQLite every committed entry is readable.
     pub fn visible_tx(self) -> &'static str {
         match self {
             Dialect::Sqlite => "9223372036854775807",
             Dialect::Postgres => {
-                "(SELECT COALESCE(
-                    (SELECT MIN(CAST(CAST(x AS text) AS BIGINT)) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
-                     WHERE MOD(CAST(CAST(x AS text) AS BIGINT), 4294967296) NOT IN (
-                         SELECT CAST(CAST(a.backend_xid AS text) AS BIGINT) FROM pg_stat_activity a
-                         WHERE a.datname <> current_database() AND a.backend_xid IS NOT NULL)),
-                    CAST(CAST(pg_snapshot_xmax(pg_current_snapshot()) AS text) AS BIGINT)))"
+                "(SELECT LEAST(CAST(CAST(pg_current_xact_id_if_assigned() AS text) AS BIGINT), CASE
+                    WHEN pg_is_in_recovery()
+                      OR NOT EXISTS (SELECT 1 FROM events WHERE tx >= CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS BIGINT))
+                    THEN CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS BIGINT)
+                    ELSE COALESCE(
+                        (SELECT MIN(CAST(CAST(x AS text) AS BIGINT)) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+                         WHERE MOD(CAST(CAST(x AS text) AS BIGINT), 4294967296) NOT IN (
+                             SELECT CAST(CAST(a.backend_xid AS text) AS BIGINT) FROM pg_stat_activity a
+                             WHERE a.datname <> current_database() AND a.backend_xid IS NOT NULL)),
+                        CAST(CAST(pg_snapshot_xmax(pg_current_snapshot()) AS text) AS BIGINT))
+                    END))"
             }
         }
     }
 
     /// The session whose transaction is the feed's bound (`visible_tx`)
-    /// while committed entries wait behind it, with how long it has run;
-    /// no row otherwise. `backend_xid` is the transaction id without its
-    /// epoch, hence the modulo. SQLite never holds entries back.
+    /// while committed entries wait behind it; no row otherwise, or when
+    /// the bound is a prepared transaction. `backend_xid` is the
+    /// transaction id without its epoch, hence the modulo. Its state and
+    /// start are shown to roles with `pg_read_all_stats` (or the
+    /// session's own), null to others. SQLite never holds entries back.
     pub fn feed_blocker(self) -> String {
         match self {
-            Dialect::Sqlite => "SELECT 0 AS pid, NULL AS database, NULL AS application, NULL AS state, 0 AS running_us WHERE 0 = 1".into(),
+            Dialect::Sqlite => {
+                "SELECT 0 AS pid, NULL AS database, NULL AS application, NULL AS state, NULL AS running_us WHERE 0 = 1".into()
+            }
             Dialect::Postgres => format!(
-                "SELECT CAST(a.pid AS BIGINT) AS pid, CAST(a.datname AS text) AS database, a.application_name AS application, a.state AS state,
-                        CAST(GREATEST(EXTRACT(EPOCH FROM clock_timestamp() - a.xact_start), 0) * 1000000 AS BIGINT) AS running_us
-                 FROM pg_stat_activity a
+                "WITH b AS (SELECT {} AS tx)
+                 SELECT CAST(a.pid AS BIGINT) AS pid, CAST(a.datname AS text) AS database, a.application_name AS application,
+                        a.state AS state,
+                        CAST(EXTRACT(EPOCH FROM clock_timestamp() - a.xact_start) * 1000000 AS BIGINT) AS running_us
+                 FROM pg_stat_activity a, b
                  WHERE a.backend_xid IS NOT NULL
-                   AND CAST(CAST(a.backend_xid AS text) AS BIGINT) = MOD({bound}, 4294967296)
-                   AND EXISTS (SELECT 1 FROM events WHERE tx >= {bound})",
-                bound = self.visible_tx()
+                   AND CAST(CAST(a.backend_xid AS text) AS BIGINT) = MOD(b.tx, 4294967296)
+                   AND EXISTS (SELECT 1 FROM events WHERE tx >= b.tx)",
+                self.visible_tx()
             ),
         }
     }

@@ -60,7 +60,7 @@ statements! {
         "SELECT f.tx AS tx, f.id AS id FROM events f WHERE f.tx < {} ORDER BY f.tx DESC, f.id DESC LIMIT 1",
         d.visible_tx()
     ),
-    FEED_HELD_BACK[](d) => format!("SELECT COUNT(*) AS n FROM (SELECT 1 FROM events WHERE tx >= {} LIMIT 1) AS h", d.visible_tx()),
+    FEED_HELD_BACK[](d) => format!("SELECT MIN(occurred_at) AS at FROM events WHERE tx >= {}", d.visible_tx()),
     FEED_BLOCKER[](d) => d.feed_blocker(),
 }
 
@@ -120,8 +120,8 @@ impl FeedRead for Tx<'_> {
         Ok(self.one(&FEED_END, args![], |r| position(r, "tx", "id"))?.unwrap_or(Position::START))
     }
 
-    fn feed_held_back(&mut self) -> StoreResult<bool> {
-        Ok(self.count(&FEED_HELD_BACK, args![])? > 0)
+    fn feed_held_back_since(&mut self) -> StoreResult<Option<Timestamp>> {
+        Ok(self.one(&FEED_HELD_BACK, args![], |r| r.opt_ts("at"))?.flatten())
     }
 
     fn feed_blocker(&mut self) -> StoreResult<Option<FeedBlocker>> {
@@ -131,7 +131,7 @@ impl FeedRead for Tx<'_> {
                 database: r.text("database")?,
                 application: r.text("application")?,
                 state: r.text("state")?,
-                running: std::time::Duration::from_micros(r.u64("running_us")?),
+                running: r.int("running_us")?.and_then(|us| u64::try_from(us).ok()).map(std::time::Duration::from_micros),
             })
         })
     }

@@ -322,6 +322,28 @@ pub fn http_client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// The token the tests that scrape `/metrics` on the main address set.
+pub const METRICS_TOKEN: &str = "metrics-token-0123456789";
+
+/// `/metrics` of the app at `base` (the main address or the metrics one).
+pub async fn scrape_metrics_at(app: &TestApp, base: &str) -> String {
+    let res = app.client.get(format!("{base}/metrics")).bearer_auth(METRICS_TOKEN).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers()["content-type"].to_str().unwrap().contains("text"));
+    res.text().await.unwrap()
+}
+
+/// `/metrics` of the app, started with `PARLEY_METRICS_TOKEN` = [`METRICS_TOKEN`].
+pub async fn scrape_metrics(app: &TestApp) -> String {
+    scrape_metrics_at(app, &app.url("")).await
+}
+
+/// The value of the unlabelled-by-the-test series `name` in a scrape.
+pub fn gauge(metrics: &str, name: &str) -> f64 {
+    let line = metrics.lines().find(|l| l.starts_with(&format!("{name}{{"))).unwrap_or_else(|| panic!("no {name} in {metrics}"));
+    line.rsplit(' ').next().and_then(|v| v.parse().ok()).expect("a number")
+}
+
 /// Polls `check` until it returns `Some`, for at most 10 seconds: waiting
 /// for the background worker to reach a state, never for a fixed time.
 pub async fn eventually<T, F, Fut>(mut check: F) -> T

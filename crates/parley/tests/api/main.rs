@@ -29,6 +29,7 @@ mod storage;
 mod storage_conformance;
 mod streams;
 mod verification;
+mod web_app;
 mod webhook_fairness;
 mod webhooks;
 mod widget_config;

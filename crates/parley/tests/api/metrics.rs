@@ -43,14 +43,10 @@ async fn every_sample_names_its_instance() {
     assert!(line.contains(&format!(":{port}\"}}")), "{line}");
 }
 
-/// The token the tests that scrape the main address configure.
-const TOKEN: &str = "metrics-token-0123456789";
+const TOKEN: &str = METRICS_TOKEN;
 
 async fn scrape(app: &TestApp, base: &str) -> String {
-    let res = app.client.get(format!("{base}/metrics")).bearer_auth(TOKEN).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    assert!(res.headers()["content-type"].to_str().unwrap().contains("text"));
-    res.text().await.unwrap()
+    scrape_metrics_at(app, base).await
 }
 
 #[tokio::test]

@@ -165,7 +165,8 @@ async fn a_resume_replays_more_than_a_page_in_order() {
     let mut stream = sse::open_ok(&app, &widget_stream_path("/api", &public_id, &f.token, Some(&start)), &[]).await;
     let replayed = until_message(&mut stream, "reply 129").await;
     let mut got = bodies(&replayed);
-    // (The opening message may come again first: see the first test.)
+    // (The opening message may come again first: see
+    // `a_visitor_follows_its_conversation_live_from_the_cursor_of_its_messages`.)
     got.retain(|b| b != "hello");
     assert_eq!(got, sent, "every one, once, in order");
     reply(&app, &admin, id, "live").await;
@@ -265,7 +266,12 @@ async fn a_widget_stream_refuses_what_the_messages_refuse() {
 
 #[tokio::test]
 async fn quiet_streams_get_keep_alives_and_an_address_holds_only_its_share() {
-    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "100ms").var("PARLEY_STREAMS_PER_ADDRESS", "2").start().await;
+    let app = TestApp::with()
+        .var("PARLEY_STREAM_KEEPALIVE", "100ms")
+        .var("PARLEY_STREAMS_PER_ADDRESS", "2")
+        .var("PARLEY_METRICS_TOKEN", METRICS_TOKEN)
+        .start()
+        .await;
     let f = app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
@@ -284,9 +290,12 @@ async fn quiet_streams_get_keep_alives_and_an_address_holds_only_its_share() {
     assert!(body["retry_after"].as_str().is_some_and(|s| s.parse::<u64>().is_ok()), "{body}");
     let (status, _) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={}", f.token)).await;
     assert_eq!(status, StatusCode::OK, "other requests are not limited");
+    assert_eq!(gauge(&scrape_metrics(&app).await, "parley_streams_open"), 2.0, "the refused one is not counted");
 
     drop(first);
-    eventually(|| async { sse::open(&app, &path, &[]).await.ok() }).await;
+    let _third = eventually(|| async { sse::open(&app, &path, &[]).await.ok() }).await;
+    drop(_second);
+    eventually(|| async { (gauge(&scrape_metrics(&app).await, "parley_streams_open") == 1.0).then_some(()) }).await;
 }
 
 #[tokio::test]
@@ -448,9 +457,16 @@ async fn streams_end_cleanly_at_shutdown() {
     let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
     let mut widget = sse::open_ok(&app, &widget_stream_path("/api", &public_id, &f.token, None), &[]).await;
     let mut operator = operator_stream(&app, &admin, &[]).await;
-    let (status, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
-    assert_eq!(status, StatusCode::OK, "{list}");
-    let head = list["meta"]["cursor"].as_str().expect("meta.cursor").to_owned();
+    // The head once the opening is readable (on PostgreSQL a moment after
+    // its commit), so that the long poll has nothing to answer at once.
+    let head = eventually(|| async {
+        let (status, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+        assert_eq!(status, StatusCode::OK, "{list}");
+        let head = list["meta"]["cursor"].as_str().expect("meta.cursor").to_owned();
+        let (_, page) = app.authed(Method::GET, &format!("/api/mobile/events?after={head}"), &admin, None).await;
+        (page["events"] == json!([])).then_some(head)
+    })
+    .await;
     let request =
         app.client.get(app.url(&format!("/api/mobile/events?after={head}&wait=30"))).header("authorization", format!("Bearer {admin}"));
     let long_poll = tokio::spawn(request.send());

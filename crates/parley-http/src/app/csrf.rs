@@ -1,0 +1,64 @@
+//! Protection against cross-site request forgery on every form that
+//! changes something.
+//!
+//! Two checks, both required. The form carries a token a page of another
+//! site cannot know: derived from the session token (an HttpOnly cookie
+//! no script reads) once signed in, and, on the sign-in form, a random
+//! token that must equal a cookie set with the form. And the browser's
+//! `Sec-Fetch-Site`, when it sends one, must say the request came from
+//! this origin (or from the address bar). `SameSite=Lax` cookies already
+//! keep other sites' POSTs unauthenticated; these hold where it does not
+//! (older browsers, a sibling subdomain).
+
+use axum::http::HeaderMap;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// The form field every state-changing form carries.
+pub const FIELD: &str = "csrf";
+
+/// The token of the forms of the session `session_token`.
+pub fn session_token(session_token: &str) -> String {
+    let digest = Sha256::new().chain_update(b"parley web app csrf\n").chain_update(session_token.as_bytes()).finalize();
+    URL_SAFE_NO_PAD.encode(digest)
+}
+
+/// Whether `given` is `expected`, in time independent of where they differ.
+pub fn matches(given: Option<&str>, expected: &str) -> bool {
+    given.is_some_and(|g| !expected.is_empty() && bool::from(g.as_bytes().ct_eq(expected.as_bytes())))
+}
+
+/// Whether the browser says the request came from another site. Absent
+/// (older browsers, other clients) is not refused here: the token is.
+pub fn cross_site(headers: &HeaderMap) -> bool {
+    headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).is_some_and(|site| site != "same-origin" && site != "none")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn the_token_is_bound_to_its_session() {
+        let a = session_token("ses_a");
+        assert_eq!(a, session_token("ses_a"));
+        assert_ne!(a, session_token("ses_b"));
+        assert!(matches(Some(&a), &a));
+        assert!(!matches(Some("forged"), &a));
+        assert!(!matches(None, &a));
+        assert!(!matches(Some(""), ""), "an empty token never matches");
+    }
+
+    #[test]
+    fn only_this_origin_and_the_address_bar_pass() {
+        let mut headers = HeaderMap::new();
+        assert!(!cross_site(&headers));
+        for (value, refused) in [("same-origin", false), ("none", false), ("same-site", true), ("cross-site", true)] {
+            headers.insert("sec-fetch-site", HeaderValue::from_static(value));
+            assert_eq!(cross_site(&headers), refused, "{value}");
+        }
+    }
+}

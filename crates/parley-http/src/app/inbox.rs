@@ -1,0 +1,82 @@
+//! The inbox (`/app`): the conversations the operator may see, newest
+//! activity first, filtered by status.
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::{Markup, html};
+use parley_domain::inbox::PageRequest;
+use parley_domain::model::{ConversationDetails, ConversationStatus, StatusFilter};
+use serde::Deserialize;
+
+use super::error::PageError;
+use super::layout::{page as frame, respond};
+use super::session::WebSession;
+use crate::AppState;
+
+const PER_PAGE: u32 = 50;
+
+/// The filters offered, as (query value, label).
+const FILTERS: [(&str, &str); 5] =
+    [("open", "Open"), ("unassigned", "Unassigned"), ("assigned", "Assigned"), ("closed", "Closed"), ("all", "All")];
+
+#[derive(Deserialize)]
+pub struct InboxQuery {
+    status: Option<String>,
+    page: Option<String>,
+}
+
+pub async fn page(State(s): State<AppState>, who: WebSession, Query(q): Query<InboxQuery>) -> Result<Response, PageError> {
+    // A filter or page the app never links to falls back to the default
+    // rather than failing: these come from the address bar.
+    let status = q.status.as_deref().filter(|v| FILTERS.iter().any(|(f, _)| f == v)).unwrap_or("open");
+    let filter = if status == "all" { StatusFilter::All } else { StatusFilter::parse(status).unwrap_or(StatusFilter::Open) };
+    let number = q.page.as_deref().and_then(|p| p.parse::<u32>().ok()).filter(|p| (1..=100_000).contains(p)).unwrap_or(1);
+    let last = |m: &parley_domain::inbox::PageMeta| u32::try_from(m.last_page).unwrap_or(u32::MAX);
+    let (list, meta, _cursor) = s.inbox.list(&who.session, filter, PageRequest { page: number, per_page: PER_PAGE }).await?;
+    let main = html! {
+        h1 { "Inbox" }
+        nav.filters aria-label="Filter by status" {
+            @for (value, label) in FILTERS {
+                a href={ "/app?status=" (value) } aria-current=[(value == status).then_some("page")] { (label) }
+            }
+        }
+        @if list.is_empty() {
+            p.empty { "No conversations here." }
+        } @else {
+            ul.conversations {
+                @for c in &list { li { (row(c)) } }
+            }
+        }
+        @let last_page = last(&meta);
+        @if last_page > 1 {
+            nav.pages aria-label="Pages" {
+                @if number > 1 { a href={ "/app?status=" (status) "&page=" (number - 1) } rel="prev" { "Newer" } }
+                span { "Page " (number) " of " (last_page) }
+                @if number < last_page { a href={ "/app?status=" (status) "&page=" (number + 1) } rel="next" { "Older" } }
+            }
+        }
+    };
+    Ok(respond(StatusCode::OK, frame("Inbox", Some(&who), main)))
+}
+
+/// One conversation in the list: who, where, in what state, since when.
+fn row(d: &ConversationDetails) -> Markup {
+    let c = &d.conversation;
+    let p = &d.visitor.profile;
+    let who = p.name.as_deref().or(p.email.as_deref()).map_or_else(|| format!("Visitor {}", d.visitor.id.0), str::to_owned);
+    let status = match c.status {
+        ConversationStatus::Unassigned => "New",
+        ConversationStatus::Assigned => "Assigned",
+        ConversationStatus::Closed => "Closed",
+    };
+    html! {
+        a.conversation href={ "/app/conversations/" (c.id.0) } data-status=(c.status.as_str()) {
+            span.who { (who) }
+            span.site { (d.site.name) }
+            span.status { (status) @if let Some(a) = &d.assignee { " · " (a.name) } }
+            @let at = c.last_message_at.to_rfc3339();
+            time datetime=(at) { (at) }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! The frame every web app page shares: landmarks, the signed-in
+//! operator's navigation, the stylesheet. Pages render their first view
+//! whole on the server; no script is needed to read them.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use maud::{DOCTYPE, Markup, html};
+
+use super::csrf;
+use super::session::WebSession;
+
+/// A whole page. `who` is the signed-in operator, whose navigation and
+/// sign-out button the header shows.
+pub fn page(title: &str, who: Option<&WebSession>, main: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Parley" }
+                link rel="stylesheet" href="/app/assets/app.css";
+            }
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.bar {
+                    a.brand href="/app" { "Parley" }
+                    @if let Some(w) = who {
+                        nav aria-label="Main" {
+                            a href="/app" { "Inbox" }
+                        }
+                        form.signout method="post" action="/app/logout" {
+                            input type="hidden" name=(csrf::FIELD) value=(w.csrf);
+                            span.who { (w.session.operator.name) }
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main #main { (main) }
+            }
+        }
+    }
+}
+
+/// An HTML response of `markup`, never cached: pages show live data and
+/// carry form tokens.
+pub fn respond(status: StatusCode, markup: Markup) -> Response {
+    let mut response = (status, markup.into_string()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A page that only says something (an error, a refusal).
+pub fn message(status: StatusCode, title: &str, text: &str) -> Response {
+    respond(
+        status,
+        page(
+            title,
+            None,
+            html! {
+                h1 { (title) }
+                p { (text) }
+                p { a href="/app" { "Back to the inbox" } }
+            },
+        ),
+    )
+}

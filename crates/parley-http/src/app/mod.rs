@@ -1,0 +1,46 @@
+//! The operators' web app (`/app`): server-rendered pages a support team
+//! works in from a browser. Pages are maud templates, checked at compile
+//! time and escaped by construction; every form works without
+//! JavaScript, and the scripts that make pages live are files of their
+//! own (no inline script, so the strict page policy holds).
+//!
+//! The session is the `parley_session` cookie: a token stored only as a
+//! digest, in the same table as the mobile API's bearer tokens, so logout,
+//! disabling the operator and a password change end it the same way.
+//! Every state-changing form carries a token derived from the session
+//! (`csrf`), which a page of another site can neither read nor compute.
+
+mod assets;
+mod cookies;
+mod csrf;
+mod error;
+mod form;
+mod inbox;
+mod layout;
+mod login;
+mod session;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+use crate::AppState;
+
+/// How the web app's cookies are set.
+#[derive(Clone, Copy, Debug)]
+pub struct WebAppSettings {
+    /// `Secure` cookies, when `PARLEY_PUBLIC_URL` is `https://`.
+    pub secure_cookies: bool,
+    /// The session cookie's lifetime (`PARLEY_SESSION_TTL`), as the
+    /// session's own.
+    pub session_ttl: Duration,
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/app", get(inbox::page))
+        .route("/app/login", get(login::form).post(login::submit))
+        .route("/app/logout", post(login::logout))
+        .route("/app/assets/app.css", get(assets::stylesheet))
+}

@@ -1,0 +1,318 @@
+//! The web app's sign-in, session and inbox (`/app`) through the real
+//! HTTP stack, as a browser without JavaScript uses them: forms, cookies,
+//! redirects. What a session may see, how it ends, and the forms refused
+//! without their anti-forgery token.
+
+use std::collections::BTreeMap;
+
+use parley_domain::model::Role;
+use reqwest::header::{COOKIE, SET_COOKIE};
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::helpers::*;
+
+/// A browser: its own cookies, redirects shown rather than followed.
+struct Browser {
+    client: reqwest::Client,
+    base: String,
+    cookies: BTreeMap<String, String>,
+}
+
+/// What a page request answered.
+struct Page {
+    status: StatusCode,
+    location: Option<String>,
+    set_cookies: Vec<String>,
+    headers: reqwest::header::HeaderMap,
+    html: String,
+}
+
+impl Page {
+    /// The value of the form field `name` on the page.
+    fn field(&self, name: &str) -> String {
+        let marker = format!("name=\"{name}\" value=\"");
+        let start = self.html.find(&marker).unwrap_or_else(|| panic!("no {name} field in {}", self.html)) + marker.len();
+        self.html[start..].split('"').next().unwrap_or_default().to_owned()
+    }
+
+    fn cookie(&self, name: &str) -> Option<&str> {
+        self.set_cookies.iter().find(|c| c.starts_with(&format!("{name}="))).map(String::as_str)
+    }
+}
+
+impl Browser {
+    fn new(app: &TestApp) -> Self {
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        Self { client, base: app.url(""), cookies: BTreeMap::new() }
+    }
+
+    async fn send(&mut self, method: Method, path: &str, form: Option<&[(&str, &str)]>, headers: &[(&str, &str)]) -> Page {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if !self.cookies.is_empty() {
+            let jar: Vec<String> = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            request = request.header(COOKIE, jar.join("; "));
+        }
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        if let Some(form) = form {
+            let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form.iter()).finish();
+            request = request.header("content-type", "application/x-www-form-urlencoded").body(body);
+        }
+        let res = request.send().await.expect("request");
+        let set_cookies: Vec<String> = res.headers().get_all(SET_COOKIE).iter().map(|v| v.to_str().unwrap().to_owned()).collect();
+        for c in &set_cookies {
+            let (pair, attributes) = c.split_once(';').unwrap_or((c, ""));
+            let (name, value) = pair.split_once('=').expect("name=value");
+            if value.is_empty() || attributes.contains("Max-Age=0") {
+                self.cookies.remove(name);
+            } else {
+                self.cookies.insert(name.to_owned(), value.to_owned());
+            }
+        }
+        let location = res.headers().get("location").map(|v| v.to_str().unwrap().to_owned());
+        let (status, headers) = (res.status(), res.headers().clone());
+        Page { status, location, set_cookies, headers, html: res.text().await.expect("body") }
+    }
+
+    async fn get(&mut self, path: &str) -> Page {
+        self.send(Method::GET, path, None, &[]).await
+    }
+
+    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+        self.send(Method::POST, path, Some(form), &[]).await
+    }
+
+    /// Opens the sign-in form and submits it.
+    async fn sign_in(&mut self, email: &str, password: &str) -> Page {
+        let form = self.get("/app/login").await;
+        assert_eq!(form.status, StatusCode::OK, "{}", form.html);
+        let token = form.field("csrf");
+        self.post("/app/login", &[("csrf", &token), ("email", email), ("password", password)]).await
+    }
+
+    /// Signs in with the test password and lands on the inbox.
+    async fn signed_in(app: &TestApp, email: &str) -> Self {
+        let mut browser = Self::new(app);
+        let answer = browser.sign_in(email, PASSWORD).await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.html);
+        browser
+    }
+
+    /// The inbox page, which must answer 200.
+    async fn inbox(&mut self, query: &str) -> Page {
+        let page = self.get(&format!("/app{query}")).await;
+        assert_eq!(page.status, StatusCode::OK, "{:?} {}", page.location, page.html);
+        page
+    }
+}
+
+#[tokio::test]
+async fn signing_in_sets_a_session_cookie_and_opens_the_inbox() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let mut browser = Browser::new(&app);
+
+    let before = browser.get("/app").await;
+    assert_eq!((before.status, before.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app/login")), "not signed in yet");
+
+    let form = browser.get("/app/login").await;
+    assert_eq!(form.status, StatusCode::OK);
+    assert!(form.headers["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(form.headers["content-security-policy"].to_str().unwrap().contains("script-src 'self'"), "the strict page policy");
+    assert!(form.html.contains("<label for=\"email\">") && form.html.contains("<main"), "labelled fields in a main landmark");
+
+    let answer = browser.sign_in("admin@acme.example.com", PASSWORD).await;
+    assert_eq!((answer.status, answer.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app")));
+    let cookie = answer.cookie("parley_session").expect("the session cookie");
+    assert!(cookie.starts_with("parley_session=ses_"), "{cookie}");
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/app", "Max-Age=604800"] {
+        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
+    }
+    assert!(!cookie.contains("Secure"), "not over plain http");
+
+    let inbox = browser.inbox("").await;
+    assert!(inbox.html.contains("Visitor "), "the conversation is listed: {}", inbox.html);
+    assert!(inbox.html.contains("aria-current=\"page\">Open<"), "the open filter is the default");
+    assert_eq!(inbox.headers["cache-control"], "no-store");
+    let again = browser.get("/app/login").await;
+    assert_eq!(again.location.as_deref(), Some("/app"), "signed in already");
+}
+
+#[tokio::test]
+async fn the_status_filter_lists_only_its_conversations() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    app.open_conversation("/api", &f.token, "v1", "first").await;
+    let (status, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let id = list["conversations"][0]["id"].as_i64().unwrap();
+    let (status, _) = app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &admin, None).await;
+    assert_eq!(status, StatusCode::OK);
+    app.open_conversation("/api", &f.token, "v2", "second").await;
+
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let count = |page: &Page| page.html.matches("class=\"conversation\"").count();
+    assert_eq!(count(&browser.inbox("").await), 1, "open only");
+    assert_eq!(count(&browser.inbox("?status=closed").await), 1);
+    assert_eq!(count(&browser.inbox("?status=all").await), 2);
+    let odd = browser.inbox("?status=<script>&page=-1").await;
+    assert_eq!(count(&odd), 1, "an unknown filter is the default one");
+    assert!(!odd.html.contains("<script>"), "nothing from the address is echoed raw");
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_refused_and_repeated_failures_are_throttled() {
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").start().await;
+    app.fixture("acme", &[]).await;
+    let mut browser = Browser::new(&app);
+    for _ in 0..5 {
+        let page = browser.sign_in("admin@acme.example.com", "wrong password").await;
+        assert_eq!(page.status, StatusCode::UNAUTHORIZED);
+        assert!(page.html.contains("The email or password is wrong."), "{}", page.html);
+        assert!(page.html.contains("value=\"admin@acme.example.com\""), "the email is kept");
+        assert!(page.cookie("parley_session").is_none());
+    }
+    let page = browser.sign_in("admin@acme.example.com", PASSWORD).await;
+    assert_eq!(page.status, StatusCode::TOO_MANY_REQUESTS, "even the right password waits, as on the mobile API");
+    assert!(page.headers.contains_key("retry-after"));
+    assert!(page.html.contains("Too many attempts"), "{}", page.html);
+    let (status, _) = app.post("/api/mobile/login", json!({"email": "admin@acme.example.com", "password": PASSWORD})).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "the failures count for the mobile API too");
+}
+
+#[tokio::test]
+async fn forms_without_their_token_or_from_another_site_are_refused() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+
+    // Sign-in: no token, a token without its cookie, another site.
+    let mut browser = Browser::new(&app);
+    let refused = browser.post("/app/login", &[("email", "admin@acme.example.com"), ("password", PASSWORD)]).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let form = browser.get("/app/login").await;
+    let token = form.field("csrf");
+    let mut stranger = Browser::new(&app);
+    let replayed = stranger.post("/app/login", &[("csrf", &token), ("email", "admin@acme.example.com"), ("password", PASSWORD)]).await;
+    assert_eq!(replayed.status, StatusCode::FORBIDDEN, "a token without its cookie");
+    let fields = [("csrf", token.as_str()), ("email", "admin@acme.example.com"), ("password", PASSWORD)];
+    let cross = browser.send(Method::POST, "/app/login", Some(&fields), &[("sec-fetch-site", "cross-site")]).await;
+    assert_eq!(cross.status, StatusCode::FORBIDDEN);
+    assert!(cross.cookie("parley_session").is_none());
+
+    // Sign-out: without the session's token nothing happens.
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let inbox = browser.inbox("").await;
+    let forged = browser.post("/app/logout", &[("csrf", "forged")]).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    assert!(forged.html.contains("This form cannot be accepted"));
+    let token = inbox.field("csrf");
+    let cross = browser.send(Method::POST, "/app/logout", Some(&[("csrf", &token)]), &[("sec-fetch-site", "same-site")]).await;
+    assert_eq!(cross.status, StatusCode::FORBIDDEN, "a sibling subdomain is another site");
+    browser.inbox("").await;
+    let mut other = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let other_token = other.inbox("").await.field("csrf");
+    assert_ne!(other_token, token, "each session has its own token");
+    let crossed = browser.post("/app/logout", &[("csrf", &other_token)]).await;
+    assert_eq!(crossed.status, StatusCode::FORBIDDEN, "another session's token");
+}
+
+#[tokio::test]
+async fn logout_revokes_the_session_and_so_do_disabling_and_a_new_password() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let agent_id = app.operator(&f, "agent@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let admin = app.login("admin@acme.example.com").await;
+
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let stolen = browser.cookies["parley_session"].clone();
+    let token = browser.inbox("").await.field("csrf");
+    let out = browser.post("/app/logout", &[("csrf", &token)]).await;
+    assert_eq!((out.status, out.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app/login")));
+    assert!(out.cookie("parley_session").is_some_and(|c| c.contains("Max-Age=0")), "the browser forgets it");
+    let mut thief = Browser::new(&app);
+    thief.cookies.insert("parley_session".into(), stolen);
+    assert_eq!(thief.get("/app").await.location.as_deref(), Some("/app/login"), "and the server no longer knows it");
+
+    let mut agent = Browser::signed_in(&app, "agent@acme.example.com").await;
+    agent.inbox("").await;
+    let (status, _) = app.authed(Method::PATCH, &format!("/api/admin/operators/{agent_id}"), &admin, Some(json!({"active": false}))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(agent.get("/app").await.location.as_deref(), Some("/app/login"), "a disabled operator is signed out");
+    let (status, _) = app.authed(Method::PATCH, &format!("/api/admin/operators/{agent_id}"), &admin, Some(json!({"active": true}))).await;
+    assert_eq!(status, StatusCode::OK);
+
+    let mut agent = Browser::signed_in(&app, "agent@acme.example.com").await;
+    let new_password = "a new password 123";
+    let (status, body) =
+        app.authed(Method::PATCH, &format!("/api/admin/operators/{agent_id}"), &admin, Some(json!({"password": new_password}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(agent.get("/app").await.location.as_deref(), Some("/app/login"), "a new password signs every session out");
+}
+
+#[tokio::test]
+async fn a_session_is_not_a_bearer_token_nor_a_bearer_token_a_session() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    let bearer = app.login("admin@acme.example.com").await;
+    let browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let session = browser.cookies["parley_session"].clone();
+
+    let (status, _) = app.authed(Method::GET, "/api/mobile/conversations", &session, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "a session cookie's token is no bearer token");
+    let mut forged = Browser::new(&app);
+    forged.cookies.insert("parley_session".into(), bearer);
+    assert_eq!(forged.get("/app").await.location.as_deref(), Some("/app/login"), "a bearer token is no session");
+}
+
+#[tokio::test]
+async fn a_session_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = fresh_database(dir.path(), "sessions.sqlite3").await;
+    let first = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+    first.fixture("acme", &[]).await;
+    let cookie = Browser::signed_in(&first, "admin@acme.example.com").await.cookies["parley_session"].clone();
+    first.stop().await;
+
+    let second = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+    let mut browser = Browser::new(&second);
+    browser.cookies.insert("parley_session".into(), cookie);
+    browser.inbox("").await;
+}
+
+/// Each operator's inbox lists what it may see: an agent its sites' only,
+/// another tenant nothing of this one.
+#[tokio::test]
+async fn an_inbox_shows_only_what_its_operator_may_see() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let eu = app.site("acme-eu", f.scope.tenant, &[]).await;
+    let globex = app.fixture("globex", &[]).await;
+    app.operator(&f, "agent@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    app.operator(&f, "nosite@acme.example.com", Role::Agent, &[]).await;
+    let visit = |token: String, name: &'static str| {
+        let app = &app;
+        async move {
+            let (status, body) = app.post("/api/widget/visitors", json!({"token": token, "uuid": name, "name": name})).await;
+            assert!(status.is_success(), "{body}");
+            app.open_conversation("/api", &token, name, "hi").await;
+        }
+    };
+    visit(f.token.clone(), "main-visitor").await;
+    visit(eu.token.clone(), "eu-visitor").await;
+    visit(globex.token.clone(), "globex-visitor").await;
+
+    let seen =
+        |page: Page| ["main-visitor", "eu-visitor", "globex-visitor"].into_iter().filter(|v| page.html.contains(v)).collect::<Vec<_>>();
+    let mut admin = Browser::signed_in(&app, "admin@acme.example.com").await;
+    assert_eq!(seen(admin.inbox("").await), ["main-visitor", "eu-visitor"]);
+    let mut agent = Browser::signed_in(&app, "agent@acme.example.com").await;
+    assert_eq!(seen(agent.inbox("").await), ["main-visitor"], "an agent sees its site only");
+    let mut nosite = Browser::signed_in(&app, "nosite@acme.example.com").await;
+    assert!(seen(nosite.inbox("").await).is_empty(), "an agent without sites sees nothing");
+    let mut other = Browser::signed_in(&app, "admin@globex.example.com").await;
+    assert_eq!(seen(other.inbox("").await), ["globex-visitor"], "another tenant sees its own");
+}
