@@ -25,14 +25,20 @@ pub fn session_token(session_token: &str) -> String {
     URL_SAFE_NO_PAD.encode(digest)
 }
 
+/// Whether a submitted form is accepted: its token `given` is `expected`
+/// and the browser does not say it came from another site.
+pub fn accepts(headers: &HeaderMap, given: Option<&str>, expected: &str) -> bool {
+    !cross_site(headers) && matches(given, expected)
+}
+
 /// Whether `given` is `expected`, in time independent of where they differ.
-pub fn matches(given: Option<&str>, expected: &str) -> bool {
+fn matches(given: Option<&str>, expected: &str) -> bool {
     given.is_some_and(|g| !expected.is_empty() && bool::from(g.as_bytes().ct_eq(expected.as_bytes())))
 }
 
 /// Whether the browser says the request came from another site. Absent
 /// (older browsers, other clients) is not refused here: the token is.
-pub fn cross_site(headers: &HeaderMap) -> bool {
+fn cross_site(headers: &HeaderMap) -> bool {
     headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).is_some_and(|site| site != "same-origin" && site != "none")
 }
 

@@ -1,10 +1,9 @@
 //! Reading a submitted form (`application/x-www-form-urlencoded`).
 
-use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 
 use super::error::PageError;
-use crate::error::ApiError;
+use crate::extract::RawBody;
 
 /// The fields of a form, in order; of a repeated name the first counts.
 pub struct Form(Vec<(String, String)>);
@@ -18,10 +17,10 @@ impl Form {
 impl<S: Send + Sync> FromRequest<S> for Form {
     type Rejection = PageError;
 
+    /// The body is read as every other body is (`RawBody`: its size limit
+    /// and deadline), and a failure shows as a page.
     async fn from_request(req: Request, state: &S) -> Result<Self, PageError> {
-        let body = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE { ApiError::PayloadTooLarge } else { ApiError::RequestTimeout }
-        })?;
+        let RawBody(body) = RawBody::from_request(req, state).await?;
         Ok(Self(url::form_urlencoded::parse(&body).into_owned().collect()))
     }
 }

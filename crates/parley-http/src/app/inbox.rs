@@ -32,7 +32,6 @@ pub async fn page(State(s): State<AppState>, who: WebSession, Query(q): Query<In
     let status = q.status.as_deref().filter(|v| FILTERS.iter().any(|(f, _)| f == v)).unwrap_or("open");
     let filter = if status == "all" { StatusFilter::All } else { StatusFilter::parse(status).unwrap_or(StatusFilter::Open) };
     let number = q.page.as_deref().and_then(|p| p.parse::<u32>().ok()).filter(|p| (1..=100_000).contains(p)).unwrap_or(1);
-    let last = |m: &parley_domain::inbox::PageMeta| u32::try_from(m.last_page).unwrap_or(u32::MAX);
     let (list, meta, _cursor) = s.inbox.list(&who.session, filter, PageRequest { page: number, per_page: PER_PAGE }).await?;
     let main = html! {
         h1 { "Inbox" }
@@ -48,12 +47,12 @@ pub async fn page(State(s): State<AppState>, who: WebSession, Query(q): Query<In
                 @for c in &list { li { (row(c)) } }
             }
         }
-        @let last_page = last(&meta);
+        @let last_page = meta.last_page;
         @if last_page > 1 {
             nav.pages aria-label="Pages" {
                 @if number > 1 { a href={ "/app?status=" (status) "&page=" (number - 1) } rel="prev" { "Newer" } }
                 span { "Page " (number) " of " (last_page) }
-                @if number < last_page { a href={ "/app?status=" (status) "&page=" (number + 1) } rel="next" { "Older" } }
+                @if u64::from(number) < last_page { a href={ "/app?status=" (status) "&page=" (number + 1) } rel="next" { "Older" } }
             }
         }
     };

@@ -65,7 +65,7 @@ pub async fn submit(
     form: Form,
 ) -> Result<Response, PageError> {
     let expected = cookies::read(&headers, cookies::LOGIN_CSRF).unwrap_or_default();
-    if csrf::cross_site(&headers) || !csrf::matches(form.get(csrf::FIELD), expected) {
+    if !csrf::accepts(&headers, form.get(csrf::FIELD), expected) {
         return Err(PageError::Forged);
     }
     let email = form.get("email").unwrap_or_default().to_owned();

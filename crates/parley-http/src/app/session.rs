@@ -43,10 +43,7 @@ impl OptionalFromRequestParts<AppState> for WebSession {
 impl WebSession {
     /// Refuses a form that does not carry this session's token, or that
     /// the browser says came from another site.
-    pub fn check_form(&self, parts: &axum::http::HeaderMap, given: Option<&str>) -> Result<(), PageError> {
-        if csrf::cross_site(parts) || !csrf::matches(given, &self.csrf) {
-            return Err(PageError::Forged);
-        }
-        Ok(())
+    pub fn check_form(&self, headers: &axum::http::HeaderMap, given: Option<&str>) -> Result<(), PageError> {
+        csrf::accepts(headers, given, &self.csrf).then_some(()).ok_or(PageError::Forged)
     }
 }

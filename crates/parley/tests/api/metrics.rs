@@ -28,25 +28,19 @@ fn without_instance(line: &str) -> String {
 /// Every sample names the instance that counted it.
 #[tokio::test]
 async fn every_sample_names_its_instance() {
-    let named = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).var("PARLEY_INSTANCE", "web-2").start().await;
-    let text = scrape(&named, &named.base).await;
+    let named = TestApp::with().var("PARLEY_METRICS_TOKEN", METRICS_TOKEN).var("PARLEY_INSTANCE", "web-2").start().await;
+    let text = scrape_metrics(&named).await;
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
     assert!(!samples.is_empty());
     for line in samples {
         assert!(line.contains("{parley_instance=\"web-2\""), "{line}");
     }
     // Unnamed, an instance is its host and port: distinct per process.
-    let default = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
+    let default = TestApp::with().var("PARLEY_METRICS_TOKEN", METRICS_TOKEN).start().await;
     let port = default.base.rsplit(':').next().unwrap().to_owned();
-    let text = scrape(&default, &default.base).await;
+    let text = scrape_metrics(&default).await;
     let line = text.lines().find(|l| l.starts_with("parley_sweeps_total")).expect("sweeps");
     assert!(line.contains(&format!(":{port}\"}}")), "{line}");
-}
-
-const TOKEN: &str = METRICS_TOKEN;
-
-async fn scrape(app: &TestApp, base: &str) -> String {
-    scrape_metrics_at(app, base).await
 }
 
 #[tokio::test]
@@ -54,11 +48,11 @@ async fn metrics_count_requests_messages_attempts_and_state() {
     let app = TestApp::with()
         .var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true")
         .var("PARLEY_WEBHOOK_POLL_INTERVAL", "20ms")
-        .var("PARLEY_METRICS_TOKEN", TOKEN)
+        .var("PARLEY_METRICS_TOKEN", METRICS_TOKEN)
         .start()
         .await;
     let f = app.fixture("acme", &[]).await;
-    let before = scrape(&app, &app.base).await;
+    let before = scrape_metrics(&app).await;
     for name in ["parley_webhook_queue_depth", "parley_open_conversations", "parley_sweeps"] {
         assert!(before.contains(&format!("# TYPE {name}")), "{name} missing:\n{before}");
     }
@@ -71,7 +65,7 @@ async fn metrics_count_requests_messages_attempts_and_state() {
     receiver.next().await;
 
     let after = eventually(|| async {
-        let text = scrape(&app, &app.base).await;
+        let text = scrape_metrics(&app).await;
         (sample(&text, "parley_webhook_attempts_total{outcome=\"delivered\"}") >= 1.0).then_some(text)
     })
     .await;
@@ -96,47 +90,47 @@ async fn metrics_are_not_public_by_default() {
 
 #[tokio::test]
 async fn metrics_on_the_main_address_need_the_token() {
-    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
-    for auth in [None, Some("Bearer metrics-token-wrong-guess"), Some("Bearer "), Some(TOKEN)] {
+    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", METRICS_TOKEN).start().await;
+    for auth in [None, Some("Bearer metrics-token-wrong-guess"), Some("Bearer "), Some(METRICS_TOKEN)] {
         let headers: Vec<(&str, &str)> = auth.map(|a| vec![("authorization", a)]).unwrap_or_default();
         let (status, body) = app.send(Method::GET, "/metrics", None, &headers).await;
         assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     }
-    assert!(scrape(&app, &app.base).await.contains("parley_open_conversations"));
+    assert!(scrape_metrics(&app).await.contains("parley_open_conversations"));
 }
 
 #[tokio::test]
 async fn metrics_can_live_on_their_own_address() {
-    let app = TestApp::with().var("PARLEY_METRICS_LISTEN", "127.0.0.1:0").var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
-    let (status, _) = app.send(Method::GET, "/metrics", None, &[("authorization", &format!("Bearer {TOKEN}"))]).await;
+    let app = TestApp::with().var("PARLEY_METRICS_LISTEN", "127.0.0.1:0").var("PARLEY_METRICS_TOKEN", METRICS_TOKEN).start().await;
+    let (status, _) = app.send(Method::GET, "/metrics", None, &[("authorization", &format!("Bearer {METRICS_TOKEN}"))]).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "not on the public address, even with the token");
     let base = app.metrics_base.clone().expect("metrics address");
     let res = app.client.get(format!("{base}/metrics")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::NOT_FOUND, "the token is required there too");
-    let text = scrape(&app, &base).await;
+    let text = scrape_metrics_at(&app, &base).await;
     assert!(text.contains("parley_open_conversations"));
 }
 
 #[tokio::test]
 async fn odd_methods_do_not_create_new_series() {
-    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
+    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", METRICS_TOKEN).start().await;
     for n in 0..5 {
         let method = reqwest::Method::from_bytes(format!("ZZ{n}").as_bytes()).unwrap();
         app.client.request(method, app.url("/nothing")).send().await.unwrap();
     }
-    let text = scrape(&app, &app.base).await;
+    let text = scrape_metrics(&app).await;
     assert!(!text.contains("ZZ0"), "client-chosen methods never become label values");
     assert_eq!(sample(&text, "parley_http_requests_total{route=\"unmatched\",method=\"other\",status=\"404\"}"), 5.0);
 }
 
 #[tokio::test]
 async fn other_methods_on_metrics_look_like_an_unknown_route() {
-    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", TOKEN).start().await;
-    let auth = format!("Bearer {TOKEN}");
+    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", METRICS_TOKEN).start().await;
+    let auth = format!("Bearer {METRICS_TOKEN}");
     for method in [Method::POST, Method::DELETE, Method::PUT] {
         let (status, body) = app.send(method.clone(), "/metrics", None, &[("authorization", &auth)]).await;
         assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     }
-    let (status, _) = app.send(Method::GET, "/metrics", None, &[("authorization", &format!("bearer {TOKEN}"))]).await;
+    let (status, _) = app.send(Method::GET, "/metrics", None, &[("authorization", &format!("bearer {METRICS_TOKEN}"))]).await;
     assert_eq!(status, StatusCode::OK, "the scheme is case-insensitive");
 }

@@ -49,6 +49,32 @@ async fn operator_stream(app: &TestApp, token: &str, headers: &[(&str, &str)]) -
     sse::open_ok(app, "/api/mobile/events", &all).await
 }
 
+/// A visitor's conversation, opened with "hello", and the admin who
+/// answers it: where the resume tests start.
+struct Opened {
+    app: TestApp,
+    f: Fixture,
+    /// The admin's bearer token.
+    admin: String,
+    public_id: String,
+    /// The conversation's messages cursor, as the widget follows from it.
+    start: String,
+    /// The conversation's id for operators.
+    id: i64,
+}
+
+impl Opened {
+    async fn new() -> Self {
+        let app = TestApp::spawn().await;
+        let f = app.fixture("acme", &[]).await;
+        let admin = app.login("admin@acme.example.com").await;
+        let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+        let start = messages_cursor(&app, "/api", &f.token, &public_id).await;
+        let id = conversation_id(&app, &admin).await;
+        Self { app, f, admin, public_id, start, id }
+    }
+}
+
 /// Events until one whose message body is `last` (included).
 async fn until_message(stream: &mut EventStream, last: &str) -> Vec<Event> {
     let mut seen = Vec::new();
@@ -119,12 +145,7 @@ async fn a_visitor_follows_its_conversation_live_from_the_cursor_of_its_messages
 
 #[tokio::test]
 async fn a_resumed_stream_replays_what_it_missed_once_and_the_header_wins_over_the_query() {
-    let app = TestApp::spawn().await;
-    let f = app.fixture("acme", &[]).await;
-    let admin = app.login("admin@acme.example.com").await;
-    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
-    let start = messages_cursor(&app, "/api", &f.token, &public_id).await;
-    let id = conversation_id(&app, &admin).await;
+    let Opened { app, f, admin, public_id, start, id } = Opened::new().await;
     let path = widget_stream_path("/api/v1", &public_id, &f.token, Some(&start));
 
     let mut stream = sse::open_ok(&app, &path, &[]).await;
@@ -152,12 +173,7 @@ async fn a_resumed_stream_replays_what_it_missed_once_and_the_header_wins_over_t
 /// back whole and in order when its stream resumes, then live ones.
 #[tokio::test]
 async fn a_resume_replays_more_than_a_page_in_order() {
-    let app = TestApp::spawn().await;
-    let f = app.fixture("acme", &[]).await;
-    let admin = app.login("admin@acme.example.com").await;
-    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
-    let start = messages_cursor(&app, "/api", &f.token, &public_id).await;
-    let id = conversation_id(&app, &admin).await;
+    let Opened { app, f, admin, public_id, start, id } = Opened::new().await;
     let sent: Vec<String> = (0..130).map(|n| format!("reply {n}")).collect();
     for text in &sent {
         reply(&app, &admin, id, text).await;
