@@ -35,17 +35,7 @@ pub(crate) fn add_message(
     let now = new.created_at;
     let reopened = c.status == ConversationStatus::Closed;
     if reopened {
-        let assignee_can_answer = match c.assignee_id {
-            Some(id) => tx.operator(c.tenant_id, id)?.is_some_and(|op| op.active && op.can_see_site(c.site_id)),
-            None => false,
-        };
-        if assignee_can_answer {
-            c.status = ConversationStatus::Assigned;
-        } else {
-            c.status = ConversationStatus::Unassigned;
-            c.assignee_id = None;
-        }
-        c.closed_at = None;
+        reopen(tx, c)?;
     }
     c.last_message_at = now;
     tx.update_conversation(scope, c)?;
@@ -53,4 +43,21 @@ pub(crate) fn add_message(
         record::conversation_changed(tx, tenant, c, None, now)?;
     }
     record::message(tx, tenant, scope, c, new)
+}
+
+/// Sets a closed conversation open again (the caller saves it): back to
+/// its assignee if that operator can still answer, else unassigned.
+pub(crate) fn reopen(tx: &mut dyn WriteTx, c: &mut Conversation) -> Result<(), DomainError> {
+    let assignee_can_answer = match c.assignee_id {
+        Some(id) => tx.operator(c.tenant_id, id)?.is_some_and(|op| op.active && op.can_see_site(c.site_id)),
+        None => false,
+    };
+    if assignee_can_answer {
+        c.status = ConversationStatus::Assigned;
+    } else {
+        c.status = ConversationStatus::Unassigned;
+        c.assignee_id = None;
+    }
+    c.closed_at = None;
+    Ok(())
 }

@@ -47,6 +47,12 @@ pub fn login_form_token() -> Result<String, DomainError> {
     prefixed::<16>("lf_")
 }
 
+/// The client message id a web app form carries, so that a form sent
+/// twice adds one message: random, not secret.
+pub fn form_message_id() -> String {
+    format!("web_{}", uuid::Uuid::new_v4().simple())
+}
+
 /// Webhook event id, time-ordered so logs sort naturally.
 pub fn event_id() -> String {
     format!("evt_{}", uuid::Uuid::now_v7().simple())

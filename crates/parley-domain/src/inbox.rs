@@ -44,6 +44,16 @@ impl PageMeta {
     }
 }
 
+/// A conversation as its page shows it (see `InboxService::transcript`).
+#[derive(Clone, Debug)]
+pub struct Transcript {
+    pub details: ConversationDetails,
+    pub messages: Vec<Message>,
+    pub earlier_left_out: bool,
+    /// The feed's position as of the read.
+    pub cursor: Cursor,
+}
+
 #[derive(Clone)]
 pub struct InboxService {
     db: Database,
@@ -79,6 +89,39 @@ impl InboxService {
     pub async fn get(&self, session: &Session, id: ConversationId) -> Result<ConversationDetails, DomainError> {
         let scope: ConversationScope = session.operator.scope().into();
         self.db.read(move |r| r.conversation_details(scope, id)?.ok_or(DomainError::NotFound)).await
+    }
+
+    /// What a page of the conversation shows: its details, its last
+    /// `keep` messages (notes included, oldest first) and whether earlier
+    /// ones were left out, read in one snapshot, with the feed's position
+    /// taken first so that a live page following from it misses nothing.
+    pub async fn transcript(&self, session: &Session, id: ConversationId, keep: usize) -> Result<Transcript, DomainError> {
+        let scope: ConversationScope = session.operator.scope().into();
+        let now = self.clock.now();
+        self.db
+            .read(move |r| {
+                let cursor = crate::feed::head_cursor(r, scope.tenant, now)?;
+                let details = r.conversation_details(scope, id)?.ok_or(DomainError::NotFound)?;
+                let mut messages: std::collections::VecDeque<Message> = std::collections::VecDeque::new();
+                let mut after_id = None;
+                let mut earlier_left_out = false;
+                loop {
+                    let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: true };
+                    let batch = r.messages(scope, id, page)?;
+                    let full = batch.len() == MESSAGE_PAGE_LIMIT as usize;
+                    after_id = batch.last().map(|m| m.id);
+                    messages.extend(batch);
+                    while messages.len() > keep {
+                        messages.pop_front();
+                        earlier_left_out = true;
+                    }
+                    if !full {
+                        break;
+                    }
+                }
+                Ok(Transcript { details, messages: messages.into(), earlier_left_out, cursor })
+            })
+            .await
     }
 
     /// Messages for the operator, operator-only notes included.
@@ -191,6 +234,70 @@ impl InboxService {
                     record::conversation_changed(tx, &tenant, &c, Some(closed), now)?;
                 }
                 details(tx, scope, id)
+            })
+            .await
+    }
+    /// An internal note: a message only operators see. It neither
+    /// reopens a closed conversation nor counts as activity the visitor
+    /// waits on. A repeat (the same `client_message_id` from the same
+    /// operator) adds nothing, as for a reply.
+    pub async fn note(
+        &self,
+        session: &Session,
+        id: ConversationId,
+        body: String,
+        client_message_id: Option<String>,
+    ) -> Result<Message, DomainError> {
+        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
+        self.db
+            .write(move |tx| {
+                let scope: ConversationScope = actor.scope().into();
+                let c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                let new = NewMessage { client_message_id, ..operator_message(&c, &actor, body, true, now) };
+                if let Some(earlier) = crate::activity::earlier_send(tx, scope, &new)? {
+                    return Ok(earlier);
+                }
+                record::message(tx, &tenant, scope, &c, &new)
+            })
+            .await
+    }
+
+    /// Opens a closed conversation again without a message: back to its
+    /// assignee if that operator can still answer, else unassigned.
+    /// Reopening an open conversation changes nothing.
+    pub async fn reopen(&self, session: &Session, id: ConversationId) -> Result<ConversationDetails, DomainError> {
+        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
+        self.db
+            .write(move |tx| {
+                let scope: ConversationScope = actor.scope().into();
+                let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                if c.status == ConversationStatus::Closed {
+                    crate::activity::reopen(tx, &mut c)?;
+                    tx.update_conversation(scope, &c)?;
+                    record::conversation_changed(tx, &tenant, &c, None, now)?;
+                    record::message(tx, &tenant, scope, &c, &system_message(&c, format!("{} reopened the conversation", actor.name), now))?;
+                }
+                details(tx, scope, id)
+            })
+            .await
+    }
+
+    /// The operators the conversation can be handed to: active, able to
+    /// see its site, and not its assignee, by name.
+    pub async fn assignees(&self, session: &Session, id: ConversationId) -> Result<Vec<OperatorRef>, DomainError> {
+        let scope: ConversationScope = session.operator.scope().into();
+        let tenant = session.tenant.id;
+        self.db
+            .read(move |r| {
+                let c = r.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                let mut list: Vec<OperatorRef> = r
+                    .operators(tenant)?
+                    .into_iter()
+                    .filter(|o| o.active && o.can_see_site(c.site_id) && c.assignee_id != Some(o.id))
+                    .map(|o| OperatorRef { id: o.id, name: o.name, email: o.email })
+                    .collect();
+                list.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then(a.id.0.cmp(&b.id.0)));
+                Ok(list)
             })
             .await
     }

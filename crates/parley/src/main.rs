@@ -87,13 +87,14 @@ async fn serve(config: Config, mode: Mode) -> ExitCode {
 
 fn print_demo(base: &str, c: &DemoCredentials) {
     println!();
+    println!("Web app (operators): {base}/app");
     println!("Sandbox page:        {base}/sandbox");
     println!("Credentials (JSON):  {base}/sandbox/credentials");
     println!("API description:     {base}/openapi.json");
     println!("Demo widget token:   {}", c.widget_token);
     println!("Demo mobile token:   {}", c.mobile_token);
     for (email, password, role) in &c.operators {
-        println!("Operator ({}): {email} / {password}", role.as_str());
+        println!("Operator ({}), signs in at {base}/app: {email} / {password}", role.as_str());
     }
     println!();
 }

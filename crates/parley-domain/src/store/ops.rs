@@ -260,7 +260,7 @@ pub trait FeedRead {
     /// The last readable entry across all tenants (where a follower
     /// starts), or the start of the feed.
     fn feed_end(&mut self) -> StoreResult<Position>;
-    /// When the oldest entry that is committed but not readable yet (an
+    /// When the first entry that is committed but not readable yet (an
     /// older transaction is still running) happened; `None` when there is
     /// none, always on SQLite.
     fn feed_held_back_since(&mut self) -> StoreResult<Option<Timestamp>>;

@@ -32,19 +32,22 @@ pub async fn page(State(s): State<AppState>, who: WebSession, Query(q): Query<In
     let status = q.status.as_deref().filter(|v| FILTERS.iter().any(|(f, _)| f == v)).unwrap_or("open");
     let filter = if status == "all" { StatusFilter::All } else { StatusFilter::parse(status).unwrap_or(StatusFilter::Open) };
     let number = q.page.as_deref().and_then(|p| p.parse::<u32>().ok()).filter(|p| (1..=100_000).contains(p)).unwrap_or(1);
-    let (list, meta, _cursor) = s.inbox.list(&who.session, filter, PageRequest { page: number, per_page: PER_PAGE }).await?;
+    let (list, meta, cursor) = s.inbox.list(&who.session, filter, PageRequest { page: number, per_page: PER_PAGE }).await?;
     let main = html! {
+        div data-live="inbox" data-cursor=(cursor.to_string()) {
         h1 { "Inbox" }
         nav.filters aria-label="Filter by status" {
             @for (value, label) in FILTERS {
                 a href={ "/app?status=" (value) } aria-current=[(value == status).then_some("page")] { (label) }
             }
         }
-        @if list.is_empty() {
-            p.empty { "No conversations here." }
-        } @else {
-            ul.conversations {
-                @for c in &list { li { (row(c)) } }
+        div #conversation-list {
+            @if list.is_empty() {
+                p.empty { "No conversations here." }
+            } @else {
+                ul.conversations {
+                    @for c in &list { li { (row(c)) } }
+                }
             }
         }
         @let last_page = meta.last_page;
@@ -55,6 +58,9 @@ pub async fn page(State(s): State<AppState>, who: WebSession, Query(q): Query<In
                 @if u64::from(number) < last_page { a href={ "/app?status=" (status) "&page=" (number + 1) } rel="next" { "Older" } }
             }
         }
+        }
+        div #announce.visually-hidden aria-live="polite" {}
+        script type="module" src="/app/assets/live.js" {}
     };
     Ok(respond(StatusCode::OK, frame("Inbox", Some(&who), main)))
 }
@@ -69,13 +75,13 @@ fn row(d: &ConversationDetails) -> Markup {
         ConversationStatus::Assigned => "Assigned",
         ConversationStatus::Closed => "Closed",
     };
+    let last = c.last_message_at.to_rfc3339();
     html! {
-        a.conversation href={ "/app/conversations/" (c.id.0) } data-status=(c.status.as_str()) {
+        a.conversation href={ "/app/conversations/" (c.id.0) } data-status=(c.status.as_str()) data-id=(c.id.0) data-last=(last) {
             span.who { (who) }
             span.site { (d.site.name) }
             span.status { (status) @if let Some(a) = &d.assignee { " · " (a.name) } }
-            @let at = c.last_message_at.to_rfc3339();
-            time datetime=(at) { (at) }
+            time datetime=(last) { (last) }
         }
     }
 }

@@ -11,9 +11,11 @@
 //! (`csrf`), which a page of another site can neither read nor compute.
 
 mod assets;
+mod conversation;
 mod cookies;
 mod csrf;
 mod error;
+mod events;
 mod form;
 mod inbox;
 mod layout;
@@ -42,5 +44,14 @@ pub fn routes() -> Router<AppState> {
         .route("/app", get(inbox::page))
         .route("/app/login", get(login::form).post(login::submit))
         .route("/app/logout", post(login::logout))
+        .route("/app/events", get(events::stream))
+        .route("/app/conversations/{id}", get(conversation::page))
+        .route("/app/conversations/{id}/reply", post(conversation::reply))
+        .route("/app/conversations/{id}/note", post(conversation::note))
+        .route("/app/conversations/{id}/take", post(conversation::take))
+        .route("/app/conversations/{id}/hand-over", post(conversation::hand_over))
+        .route("/app/conversations/{id}/close", post(conversation::close))
+        .route("/app/conversations/{id}/reopen", post(conversation::reopen))
         .route("/app/assets/app.css", get(assets::stylesheet))
+        .route("/app/assets/live.js", get(assets::live_script))
 }

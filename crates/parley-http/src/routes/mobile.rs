@@ -73,7 +73,7 @@ async fn events(
 }
 
 /// An operator's stream shows every entry it can read, notes included.
-fn operator_event(item: &FeedItem) -> Option<Event> {
+pub(crate) fn operator_event(item: &FeedItem) -> Option<Event> {
     stream::event(item, OperatorEventData::from(item))
 }
 

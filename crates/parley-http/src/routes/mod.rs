@@ -8,7 +8,7 @@
 mod admin;
 mod health;
 mod metrics;
-mod mobile;
+pub(crate) mod mobile;
 mod openapi;
 mod sandbox;
 mod verification;

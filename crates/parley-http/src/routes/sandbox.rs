@@ -224,6 +224,7 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e5e7eb; padd
 <tr><th>Demo mobile bearer token</th><td colspan="2"><code id="mobile-token">{mobile_token}</code></td></tr>
 </table>
 <h2>Operator logins</h2>
+<p>Answer the visitors in the web app: <a id="web-app" href="/app">/app</a>, signed in with one of these.</p>
 <table><tr><th>Role</th><th>Email</th><th>Password</th></tr>{operators}</table>
 <h2>Outbox</h2>
 <p>Emails and SMS the demo would have sent (verification codes and links), newest first. As JSON: <a href="/sandbox/outbox">/sandbox/outbox</a>.</p>

@@ -60,7 +60,13 @@ statements! {
         "SELECT f.tx AS tx, f.id AS id FROM events f WHERE f.tx < {} ORDER BY f.tx DESC, f.id DESC LIMIT 1",
         d.visible_tx()
     ),
-    FEED_HELD_BACK[](d) => format!("SELECT MIN(occurred_at) AS at FROM events WHERE tx >= {}", d.visible_tx()),
+    /// The first entry past the bound, found by the position index: a
+    /// `MIN(occurred_at)` here is planned as a walk of the time index
+    /// that filters every retained entry, and the follower asks this at
+    /// every step. It is the entry of the oldest transaction held back,
+    /// which in practice is also the earliest stamped; for a threshold
+    /// of seconds the difference does not matter.
+    FEED_HELD_BACK[](d) => format!("SELECT occurred_at AS at FROM events WHERE tx >= {} ORDER BY tx, id LIMIT 1", d.visible_tx()),
     FEED_BLOCKER[](d) => d.feed_blocker(),
 }
 

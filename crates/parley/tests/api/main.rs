@@ -30,6 +30,8 @@ mod storage_conformance;
 mod streams;
 mod verification;
 mod web_app;
+mod web_app_conversation;
+mod web_browser;
 mod webhook_fairness;
 mod webhooks;
 mod widget_config;

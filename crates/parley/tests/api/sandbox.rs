@@ -36,6 +36,10 @@ async fn the_sandbox_page_shows_credentials_and_the_embed_snippet() {
         assert!(html.contains(creds[key].as_str().unwrap()), "{key} shown");
     }
     assert!(html.contains("admin@sandbox.parley.test"));
+    assert!(html.contains("<a id=\"web-app\" href=\"/app\">"), "the operators' web app is linked");
+    let mut admin = crate::web_browser::Browser::new(&app);
+    let signed_in = admin.sign_in("admin@sandbox.parley.test", creds["operators"][0]["password"].as_str().unwrap()).await;
+    assert_eq!(signed_in.location.as_deref(), Some("/app"), "a demo login opens the web app");
     let snippet = format!(
         "&lt;script async src=&quot;{base}/widget.js&quot; data-api-base=&quot;{base}&quot; data-installation-token=&quot;{token}&quot;&gt;&lt;/script&gt;",
         base = app.base,

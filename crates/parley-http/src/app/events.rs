@@ -1,0 +1,38 @@
+//! The web app's live updates: the operator stream of the mobile API
+//! (`mobile/events`), the same entries and events, authenticated by the
+//! session cookie instead of a bearer token. The cookie is scoped to
+//! `/app`, so the stream lives here rather than under `/api`.
+//!
+//! A script reads it (`EventSource`), so a failure is a status, not a
+//! page: 401 without a live session, which the script answers by
+//! reloading into the sign-in page. A page opens it from the cursor it
+//! was rendered at, so nothing that changed in between is missed; a
+//! reconnect resumes from `Last-Event-ID`, as any stream does.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use parley_domain::auth::SignIn;
+use parley_domain::feed::Reader;
+
+use super::cookies;
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{ClientCaller, QueryFields};
+use crate::requests::mobile::OperatorEventsParams;
+use crate::routes::mobile::operator_event;
+use crate::stream::{self, Holder};
+
+pub async fn stream(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    headers: HeaderMap,
+    QueryFields(q): QueryFields<OperatorEventsParams>,
+) -> Result<Response, ApiError> {
+    let token = cookies::read(&headers, cookies::SESSION).ok_or(parley_domain::DomainError::Unauthenticated)?.to_owned();
+    let session = s.auth.authenticate(&token, SignIn::Web).await?;
+    let slot = s.streams.take(caller.key())?;
+    let scope = session.operator.scope();
+    let holder = Holder::Operator { token, kind: SignIn::Web, scope };
+    stream::open(&s, slot, &headers, q.last_event_id.or(q.after), Reader::Operator(scope.into()), holder, operator_event).await
+}

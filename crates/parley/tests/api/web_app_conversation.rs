@@ -1,0 +1,258 @@
+//! The web app's conversation page and its live stream, driven as a
+//! browser without JavaScript drives them: the page, its forms and the
+//! redirects back; what reaches the visitor and what stays with the
+//! operators; the forms refused; who may see which conversation.
+
+use parley_domain::model::Role;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::sse::{self, Frame};
+use crate::web_browser::{Browser, Page};
+
+/// The id of the first conversation the inbox links to.
+fn first_conversation(inbox: &Page) -> i64 {
+    let at = inbox.html.find("/app/conversations/").expect("a conversation in the inbox") + "/app/conversations/".len();
+    inbox.html[at..].split('"').next().and_then(|id| id.parse().ok()).expect("an id")
+}
+
+/// A conversation with one visitor message, and its admin signed in on
+/// its page.
+async fn opened(app: &TestApp, f: &Fixture) -> (String, i64, Browser) {
+    let public_id = app.open_conversation("/api", &f.token, "ann", "Where is my parcel?").await;
+    let mut admin = Browser::signed_in(app, &format!("admin@{}.example.com", f.slug)).await;
+    let id = first_conversation(&admin.inbox("").await);
+    (public_id, id, admin)
+}
+
+impl Browser {
+    /// The conversation page, which must answer 200.
+    async fn conversation(&mut self, id: i64) -> Page {
+        let page = self.get(&format!("/app/conversations/{id}")).await;
+        assert_eq!(page.status, StatusCode::OK, "{:?} {}", page.location, page.html);
+        page
+    }
+
+    /// Submits a form of the conversation page with its tokens and `fields`.
+    async fn act(&mut self, id: i64, action: &str, fields: &[(&str, &str)]) -> Page {
+        let page = self.conversation(id).await;
+        let csrf = page.field("csrf");
+        let client_id = page.field("client_message_id");
+        let mut form = vec![("csrf", csrf.as_str()), ("client_message_id", client_id.as_str())];
+        form.extend_from_slice(fields);
+        self.post(&format!("/app/conversations/{id}/{action}"), &form).await
+    }
+
+    /// As `act`, which must answer with the way back to the page.
+    async fn acted(&mut self, id: i64, action: &str, fields: &[(&str, &str)]) {
+        let answer = self.act(id, action, fields).await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{action}: {}", answer.html);
+        assert_eq!(answer.location.as_deref(), Some(format!("/app/conversations/{id}").as_str()));
+    }
+}
+
+/// What the visitor's widget shows of the conversation.
+async fn widget_bodies(app: &TestApp, f: &Fixture, public_id: &str) -> Vec<String> {
+    let (status, body) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={}", f.token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["messages"].as_array().unwrap().iter().map(|m| m["body"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn a_reply_reaches_the_visitor_and_a_note_never_does() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let (public_id, id, mut admin) = opened(&app, &f).await;
+
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("Where is my parcel?"));
+    assert!(page.html.contains("aria-live=\"polite\""), "new messages are announced");
+    assert!(page.html.contains("<script type=\"module\" src=\"/app/assets/live.js\">"), "the live script is a file");
+    assert!(!page.html.contains("<script>"), "no inline script");
+
+    admin.acted(id, "reply", &[("body", "It left the warehouse today.")]).await;
+    admin.acted(id, "note", &[("body", "Carrier is slow this week")]).await;
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("It left the warehouse today."));
+    assert!(page.html.contains("Carrier is slow this week") && page.html.contains("Note · operators only"), "the note is marked");
+
+    let widget = widget_bodies(&app, &f, &public_id).await;
+    assert!(widget.contains(&"It left the warehouse today.".to_owned()), "{widget:?}");
+    assert!(!widget.iter().any(|b| b.contains("Carrier")), "a note never reaches the visitor: {widget:?}");
+
+    // The form sent again (a double click, a resubmitted POST) adds nothing.
+    let page = admin.conversation(id).await;
+    let (csrf, client_id) = (page.field("csrf"), page.field("client_message_id"));
+    for _ in 0..2 {
+        let form = [("csrf", csrf.as_str()), ("client_message_id", client_id.as_str()), ("body", "Sent once")];
+        assert_eq!(admin.post(&format!("/app/conversations/{id}/reply"), &form).await.status, StatusCode::SEE_OTHER);
+    }
+    let widget = widget_bodies(&app, &f, &public_id).await;
+    assert_eq!(widget.iter().filter(|b| *b == "Sent once").count(), 1, "{widget:?}");
+}
+
+#[tokio::test]
+async fn take_hand_over_with_a_note_close_and_reopen() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let bea = app.operator(&f, "bea@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    app.operator(&f, "elsewhere@acme.example.com", Role::Agent, &[]).await;
+    let (public_id, id, mut admin) = opened(&app, &f).await;
+
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("Waiting for an operator"));
+    assert!(page.html.contains("bea (bea@acme.example.com)"), "an agent of the site can be chosen");
+    assert!(!page.html.contains("elsewhere@"), "an agent without the site cannot");
+
+    admin.acted(id, "take", &[]).await;
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("Assigned") && page.html.contains("joined the conversation"), "{}", page.html);
+    assert!(!page.html.contains("/take\""), "no take for the assignee");
+
+    let bea_id = bea.to_string();
+    admin.acted(id, "hand-over", &[("operator_id", &bea_id), ("note", "VIP customer, be quick")]).await;
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("transferred the conversation to bea"));
+    assert!(page.html.contains("VIP customer, be quick"), "the transfer note is on the page");
+    assert!(!widget_bodies(&app, &f, &public_id).await.iter().any(|b| b.contains("VIP")), "and not in the widget");
+
+    admin.acted(id, "close", &[]).await;
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("Closed") && page.html.contains("/reopen\""), "a closed conversation offers reopen only");
+    assert!(!page.html.contains("/hand-over\""));
+    admin.acted(id, "reopen", &[]).await;
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("reopened the conversation"));
+    assert!(page.html.contains("to <strong>bea</strong>"), "back to its assignee, who can still answer: {}", page.html);
+    admin.acted(id, "reopen", &[]).await;
+    let again = admin.conversation(id).await;
+    assert_eq!(again.html.matches("reopened the conversation").count(), 1, "reopening an open conversation changes nothing");
+
+    let (_, list) = app.authed(reqwest::Method::GET, "/api/mobile/conversations", &app.login("bea@acme.example.com").await, None).await;
+    assert_eq!(list["conversations"][0]["assignee"]["id"], json!(bea), "the mobile API sees the same state");
+}
+
+#[tokio::test]
+async fn bad_input_is_shown_beside_its_form_and_changes_nothing() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let (public_id, id, mut admin) = opened(&app, &f).await;
+    let before = widget_bodies(&app, &f, &public_id).await;
+
+    for (action, fields, problem) in [
+        ("reply", vec![("body", "   ")], "The reply"),
+        ("reply", vec![("body", "bell \u{7}")], "The reply"),
+        ("note", vec![("body", "")], "The note is required"),
+        ("hand-over", vec![("operator_id", "abc")], "Choose an operator"),
+        ("hand-over", vec![("operator_id", "999999")], "no such operator"),
+    ] {
+        let answer = admin.act(id, action, &fields).await;
+        assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{action} {fields:?}: {}", answer.html);
+        assert!(answer.html.contains("role=\"alert\"") && answer.html.contains(problem), "{action}: {}", answer.html);
+    }
+    let long = "x".repeat(5_001);
+    let answer = admin.act(id, "reply", &[("body", &long)]).await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(answer.html.contains(&long), "what was typed is kept");
+
+    assert_eq!(widget_bodies(&app, &f, &public_id).await, before, "nothing was added");
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("Waiting for an operator"), "nor changed");
+
+    let missing = admin.get("/app/conversations/nope").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert!(missing.headers["content-type"].to_str().unwrap().starts_with("text/html"), "a page, not JSON");
+    assert_eq!(admin.get("/app/conversations/999999").await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn every_form_of_the_page_needs_its_token_and_this_origin() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let (public_id, id, mut admin) = opened(&app, &f).await;
+    let csrf = admin.conversation(id).await.field("csrf");
+    for action in ["reply", "note", "take", "hand-over", "close", "reopen"] {
+        let path = format!("/app/conversations/{id}/{action}");
+        let fields = [("body", "forged"), ("operator_id", "1")];
+        let without = admin.post(&path, &fields).await;
+        assert_eq!(without.status, StatusCode::FORBIDDEN, "{action} without a token");
+        let with_token = [("csrf", csrf.as_str()), ("body", "forged"), ("operator_id", "1")];
+        let cross = admin.send(reqwest::Method::POST, &path, Some(&with_token), &[("sec-fetch-site", "cross-site")]).await;
+        assert_eq!(cross.status, StatusCode::FORBIDDEN, "{action} from another site");
+    }
+    assert_eq!(widget_bodies(&app, &f, &public_id).await, ["Where is my parcel?"]);
+    assert!(admin.conversation(id).await.html.contains("Waiting for an operator"));
+
+    let mut stranger = Browser::new(&app);
+    let answer = stranger.post(&format!("/app/conversations/{id}/reply"), &[("csrf", &csrf), ("body", "hi")]).await;
+    assert_eq!((answer.status, answer.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app/login")), "no session");
+}
+
+/// A conversation out of an operator's sight is "not found" on its page
+/// and on every form, as in the API.
+#[tokio::test]
+async fn a_page_shows_only_what_its_operator_may_see() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let eu = app.site("acme-eu", f.scope.tenant, &[]).await;
+    app.fixture("globex", &[]).await;
+    app.operator(&f, "agent@acme.example.com", Role::Agent, &[eu.scope.site]).await;
+    app.operator(&f, "nosite@acme.example.com", Role::Agent, &[]).await;
+    let (public_id, id, mut admin) = opened(&app, &f).await;
+    let csrf_of = |page: &Page| page.field("csrf");
+
+    for email in ["agent@acme.example.com", "nosite@acme.example.com", "admin@globex.example.com"] {
+        let mut other = Browser::signed_in(&app, email).await;
+        let csrf = csrf_of(&other.inbox("").await);
+        assert_eq!(other.get(&format!("/app/conversations/{id}")).await.status, StatusCode::NOT_FOUND, "{email}");
+        for action in ["reply", "note", "take", "close", "reopen"] {
+            let answer = other.post(&format!("/app/conversations/{id}/{action}"), &[("csrf", &csrf), ("body", "intruder")]).await;
+            assert_eq!(answer.status, StatusCode::NOT_FOUND, "{email} {action}");
+        }
+    }
+    assert_eq!(widget_bodies(&app, &f, &public_id).await, ["Where is my parcel?"]);
+    assert!(admin.conversation(id).await.html.contains("Waiting for an operator"));
+}
+
+/// The page's stream: the operator stream of the mobile API, opened with
+/// the session cookie, from the cursor the page was rendered at.
+#[tokio::test]
+async fn the_live_stream_follows_the_session() {
+    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "100ms").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let (public_id, id, mut admin) = opened(&app, &f).await;
+    let page = admin.conversation(id).await;
+    let cursor = {
+        let at = page.html.find("data-cursor=\"").unwrap() + "data-cursor=\"".len();
+        page.html[at..].split('"').next().unwrap().to_owned()
+    };
+    let session = admin.cookies["parley_session"].clone();
+    let cookie = format!("parley_session={session}");
+
+    let refused = sse::open(&app, "/app/events", &[]).await.err().expect("refused without a session");
+    assert_eq!(refused.0, StatusCode::UNAUTHORIZED);
+    let bearer = app.login("admin@acme.example.com").await;
+    let refused = sse::open(&app, "/app/events", &[("cookie", &format!("parley_session={bearer}"))]).await.err().expect("a bearer token");
+    assert_eq!(refused.0, StatusCode::UNAUTHORIZED, "a bearer token is not a session");
+
+    // Sent after the page was rendered and before the stream opened: the
+    // cursor still brings it.
+    let (status, body) = app.post_message("/api", &f.token, &public_id, "Any news?").await;
+    assert!(status.is_success(), "{body}");
+    let mut stream = sse::open_ok(&app, &format!("/app/events?after={cursor}"), &[("cookie", &cookie)]).await;
+    assert!(stream.content_type.starts_with("text/event-stream"));
+    let data: Value = loop {
+        match stream.frame().await.expect("an event") {
+            Frame::Event { event, data, .. } if event == "message.created" => break data,
+            _ => {}
+        }
+    };
+    assert_eq!(data["message"]["body"], "Any news?");
+    assert_eq!(data["conversation"]["id"], id);
+
+    // Signing out ends the stream.
+    let csrf = page.field("csrf");
+    assert_eq!(admin.post("/app/logout", &[("csrf", &csrf)]).await.status, StatusCode::SEE_OTHER);
+    assert_eq!(stream.event().await, None, "a signed-out session's stream ends");
+}
