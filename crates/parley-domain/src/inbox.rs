@@ -273,6 +273,9 @@ impl InboxService {
                 let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
                 if c.status == ConversationStatus::Closed {
                     crate::activity::reopen(tx, &mut c)?;
+                    // Its announcement is the latest message, and the idle
+                    // sweeper must not close it again at its next pass.
+                    c.last_message_at = now;
                     tx.update_conversation(scope, &c)?;
                     record::conversation_changed(tx, &tenant, &c, None, now)?;
                     record::message(tx, &tenant, scope, &c, &system_message(&c, format!("{} reopened the conversation", actor.name), now))?;

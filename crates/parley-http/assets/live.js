@@ -7,8 +7,9 @@
 //
 // The stream starts at the cursor the page was rendered at, so nothing
 // that happened in between is missed; EventSource resumes a dropped
-// connection from the last event id by itself. A `reset` (the cursor
-// expired) or a refused session reloads the page.
+// connection from the last event id by itself; after a refusal the
+// script reconnects from the last event it saw. A `reset` (the cursor
+// expired) or an ended session loads the page afresh.
 
 const root = document.querySelector("[data-live]");
 if (root) start(root);
@@ -26,18 +27,47 @@ function start(root) {
   markSeen();
   markUnread();
 
-  const url = "/app/events?after=" + encodeURIComponent(root.dataset.cursor);
-  const source = new EventSource(url);
-  for (const name of ["conversation.created", "conversation.updated", "message.created"]) {
-    source.addEventListener(name, (event) => onEvent(name, event));
+  // The page's own address: after a refused form the browser shows the
+  // page at the form's address, which only answers POST.
+  const pageUrl = root.dataset.url || location.href;
+  let source = null;
+  let lastId = null;
+  let delay = 1000;
+  let debounce = null;
+  let waiting = null;
+  connect();
+
+  function connect() {
+    const from = lastId ? lastId : root.dataset.cursor;
+    source = new EventSource("/app/events?after=" + encodeURIComponent(from));
+    for (const name of ["conversation.created", "conversation.updated", "message.created"]) {
+      source.addEventListener(name, (event) => onEvent(name, event));
+    }
+    source.addEventListener("open", () => (delay = 1000));
+    source.addEventListener("reset", () => location.assign(pageUrl));
+    source.addEventListener("error", () => {
+      // While the browser retries by itself the state is CONNECTING.
+      // CLOSED means the answer was a refusal: a session that ended
+      // (the page then goes to the sign-in form), too many streams from
+      // this address, or a proxy error during a deploy, which are
+      // tried again later without losing what is typed.
+      if (source.readyState === EventSource.CLOSED) recover();
+    });
   }
-  source.addEventListener("reset", () => location.reload());
-  source.addEventListener("error", () => {
-    // CLOSED means the server refused the stream (the session ended):
-    // the page reloads into the sign-in form. Otherwise the browser is
-    // reconnecting on its own.
-    if (source.readyState === EventSource.CLOSED) location.reload();
-  });
+
+  async function recover() {
+    try {
+      const probe = await fetch(pageUrl, { credentials: "same-origin", redirect: "manual" });
+      if (probe.type === "opaqueredirect" || probe.status === 401) {
+        location.assign(pageUrl);
+        return;
+      }
+    } catch {
+      // Offline: try the stream again later.
+    }
+    setTimeout(connect, delay);
+    delay = Math.min(delay * 2, 30000);
+  }
 
   function onEvent(name, event) {
     let data;
@@ -46,10 +76,14 @@ function start(root) {
     } catch {
       return;
     }
+    if (event.lastEventId) lastId = event.lastEventId;
     const id = String(data.conversation && data.conversation.id);
     if (kind === "conversation" && id !== conversation) return;
     if (name === "message.created" && data.message) say(data);
-    refresh();
+    // Events come in bursts (a reply is a message and a change): one
+    // refresh answers a burst.
+    clearTimeout(debounce);
+    debounce = setTimeout(refresh, 300);
   }
 
   function say(data) {
@@ -75,9 +109,9 @@ function start(root) {
     try {
       do {
         again = false;
-        const response = await fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
+        const response = await fetch(pageUrl, { credentials: "same-origin", headers: { Accept: "text/html" } });
         if (response.redirected || response.status === 401) {
-          location.reload();
+          location.assign(pageUrl);
           return;
         }
         if (!response.ok) return;
@@ -95,12 +129,20 @@ function start(root) {
     }
   }
 
+  // A region holding the focus is left as it is, and refreshed once the
+  // focus leaves it.
   function swap(id, fresh) {
     const old = document.getElementById(id);
     const replacement = fresh.getElementById(id);
     if (!old || !replacement) return;
     if (old.contains(document.activeElement) && document.activeElement !== document.body) {
-      again = true;
+      if (waiting !== old) {
+        waiting = old;
+        old.addEventListener("focusout", () => {
+          waiting = null;
+          setTimeout(refresh, 0);
+        }, { once: true });
+      }
       return;
     }
     old.replaceWith(document.importNode(replacement, true));

@@ -135,8 +135,10 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 
 /// CORS around every route, outside routing so preflights are answered
 /// before method matching. Any page may call the API: the widget's origin
-/// check against the site's domains happens per request with a clear 403,
-/// and no route relies on cookies, so no credentials are allowed.
+/// check against the site's domains happens per request with a clear 403.
+/// No credentials are allowed: the web app's cookie-authenticated routes
+/// (`/app`) must never be readable from another origin, and allowing
+/// credentials with a mirrored origin would make them so.
 /// `Last-Event-ID` is what an EventSource sends when it reconnects.
 pub fn cors() -> CorsLayer {
     CorsLayer::new()

@@ -63,6 +63,7 @@ async fn render(
     let title = visitor_name(&t);
     let main = html! {
         div.conversation-page data-live="conversation" data-cursor=(t.cursor.to_string()) data-conversation=(id.0)
+            data-url={ "/app/conversations/" (id.0) }
             data-last=(t.details.conversation.last_message_at.to_rfc3339()) {
             section.thread aria-labelledby="title" {
                 p { a href="/app" { "← Inbox" } }

@@ -38,7 +38,7 @@ fn matches(given: Option<&str>, expected: &str) -> bool {
 
 /// Whether the browser says the request came from another site. Absent
 /// (older browsers, other clients) is not refused here: the token is.
-fn cross_site(headers: &HeaderMap) -> bool {
+pub fn cross_site(headers: &HeaderMap) -> bool {
     headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).is_some_and(|site| site != "same-origin" && site != "none")
 }
 

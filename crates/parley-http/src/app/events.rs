@@ -15,7 +15,7 @@ use axum::response::Response;
 use parley_domain::auth::SignIn;
 use parley_domain::feed::Reader;
 
-use super::cookies;
+use super::{cookies, csrf};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ClientCaller, QueryFields};
@@ -29,6 +29,12 @@ pub async fn stream(
     headers: HeaderMap,
     QueryFields(q): QueryFields<OperatorEventsParams>,
 ) -> Result<Response, ApiError> {
+    // Only the app's own pages follow it; CORS without credentials
+    // already keeps other sites from reading it, and this holds if that
+    // ever changes.
+    if csrf::cross_site(&headers) {
+        return Err(parley_domain::DomainError::Forbidden("the live updates are for the web app's own pages").into());
+    }
     let token = cookies::read(&headers, cookies::SESSION).ok_or(parley_domain::DomainError::Unauthenticated)?.to_owned();
     let session = s.auth.authenticate(&token, SignIn::Web).await?;
     let slot = s.streams.take(caller.key())?;

@@ -34,7 +34,7 @@ pub async fn page(State(s): State<AppState>, who: WebSession, Query(q): Query<In
     let number = q.page.as_deref().and_then(|p| p.parse::<u32>().ok()).filter(|p| (1..=100_000).contains(p)).unwrap_or(1);
     let (list, meta, cursor) = s.inbox.list(&who.session, filter, PageRequest { page: number, per_page: PER_PAGE }).await?;
     let main = html! {
-        div data-live="inbox" data-cursor=(cursor.to_string()) {
+        div data-live="inbox" data-cursor=(cursor.to_string()) data-url={ "/app?status=" (status) "&page=" (number) } {
         h1 { "Inbox" }
         nav.filters aria-label="Filter by status" {
             @for (value, label) in FILTERS {

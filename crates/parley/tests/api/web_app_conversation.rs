@@ -121,9 +121,13 @@ async fn take_hand_over_with_a_note_close_and_reopen() {
     let page = admin.conversation(id).await;
     assert!(page.html.contains("Closed") && page.html.contains("/reopen\""), "a closed conversation offers reopen only");
     assert!(!page.html.contains("/hand-over\""));
+    app.clock.advance(std::time::Duration::from_secs(3_600));
     admin.acted(id, "reopen", &[]).await;
     let page = admin.conversation(id).await;
     assert!(page.html.contains("reopened the conversation"));
+    let (_, list) = app.authed(reqwest::Method::GET, "/api/mobile/conversations", &app.login("admin@acme.example.com").await, None).await;
+    let at = |key: &str| list["conversations"][0][key].as_str().unwrap().to_owned();
+    assert!(at("last_message_at") > at("created_at"), "a reopening is activity, so the idle sweep leaves it open: {list}");
     assert!(page.html.contains("to <strong>bea</strong>"), "back to its assignee, who can still answer: {}", page.html);
     admin.acted(id, "reopen", &[]).await;
     let again = admin.conversation(id).await;
@@ -235,6 +239,9 @@ async fn the_live_stream_follows_the_session() {
     let bearer = app.login("admin@acme.example.com").await;
     let refused = sse::open(&app, "/app/events", &[("cookie", &format!("parley_session={bearer}"))]).await.err().expect("a bearer token");
     assert_eq!(refused.0, StatusCode::UNAUTHORIZED, "a bearer token is not a session");
+
+    let cross = sse::open(&app, "/app/events", &[("cookie", &cookie), ("sec-fetch-site", "cross-site")]).await;
+    assert_eq!(cross.err().expect("refused from another site").0, StatusCode::FORBIDDEN);
 
     // Sent after the page was rendered and before the stream opened: the
     // cursor still brings it.
