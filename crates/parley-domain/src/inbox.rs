@@ -102,24 +102,15 @@ impl InboxService {
             .read(move |r| {
                 let cursor = crate::feed::head_cursor(r, scope.tenant, now)?;
                 let details = r.conversation_details(scope, id)?.ok_or(DomainError::NotFound)?;
-                let mut messages: std::collections::VecDeque<Message> = std::collections::VecDeque::new();
-                let mut after_id = None;
-                let mut earlier_left_out = false;
-                loop {
-                    let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: true };
-                    let batch = r.messages(scope, id, page)?;
-                    let full = batch.len() == MESSAGE_PAGE_LIMIT as usize;
-                    after_id = batch.last().map(|m| m.id);
-                    messages.extend(batch);
-                    while messages.len() > keep {
-                        messages.pop_front();
-                        earlier_left_out = true;
-                    }
-                    if !full {
-                        break;
-                    }
+                // The latest page; one more than shown tells whether there
+                // are earlier ones.
+                let limit = u32::try_from(keep).unwrap_or(u32::MAX).saturating_add(1);
+                let mut messages = r.messages(scope, id, MessagePage { after_id: None, limit, include_internal: true })?;
+                let earlier_left_out = messages.len() > keep;
+                if earlier_left_out {
+                    messages.remove(0);
                 }
-                Ok(Transcript { details, messages: messages.into(), earlier_left_out, cursor })
+                Ok(Transcript { details, messages, earlier_left_out, cursor })
             })
             .await
     }

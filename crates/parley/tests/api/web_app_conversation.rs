@@ -263,3 +263,29 @@ async fn the_live_stream_follows_the_session() {
     assert_eq!(admin.post("/app/logout", &[("csrf", &csrf)]).await.status, StatusCode::SEE_OTHER);
     assert_eq!(stream.event().await, None, "a signed-out session's stream ends");
 }
+
+/// A long conversation shows its latest messages, and says that earlier
+/// ones are left out; a shorter one shows every message.
+#[tokio::test]
+async fn a_long_conversation_shows_its_latest_messages() {
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "off").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let (public_id, id, mut admin) = opened(&app, &f).await;
+    for n in 1..=149 {
+        let (status, body) = app.post_message("/api", &f.token, &public_id, &format!("message {n}")).await;
+        assert!(status.is_success(), "{body}");
+    }
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("Where is my parcel?") && page.html.contains(">message 149<"), "all 150 shown");
+    assert!(!page.html.contains("Earlier messages are not shown"));
+
+    for n in 150..=210 {
+        let (status, body) = app.post_message("/api", &f.token, &public_id, &format!("message {n}")).await;
+        assert!(status.is_success(), "{body}");
+    }
+    let page = admin.conversation(id).await;
+    assert_eq!(page.html.matches("<li class=\"message").count(), 200, "the latest 200");
+    assert!(page.html.contains(">message 210<") && page.html.contains(">message 11<"));
+    assert!(!page.html.contains(">message 10<") && !page.html.contains("Where is my parcel?"));
+    assert!(page.html.contains("Earlier messages are not shown"));
+}
