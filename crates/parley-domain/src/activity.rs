@@ -22,7 +22,8 @@ pub(crate) fn earlier_send(tx: &mut dyn WriteTx, scope: ConversationScope, new: 
     }
 }
 
-/// Adds a visitor's or operator's message to `c`, with its effect on the
+/// Adds a message that counts as activity (a visitor's, an operator's, or
+/// the announcement of an explicit reopen) to `c`, with its effect on the
 /// conversation saved first; a reopening is a change everyone following
 /// the conversation sees, and comes before the message in the feed.
 pub(crate) fn add_message(
@@ -35,7 +36,17 @@ pub(crate) fn add_message(
     let now = new.created_at;
     let reopened = c.status == ConversationStatus::Closed;
     if reopened {
-        reopen(tx, c)?;
+        let assignee_can_answer = match c.assignee_id {
+            Some(id) => tx.operator(c.tenant_id, id)?.is_some_and(|op| op.can_answer(c)),
+            None => false,
+        };
+        if assignee_can_answer {
+            c.status = ConversationStatus::Assigned;
+        } else {
+            c.status = ConversationStatus::Unassigned;
+            c.assignee_id = None;
+        }
+        c.closed_at = None;
     }
     c.last_message_at = now;
     tx.update_conversation(scope, c)?;
@@ -43,21 +54,4 @@ pub(crate) fn add_message(
         record::conversation_changed(tx, tenant, c, None, now)?;
     }
     record::message(tx, tenant, scope, c, new)
-}
-
-/// Sets a closed conversation open again (the caller saves it): back to
-/// its assignee if that operator can still answer, else unassigned.
-pub(crate) fn reopen(tx: &mut dyn WriteTx, c: &mut Conversation) -> Result<(), DomainError> {
-    let assignee_can_answer = match c.assignee_id {
-        Some(id) => tx.operator(c.tenant_id, id)?.is_some_and(|op| op.active && op.can_see_site(c.site_id)),
-        None => false,
-    };
-    if assignee_can_answer {
-        c.status = ConversationStatus::Assigned;
-    } else {
-        c.status = ConversationStatus::Unassigned;
-        c.assignee_id = None;
-    }
-    c.closed_at = None;
-    Ok(())
 }

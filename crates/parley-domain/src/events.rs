@@ -80,7 +80,7 @@ pub struct OutboxEvent {
     pub payload: String,
 }
 
-pub(crate) fn envelope(tenant: &Tenant, kind: EventKind, occurred_at: Timestamp, data: Value) -> OutboxEvent {
+fn envelope(tenant: &Tenant, kind: EventKind, occurred_at: Timestamp, data: Value) -> OutboxEvent {
     let event_id = ids::event_id();
     let payload = json!({
         "event_id": event_id,
@@ -94,7 +94,7 @@ pub(crate) fn envelope(tenant: &Tenant, kind: EventKind, occurred_at: Timestamp,
     OutboxEvent { event_id, kind, occurred_at, payload }
 }
 
-pub(crate) fn conversation_data(c: &Conversation) -> Value {
+fn conversation_data(c: &Conversation) -> Value {
     json!({
         "id": c.id,
         "public_id": c.public_id,
@@ -175,6 +175,12 @@ pub fn installation_health_changed(
 pub enum ClosedBy<'a> {
     Operator(&'a Operator),
     Automation,
+}
+
+/// A change of status, assignee or verification that only the feed
+/// carries: partners get no webhook of this kind.
+pub(crate) fn conversation_updated(tenant: &Tenant, c: &Conversation, at: crate::clock::Timestamp) -> OutboxEvent {
+    envelope(tenant, EventKind::ConversationUpdated, at, json!({ "conversation": conversation_data(c) }))
 }
 
 pub fn conversation_closed(tenant: &Tenant, c: &Conversation, by: ClosedBy<'_>, at: crate::clock::Timestamp) -> OutboxEvent {

@@ -50,6 +50,9 @@ pub struct Transcript {
     pub details: ConversationDetails,
     pub messages: Vec<Message>,
     pub earlier_left_out: bool,
+    /// Who the conversation can be handed to: active, able to see its
+    /// site and not its assignee, by name.
+    pub assignees: Vec<OperatorRef>,
     /// The feed's position as of the read.
     pub cursor: Cursor,
 }
@@ -63,6 +66,17 @@ pub struct InboxService {
 impl InboxService {
     pub fn new(db: Database, clock: Arc<dyn Clock>) -> Self {
         Self { db, clock }
+    }
+
+    /// Runs `f` in one write unit as the session's operator, with its
+    /// tenant and the time of the request.
+    async fn as_operator<T, F>(&self, session: &Session, f: F) -> Result<T, DomainError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn WriteTx, &Operator, &Tenant, Timestamp) -> Result<T, DomainError> + Send + 'static,
+    {
+        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
+        self.db.write(move |tx| f(tx, &actor, &tenant, now)).await
     }
 
     /// A page of the inbox, with the feed's position as of the read: taken
@@ -93,24 +107,37 @@ impl InboxService {
 
     /// What a page of the conversation shows: its details, its last
     /// `keep` messages (notes included, oldest first) and whether earlier
-    /// ones were left out, read in one snapshot, with the feed's position
-    /// taken first so that a live page following from it misses nothing.
-    pub async fn transcript(&self, session: &Session, id: ConversationId, keep: usize) -> Result<Transcript, DomainError> {
+    /// ones were left out, and the operators it can be handed to (none
+    /// once closed), read in one snapshot, with the feed's position taken
+    /// first so that a live page following from it misses nothing.
+    pub async fn transcript(&self, session: &Session, id: ConversationId, keep: u32) -> Result<Transcript, DomainError> {
         let scope: ConversationScope = session.operator.scope().into();
         let now = self.clock.now();
         self.db
             .read(move |r| {
                 let cursor = crate::feed::head_cursor(r, scope.tenant, now)?;
                 let details = r.conversation_details(scope, id)?.ok_or(DomainError::NotFound)?;
-                // The latest page; one more than shown tells whether there
-                // are earlier ones.
-                let limit = u32::try_from(keep).unwrap_or(u32::MAX).saturating_add(1);
-                let mut messages = r.messages(scope, id, MessagePage { after_id: None, limit, include_internal: true })?;
-                let earlier_left_out = messages.len() > keep;
+                // One more than shown tells whether there are earlier ones.
+                let page = MessagePage { after_id: None, limit: keep.saturating_add(1), include_internal: true };
+                let mut messages = r.messages(scope, id, page)?;
+                let earlier_left_out = messages.len() > keep as usize;
                 if earlier_left_out {
                     messages.remove(0);
                 }
-                Ok(Transcript { details, messages, earlier_left_out, cursor })
+                let c = &details.conversation;
+                let assignees = if c.status == ConversationStatus::Closed {
+                    Vec::new()
+                } else {
+                    let mut list: Vec<OperatorRef> = r
+                        .operators(scope.tenant)?
+                        .into_iter()
+                        .filter(|o| o.can_answer(c) && c.assignee_id != Some(o.id))
+                        .map(|o| OperatorRef { id: o.id, name: o.name, email: o.email })
+                        .collect();
+                    list.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then(a.id.0.cmp(&b.id.0)));
+                    list
+                };
+                Ok(Transcript { details, messages, earlier_left_out, assignees, cursor })
             })
             .await
     }
@@ -138,19 +165,17 @@ impl InboxService {
         body: String,
         client_message_id: Option<String>,
     ) -> Result<(Message, ConversationDetails), DomainError> {
-        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
-        self.db
-            .write(move |tx| {
-                let scope: ConversationScope = actor.scope().into();
-                let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                let new = NewMessage { client_message_id, ..operator_message(&c, &actor, body, false, now) };
-                if let Some(earlier) = crate::activity::earlier_send(tx, scope, &new)? {
-                    return Ok((earlier, details(tx, scope, id)?));
-                }
-                let message = crate::activity::add_message(tx, &tenant, scope, &mut c, &new)?;
-                Ok((message, details(tx, scope, id)?))
-            })
-            .await
+        self.as_operator(session, move |tx, actor, tenant, now| {
+            let scope: ConversationScope = actor.scope().into();
+            let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+            let new = NewMessage { client_message_id, ..operator_message(&c, actor, body, false, now) };
+            if let Some(earlier) = crate::activity::earlier_send(tx, scope, &new)? {
+                return Ok((earlier, details(tx, scope, id)?));
+            }
+            let message = crate::activity::add_message(tx, tenant, scope, &mut c, &new)?;
+            Ok((message, details(tx, scope, id)?))
+        })
+        .await
     }
 
     /// Assigns to `target`, or to the caller when `target` is `None`.
@@ -162,25 +187,11 @@ impl InboxService {
         id: ConversationId,
         target: Option<OperatorId>,
     ) -> Result<ConversationDetails, DomainError> {
-        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
-        self.db
-            .write(move |tx| {
-                let scope: ConversationScope = actor.scope().into();
-                let mut c = open_conversation(tx, scope, id)?;
-                let target_id = target.unwrap_or(actor.id);
-                if c.assignee_id == Some(target_id) {
-                    return details(tx, scope, id);
-                }
-                let target = assignable(tx, &actor, &c, target_id)?;
-                let text = if target.id == actor.id {
-                    format!("{} joined the conversation", actor.name)
-                } else {
-                    format!("{} assigned the conversation to {}", actor.name, target.name)
-                };
-                hand_to(tx, &tenant, scope, &mut c, &target, text, now)?;
-                details(tx, scope, id)
-            })
-            .await
+        self.as_operator(session, move |tx, actor, tenant, now| {
+            let c = open_conversation(tx, actor.scope().into(), id)?;
+            assign_in(tx, actor, tenant, c, target, now)
+        })
+        .await
     }
 
     /// Hands the conversation to `target`, with an optional note that only
@@ -192,42 +203,53 @@ impl InboxService {
         target: OperatorId,
         note: Option<String>,
     ) -> Result<ConversationDetails, DomainError> {
-        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
-        self.db
-            .write(move |tx| {
-                let scope: ConversationScope = actor.scope().into();
-                let mut c = open_conversation(tx, scope, id)?;
-                let target = assignable(tx, &actor, &c, target)?;
-                let text = format!("{} transferred the conversation to {}", actor.name, target.name);
-                hand_to(tx, &tenant, scope, &mut c, &target, text, now)?;
-                if let Some(note) = note {
-                    record::message(tx, &tenant, scope, &c, &operator_message(&c, &actor, note, true, now))?;
-                }
-                details(tx, scope, id)
-            })
-            .await
+        self.as_operator(session, move |tx, actor, tenant, now| {
+            let c = open_conversation(tx, actor.scope().into(), id)?;
+            transfer_in(tx, actor, tenant, c, target, note, now)
+        })
+        .await
+    }
+
+    /// The web app's *hand over*: an assignment when the conversation is
+    /// unassigned and there is no note, else a transfer (only a transfer
+    /// carries a note), chosen in the unit that makes the change.
+    pub async fn hand_over(
+        &self,
+        session: &Session,
+        id: ConversationId,
+        target: OperatorId,
+        note: Option<String>,
+    ) -> Result<ConversationDetails, DomainError> {
+        self.as_operator(session, move |tx, actor, tenant, now| {
+            let c = open_conversation(tx, actor.scope().into(), id)?;
+            if note.is_none() && c.status == ConversationStatus::Unassigned {
+                assign_in(tx, actor, tenant, c, Some(target), now)
+            } else {
+                transfer_in(tx, actor, tenant, c, target, note, now)
+            }
+        })
+        .await
     }
 
     /// Closes the conversation; closing a closed one changes nothing and
     /// emits nothing.
     pub async fn close(&self, session: &Session, id: ConversationId) -> Result<ConversationDetails, DomainError> {
-        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
-        self.db
-            .write(move |tx| {
-                let scope: ConversationScope = actor.scope().into();
-                let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                if c.status != ConversationStatus::Closed {
-                    c.status = ConversationStatus::Closed;
-                    c.closed_at = Some(now);
-                    tx.update_conversation(scope, &c)?;
-                    record::message(tx, &tenant, scope, &c, &system_message(&c, format!("{} closed the conversation", actor.name), now))?;
-                    let closed = events::conversation_closed(&tenant, &c, ClosedBy::Operator(&actor), now);
-                    record::conversation_changed(tx, &tenant, &c, Some(closed), now)?;
-                }
-                details(tx, scope, id)
-            })
-            .await
+        self.as_operator(session, move |tx, actor, tenant, now| {
+            let scope: ConversationScope = actor.scope().into();
+            let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+            if c.status != ConversationStatus::Closed {
+                c.status = ConversationStatus::Closed;
+                c.closed_at = Some(now);
+                tx.update_conversation(scope, &c)?;
+                record::message(tx, tenant, scope, &c, &system_message(&c, format!("{} closed the conversation", actor.name), now))?;
+                let closed = events::conversation_closed(tenant, &c, ClosedBy::Operator(actor), now);
+                record::conversation_changed(tx, tenant, &c, Some(closed), now)?;
+            }
+            details(tx, scope, id)
+        })
+        .await
     }
+
     /// An internal note: a message only operators see. It neither
     /// reopens a closed conversation nor counts as activity the visitor
     /// waits on. A repeat (the same `client_message_id` from the same
@@ -239,62 +261,79 @@ impl InboxService {
         body: String,
         client_message_id: Option<String>,
     ) -> Result<Message, DomainError> {
-        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
-        self.db
-            .write(move |tx| {
-                let scope: ConversationScope = actor.scope().into();
-                let c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                let new = NewMessage { client_message_id, ..operator_message(&c, &actor, body, true, now) };
-                if let Some(earlier) = crate::activity::earlier_send(tx, scope, &new)? {
-                    return Ok(earlier);
-                }
-                record::message(tx, &tenant, scope, &c, &new)
-            })
-            .await
+        self.as_operator(session, move |tx, actor, tenant, now| {
+            let scope: ConversationScope = actor.scope().into();
+            let c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+            let new = NewMessage { client_message_id, ..operator_message(&c, actor, body, true, now) };
+            if let Some(earlier) = crate::activity::earlier_send(tx, scope, &new)? {
+                return Ok(earlier);
+            }
+            record::message(tx, tenant, scope, &c, &new)
+        })
+        .await
     }
 
     /// Opens a closed conversation again without a message: back to its
     /// assignee if that operator can still answer, else unassigned.
     /// Reopening an open conversation changes nothing.
     pub async fn reopen(&self, session: &Session, id: ConversationId) -> Result<ConversationDetails, DomainError> {
-        let (actor, tenant, now) = (session.operator.clone(), session.tenant.clone(), self.clock.now());
-        self.db
-            .write(move |tx| {
-                let scope: ConversationScope = actor.scope().into();
-                let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                if c.status == ConversationStatus::Closed {
-                    crate::activity::reopen(tx, &mut c)?;
-                    // Its announcement is the latest message, and the idle
-                    // sweeper must not close it again at its next pass.
-                    c.last_message_at = now;
-                    tx.update_conversation(scope, &c)?;
-                    record::conversation_changed(tx, &tenant, &c, None, now)?;
-                    record::message(tx, &tenant, scope, &c, &system_message(&c, format!("{} reopened the conversation", actor.name), now))?;
-                }
-                details(tx, scope, id)
-            })
-            .await
+        self.as_operator(session, move |tx, actor, tenant, now| {
+            let scope: ConversationScope = actor.scope().into();
+            let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+            if c.status == ConversationStatus::Closed {
+                // As a message would: its announcement is the latest
+                // message, so the idle sweeper leaves it open.
+                let announcement = system_message(&c, format!("{} reopened the conversation", actor.name), now);
+                crate::activity::add_message(tx, tenant, scope, &mut c, &announcement)?;
+            }
+            details(tx, scope, id)
+        })
+        .await
     }
+}
 
-    /// The operators the conversation can be handed to: active, able to
-    /// see its site, and not its assignee, by name.
-    pub async fn assignees(&self, session: &Session, id: ConversationId) -> Result<Vec<OperatorRef>, DomainError> {
-        let scope: ConversationScope = session.operator.scope().into();
-        let tenant = session.tenant.id;
-        self.db
-            .read(move |r| {
-                let c = r.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                let mut list: Vec<OperatorRef> = r
-                    .operators(tenant)?
-                    .into_iter()
-                    .filter(|o| o.active && o.can_see_site(c.site_id) && c.assignee_id != Some(o.id))
-                    .map(|o| OperatorRef { id: o.id, name: o.name, email: o.email })
-                    .collect();
-                list.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then(a.id.0.cmp(&b.id.0)));
-                Ok(list)
-            })
-            .await
+/// `assign` within its unit, on the open conversation `c`.
+fn assign_in(
+    tx: &mut dyn WriteTx,
+    actor: &Operator,
+    tenant: &Tenant,
+    mut c: Conversation,
+    target: Option<OperatorId>,
+    now: Timestamp,
+) -> Result<ConversationDetails, DomainError> {
+    let scope: ConversationScope = actor.scope().into();
+    let target_id = target.unwrap_or(actor.id);
+    if c.assignee_id == Some(target_id) {
+        return details(tx, scope, c.id);
     }
+    let target = assignable(tx, actor, &c, target_id)?;
+    let text = if target.id == actor.id {
+        format!("{} joined the conversation", actor.name)
+    } else {
+        format!("{} assigned the conversation to {}", actor.name, target.name)
+    };
+    hand_to(tx, tenant, scope, &mut c, &target, text, now)?;
+    details(tx, scope, c.id)
+}
+
+/// `transfer` within its unit, on the open conversation `c`.
+fn transfer_in(
+    tx: &mut dyn WriteTx,
+    actor: &Operator,
+    tenant: &Tenant,
+    mut c: Conversation,
+    target: OperatorId,
+    note: Option<String>,
+    now: Timestamp,
+) -> Result<ConversationDetails, DomainError> {
+    let scope: ConversationScope = actor.scope().into();
+    let target = assignable(tx, actor, &c, target)?;
+    let text = format!("{} transferred the conversation to {}", actor.name, target.name);
+    hand_to(tx, tenant, scope, &mut c, &target, text, now)?;
+    if let Some(note) = note {
+        record::message(tx, tenant, scope, &c, &operator_message(&c, actor, note, true, now))?;
+    }
+    details(tx, scope, c.id)
 }
 
 /// The conversation, refusing a closed one with a conflict.

@@ -4,7 +4,6 @@
 //! limits protect the service from floods, they are not billing. With
 //! several instances each enforces its own share.
 
-use std::collections::HashSet;
 use std::hash::Hash;
 use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroU32;
@@ -242,39 +241,51 @@ impl<K: Hash + Eq + Clone> SlidingWindow<K> {
     }
 }
 
-/// At most one piece of work at a time per key: a client that sends a
-/// second while its first still runs is refused, so no single client can
-/// hold more than one of a scarce resource (a password-check slot).
-pub struct OnePerKey<K: Hash + Eq + Clone> {
-    busy: Arc<Mutex<HashSet<K>>>,
+/// At most `most` pieces of work at a time per key: a client past its
+/// share is refused, so no single client holds all of a scarce resource
+/// (a password-check slot, open streams).
+pub struct PerKeyLimit<K: Hash + Eq + Clone> {
+    most: usize,
+    /// What a refused client is told to wait, in seconds.
+    retry_after_secs: u64,
+    held: Arc<Mutex<HashMap<K, usize>>>,
 }
 
-/// Holds a key's turn; dropping it frees the turn.
-pub struct Turn<K: Hash + Eq + Clone> {
-    busy: Arc<Mutex<HashSet<K>>>,
+/// Holds one of a key's places; dropping it frees the place.
+pub struct Held<K: Hash + Eq + Clone> {
+    held: Arc<Mutex<HashMap<K, usize>>>,
     key: K,
 }
 
-impl<K: Hash + Eq + Clone> Default for OnePerKey<K> {
-    fn default() -> Self {
-        Self { busy: Arc::new(Mutex::new(HashSet::new())) }
+impl<K: Hash + Eq + Clone> PerKeyLimit<K> {
+    pub fn new(most: usize, retry_after_secs: u64) -> Self {
+        Self { most, retry_after_secs, held: Arc::new(Mutex::new(HashMap::new())) }
     }
-}
 
-impl<K: Hash + Eq + Clone> OnePerKey<K> {
-    /// The key's turn, or `rate_limited` (retry in a second) while it has one.
-    pub fn turn(&self, key: &K) -> Result<Turn<K>, DomainError> {
-        let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
-        if !busy.insert(key.clone()) {
-            return Err(DomainError::RateLimited { retry_after_secs: 1 });
+    /// A place for `key`, or `RateLimited` while it holds its share.
+    pub fn take(&self, key: &K) -> Result<Held<K>, DomainError> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let count = held.entry(key.clone()).or_insert(0);
+        if *count >= self.most {
+            if *count == 0 {
+                held.remove(key);
+            }
+            return Err(DomainError::RateLimited { retry_after_secs: self.retry_after_secs });
         }
-        Ok(Turn { busy: Arc::clone(&self.busy), key: key.clone() })
+        *count += 1;
+        Ok(Held { held: Arc::clone(&self.held), key: key.clone() })
     }
 }
 
-impl<K: Hash + Eq + Clone> Drop for Turn<K> {
+impl<K: Hash + Eq + Clone> Drop for Held<K> {
     fn drop(&mut self) {
-        self.busy.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.key);
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = held.get_mut(&self.key) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.key);
+            }
+        }
     }
 }
 
@@ -293,12 +304,12 @@ mod tests {
 
     #[test]
     fn one_turn_per_key_at_a_time() {
-        let turns = OnePerKey::default();
-        let first = turns.turn(&"a").unwrap();
-        assert!(matches!(turns.turn(&"a"), Err(DomainError::RateLimited { .. })));
-        assert!(turns.turn(&"b").is_ok());
+        let turns = PerKeyLimit::new(1, 1);
+        let first = turns.take(&"a").unwrap();
+        assert!(matches!(turns.take(&"a"), Err(DomainError::RateLimited { retry_after_secs: 1 })));
+        assert!(turns.take(&"b").is_ok());
         drop(first);
-        assert!(turns.turn(&"a").is_ok());
+        assert!(turns.take(&"a").is_ok());
     }
 
     #[test]

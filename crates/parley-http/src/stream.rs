@@ -155,6 +155,28 @@ pub(crate) async fn open(
     Ok(respond(state.clone(), follower, holder, slot, render))
 }
 
+/// Opens an operator's stream (the mobile API's, or the web app's under
+/// its session cookie): it reads as the operator's scope, shows every
+/// entry it can read, notes included, and ends when `token` (of `kind`)
+/// stops passing or the operator's scope changes.
+pub(crate) async fn open_operator(
+    state: &AppState,
+    slot: Slot,
+    headers: &HeaderMap,
+    from_query: Option<Cursor>,
+    token: String,
+    kind: SignIn,
+    scope: OperatorScope,
+) -> Result<Response, ApiError> {
+    let holder = Holder::Operator { token, kind, scope };
+    open(state, slot, headers, from_query, Reader::Operator(scope.into()), holder, operator_event).await
+}
+
+/// An operator's stream shows every entry it can read, notes included.
+fn operator_event(item: &FeedItem) -> Option<Event> {
+    event(item, crate::views::mobile::OperatorEventData::from(item))
+}
+
 /// The response of a stream: `follower`'s entries as `render` shows them,
 /// until the holder is refused, the cursor is reset or the instance
 /// shuts down.

@@ -186,7 +186,7 @@ impl Application {
             webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), allow_private, config.webhook_endpoints_per_tenant),
             metrics: metrics.clone(),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
-            web_app: WebAppSettings { secure_cookies: public_url.starts_with("https://"), session_ttl: config.session_ttl },
+            web_app: WebAppSettings { secure_cookies: public_url.starts_with("https://") },
             sandbox: match &demo {
                 Some(credentials) => {
                     // The worker reaches the receiver on this very listener.

@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 
 use crate::clock::Clock;
 use crate::error::DomainError;
-use crate::limits::{ClientKey, OnePerKey, RateLimitSettings, SlidingWindow};
+use crate::limits::{ClientKey, PerKeyLimit, RateLimitSettings, SlidingWindow};
 use crate::model::{Operator, Session};
 use crate::password;
 use crate::store::Database;
@@ -69,7 +69,7 @@ pub struct AuthService {
     /// Every attempt per address, successful ones included.
     attempts_by_address: Arc<SlidingWindow<ClientKey>>,
     /// One password check at a time per address.
-    checking: Arc<OnePerKey<ClientKey>>,
+    checking: Arc<PerKeyLimit<ClientKey>>,
     /// Password checks running at once.
     hashing: Arc<Semaphore>,
 }
@@ -98,14 +98,21 @@ impl AuthService {
             session_ttl,
             failures: LoginFailures::new(db.clone(), limits.login_failures_per_email, limits.login_failures_per_address),
             attempts_by_address: Arc::new(SlidingWindow::new(limits.logins_per_address)),
-            checking: Arc::new(OnePerKey::default()),
+            // One check at a time per client; the next may come a second later.
+            checking: Arc::new(PerKeyLimit::new(1, 1)),
             hashing: Arc::new(Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()).max(2))),
         }
     }
 
+    /// How long a web app session lives (`PARLEY_SESSION_TTL`), which its
+    /// cookie's lifetime follows.
+    pub fn session_ttl(&self) -> Duration {
+        self.session_ttl
+    }
+
     pub async fn login(&self, client: ClientKey, input: LoginInput, kind: SignIn) -> Result<LoginOutcome, DomainError> {
         let now = self.clock.now();
-        let _turn = self.checking.turn(&client)?;
+        let _turn = self.checking.take(&client)?;
         self.attempts_by_address.reserve(&client, now)?;
         let email_key = crate::validate::email_key(&input.email);
         let reserved = self.failures.reserve(&email_key, client, now).await?;

@@ -87,7 +87,9 @@ impl Hub {
         if watched.is_empty() {
             return;
         }
-        let keys = marks.iter().flat_map(|m| [Some(Key::Tenant(m.tenant)), m.conversation.map(Key::Conversation)]).flatten();
+        // A batch holds many entries of one tenant: each key is woken once.
+        let keys: std::collections::HashSet<Key> =
+            marks.iter().flat_map(|m| [Some(Key::Tenant(m.tenant)), m.conversation.map(Key::Conversation)]).flatten().collect();
         for key in keys {
             if let Some(sender) = watched.get(&key) {
                 sender.send_modify(|n| *n = n.wrapping_add(1));

@@ -6,7 +6,7 @@
 use super::FeedEntry;
 use crate::clock::Timestamp;
 use crate::error::DomainError;
-use crate::events::{self, EventKind, OutboxEvent};
+use crate::events::{self, OutboxEvent};
 use crate::model::{Conversation, ConversationScope, Message, NewMessage, SenderKind, Tenant, Visitor};
 use crate::store::WriteTx;
 
@@ -67,10 +67,7 @@ pub(crate) fn conversation_changed(
     now: Timestamp,
 ) -> Result<(), DomainError> {
     let webhook = event.is_some();
-    let event = event.unwrap_or_else(|| {
-        let data = serde_json::json!({ "conversation": events::conversation_data(c) });
-        events::envelope(tenant, EventKind::ConversationUpdated, now, data)
-    });
+    let event = event.unwrap_or_else(|| events::conversation_updated(tenant, c, now));
     let entry = FeedEntry { event, conversation: Some((c.id, c.site_id)), message: None, widget: true, webhook };
     Ok(tx.append_event(tenant.id, &entry)?)
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Cursor, FeedItem, Hub};
+use super::{Cursor, FeedItem, Hub, Step};
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::model::{ConversationId, ConversationScope, Session, SiteScope, TenantId};
@@ -143,21 +143,24 @@ impl FeedService {
         let Some(after) = after else {
             return Ok(Catchup { items: Vec::new(), cursor: self.head(tenant).await? });
         };
-        let reader = Reader::Operator(session.operator.scope().into());
-        // Watching before the first read: an entry committed between the
-        // read and the wait still wakes it.
-        let mut watch = self.hub.tenant(tenant);
+        // The follower watches before its first read: an entry committed
+        // between the read and the wait still wakes it.
+        let mut follower = self.follow(Reader::Operator(session.operator.scope().into()), Some(after)).await?;
         let deadline = tokio::time::Instant::now() + wait;
-        let mut page = self.read(reader, after, true).await?;
         let mut stop = std::pin::pin!(stop);
-        while page.items.is_empty() && tokio::time::Instant::now() < deadline {
-            tokio::select! {
-                _ = watch.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => {}
-                _ = &mut stop => return Ok(page),
+        loop {
+            match follower.read().await? {
+                Some(Step::Items(items)) => return Ok(Catchup { items, cursor: follower.cursor() }),
+                Some(Step::Reset) => return Err(DomainError::CursorExpired),
+                None if tokio::time::Instant::now() >= deadline => break,
+                None => {}
             }
-            page = self.read(reader, page.cursor, false).await?;
+            tokio::select! {
+                _ = follower.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = &mut stop => break,
+            }
         }
-        Ok(page)
+        Ok(Catchup { items: Vec::new(), cursor: follower.cursor() })
     }
 }

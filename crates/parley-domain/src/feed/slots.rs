@@ -4,13 +4,10 @@
 //! them all. Counted per instance: behind a load balancer an address
 //! may hold this many on each.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
-
 use prometheus_client::metrics::gauge::Gauge;
 
 use crate::error::DomainError;
-use crate::limits::ClientKey;
+use crate::limits::{ClientKey, Held, PerKeyLimit};
 use crate::metrics::Metrics;
 
 /// What a client is told to wait before trying again at the limit: a
@@ -18,52 +15,35 @@ use crate::metrics::Metrics;
 const RETRY_AFTER_SECS: u64 = 5;
 
 pub struct StreamSlots {
-    per_address: usize,
-    open: Mutex<HashMap<ClientKey, usize>>,
+    per_address: PerKeyLimit<ClientKey>,
     /// Streams open on this instance, for `/metrics`.
     gauge: Gauge,
 }
 
 /// An open stream's place; dropping it frees the place.
 pub struct Slot {
-    slots: Arc<StreamSlots>,
-    key: ClientKey,
+    _held: Held<ClientKey>,
+    gauge: Gauge,
 }
 
 impl StreamSlots {
     /// Open streams are counted in `metrics` (`parley_streams_open`).
-    pub fn new(per_address: usize, metrics: &Metrics) -> Arc<Self> {
-        Arc::new(Self { per_address, open: Mutex::new(HashMap::new()), gauge: metrics.streams_open() })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<ClientKey, usize>> {
-        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    pub fn new(per_address: usize, metrics: &Metrics) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self { per_address: PerKeyLimit::new(per_address, RETRY_AFTER_SECS), gauge: metrics.streams_open() })
     }
 
     /// A place for one more stream of `key`, or `RateLimited` when the
     /// address holds its share already.
-    pub fn take(self: &Arc<Self>, key: ClientKey) -> Result<Slot, DomainError> {
-        let mut open = self.lock();
-        let count = open.entry(key).or_insert(0);
-        if *count >= self.per_address {
-            return Err(DomainError::RateLimited { retry_after_secs: RETRY_AFTER_SECS });
-        }
-        *count += 1;
+    pub fn take(&self, key: ClientKey) -> Result<Slot, DomainError> {
+        let held = self.per_address.take(&key)?;
         self.gauge.inc();
-        Ok(Slot { slots: Arc::clone(self), key })
+        Ok(Slot { _held: held, gauge: self.gauge.clone() })
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut open = self.slots.lock();
-        if let Some(count) = open.get_mut(&self.key) {
-            *count -= 1;
-            self.slots.gauge.dec();
-            if *count == 0 {
-                open.remove(&self.key);
-            }
-        }
+        self.gauge.dec();
     }
 }
 
@@ -79,7 +59,7 @@ mod tests {
     #[test]
     fn an_address_holds_its_share_and_gets_it_back_as_streams_close() {
         let gauge = Gauge::default();
-        let slots = Arc::new(StreamSlots { per_address: 2, open: Mutex::new(HashMap::new()), gauge: gauge.clone() });
+        let slots = StreamSlots { per_address: PerKeyLimit::new(2, RETRY_AFTER_SECS), gauge: gauge.clone() };
         let a = slots.take(key(1)).expect("first");
         let _b = slots.take(key(1)).expect("second");
         assert!(matches!(slots.take(key(1)), Err(DomainError::RateLimited { .. })));

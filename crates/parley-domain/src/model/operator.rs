@@ -67,6 +67,11 @@ impl Operator {
         self.role == Role::Admin || self.site_ids.contains(&site)
     }
 
+    /// Whether it can answer `c`: active, and able to see its site.
+    pub fn can_answer(&self, c: &super::Conversation) -> bool {
+        self.active && self.can_see_site(c.site_id)
+    }
+
     pub fn scope(&self) -> OperatorScope {
         OperatorScope { tenant: self.tenant_id, operator: self.id, role: self.role }
     }

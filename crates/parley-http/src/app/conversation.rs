@@ -6,25 +6,25 @@
 //! problem beside it and the text typed kept.
 
 use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use parley_domain::DomainError;
 use parley_domain::inbox::Transcript;
-use parley_domain::model::{ConversationId, ConversationStatus, Message, OperatorId, OperatorRef, SenderKind};
+use parley_domain::model::{ConversationId, ConversationStatus, Message, OperatorId, SenderKind};
 use parley_domain::validate;
 
 use super::csrf;
 use super::error::PageError;
-use super::form::Form;
-use super::layout::{page as frame, respond};
+use super::form::{CheckedForm, Form};
+use super::layout::{page as frame, respond, visitor_name};
 use super::session::WebSession;
 use crate::AppState;
 use crate::extract::PathId;
 
 /// Messages a page shows at most, the latest; a page stays small.
-const SHOWN: usize = 200;
+const SHOWN: u32 = 200;
 
 /// The conversation id of the path, as a page: anything that is not one
 /// is the same "not found" page as an id out of sight.
@@ -39,11 +39,29 @@ impl FromRequestParts<AppState> for Conversation {
     }
 }
 
-/// Which form a problem belongs to, with what was typed in it.
-enum Problem {
-    Reply { text: String, message: String },
-    Note { text: String, message: String },
-    HandOver { note: String, message: String },
+/// The forms that can be refused with something to say beside them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Reply,
+    Note,
+    HandOver,
+}
+
+/// A refused form: which, what was typed in its text, and why.
+struct Problem {
+    form: Which,
+    text: String,
+    message: String,
+}
+
+impl Problem {
+    /// What was typed in `form` and why it was refused, if it was.
+    fn of(problem: Option<&Problem>, form: Which) -> (&str, Option<&str>) {
+        match problem {
+            Some(p) if p.form == form => (p.text.as_str(), Some(p.message.as_str())),
+            _ => ("", None),
+        }
+    }
 }
 
 pub async fn page(State(s): State<AppState>, who: WebSession, Conversation(id): Conversation) -> Result<Response, PageError> {
@@ -58,9 +76,7 @@ async fn render(
     problem: Option<Problem>,
 ) -> Result<Response, PageError> {
     let t = s.inbox.transcript(&who.session, id, SHOWN).await?;
-    let assignees =
-        if t.details.conversation.status == ConversationStatus::Closed { Vec::new() } else { s.inbox.assignees(&who.session, id).await? };
-    let title = visitor_name(&t);
+    let title = visitor_name(&t.details.visitor);
     let main = html! {
         div.conversation-page data-live="conversation" data-cursor=(t.cursor.to_string()) data-conversation=(id.0)
             data-url={ "/app/conversations/" (id.0) }
@@ -76,7 +92,7 @@ async fn render(
                 (reply_forms(who, id, problem.as_ref()))
             }
             aside #details aria-label="Conversation details" {
-                (actions(who, &t, &assignees, problem.as_ref()))
+                (actions(who, &t, problem.as_ref()))
                 (visitor(&t))
             }
         }
@@ -84,11 +100,6 @@ async fn render(
         script type="module" src="/app/assets/live.js" {}
     };
     Ok(respond(status, frame(&title, Some(who), main)))
-}
-
-fn visitor_name(t: &Transcript) -> String {
-    let v = &t.details.visitor;
-    v.profile.name.clone().or_else(|| v.profile.email.clone()).unwrap_or_else(|| format!("Visitor {}", v.id.0))
 }
 
 /// Status, site and assignee, in a sentence.
@@ -133,14 +144,8 @@ fn message(m: &Message) -> Markup {
 /// is never a checkbox away. Each carries a fresh client message id, so
 /// a form sent twice (a double click, a resubmitted POST) adds one message.
 fn reply_forms(who: &WebSession, id: ConversationId, problem: Option<&Problem>) -> Markup {
-    let (reply_text, reply_problem) = match problem {
-        Some(Problem::Reply { text, message }) => (text.as_str(), Some(message.as_str())),
-        _ => ("", None),
-    };
-    let (note_text, note_problem) = match problem {
-        Some(Problem::Note { text, message }) => (text.as_str(), Some(message.as_str())),
-        _ => ("", None),
-    };
+    let (reply_text, reply_problem) = Problem::of(problem, Which::Reply);
+    let (note_text, note_problem) = Problem::of(problem, Which::Note);
     html! {
         form.compose method="post" action={ "/app/conversations/" (id.0) "/reply" } {
             (hidden(who))
@@ -162,14 +167,12 @@ fn reply_forms(who: &WebSession, id: ConversationId, problem: Option<&Problem>) 
 }
 
 /// Take, hand over, close and reopen, as the conversation's state allows.
-fn actions(who: &WebSession, t: &Transcript, assignees: &[OperatorRef], problem: Option<&Problem>) -> Markup {
+fn actions(who: &WebSession, t: &Transcript, problem: Option<&Problem>) -> Markup {
+    let assignees = &t.assignees;
     let c = &t.details.conversation;
     let id = c.id.0;
     let mine = c.assignee_id == Some(who.session.operator.id);
-    let (note_text, hand_problem) = match problem {
-        Some(Problem::HandOver { note, message }) => (note.as_str(), Some(message.as_str())),
-        _ => ("", None),
-    };
+    let (note_text, hand_problem) = Problem::of(problem, Which::HandOver);
     html! {
         section #actions.actions aria-labelledby="actions-title" {
             h2 #actions-title { "Actions" }
@@ -251,9 +254,41 @@ fn back(id: ConversationId) -> Response {
     Redirect::to(&format!("/app/conversations/{}", id.0)).into_response()
 }
 
-/// A text field's value checked by `check`, or the sentence saying why not.
-fn text(form: &Form, name: &str, check: fn(&str) -> validate::Check<String>) -> Result<String, String> {
-    check(form.get(name).unwrap_or_default())
+/// The page again, 422, with `form`'s problem beside it and its text kept.
+async fn refused(
+    s: &AppState,
+    who: &WebSession,
+    id: ConversationId,
+    form: Which,
+    text: &str,
+    message: String,
+) -> Result<Response, PageError> {
+    let problem = Problem { form, text: text.to_owned(), message };
+    render(s, who, id, StatusCode::UNPROCESSABLE_ENTITY, Some(problem)).await
+}
+
+/// Back to the page when the domain did it; beside the form when it
+/// refused what was given (invalid, or not possible in this state).
+async fn settle(
+    s: &AppState,
+    who: &WebSession,
+    id: ConversationId,
+    form: Which,
+    text: &str,
+    done: Result<(), DomainError>,
+) -> Result<Response, PageError> {
+    let message = match done {
+        Ok(()) => return Ok(back(id)),
+        Err(DomainError::Validation(errors)) => errors
+            .fields()
+            .iter()
+            .flat_map(|(field, messages)| messages.iter().map(move |m| format!("{field}: {m}")))
+            .collect::<Vec<_>>()
+            .join("; "),
+        Err(DomainError::Conflict(why)) => format!("This cannot be done now: {why}."),
+        Err(other) => return Err(other.into()),
+    };
+    refused(s, who, id, form, text, message).await
 }
 
 /// The form's client message id when it is a valid one; a browser never
@@ -262,121 +297,71 @@ fn client_id(form: &Form) -> Option<String> {
     form.get("client_message_id").and_then(|v| validate::client_message_id(v).ok())
 }
 
-/// A note's text: the note rule, and something to say.
-fn note_body(s: &str) -> validate::Check<String> {
-    validate::optional(&validate::NOTE, s)?.ok_or_else(|| "is required".to_owned())
-}
-
-/// The sentence of a refusal that belongs beside a form, or the error.
-fn beside_form(e: DomainError) -> Result<String, PageError> {
-    match e {
-        DomainError::Validation(errors) => Ok(errors
-            .fields()
-            .iter()
-            .flat_map(|(field, messages)| messages.iter().map(move |m| format!("{field}: {m}")))
-            .collect::<Vec<_>>()
-            .join("; ")),
-        DomainError::Conflict(why) => Ok(format!("This cannot be done now: {why}.")),
-        other => Err(other.into()),
-    }
-}
-
 pub async fn reply(
     State(s): State<AppState>,
     who: WebSession,
     Conversation(id): Conversation,
-    headers: HeaderMap,
-    form: Form,
+    CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
-    who.check_form(&headers, form.get(csrf::FIELD))?;
-    let typed = form.get("body").unwrap_or_default().to_owned();
-    let outcome = match text(&form, "body", validate::message_body) {
-        Ok(body) => s.inbox.reply(&who.session, id, body, client_id(&form)).await.map(|_| ()).map_err(beside_form),
-        Err(message) => Err(Ok(format!("The reply {message}."))),
+    let text = form.get("body").unwrap_or_default();
+    let body = match validate::message_body(text) {
+        Ok(body) => body,
+        Err(m) => return refused(&s, &who, id, Which::Reply, text, format!("The reply {m}.")).await,
     };
-    match outcome {
-        Ok(()) => {
-            s.metrics.message_created("operator");
-            Ok(back(id))
-        }
-        Err(Ok(message)) => render(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Some(Problem::Reply { text: typed, message })).await,
-        Err(Err(e)) => Err(e),
-    }
+    let done = s.inbox.reply(&who.session, id, body, client_id(&form)).await.map(|_| s.metrics.message_created("operator"));
+    settle(&s, &who, id, Which::Reply, text, done).await
 }
 
 pub async fn note(
     State(s): State<AppState>,
     who: WebSession,
     Conversation(id): Conversation,
-    headers: HeaderMap,
-    form: Form,
+    CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
-    who.check_form(&headers, form.get(csrf::FIELD))?;
-    let typed = form.get("body").unwrap_or_default().to_owned();
-    let outcome = match text(&form, "body", note_body) {
-        Ok(body) => s.inbox.note(&who.session, id, body, client_id(&form)).await.map(|_| ()).map_err(beside_form),
-        Err(message) => Err(Ok(format!("The note {message}."))),
+    let text = form.get("body").unwrap_or_default();
+    let body = match validate::optional(&validate::NOTE, text).and_then(|b| b.ok_or_else(|| "is required".to_owned())) {
+        Ok(body) => body,
+        Err(m) => return refused(&s, &who, id, Which::Note, text, format!("The note {m}.")).await,
     };
-    match outcome {
-        Ok(()) => Ok(back(id)),
-        Err(Ok(message)) => render(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Some(Problem::Note { text: typed, message })).await,
-        Err(Err(e)) => Err(e),
-    }
+    let done = s.inbox.note(&who.session, id, body, client_id(&form)).await.map(drop);
+    settle(&s, &who, id, Which::Note, text, done).await
+}
+
+/// Assigns, or transfers with the note (see `InboxService::hand_over`).
+pub async fn hand_over(
+    State(s): State<AppState>,
+    who: WebSession,
+    Conversation(id): Conversation,
+    CheckedForm(form): CheckedForm,
+) -> Result<Response, PageError> {
+    let text = form.get("note").unwrap_or_default();
+    let Some(target) = form.get("operator_id").and_then(|v| v.parse::<i64>().ok()).filter(|v| *v > 0).map(OperatorId) else {
+        return refused(&s, &who, id, Which::HandOver, text, "Choose an operator.".to_owned()).await;
+    };
+    let note = match validate::optional(&validate::NOTE, text) {
+        Ok(note) => note,
+        Err(m) => return refused(&s, &who, id, Which::HandOver, text, format!("The note {m}.")).await,
+    };
+    let done = s.inbox.hand_over(&who.session, id, target, note).await.map(drop);
+    settle(&s, &who, id, Which::HandOver, text, done).await
 }
 
 pub async fn take(
     State(s): State<AppState>,
     who: WebSession,
     Conversation(id): Conversation,
-    headers: HeaderMap,
-    form: Form,
+    _: CheckedForm,
 ) -> Result<Response, PageError> {
-    who.check_form(&headers, form.get(csrf::FIELD))?;
     s.inbox.assign(&who.session, id, None).await?;
     Ok(back(id))
-}
-
-/// Assigns an unassigned conversation, or transfers an assigned one; a
-/// note makes it a transfer either way, since only a transfer carries one.
-pub async fn hand_over(
-    State(s): State<AppState>,
-    who: WebSession,
-    Conversation(id): Conversation,
-    headers: HeaderMap,
-    form: Form,
-) -> Result<Response, PageError> {
-    who.check_form(&headers, form.get(csrf::FIELD))?;
-    let typed = form.get("note").unwrap_or_default().to_owned();
-    let target = form.get("operator_id").and_then(|v| v.parse::<i64>().ok()).filter(|v| *v > 0).map(OperatorId);
-    let note = validate::optional(&validate::NOTE, &typed);
-    let outcome = match (target, note) {
-        (None, _) => Err(Ok("Choose an operator.".to_owned())),
-        (_, Err(message)) => Err(Ok(format!("The note {message}."))),
-        (Some(target), Ok(note)) => {
-            let status = s.inbox.get(&who.session, id).await?.conversation.status;
-            let result = if note.is_none() && status == ConversationStatus::Unassigned {
-                s.inbox.assign(&who.session, id, Some(target)).await
-            } else {
-                s.inbox.transfer(&who.session, id, target, note).await
-            };
-            result.map(|_| ()).map_err(beside_form)
-        }
-    };
-    match outcome {
-        Ok(()) => Ok(back(id)),
-        Err(Ok(message)) => render(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Some(Problem::HandOver { note: typed, message })).await,
-        Err(Err(e)) => Err(e),
-    }
 }
 
 pub async fn close(
     State(s): State<AppState>,
     who: WebSession,
     Conversation(id): Conversation,
-    headers: HeaderMap,
-    form: Form,
+    _: CheckedForm,
 ) -> Result<Response, PageError> {
-    who.check_form(&headers, form.get(csrf::FIELD))?;
     s.inbox.close(&who.session, id).await?;
     Ok(back(id))
 }
@@ -385,10 +370,8 @@ pub async fn reopen(
     State(s): State<AppState>,
     who: WebSession,
     Conversation(id): Conversation,
-    headers: HeaderMap,
-    form: Form,
+    _: CheckedForm,
 ) -> Result<Response, PageError> {
-    who.check_form(&headers, form.get(csrf::FIELD))?;
     s.inbox.reopen(&who.session, id).await?;
     Ok(back(id))
 }

@@ -13,15 +13,14 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use parley_domain::auth::SignIn;
-use parley_domain::feed::Reader;
 
-use super::{cookies, csrf};
+use super::csrf;
+use super::session::WebSession;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ClientCaller, QueryFields};
 use crate::requests::mobile::OperatorEventsParams;
-use crate::routes::mobile::operator_event;
-use crate::stream::{self, Holder};
+use crate::stream;
 
 pub async fn stream(
     State(s): State<AppState>,
@@ -35,10 +34,7 @@ pub async fn stream(
     if csrf::cross_site(&headers) {
         return Err(parley_domain::DomainError::Forbidden("the live updates are for the web app's own pages").into());
     }
-    let token = cookies::read(&headers, cookies::SESSION).ok_or(parley_domain::DomainError::Unauthenticated)?.to_owned();
-    let session = s.auth.authenticate(&token, SignIn::Web).await?;
+    let (who, token) = WebSession::from_headers(&headers, &s).await?;
     let slot = s.streams.take(caller.key())?;
-    let scope = session.operator.scope();
-    let holder = Holder::Operator { token, kind: SignIn::Web, scope };
-    stream::open(&s, slot, &headers, q.last_event_id.or(q.after), Reader::Operator(scope.into()), holder, operator_event).await
+    stream::open_operator(&s, slot, &headers, q.last_event_id.or(q.after), token, SignIn::Web, who.session.operator.scope()).await
 }

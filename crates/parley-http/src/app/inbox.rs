@@ -1,43 +1,44 @@
 //! The inbox (`/app`): the conversations the operator may see, newest
 //! activity first, filtered by status.
 
-use axum::extract::{Query, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use parley_domain::inbox::PageRequest;
 use parley_domain::model::{ConversationDetails, ConversationStatus, StatusFilter};
-use serde::Deserialize;
 
 use super::error::PageError;
-use super::layout::{page as frame, respond};
+use super::layout::{page as frame, respond, visitor_name};
 use super::session::WebSession;
 use crate::AppState;
 
 const PER_PAGE: u32 = 50;
 
-/// The filters offered, as (query value, label).
-const FILTERS: [(&str, &str); 5] =
-    [("open", "Open"), ("unassigned", "Unassigned"), ("assigned", "Assigned"), ("closed", "Closed"), ("all", "All")];
+/// The filters offered, as (query value, label, filter); the first is
+/// the default.
+const FILTERS: [(&str, &str, StatusFilter); 5] = [
+    ("open", "Open", StatusFilter::Open),
+    ("unassigned", "Unassigned", StatusFilter::Only(ConversationStatus::Unassigned)),
+    ("assigned", "Assigned", StatusFilter::Only(ConversationStatus::Assigned)),
+    ("closed", "Closed", StatusFilter::Only(ConversationStatus::Closed)),
+    ("all", "All", StatusFilter::All),
+];
 
-#[derive(Deserialize)]
-pub struct InboxQuery {
-    status: Option<String>,
-    page: Option<String>,
-}
-
-pub async fn page(State(s): State<AppState>, who: WebSession, Query(q): Query<InboxQuery>) -> Result<Response, PageError> {
+pub async fn page(State(s): State<AppState>, who: WebSession, RawQuery(query): RawQuery) -> Result<Response, PageError> {
     // A filter or page the app never links to falls back to the default
-    // rather than failing: these come from the address bar.
-    let status = q.status.as_deref().filter(|v| FILTERS.iter().any(|(f, _)| f == v)).unwrap_or("open");
-    let filter = if status == "all" { StatusFilter::All } else { StatusFilter::parse(status).unwrap_or(StatusFilter::Open) };
-    let number = q.page.as_deref().and_then(|p| p.parse::<u32>().ok()).filter(|p| (1..=100_000).contains(p)).unwrap_or(1);
+    // rather than failing: these come from the address bar. Of a
+    // repeated parameter the first counts, as in forms.
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()).into_owned().collect();
+    let param = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let (status, _, filter) = param("status").and_then(|v| FILTERS.into_iter().find(|(f, _, _)| *f == v)).unwrap_or(FILTERS[0]);
+    let number = param("page").and_then(|p| p.parse::<u32>().ok()).filter(|p| (1..=100_000).contains(p)).unwrap_or(1);
     let (list, meta, cursor) = s.inbox.list(&who.session, filter, PageRequest { page: number, per_page: PER_PAGE }).await?;
     let main = html! {
         div data-live="inbox" data-cursor=(cursor.to_string()) data-url={ "/app?status=" (status) "&page=" (number) } {
         h1 { "Inbox" }
         nav.filters aria-label="Filter by status" {
-            @for (value, label) in FILTERS {
+            @for (value, label, _) in FILTERS {
                 a href={ "/app?status=" (value) } aria-current=[(value == status).then_some("page")] { (label) }
             }
         }
@@ -68,8 +69,7 @@ pub async fn page(State(s): State<AppState>, who: WebSession, Query(q): Query<In
 /// One conversation in the list: who, where, in what state, since when.
 fn row(d: &ConversationDetails) -> Markup {
     let c = &d.conversation;
-    let p = &d.visitor.profile;
-    let who = p.name.as_deref().or(p.email.as_deref()).map_or_else(|| format!("Visitor {}", d.visitor.id.0), str::to_owned);
+    let who = visitor_name(&d.visitor);
     let status = match c.status {
         ConversationStatus::Unassigned => "New",
         ConversationStatus::Assigned => "Assigned",

@@ -67,3 +67,8 @@ pub fn message(status: StatusCode, title: &str, text: &str) -> Response {
         ),
     )
 }
+
+/// How pages name a visitor: its name, else its email, else its number.
+pub fn visitor_name(v: &parley_domain::model::Visitor) -> String {
+    v.profile.name.clone().or_else(|| v.profile.email.clone()).unwrap_or_else(|| format!("Visitor {}", v.id.0))
+}

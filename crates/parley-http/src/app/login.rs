@@ -14,7 +14,7 @@ use parley_domain::DomainError;
 use parley_domain::auth::{LoginInput, SignIn};
 
 use super::error::PageError;
-use super::form::Form;
+use super::form::{CheckedForm, Form};
 use super::layout::{page, respond};
 use super::session::WebSession;
 use super::{cookies, csrf};
@@ -75,7 +75,7 @@ pub async fn submit(
             let mut response = Redirect::to("/app").into_response();
             let secure = s.web_app.secure_cookies;
             let headers = response.headers_mut();
-            headers.append(header::SET_COOKIE, cookies::set(cookies::SESSION, &outcome.token, s.web_app.session_ttl, secure));
+            headers.append(header::SET_COOKIE, cookies::set(cookies::SESSION, &outcome.token, s.auth.session_ttl(), secure));
             headers.append(header::SET_COOKIE, cookies::clear(cookies::LOGIN_CSRF, secure));
             Ok(response)
         }
@@ -100,8 +100,7 @@ fn minutes_or_seconds(secs: u64) -> String {
 }
 
 /// Ends the session (it is revoked, not only forgotten by the browser).
-pub async fn logout(State(s): State<AppState>, who: WebSession, headers: HeaderMap, form: Form) -> Result<Response, PageError> {
-    who.check_form(&headers, form.get(csrf::FIELD))?;
+pub async fn logout(State(s): State<AppState>, who: WebSession, _: CheckedForm) -> Result<Response, PageError> {
     s.auth.logout(&who.session).await?;
     let mut response = Redirect::to("/app/login").into_response();
     response.headers_mut().append(header::SET_COOKIE, cookies::clear(cookies::SESSION, s.web_app.secure_cookies));

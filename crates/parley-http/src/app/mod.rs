@@ -22,8 +22,6 @@ mod layout;
 mod login;
 mod session;
 
-use std::time::Duration;
-
 use axum::Router;
 use axum::routing::{get, post};
 
@@ -34,9 +32,6 @@ use crate::AppState;
 pub struct WebAppSettings {
     /// `Secure` cookies, when `PARLEY_PUBLIC_URL` is `https://`.
     pub secure_cookies: bool,
-    /// The session cookie's lifetime (`PARLEY_SESSION_TTL`), as the
-    /// session's own.
-    pub session_ttl: Duration,
 }
 
 pub fn routes() -> Router<AppState> {

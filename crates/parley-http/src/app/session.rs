@@ -1,7 +1,9 @@
 //! The signed-in operator of a web app request, from its session cookie.
 
 use axum::extract::{FromRequestParts, OptionalFromRequestParts};
+use axum::http::HeaderMap;
 use axum::http::request::Parts;
+use parley_domain::DomainError;
 use parley_domain::auth::SignIn;
 use parley_domain::model::Session;
 
@@ -20,9 +22,7 @@ impl FromRequestParts<AppState> for WebSession {
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
-        let token = cookies::read(&parts.headers, cookies::SESSION).ok_or(PageError::SignIn)?;
-        let session = state.auth.authenticate(token, SignIn::Web).await?;
-        Ok(Self { session, csrf: csrf::session_token(token) })
+        Ok(Self::from_headers(&parts.headers, state).await?.0)
     }
 }
 
@@ -41,9 +41,11 @@ impl OptionalFromRequestParts<AppState> for WebSession {
 }
 
 impl WebSession {
-    /// Refuses a form that does not carry this session's token, or that
-    /// the browser says came from another site.
-    pub fn check_form(&self, headers: &axum::http::HeaderMap, given: Option<&str>) -> Result<(), PageError> {
-        csrf::accepts(headers, given, &self.csrf).then_some(()).ok_or(PageError::Forged)
+    /// The session of the request's cookie, with the cookie's token (a
+    /// live stream rechecks it); `Unauthenticated` without a live one.
+    pub async fn from_headers(headers: &HeaderMap, state: &AppState) -> Result<(Self, String), DomainError> {
+        let token = cookies::read(headers, cookies::SESSION).ok_or(DomainError::Unauthenticated)?;
+        let session = state.auth.authenticate(token, SignIn::Web).await?;
+        Ok((Self { session, csrf: csrf::session_token(token) }, token.to_owned()))
     }
 }

@@ -3,11 +3,9 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use parley_domain::DomainError;
 use parley_domain::auth::{LoginInput, SignIn};
-use parley_domain::feed::{FeedItem, Reader};
 use parley_domain::model::ConversationId;
 use utoipa_axum::routes;
 
@@ -17,7 +15,7 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields, bearer_token};
 use crate::requests::mobile::*;
-use crate::stream::{self, Holder};
+use crate::stream;
 use crate::views::at;
 use crate::views::mobile::*;
 
@@ -67,14 +65,7 @@ async fn events(
     let slot = s.streams.take(caller.key())?;
     // `Authenticated` has read this token: the stream rechecks it.
     let token = bearer_token(&headers).ok_or(DomainError::Unauthenticated)?.to_owned();
-    let scope = session.operator.scope();
-    let holder = Holder::Operator { token, kind: SignIn::Mobile, scope };
-    stream::open(&s, slot, &headers, q.last_event_id.or(q.after), Reader::Operator(scope.into()), holder, operator_event).await
-}
-
-/// An operator's stream shows every entry it can read, notes included.
-pub(crate) fn operator_event(item: &FeedItem) -> Option<Event> {
-    stream::event(item, OperatorEventData::from(item))
+    stream::open_operator(&s, slot, &headers, q.last_event_id.or(q.after), token, SignIn::Mobile, session.operator.scope()).await
 }
 
 /// Signs an operator in and returns a bearer token.

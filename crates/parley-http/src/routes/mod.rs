@@ -8,7 +8,7 @@
 mod admin;
 mod health;
 mod metrics;
-pub(crate) mod mobile;
+mod mobile;
 mod openapi;
 mod sandbox;
 mod verification;

@@ -109,7 +109,7 @@ pub(crate) fn prepare_all(url: &str) -> Result<usize, String> {
 /// their cursors reload once.
 fn restart_foreign_feed_positions(client: &mut postgres::Client) -> Result<(), OpenError> {
     let restarted = client
-        .execute("UPDATE events SET tx = 0 WHERE tx >= CAST(CAST(pg_current_xact_id() AS text) AS BIGINT)", &[])
+        .execute(&format!("UPDATE events SET tx = 0 WHERE tx >= {}", crate::sql::Dialect::Postgres.writing_tx()), &[])
         .map_err(|e| OpenError::Postgres(describe(&e)))?;
     if restarted > 0 {
         tracing::warn!(entries = restarted, "feed positions came from another server; they start again at 0");

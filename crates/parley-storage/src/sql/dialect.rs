@@ -169,6 +169,13 @@ impl Dialect {
         }
     }
 
+    /// Whether committed feed entries can wait behind a running
+    /// transaction (see `visible_tx`); on SQLite they never do, so what
+    /// asks about them need not ask the database.
+    pub fn holds_feed_back(self) -> bool {
+        matches!(self, Dialect::Postgres)
+    }
+
     /// The session whose transaction is the feed's bound (`visible_tx`)
     /// while committed entries wait behind it; no row otherwise, or when
     /// the bound is a prepared transaction. `backend_xid` is the

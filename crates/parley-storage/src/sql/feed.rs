@@ -127,10 +127,16 @@ impl FeedRead for Tx<'_> {
     }
 
     fn feed_held_back_since(&mut self) -> StoreResult<Option<Timestamp>> {
+        if !self.dialect().holds_feed_back() {
+            return Ok(None);
+        }
         Ok(self.one(&FEED_HELD_BACK, args![], |r| r.opt_ts("at"))?.flatten())
     }
 
     fn feed_blocker(&mut self) -> StoreResult<Option<FeedBlocker>> {
+        if !self.dialect().holds_feed_back() {
+            return Ok(None);
+        }
         self.one(&FEED_BLOCKER, args![], |r| {
             Ok(FeedBlocker {
                 pid: r.i64("pid")?,

@@ -237,8 +237,10 @@ async fn unknown_expired_and_foreign_cursors_get_one_reset_and_the_stream_ends()
         let head = messages_cursor(&app, "/api", &f.token, &public_id).await;
         let mut quiet = sse::open_ok(&app, &widget_stream_path("/api", &public_id, &f.token, Some(&head)), &[]).await;
         match quiet.frame_within(Duration::from_millis(300)).await {
+            Err(()) | Ok(Some(Frame::Comment(_))) => Some(()),
+            // On PostgreSQL the head may not be readable yet: look again.
             Ok(Some(Frame::Event { event, .. })) if event == "reset" => None,
-            _ => Some(()),
+            other => panic!("a quiet cursor's stream stays open and silent: {other:?}"),
         }
     })
     .await;

@@ -556,16 +556,14 @@ async fn operators_see_what_a_verification_proved() {
 async fn the_conversation_page_shows_what_was_verified() {
     let s = setup().await;
     let mut admin = crate::web_browser::Browser::signed_in(&s.app, "admin@acme.example.com").await;
-    let inbox = admin.inbox("").await;
-    let at = inbox.html.find("/app/conversations/").unwrap() + "/app/conversations/".len();
-    let path = format!("/app/conversations/{}", inbox.html[at..].split('"').next().unwrap());
-    let before = admin.get(&path).await;
+    let id = admin.inbox("").await.first_conversation();
+    let before = admin.conversation(id).await;
     assert!(before.html.contains("<dd class=\"verified\">No</dd>"), "{}", before.html);
+    assert!(before.html.contains("ann@example.com") && before.html.contains("+14155550123"), "the visitor's details");
 
     let id = s.started("/api", json!({"method": "email_otp"})).await;
     let code = s.email_code().await;
     assert_eq!(s.confirm("/api", id, &code).await.0, StatusCode::OK);
-    let after = admin.get(&path).await;
+    let after = admin.conversation(id).await;
     assert!(after.html.contains("Email code: <strong>ann@example.com</strong>"), "{}", after.html);
-    assert!(after.html.contains("ann@example.com") && after.html.contains("+14155550123"), "the visitor's details");
 }

@@ -33,6 +33,20 @@ impl Page {
         self.html[start..].split('"').next().unwrap_or_default().to_owned()
     }
 
+    /// The value of the first attribute `name` on the page.
+    pub fn attr(&self, name: &str) -> String {
+        let marker = format!("{name}=\"");
+        let start = self.html.find(&marker).unwrap_or_else(|| panic!("no {name} in {}", self.html)) + marker.len();
+        self.html[start..].split('"').next().unwrap_or_default().to_owned()
+    }
+
+    /// The id of the first conversation an inbox page links to.
+    pub fn first_conversation(&self) -> i64 {
+        let marker = "/app/conversations/";
+        let start = self.html.find(marker).expect("a conversation in the inbox") + marker.len();
+        self.html[start..].split('"').next().and_then(|id| id.parse().ok()).expect("an id")
+    }
+
     pub fn cookie(&self, name: &str) -> Option<&str> {
         self.set_cookies.iter().find(|c| c.starts_with(&format!("{name}="))).map(String::as_str)
     }
@@ -102,5 +116,29 @@ impl Browser {
         let page = self.get(&format!("/app{query}")).await;
         assert_eq!(page.status, StatusCode::OK, "{:?} {}", page.location, page.html);
         page
+    }
+
+    /// The conversation page, which must answer 200.
+    pub async fn conversation(&mut self, id: i64) -> Page {
+        let page = self.get(&format!("/app/conversations/{id}")).await;
+        assert_eq!(page.status, StatusCode::OK, "{:?} {}", page.location, page.html);
+        page
+    }
+
+    /// Submits a form of the conversation page with its tokens and `fields`.
+    pub async fn act(&mut self, id: i64, action: &str, fields: &[(&str, &str)]) -> Page {
+        let page = self.conversation(id).await;
+        let csrf = page.field("csrf");
+        let client_id = page.field("client_message_id");
+        let mut form = vec![("csrf", csrf.as_str()), ("client_message_id", client_id.as_str())];
+        form.extend_from_slice(fields);
+        self.post(&format!("/app/conversations/{id}/{action}"), &form).await
+    }
+
+    /// As `act`, which must answer with the way back to the page.
+    pub async fn acted(&mut self, id: i64, action: &str, fields: &[(&str, &str)]) {
+        let answer = self.act(id, action, fields).await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{action}: {}", answer.html);
+        assert_eq!(answer.location.as_deref(), Some(format!("/app/conversations/{id}").as_str()));
     }
 }
