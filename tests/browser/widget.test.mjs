@@ -4,45 +4,13 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync } from "node:fs";
 import { createServer } from "node:http";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
-
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, "..", "..");
-const binary = process.env.PARLEY_BIN || join(root, "target", "debug", "parley");
-const artifacts = join(here, "artifacts");
-mkdirSync(artifacts, { recursive: true });
+import { join } from "node:path";
+import { artifacts, launchBrowser, startParley, stopParley } from "./support.mjs";
 
 let parley, api, creds, host, hostUrl, browser;
 
 let parleyDir;
-
-/** Starts `parley demo` in `dir` (a fresh folder by default) on `listen`
- * (a free port by default) and waits for its address. */
-function startParley(dir = mkdtempSync(join(tmpdir(), "parley-browser-")), listen = "127.0.0.1:0") {
-  parleyDir = dir;
-  const child = spawn(binary, ["demo"], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, PARLEY_LISTEN: listen, PARLEY_LOG: "warn", PARLEY_RATE_LIMITS: "off" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-      const m = out.match(/Parley listening on (\S+)/);
-      if (m) resolve({ child, url: m[1] });
-    });
-    child.on("error", reject);
-    child.on("exit", (code) => reject(new Error(`parley exited with ${code}`)));
-    setTimeout(() => reject(new Error("parley did not start in 30 s")), 30000);
-  });
-}
 
 /** A partner's page on another origin (another port), with other scripts around the widget. */
 function hostPage(scriptBase, apiBase, token, second) {
@@ -106,15 +74,13 @@ function asAdmin(path, init = {}) {
 before(async () => {
   const started = await startParley();
   parley = started.child;
+  parleyDir = started.dir;
   api = started.url;
   creds = (await json("/sandbox/credentials")).body;
   host = await serveHost();
   hostUrl = `http://127.0.0.1:${host.address().port}`;
   assert.notEqual(new URL(hostUrl).origin, new URL(api).origin, "the page and the API are different origins");
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  browser = await launchBrowser();
 });
 
 after(async () => {
@@ -389,10 +355,8 @@ describe("the widget", () => {
     await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: "answer one" }) });
     await page.locator("li.msg.operator", { hasText: "answer one" }).waitFor({ timeout: 2000 });
 
-    const exited = new Promise((resolve) => parley.once("exit", resolve));
-    parley.kill("SIGTERM");
-    await exited;
-    const started = await startParley(parleyDir, new URL(api).host);
+    await stopParley(parley);
+    const started = await startParley({ dir: parleyDir, listen: new URL(api).host });
     parley = started.child;
     assert.equal(started.url, api, "the same address");
     creds = (await json("/sandbox/credentials")).body;

@@ -26,6 +26,7 @@ function start(root) {
 
   markSeen();
   markUnread();
+  localTimes(document);
 
   // The page's own address: after a refused form the browser shows the
   // page at the form's address, which only answers POST.
@@ -145,7 +146,24 @@ function start(root) {
       }
       return;
     }
-    old.replaceWith(document.importNode(replacement, true));
+    const copy = document.importNode(replacement, true);
+    localTimes(copy);
+    old.replaceWith(copy);
+  }
+
+  // The server writes times in UTC; the reader sees them in their own
+  // time zone, today's as a time only, the full moment on hover.
+  function localTimes(scope) {
+    const today = new Date().toDateString();
+    for (const t of scope.querySelectorAll("time[datetime]")) {
+      const at = new Date(t.dateTime);
+      if (Number.isNaN(at.getTime())) continue;
+      t.title = at.toLocaleString();
+      t.textContent =
+        at.toDateString() === today
+          ? at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+          : at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+    }
   }
 
   // What this browser has seen of each conversation: the time of its

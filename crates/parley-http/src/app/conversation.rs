@@ -18,7 +18,7 @@ use parley_domain::validate;
 use super::csrf;
 use super::error::PageError;
 use super::form::{CheckedForm, Form};
-use super::layout::{page as frame, respond, visitor_name};
+use super::layout::{page as frame, respond, visitor_name, when};
 use super::session::WebSession;
 use crate::AppState;
 use crate::extract::PathId;
@@ -125,14 +125,13 @@ fn message(m: &Message) -> Markup {
         SenderKind::Operator => ("operator", m.sender.name.clone().unwrap_or_else(|| "Operator".into())),
         SenderKind::System => ("system", String::new()),
     };
-    let at = m.created_at.to_rfc3339();
     html! {
         li.message.(class).note[m.internal] data-id=(m.id.0) {
             @if m.sender.kind != SenderKind::System {
                 p.meta {
                     span.sender { (sender) }
                     @if m.internal { " " span.badge { "Note · operators only" } }
-                    " " time datetime=(at) { (at) }
+                    " " (when(m.created_at))
                 }
             }
             p.body { (m.body) }
@@ -225,14 +224,14 @@ fn visitor(t: &Transcript) -> Markup {
                     @match (v.proof(), v.verified_at) {
                         (Some(proof), Some(at)) => {
                             (method_label(proof.method)) ": " strong { (proof.target) }
-                            " (" time datetime=(at.to_rfc3339()) { (at.to_rfc3339()) } ")"
+                            " (" (when(at)) ")"
                             @if !proof.email && !proof.phone { " — not the address or number the visitor now gives" }
                         }
                         _ => "No",
                     }
                 }
                 dt { "Site" } dd { (t.details.site.name) }
-                dt { "Started" } dd { time datetime=(c.created_at.to_rfc3339()) { (c.created_at.to_rfc3339()) } }
+                dt { "Started" } dd { (when(c.created_at)) }
             }
         }
     }

@@ -9,7 +9,7 @@ use parley_domain::inbox::PageRequest;
 use parley_domain::model::{ConversationDetails, ConversationStatus, StatusFilter};
 
 use super::error::PageError;
-use super::layout::{page as frame, respond, visitor_name};
+use super::layout::{page as frame, respond, visitor_name, when};
 use super::session::WebSession;
 use crate::AppState;
 
@@ -81,7 +81,7 @@ fn row(d: &ConversationDetails) -> Markup {
             span.who { (who) }
             span.site { (d.site.name) }
             span.status { (status) @if let Some(a) = &d.assignee { " · " (a.name) } }
-            time datetime=(last) { (last) }
+            (when(c.last_message_at))
         }
     }
 }

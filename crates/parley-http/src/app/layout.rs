@@ -72,3 +72,24 @@ pub fn message(status: StatusCode, title: &str, text: &str) -> Response {
 pub fn visitor_name(v: &parley_domain::model::Visitor) -> String {
     v.profile.name.clone().or_else(|| v.profile.email.clone()).unwrap_or_else(|| format!("Visitor {}", v.id.0))
 }
+
+/// A moment as people read it, in UTC on the server ("2026-11-22 14:05
+/// UTC"); the page's script rewrites it in the reader's own time zone.
+pub fn when(t: parley_domain::clock::Timestamp) -> Markup {
+    let iso = t.rfc3339();
+    let iso = iso.as_str();
+    html! { time datetime=(iso) { (iso[..10]) " " (iso[11..16]) " UTC" } }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_domain::clock::Timestamp;
+
+    #[test]
+    fn a_moment_reads_as_date_and_minute_in_utc() {
+        // 2026-11-22T14:05:09.250Z
+        let t = Timestamp::from_millis(1_795_356_309_250);
+        assert_eq!(when(t).into_string(), r#"<time datetime="2026-11-22T14:05:09.250Z">2026-11-22 14:05 UTC</time>"#);
+    }
+}
