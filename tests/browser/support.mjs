@@ -27,14 +27,17 @@ export function startParley({ dir = mkdtempSync(join(tmpdir(), "parley-browser-"
   });
   return new Promise((resolve, reject) => {
     let out = "";
+    const late = setTimeout(() => reject(new Error("parley did not start in 30 s")), 30000);
     child.stdout.on("data", (chunk) => {
       out += chunk;
       const m = out.match(/Parley listening on (\S+)/);
-      if (m) resolve({ child, url: m[1], dir });
+      if (m) {
+        clearTimeout(late);
+        resolve({ child, url: m[1], dir });
+      }
     });
     child.on("error", reject);
     child.on("exit", (code) => reject(new Error(`parley exited with ${code}`)));
-    setTimeout(() => reject(new Error("parley did not start in 30 s")), 30000);
   });
 }
 

@@ -15,7 +15,9 @@ pub fn random_bytes<const N: usize>() -> Result<[u8; N], DomainError> {
     Ok(buf)
 }
 
-fn prefixed<const N: usize>(prefix: &str) -> Result<String, DomainError> {
+/// `prefix` and `N` random bytes in URL-safe base64: the shape of every
+/// token here.
+pub fn prefixed<const N: usize>(prefix: &str) -> Result<String, DomainError> {
     Ok(format!("{prefix}{}", URL_SAFE_NO_PAD.encode(random_bytes::<N>()?)))
 }
 
@@ -39,18 +41,6 @@ pub fn operator_token() -> Result<String, DomainError> {
 /// passing as a bearer token (and a bearer token as a session).
 pub fn session_token() -> Result<String, DomainError> {
     prefixed::<32>("ses_")
-}
-
-/// The sign-in form's anti-forgery token (a cookie and a form field
-/// that must match): 128 random bits.
-pub fn login_form_token() -> Result<String, DomainError> {
-    prefixed::<16>("lf_")
-}
-
-/// The client message id a web app form carries, so that a form sent
-/// twice adds one message: random, not secret.
-pub fn form_message_id() -> String {
-    format!("web_{}", uuid::Uuid::new_v4().simple())
 }
 
 /// Webhook event id, time-ordered so logs sort naturally.

@@ -112,6 +112,7 @@ impl InboxService {
     /// first so that a live page following from it misses nothing.
     pub async fn transcript(&self, session: &Session, id: ConversationId, keep: u32) -> Result<Transcript, DomainError> {
         let scope: ConversationScope = session.operator.scope().into();
+        let reader = session.operator.id;
         let now = self.clock.now();
         self.db
             .read(move |r| {
@@ -131,7 +132,9 @@ impl InboxService {
                     let mut list: Vec<OperatorRef> = r
                         .operators(scope.tenant)?
                         .into_iter()
-                        .filter(|o| o.can_answer(c) && c.assignee_id != Some(o.id))
+                        // Not the assignee, nor the reader: taking it is
+                        // its own action, not a hand-over to oneself.
+                        .filter(|o| o.can_answer(c) && c.assignee_id != Some(o.id) && o.id != reader)
                         .map(|o| OperatorRef { id: o.id, name: o.name, email: o.email })
                         .collect();
                     list.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then(a.id.0.cmp(&b.id.0)));
@@ -190,6 +193,22 @@ impl InboxService {
         self.as_operator(session, move |tx, actor, tenant, now| {
             let c = open_conversation(tx, actor.scope().into(), id)?;
             assign_in(tx, actor, tenant, c, target, now)
+        })
+        .await
+    }
+
+    /// Takes the conversation for the operator, as the page showed it:
+    /// `seen` is the assignee the operator saw. When another operator
+    /// took it meanwhile, two would answer the visitor without knowing of
+    /// each other, so that is refused; taking over from the one who was
+    /// shown is what the operator asked for.
+    pub async fn take(&self, session: &Session, id: ConversationId, seen: Option<OperatorId>) -> Result<ConversationDetails, DomainError> {
+        self.as_operator(session, move |tx, actor, tenant, now| {
+            let c = open_conversation(tx, actor.scope().into(), id)?;
+            if c.assignee_id != seen && c.assignee_id != Some(actor.id) {
+                return Err(DomainError::Conflict("another operator took the conversation a moment ago"));
+            }
+            assign_in(tx, actor, tenant, c, None, now)
         })
         .await
     }

@@ -9,7 +9,8 @@
 // that happened in between is missed; EventSource resumes a dropped
 // connection from the last event id by itself; after a refusal the
 // script reconnects from the last event it saw. A `reset` (the cursor
-// expired) or an ended session loads the page afresh.
+// expired) or an ended session loads the page afresh; what was typed
+// is kept as a draft in this tab and put back.
 
 const root = document.querySelector("[data-live]");
 if (root) start(root);
@@ -18,18 +19,24 @@ function start(root) {
   const kind = root.dataset.live;
   const conversation = root.dataset.conversation;
   const announce = document.getElementById("announce");
+  const title = document.title;
   // Regions the page swaps on a change; a region holding the focus
   // waits, so a choice or a text being typed is never lost.
   const regions = kind === "inbox" ? ["conversation-list"] : ["summary", "messages", "actions", "visitor"];
+  const status = statusLine();
+  const drafted = new WeakSet();
   let refreshing = false;
   let again = false;
 
   markSeen();
   markUnread();
   localTimes(document);
+  keepDrafts();
+  // Another tab of this browser read a conversation.
+  window.addEventListener("storage", (e) => e.key && e.key.startsWith("parley.seen.") && markUnread());
 
   // The page's own address: after a refused form the browser shows the
-  // page at the form's address, which only answers POST.
+  // page at the form's address.
   const pageUrl = root.dataset.url || location.href;
   let source = null;
   let lastId = null;
@@ -44,7 +51,10 @@ function start(root) {
     for (const name of ["conversation.created", "conversation.updated", "message.created"]) {
       source.addEventListener(name, (event) => onEvent(name, event));
     }
-    source.addEventListener("open", () => (delay = 1000));
+    source.addEventListener("open", () => {
+      delay = 1000;
+      status.hidden = true;
+    });
     source.addEventListener("reset", () => location.assign(pageUrl));
     source.addEventListener("error", () => {
       // While the browser retries by itself the state is CONNECTING.
@@ -52,6 +62,7 @@ function start(root) {
       // (the page then goes to the sign-in form), too many streams from
       // this address, or a proxy error during a deploy, which are
       // tried again later without losing what is typed.
+      status.hidden = false;
       if (source.readyState === EventSource.CLOSED) recover();
     });
   }
@@ -70,6 +81,19 @@ function start(root) {
     delay = Math.min(delay * 2, 30000);
   }
 
+  // Says, in words a screen reader reads out too, that the page is not
+  // following changes right now.
+  function statusLine() {
+    const line = document.createElement("p");
+    line.id = "live-status";
+    line.className = "live-status";
+    line.setAttribute("role", "status");
+    line.textContent = "Not live: reconnecting… Changes appear once the connection is back.";
+    line.hidden = true;
+    root.prepend(line);
+    return line;
+  }
+
   function onEvent(name, event) {
     let data;
     try {
@@ -81,23 +105,35 @@ function start(root) {
     const id = String(data.conversation && data.conversation.id);
     if (kind === "conversation" && id !== conversation) return;
     if (name === "message.created" && data.message) say(data);
+    if (name === "conversation.created" && kind === "inbox") announce.textContent = "New conversation from " + visitorName(data.conversation);
     // Events come in bursts (a reply is a message and a change): one
-    // refresh answers a burst.
-    clearTimeout(debounce);
-    debounce = setTimeout(refresh, 300);
+    // refresh answers a burst. The first event of a burst starts the
+    // wait and later ones do not extend it, so a steady flow of events
+    // still refreshes the page every moment rather than never.
+    if (debounce === null) {
+      debounce = setTimeout(() => {
+        debounce = null;
+        refresh();
+      }, 300);
+    }
   }
 
+  // Read out what was written: in the inbox the visitors' messages, on
+  // the conversation page operators' too. An operator's own reply or
+  // note is not: the page reloads after the form, at a cursor past it.
   function say(data) {
     const m = data.message;
-    if (m.sender.type === "system") return;
-    const who = m.sender.name || (m.sender.type === "visitor" ? "The visitor" : "An operator");
+    const sender = m.sender || {};
+    if (sender.type === "system") return;
+    if (sender.type === "operator" && kind === "inbox") return;
+    const who = sender.name || (sender.type === "visitor" ? "The visitor" : "An operator");
     const where = kind === "inbox" ? " (" + visitorName(data.conversation) + ")" : "";
     const what = m.internal ? "Note from " : "New message from ";
     announce.textContent = what + who + where + ": " + m.body;
   }
 
   function visitorName(c) {
-    const v = c.visitor || {};
+    const v = (c && c.visitor) || {};
     return v.name || v.email || "a visitor";
   }
 
@@ -130,25 +166,30 @@ function start(root) {
     }
   }
 
-  // A region holding the focus is left as it is, and refreshed once the
-  // focus leaves it.
+  // A region that did not change is left alone (a screen reader keeps
+  // its place). A region holding the focus waits until the focus leaves
+  // it, not each time it moves inside it.
   function swap(id, fresh) {
     const old = document.getElementById(id);
     const replacement = fresh.getElementById(id);
     if (!old || !replacement) return;
+    localTimes(replacement);
+    if (old.innerHTML === replacement.innerHTML) return;
     if (old.contains(document.activeElement) && document.activeElement !== document.body) {
       if (waiting !== old) {
         waiting = old;
-        old.addEventListener("focusout", () => {
+        const leave = (e) => {
+          if (old.contains(e.relatedTarget)) return;
+          old.removeEventListener("focusout", leave);
           waiting = null;
           setTimeout(refresh, 0);
-        }, { once: true });
+        };
+        old.addEventListener("focusout", leave);
       }
       return;
     }
-    const copy = document.importNode(replacement, true);
-    localTimes(copy);
-    old.replaceWith(copy);
+    old.replaceWith(document.importNode(replacement, true));
+    keepDrafts();
   }
 
   // The server writes times in UTC; the reader sees them in their own
@@ -156,7 +197,7 @@ function start(root) {
   function localTimes(scope) {
     const today = new Date().toDateString();
     for (const t of scope.querySelectorAll("time[datetime]")) {
-      const at = new Date(t.dateTime);
+      const at = new Date(t.getAttribute("datetime"));
       if (Number.isNaN(at.getTime())) continue;
       t.title = at.toLocaleString();
       t.textContent =
@@ -166,9 +207,34 @@ function start(root) {
     }
   }
 
+  // What is typed in the page's text fields is kept in this tab until it
+  // is sent: a reload (an ended session, an expired cursor) or a form
+  // posted after the session ended puts it back. A draft that now shows
+  // as a message was sent, and is dropped.
+  function keepDrafts() {
+    if (kind !== "conversation") return;
+    const sent = new Set([...document.querySelectorAll("#messages .body")].map((b) => b.textContent));
+    for (const field of document.querySelectorAll("textarea[id]")) {
+      if (drafted.has(field)) continue;
+      drafted.add(field);
+      const key = "parley.draft." + conversation + "." + field.id;
+      try {
+        const draft = sessionStorage.getItem(key);
+        if (draft && sent.has(draft.trim())) sessionStorage.removeItem(key);
+        else if (draft && !field.value) field.value = draft;
+        field.addEventListener("input", () => {
+          if (field.value) sessionStorage.setItem(key, field.value);
+          else sessionStorage.removeItem(key);
+        });
+      } catch {
+        // Storage may be refused: nothing is kept.
+      }
+    }
+  }
+
   // What this browser has seen of each conversation: the time of its
   // last message when its page was last shown. The inbox marks the
-  // conversations that moved since.
+  // conversations that moved since (a closed one is never unread).
   function markSeen() {
     if (kind !== "conversation" || !root.dataset.last) return;
     try {
@@ -180,6 +246,7 @@ function start(root) {
 
   function markUnread() {
     if (kind !== "inbox") return;
+    let count = 0;
     for (const row of document.querySelectorAll("a.conversation[data-id]")) {
       let seen = null;
       try {
@@ -187,7 +254,8 @@ function start(root) {
       } catch {
         return;
       }
-      const unread = seen === null || seen < row.dataset.last;
+      const unread = row.dataset.status !== "closed" && (seen === null || seen < row.dataset.last);
+      if (unread) count += 1;
       row.classList.toggle("unread", unread);
       let label = row.querySelector(".unread-label");
       if (unread && !label) {
@@ -199,5 +267,7 @@ function start(root) {
         label.remove();
       }
     }
+    // A tab in the background still says there is something to read.
+    document.title = count ? "(" + count + ") " + title : title;
   }
 }

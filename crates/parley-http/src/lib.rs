@@ -12,6 +12,7 @@ mod middleware;
 mod requests;
 mod routes;
 pub mod server;
+mod static_file;
 pub mod stream;
 mod views;
 

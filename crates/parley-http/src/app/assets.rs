@@ -1,26 +1,39 @@
-//! The web app's static files, compiled into the binary.
+//! The web app's stylesheet and script, compiled into the binary.
+//!
+//! Pages link them with their version in the address (`?v=`), so a
+//! browser keeps them for good and a new release's pages fetch the new
+//! files at once: an old script never runs against a new page's markup.
 
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::extract::RawQuery;
+use axum::http::HeaderMap;
+use axum::response::Response;
 
-const STYLESHEET: &str = include_str!("../../assets/app.css");
-const LIVE_SCRIPT: &str = include_str!("../../assets/live.js");
+use crate::static_file::StaticFile;
 
-pub async fn stylesheet() -> Response {
-    asset(STYLESHEET, "text/css; charset=utf-8")
-}
-
+static STYLESHEET: StaticFile = StaticFile::new(include_str!("../../assets/app.css"), "text/css; charset=utf-8");
 /// The module that keeps the inbox and the conversation page live.
-pub async fn live_script() -> Response {
-    asset(LIVE_SCRIPT, "text/javascript; charset=utf-8")
+static LIVE_SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/live.js"), "text/javascript; charset=utf-8");
+
+pub fn stylesheet_url() -> String {
+    format!("/app/assets/app.css?v={}", STYLESHEET.version())
 }
 
-fn asset(body: &'static str, content_type: &'static str) -> Response {
-    let mut response = body.into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    // Small and changed only by a release; a day keeps pages fast without
-    // holding an old release's look for long.
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400"));
-    response
+pub fn live_script_url() -> String {
+    format!("/app/assets/live.js?v={}", LIVE_SCRIPT.version())
+}
+
+pub async fn stylesheet(headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    serve(&STYLESHEET, &headers, query.as_deref())
+}
+
+pub async fn live_script(headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    serve(&LIVE_SCRIPT, &headers, query.as_deref())
+}
+
+/// Kept for good when asked for by this version; otherwise (an old
+/// page's address, or none) checked with the server every time.
+fn serve(file: &StaticFile, headers: &HeaderMap, query: Option<&str>) -> Response {
+    let versioned = query.and_then(|q| q.strip_prefix("v=")) == Some(file.version());
+    let cache = if versioned { "public, max-age=31536000, immutable" } else { "no-cache" };
+    file.respond(headers, cache)
 }

@@ -13,6 +13,8 @@
 use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use parley_domain::DomainError;
+use parley_domain::ids;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -23,6 +25,35 @@ pub const FIELD: &str = "csrf";
 pub fn session_token(session_token: &str) -> String {
     let digest = Sha256::new().chain_update(b"parley web app csrf\n").chain_update(session_token.as_bytes()).finalize();
     URL_SAFE_NO_PAD.encode(digest)
+}
+
+/// The sign-in form's token (a cookie and a form field that must
+/// match): 128 random bits. A sign-in page keeps the one its cookie
+/// already holds: when a session ends, every open tab goes to sign in at
+/// once, and a fresh token per page would leave only the last tab's form
+/// working.
+pub fn login_form_token(existing: Option<&str>) -> Result<String, DomainError> {
+    match existing {
+        Some(token) if is_login_form_token(token) => Ok(token.to_owned()),
+        _ => ids::prefixed::<16>(LOGIN_PREFIX),
+    }
+}
+
+const LOGIN_PREFIX: &str = "lf_";
+
+/// Whether `token` has the shape `login_form_token` gives (anything else
+/// in the cookie is replaced, never echoed into the page).
+fn is_login_form_token(token: &str) -> bool {
+    token
+        .strip_prefix(LOGIN_PREFIX)
+        .is_some_and(|rest| rest.len() == 22 && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+}
+
+/// The client message id a page's form carries, so that a form sent
+/// twice (a double click, a resubmitted POST) adds one message: random,
+/// not secret. Without a random source the form goes without one.
+pub fn form_message_id() -> Option<String> {
+    ids::prefixed::<16>("web_").ok()
 }
 
 /// Whether a submitted form is accepted: its token `given` is `expected`
@@ -46,6 +77,18 @@ pub fn cross_site(headers: &HeaderMap) -> bool {
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+
+    #[test]
+    fn a_sign_in_page_keeps_a_well_formed_form_token() {
+        let fresh = login_form_token(None).unwrap();
+        assert!(is_login_form_token(&fresh), "{fresh}");
+        assert_eq!(login_form_token(Some(&fresh)).unwrap(), fresh);
+        for odd in ["", "lf_", "lf_short", "xx_AAAAAAAAAAAAAAAAAAAAAA", "lf_AAAAAAAAAAAAAAAAAAAA\"><"] {
+            let replaced = login_form_token(Some(odd)).unwrap();
+            assert_ne!(replaced, odd);
+            assert!(is_login_form_token(&replaced));
+        }
+    }
 
     #[test]
     fn the_token_is_bound_to_its_session() {

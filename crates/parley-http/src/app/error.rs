@@ -6,13 +6,14 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use parley_domain::DomainError;
 
-use super::layout;
+use super::{layout, next};
 use crate::error::ApiError;
 
 #[derive(Debug)]
 pub enum PageError {
-    /// No live session: the sign-in page, then back.
-    SignIn,
+    /// No live session: the sign-in page, then back to the page given
+    /// (a path checked by `next`).
+    SignIn(Option<String>),
     /// The form's anti-forgery token is missing or wrong, or the browser
     /// says the request came from another site.
     Forged,
@@ -22,7 +23,7 @@ pub enum PageError {
 impl From<DomainError> for PageError {
     fn from(e: DomainError) -> Self {
         match e {
-            DomainError::Unauthenticated => Self::SignIn,
+            DomainError::Unauthenticated => Self::SignIn(None),
             other => Self::Api(ApiError::Domain(other)),
         }
     }
@@ -40,7 +41,7 @@ impl From<ApiError> for PageError {
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         match self {
-            Self::SignIn => Redirect::to("/app/login").into_response(),
+            Self::SignIn(back) => Redirect::to(&next::sign_in_url(back.as_deref())).into_response(),
             Self::Forged => layout::message(
                 StatusCode::FORBIDDEN,
                 "This form cannot be accepted",

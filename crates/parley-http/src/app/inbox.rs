@@ -36,32 +36,33 @@ pub async fn page(State(s): State<AppState>, who: WebSession, RawQuery(query): R
     let (list, meta, cursor) = s.inbox.list(&who.session, filter, PageRequest { page: number, per_page: PER_PAGE }).await?;
     let main = html! {
         div data-live="inbox" data-cursor=(cursor.to_string()) data-url={ "/app?status=" (status) "&page=" (number) } {
-        h1 { "Inbox" }
-        nav.filters aria-label="Filter by status" {
-            @for (value, label, _) in FILTERS {
-                a href={ "/app?status=" (value) } aria-current=[(value == status).then_some("page")] { (label) }
+            h1 { "Inbox" }
+            nav.filters aria-label="Filter by status" {
+                @for (value, label, _) in FILTERS {
+                    a href={ "/app?status=" (value) } aria-current=[(value == status).then_some("page")] { (label) }
+                }
             }
-        }
-        div #conversation-list {
-            @if list.is_empty() {
-                p.empty { "No conversations here." }
-            } @else {
-                ul.conversations {
-                    @for c in &list { li { (row(c)) } }
+            div #conversation-list {
+                @if list.is_empty() {
+                    p.empty { "No conversations here." }
+                } @else {
+                    ul.conversations {
+                        @for c in &list { li { (row(c)) } }
+                    }
+                }
+                // Inside the live region: new conversations change the count.
+                @let last_page = meta.last_page;
+                @if last_page > 1 {
+                    nav.pages aria-label="Pages" {
+                        @if number > 1 { a href={ "/app?status=" (status) "&page=" (number - 1) } rel="prev" { "Newer" } }
+                        span { "Page " (number) " of " (last_page) }
+                        @if u64::from(number) < last_page { a href={ "/app?status=" (status) "&page=" (number + 1) } rel="next" { "Older" } }
+                    }
                 }
             }
         }
-        @let last_page = meta.last_page;
-        @if last_page > 1 {
-            nav.pages aria-label="Pages" {
-                @if number > 1 { a href={ "/app?status=" (status) "&page=" (number - 1) } rel="prev" { "Newer" } }
-                span { "Page " (number) " of " (last_page) }
-                @if u64::from(number) < last_page { a href={ "/app?status=" (status) "&page=" (number + 1) } rel="next" { "Older" } }
-            }
-        }
-        }
         div #announce.visually-hidden aria-live="polite" {}
-        script type="module" src="/app/assets/live.js" {}
+        script type="module" src=(crate::app::assets::live_script_url()) {}
     };
     Ok(respond(StatusCode::OK, frame("Inbox", Some(&who), main)))
 }
@@ -77,7 +78,7 @@ fn row(d: &ConversationDetails) -> Markup {
     };
     let last = c.last_message_at.to_rfc3339();
     html! {
-        a.conversation href={ "/app/conversations/" (c.id.0) } data-status=(c.status.as_str()) data-id=(c.id.0) data-last=(last) {
+        a.conversation href={ "/app/conversations/" (c.id.0) "#latest" } data-status=(c.status.as_str()) data-id=(c.id.0) data-last=(last) {
             span.who { (who) }
             span.site { (d.site.name) }
             span.status { (status) @if let Some(a) = &d.assignee { " · " (a.name) } }

@@ -19,7 +19,7 @@ pub fn page(title: &str, who: Option<&WebSession>, main: Markup) -> Markup {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Parley" }
-                link rel="stylesheet" href="/app/assets/app.css";
+                link rel="stylesheet" href=(super::assets::stylesheet_url());
             }
             body {
                 a.skip href="#main" { "Skip to content" }

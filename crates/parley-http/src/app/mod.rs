@@ -20,10 +20,12 @@ mod form;
 mod inbox;
 mod layout;
 mod login;
+mod next;
 mod session;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
+use tower_http::compression::CompressionLayer;
 
 use crate::AppState;
 
@@ -35,18 +37,31 @@ pub struct WebAppSettings {
 }
 
 pub fn routes() -> Router<AppState> {
+    use conversation as c;
+    // A form's address opened as a page (the address bar shows it after
+    // a refused form) leads to the conversation page.
     Router::new()
         .route("/app", get(inbox::page))
         .route("/app/login", get(login::form).post(login::submit))
         .route("/app/logout", post(login::logout))
         .route("/app/events", get(events::stream))
-        .route("/app/conversations/{id}", get(conversation::page))
-        .route("/app/conversations/{id}/reply", post(conversation::reply))
-        .route("/app/conversations/{id}/note", post(conversation::note))
-        .route("/app/conversations/{id}/take", post(conversation::take))
-        .route("/app/conversations/{id}/hand-over", post(conversation::hand_over))
-        .route("/app/conversations/{id}/close", post(conversation::close))
-        .route("/app/conversations/{id}/reopen", post(conversation::reopen))
+        .route("/app/conversations/{id}", get(c::page))
+        .route("/app/conversations/{id}/reply", get(c::show_page).post(c::reply))
+        .route("/app/conversations/{id}/note", get(c::show_page).post(c::note))
+        .route("/app/conversations/{id}/take", get(c::show_page).post(c::take))
+        .route("/app/conversations/{id}/hand-over", get(c::show_page).post(c::hand_over))
+        .route("/app/conversations/{id}/close", get(c::show_page).post(c::close))
+        .route("/app/conversations/{id}/reopen", get(c::show_page).post(c::reopen))
         .route("/app/assets/app.css", get(assets::stylesheet))
         .route("/app/assets/live.js", get(assets::live_script))
+        .route("/app/{*rest}", any(not_found))
+        // Pages are text that repeats itself (markup around every message)
+        // and are fetched again at every live change: gzip keeps a long
+        // conversation a few tens of kilobytes. Streams are left alone.
+        .layer(CompressionLayer::new().gzip(true))
+}
+
+/// Any other address under `/app` answers a page, as the app's do.
+async fn not_found() -> axum::response::Response {
+    layout::message(axum::http::StatusCode::NOT_FOUND, "Not found", "There is no such page.")
 }

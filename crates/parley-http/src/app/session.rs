@@ -8,7 +8,7 @@ use parley_domain::auth::SignIn;
 use parley_domain::model::Session;
 
 use super::error::PageError;
-use super::{cookies, csrf};
+use super::{cookies, csrf, next};
 use crate::AppState;
 
 /// A live session; a request without one is sent to the sign-in page.
@@ -22,7 +22,11 @@ impl FromRequestParts<AppState> for WebSession {
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
-        Ok(Self::from_headers(&parts.headers, state).await?.0)
+        match Self::from_headers(&parts.headers, state).await {
+            Ok((session, _)) => Ok(session),
+            Err(DomainError::Unauthenticated) => Err(PageError::SignIn(next::of(&parts.uri))),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
@@ -34,7 +38,7 @@ impl OptionalFromRequestParts<AppState> for WebSession {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Option<Self>, PageError> {
         match <Self as FromRequestParts<AppState>>::from_request_parts(parts, state).await {
             Ok(session) => Ok(Some(session)),
-            Err(PageError::SignIn) => Ok(None),
+            Err(PageError::SignIn(_)) => Ok(None),
             Err(e) => Err(e),
         }
     }

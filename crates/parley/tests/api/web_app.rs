@@ -218,3 +218,134 @@ async fn an_inbox_shows_only_what_its_operator_may_see() {
     let mut other = Browser::signed_in(&app, "admin@globex.example.com").await;
     assert_eq!(seen(other.inbox("").await), ["globex-visitor"], "another tenant sees its own");
 }
+
+/// A link opened after the session ended leads, once signed in, to where
+/// it pointed; the way back is only ever a page of the app.
+#[tokio::test]
+async fn signing_in_leads_back_to_the_page_asked_for_and_nowhere_else() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let mut browser = Browser::new(&app);
+    let asked = browser.get("/app/conversations/1").await;
+    assert_eq!(asked.location.as_deref(), Some("/app/login?next=%2Fapp%2Fconversations%2F1"));
+    let form = browser.get("/app/login?next=%2Fapp%2Fconversations%2F1").await;
+    assert_eq!(form.field("next"), "/app/conversations/1");
+    let csrf = form.field("csrf");
+    let fields = [("csrf", csrf.as_str()), ("email", "admin@acme.example.com"), ("password", PASSWORD), ("next", "/app/conversations/1")];
+    let answer = browser.post("/app/login", &fields).await;
+    assert_eq!((answer.status, answer.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app/conversations/1")));
+    let again = browser.get("/app/login?next=%2Fapp%3Fstatus%3Dclosed").await;
+    assert_eq!(again.location.as_deref(), Some("/app?status=closed"), "signed in already: straight there");
+
+    for elsewhere in ["https://evil.example/", "//evil.example/app", "/app/../../api", "/api/v1/mobile/me"] {
+        let mut browser = Browser::new(&app);
+        let form = browser
+            .get(&format!("/app/login?next={}", url::form_urlencoded::byte_serialize(elsewhere.as_bytes()).collect::<String>()))
+            .await;
+        assert!(!form.html.contains("name=\"next\""), "{elsewhere} is not carried");
+        let csrf = form.field("csrf");
+        let fields = [("csrf", csrf.as_str()), ("email", "admin@acme.example.com"), ("password", PASSWORD), ("next", elsewhere)];
+        let answer = browser.post("/app/login", &fields).await;
+        assert_eq!(answer.location.as_deref(), Some("/app"), "{elsewhere} is not followed");
+    }
+}
+
+/// When a session ends, every open tab goes to the sign-in form at once:
+/// each tab's form must still be accepted, not only the last one loaded.
+#[tokio::test]
+async fn sign_in_forms_of_several_tabs_all_work() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    let mut browser = Browser::new(&app);
+    let first = browser.get("/app/login").await.field("csrf");
+    let second = browser.get("/app/login").await.field("csrf");
+    assert_eq!(first, second, "the tabs share the cookie's token");
+    let answer = browser.post("/app/login", &[("csrf", &first), ("email", "admin@acme.example.com"), ("password", PASSWORD)]).await;
+    assert_eq!((answer.status, answer.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app")));
+
+    let mut odd = Browser::new(&app);
+    odd.cookies.insert("parley_login_csrf".into(), "lf_\"><script>".into());
+    let form = odd.get("/app/login").await;
+    assert!(!form.html.contains("<script>") && form.field("csrf").starts_with("lf_"), "a malformed cookie is replaced, never echoed");
+}
+
+/// A session lives `PARLEY_SESSION_TTL`, on the server's clock whatever
+/// the cookie says.
+#[tokio::test]
+async fn a_session_ends_when_its_lifetime_is_over() {
+    let app = TestApp::with().var("PARLEY_SESSION_TTL", "2h").start().await;
+    app.fixture("acme", &[]).await;
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    app.clock.advance(std::time::Duration::from_secs(3_600));
+    browser.inbox("").await;
+    app.clock.advance(std::time::Duration::from_secs(3_601));
+    let expired = browser.get("/app").await;
+    assert_eq!((expired.status, expired.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app/login")));
+    let stream = browser.get("/app/events").await;
+    assert_eq!(stream.status, StatusCode::UNAUTHORIZED, "nor can it follow the stream");
+}
+
+/// The stylesheet and script are linked by their version: kept for good
+/// under it, checked again under any other address.
+#[tokio::test]
+async fn the_app_files_are_versioned() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let inbox = browser.inbox("").await;
+    for (name, kind) in [("app.css", "text/css"), ("live.js", "text/javascript")] {
+        let marker = format!("/app/assets/{name}?v=");
+        let start = inbox.html.find(&marker).expect("linked with its version") + marker.len();
+        let version = &inbox.html[start..start + 24];
+        let current = browser.get(&format!("/app/assets/{name}?v={version}")).await;
+        assert_eq!(current.status, StatusCode::OK);
+        assert!(current.headers["content-type"].to_str().unwrap().starts_with(kind));
+        assert_eq!(current.headers["cache-control"], "public, max-age=31536000, immutable");
+        let old = browser.get(&format!("/app/assets/{name}?v=0000")).await;
+        assert_eq!(old.headers["cache-control"], "no-cache", "an old page's address is checked again");
+        let etag = old.headers["etag"].to_str().unwrap().to_owned();
+        assert_eq!(etag, format!("\"{version}\""));
+        let again = browser.send(Method::GET, &format!("/app/assets/{name}"), None, &[("if-none-match", &etag)]).await;
+        assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    }
+}
+
+/// What cannot be an email address is refused before any lookup, on
+/// both databases alike (a NUL byte is not text PostgreSQL takes).
+#[tokio::test]
+async fn a_sign_in_with_what_is_not_an_email_is_refused_plainly() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    for email in ["admin\u{0}@acme.example.com", &"a".repeat(60_000), "not an address"] {
+        let mut browser = Browser::new(&app);
+        let token = browser.get("/app/login").await.field("csrf");
+        let answer = browser.post("/app/login", &[("csrf", &token), ("email", email), ("password", PASSWORD)]).await;
+        assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", &answer.html[..200.min(answer.html.len())]);
+        assert!(answer.html.contains("Enter the email address you sign in with."));
+    }
+}
+
+/// Pages are compressed for browsers that ask; the live stream is not
+/// (a compressor would hold its events back).
+#[tokio::test]
+async fn pages_are_compressed_and_the_stream_is_not() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let page = browser.send(Method::GET, "/app", None, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.headers["content-encoding"], "gzip");
+    let cursor = browser.inbox("").await.attr("data-cursor");
+    let client = reqwest::Client::new();
+    let cookies: Vec<String> = browser.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let stream = client
+        .get(app.url(&format!("/app/events?after={cursor}")))
+        .header("cookie", cookies.join("; "))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert!(stream.headers().get("content-encoding").is_none(), "events go out as they happen");
+}

@@ -36,7 +36,7 @@ async fn a_reply_reaches_the_visitor_and_a_note_never_does() {
     let page = admin.conversation(id).await;
     assert!(page.html.contains("Where is my parcel?"));
     assert!(page.html.contains("aria-live=\"polite\""), "new messages are announced");
-    assert!(page.html.contains("<script type=\"module\" src=\"/app/assets/live.js\">"), "the live script is a file");
+    assert!(page.html.contains("<script type=\"module\" src=\"/app/assets/live.js?v="), "the live script is a file of this release");
     assert_eq!(page.html.matches("<script").count(), 1, "no inline script, only the module file");
 
     admin.acted(id, "reply", &[("body", "It left the warehouse today.")]).await;
@@ -109,6 +109,7 @@ async fn take_hand_over_with_a_note_close_and_reopen() {
 async fn bad_input_is_shown_beside_its_form_and_changes_nothing() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
+    app.operator(&f, "bea@acme.example.com", Role::Agent, &[f.scope.site]).await;
     let (public_id, id, mut admin) = opened(&app, &f).await;
     let before = widget_bodies(&app, &f, &public_id).await;
 
@@ -117,7 +118,8 @@ async fn bad_input_is_shown_beside_its_form_and_changes_nothing() {
         ("reply", vec![("body", "bell \u{7}")], "The reply"),
         ("note", vec![("body", "")], "The note is required"),
         ("hand-over", vec![("operator_id", "abc")], "Choose an operator"),
-        ("hand-over", vec![("operator_id", "999999")], "no such operator"),
+        ("hand-over", vec![("operator_id", "")], "Choose an operator"),
+        ("hand-over", vec![("operator_id", "999999")], "No such operator."),
     ] {
         let answer = admin.act(id, action, &fields).await;
         assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{action} {fields:?}: {}", answer.html);
@@ -158,7 +160,12 @@ async fn every_form_of_the_page_needs_its_token_and_this_origin() {
 
     let mut stranger = Browser::new(&app);
     let answer = stranger.post(&format!("/app/conversations/{id}/reply"), &[("csrf", &csrf), ("body", "hi")]).await;
-    assert_eq!((answer.status, answer.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app/login")), "no session");
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "no session");
+    assert_eq!(
+        answer.location.as_deref(),
+        Some(format!("/app/login?next=%2Fapp%2Fconversations%2F{id}%2Freply").as_str()),
+        "and back after"
+    );
 }
 
 /// A conversation out of an operator's sight is "not found" on its page
@@ -278,4 +285,77 @@ async fn a_reopened_conversation_outlives_the_idle_sweep() {
     eventually(|| async { (sweeps(scrape_metrics(&app).await) >= before + 2.0).then_some(()) }).await;
     let page = admin.conversation(id).await;
     assert!(page.html.contains("Waiting for an operator"), "still open half an hour after the reopen: {}", page.html);
+}
+
+/// Two operators on the same new conversation: the one whose page is
+/// out of date is told rather than silently taking it over.
+#[tokio::test]
+async fn taking_what_another_operator_took_meanwhile_is_refused() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    app.operator(&f, "bea@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let (_, id, mut admin) = opened(&app, &f).await;
+    let stale = admin.conversation(id).await;
+    assert!(stale.html.contains("<input type=\"hidden\" name=\"seen\" value=\"\">") && stale.html.contains(">Take it<"));
+
+    let mut bea = Browser::signed_in(&app, "bea@acme.example.com").await;
+    bea.acted(id, "take", &[]).await;
+
+    let csrf = stale.field("csrf");
+    let late = admin.post(&format!("/app/conversations/{id}/take"), &[("csrf", &csrf), ("seen", "")]).await;
+    assert_eq!(late.status, StatusCode::CONFLICT, "{}", late.html);
+    assert!(late.html.contains("id=\"actions-problem\"") && late.html.contains("another operator took the conversation"), "{}", late.html);
+    assert!(late.html.contains("to <strong>bea</strong>"), "the page now shows who has it");
+    assert!(late.html.contains(">Take over from bea<"), "and offers to take over knowingly");
+
+    admin.acted(id, "take", &[]).await;
+    assert!(admin.conversation(id).await.html.contains("to <strong>admin</strong>"), "taking over from the one shown works");
+}
+
+/// A hand-over of a waiting conversation without a note is an
+/// assignment; refused actions show beside the actions, not as an error page.
+#[tokio::test]
+async fn a_hand_over_without_a_note_assigns_and_a_refused_action_stays_on_the_page() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let bea = app.operator(&f, "bea@acme.example.com", Role::Agent, &[f.scope.site]).await.to_string();
+    let (_, id, mut admin) = opened(&app, &f).await;
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("<option value=\"\" selected disabled>Choose an operator</option>"), "nobody is chosen for the operator");
+
+    let answer = admin.act(id, "hand-over", &[("operator_id", &bea)]).await;
+    assert_eq!(answer.location.as_deref(), Some(format!("/app/conversations/{id}#actions").as_str()));
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("admin assigned the conversation to bea"), "{}", page.html);
+
+    let stale = admin.conversation(id).await;
+    admin.acted(id, "close", &[]).await;
+    let csrf = stale.field("csrf");
+    let late = admin.post(&format!("/app/conversations/{id}/take"), &[("csrf", &csrf), ("seen", &bea)]).await;
+    assert_eq!(late.status, StatusCode::CONFLICT);
+    assert!(late.html.contains("This cannot be done now: the conversation is closed."), "{}", late.html);
+    assert!(late.html.contains("/reopen\""), "the page as it is now");
+
+    // A form's address opened as a page (a reload after a refusal) is the page.
+    let reload = admin.get(&format!("/app/conversations/{id}/reply")).await;
+    assert_eq!((reload.status, reload.location.as_deref()), (StatusCode::SEE_OTHER, Some(format!("/app/conversations/{id}").as_str())));
+    let unknown = admin.get("/app/nothing/here").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert!(unknown.headers["content-type"].to_str().unwrap().starts_with("text/html"), "a page, not JSON");
+}
+
+/// After a reply the page opens at the latest message, where the reply
+/// form follows: a long thread is not scrolled through again.
+#[tokio::test]
+async fn after_a_form_the_page_opens_at_the_latest_message() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let (_, id, mut admin) = opened(&app, &f).await;
+    let answer = admin.act(id, "reply", &[("body", "On it")]).await;
+    assert_eq!(answer.location.as_deref(), Some(format!("/app/conversations/{id}#latest").as_str()));
+    let page = admin.conversation(id).await;
+    assert_eq!(page.html.matches("id=\"latest\"").count(), 1);
+    let latest = page.html.split("id=\"latest\"").nth(1).unwrap_or_default();
+    assert!(latest.contains("On it") && !latest.contains("Where is my parcel?"), "the anchor is the latest message");
+    assert!(admin.inbox("").await.html.contains(&format!("/app/conversations/{id}#latest")), "the inbox opens it there too");
 }

@@ -44,7 +44,7 @@ impl Page {
     pub fn first_conversation(&self) -> i64 {
         let marker = "/app/conversations/";
         let start = self.html.find(marker).expect("a conversation in the inbox") + marker.len();
-        self.html[start..].split('"').next().and_then(|id| id.parse().ok()).expect("an id")
+        self.html[start..].split(['"', '#']).next().and_then(|id| id.parse().ok()).expect("an id")
     }
 
     pub fn cookie(&self, name: &str) -> Option<&str> {
@@ -125,12 +125,17 @@ impl Browser {
         page
     }
 
-    /// Submits a form of the conversation page with its tokens and `fields`.
+    /// Submits a form of the conversation page with its tokens and
+    /// `fields`; a take carries the assignee the page shows, as its form does.
     pub async fn act(&mut self, id: i64, action: &str, fields: &[(&str, &str)]) -> Page {
         let page = self.conversation(id).await;
         let csrf = page.field("csrf");
         let client_id = page.field("client_message_id");
+        let seen = if action == "take" && page.html.contains("name=\"seen\"") { page.field("seen") } else { String::new() };
         let mut form = vec![("csrf", csrf.as_str()), ("client_message_id", client_id.as_str())];
+        if action == "take" {
+            form.push(("seen", seen.as_str()));
+        }
         form.extend_from_slice(fields);
         self.post(&format!("/app/conversations/{id}/{action}"), &form).await
     }
@@ -139,6 +144,7 @@ impl Browser {
     pub async fn acted(&mut self, id: i64, action: &str, fields: &[(&str, &str)]) {
         let answer = self.act(id, action, fields).await;
         assert_eq!(answer.status, StatusCode::SEE_OTHER, "{action}: {}", answer.html);
-        assert_eq!(answer.location.as_deref(), Some(format!("/app/conversations/{id}").as_str()));
+        let back = answer.location.unwrap_or_default();
+        assert_eq!(back.split('#').next(), Some(format!("/app/conversations/{id}").as_str()), "{action}: back to the page");
     }
 }

@@ -1,0 +1,91 @@
+//! The conversation page (`/app/conversations/{id}`): the messages, with
+//! operator-only notes marked, the visitor and what it proved, and the
+//! forms that answer and hand over. Each form posts to a route of its
+//! own and is answered by a redirect back to the page (so a reload never
+//! sends twice); a form the domain refuses shows the page again with the
+//! problem beside it and the text typed kept.
+//!
+//! `view` renders the page, `actions` answers its forms.
+
+mod actions;
+mod view;
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::Response;
+use parley_domain::model::ConversationId;
+
+use super::error::PageError;
+use super::layout::respond;
+use super::session::WebSession;
+use crate::AppState;
+use crate::extract::PathId;
+
+pub use actions::{close, hand_over, note, reopen, reply, show_page, take};
+
+/// Messages a page shows at most, the latest; a page stays small.
+const SHOWN: u32 = 200;
+
+/// The conversation id of the path, as a page: anything that is not one
+/// is the same "not found" page as an id out of sight.
+pub struct Conversation(ConversationId);
+
+impl FromRequestParts<AppState> for Conversation {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
+        let PathId(id) = PathId::from_request_parts(parts, state).await?;
+        Ok(Self(ConversationId(id)))
+    }
+}
+
+/// The page's address, or one of its forms' (`action` is `"reply"` …).
+fn path(id: ConversationId, action: Option<&str>) -> String {
+    match action {
+        Some(action) => format!("/app/conversations/{}/{action}", id.0),
+        None => format!("/app/conversations/{}", id.0),
+    }
+}
+
+/// The forms that can be refused with something to say beside them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Reply,
+    Note,
+    HandOver,
+    /// Take, close and reopen: no text, a sentence above the buttons.
+    Actions,
+}
+
+/// A refused form: which, what was typed in its text, and why.
+struct Problem {
+    form: Which,
+    text: String,
+    message: String,
+}
+
+impl Problem {
+    /// What was typed in `form` and why it was refused, if it was.
+    fn of(problem: Option<&Problem>, form: Which) -> (&str, Option<&str>) {
+        match problem {
+            Some(p) if p.form == form => (p.text.as_str(), Some(p.message.as_str())),
+            _ => ("", None),
+        }
+    }
+}
+
+pub async fn page(State(s): State<AppState>, who: WebSession, Conversation(id): Conversation) -> Result<Response, PageError> {
+    render(&s, &who, id, StatusCode::OK, None).await
+}
+
+async fn render(
+    s: &AppState,
+    who: &WebSession,
+    id: ConversationId,
+    status: StatusCode,
+    problem: Option<Problem>,
+) -> Result<Response, PageError> {
+    let t = s.inbox.transcript(&who.session, id, SHOWN).await?;
+    Ok(respond(status, view::page(who, &t, problem.as_ref())))
+}
