@@ -138,28 +138,42 @@ impl Tenancy {
         device_name: Option<String>,
         ttl: Duration,
     ) -> Result<String, DomainError> {
-        self.issue(ids::operator_token()?, operator, device_name, ttl).await
+        self.issue(ids::operator_token()?, TokenKind::Login, operator, device_name, ttl).await.map(|(token, _)| token)
     }
 
     /// A web app session: stored like a bearer token (a digest, an
     /// expiry), so logout, disabling the operator and a password change
     /// end it the same way.
     pub async fn issue_session(&self, operator: &Operator, ttl: Duration) -> Result<String, DomainError> {
-        self.issue(ids::session_token()?, operator, Some("web app".into()), ttl).await
+        self.issue(ids::session_token()?, TokenKind::Session, operator, Some("web app".into()), ttl).await.map(|(token, _)| token)
     }
 
-    async fn issue(&self, token: String, operator: &Operator, device_name: Option<String>, ttl: Duration) -> Result<String, DomainError> {
+    /// A personal access token named `name`: a bearer token like a
+    /// login's, listed and revoked on its own.
+    pub async fn issue_personal_token(&self, operator: &Operator, name: String, ttl: Duration) -> Result<(String, TokenId), DomainError> {
+        self.issue(ids::operator_token()?, TokenKind::Personal, operator, Some(name), ttl).await
+    }
+
+    async fn issue(
+        &self,
+        token: String,
+        kind: TokenKind,
+        operator: &Operator,
+        device_name: Option<String>,
+        ttl: Duration,
+    ) -> Result<(String, TokenId), DomainError> {
         let now = self.clock.now();
         let new = NewOperatorToken {
             operator_id: operator.id,
+            kind,
             token_hash: password::token_digest(&token),
             device_name,
             created_at: now,
             expires_at: now.plus(ttl),
         };
         let tenant = operator.tenant_id;
-        self.db.write(move |tx| Ok(tx.insert_operator_token(tenant, &new)?)).await?;
-        Ok(token)
+        let id = self.db.write(move |tx| Ok(tx.insert_operator_token(tenant, &new)?)).await?;
+        Ok((token, id))
     }
 }
 

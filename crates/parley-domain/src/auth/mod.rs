@@ -13,6 +13,9 @@
 //! CPU and memory, so each instance keeps them itself.
 
 mod failures;
+mod personal;
+
+pub use personal::{MAX_DAYS as MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -73,6 +76,9 @@ pub struct AuthService {
     /// Password checks running at once.
     hashing: Arc<Semaphore>,
 }
+
+/// How often a token's last use is written down.
+const USE_RECORDED_EVERY: Duration = Duration::from_secs(60);
 
 /// How long a login waits for a free password check before answering 503.
 const HASHING_WAIT: Duration = Duration::from_secs(10);
@@ -173,10 +179,25 @@ impl AuthService {
             return Err(DomainError::Unauthenticated);
         }
         let session = self.session(token).await?;
-        if session.expires_at <= self.clock.now() || !session.operator.active {
+        let now = self.clock.now();
+        if session.expires_at <= now || !session.operator.active {
             return Err(DomainError::Unauthenticated);
         }
+        self.note_use(&session, now).await;
         Ok(session)
+    }
+
+    /// Records the token's use for its listing, at most once a minute
+    /// (the statement itself skips a use recorded less than a minute
+    /// before, whichever instance did). A failure costs only the figure.
+    async fn note_use(&self, session: &Session, now: crate::clock::Timestamp) {
+        if session.last_used_at.is_some_and(|at| now.since(at) < USE_RECORDED_EVERY) {
+            return;
+        }
+        let (tenant, token) = (session.tenant.id, session.token_id);
+        if let Err(e) = self.db.write(move |tx| Ok(tx.touch_token(tenant, token, now)?)).await {
+            tracing::debug!(error = %e, "could not record a token's use");
+        }
     }
 
     async fn session(&self, token: &str) -> Result<Session, DomainError> {

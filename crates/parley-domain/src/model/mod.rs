@@ -14,7 +14,7 @@ mod visitor;
 pub use conversation::{Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, SiteRef, StatusFilter};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
 pub use message::{Message, NewMessage, Sender, SenderKind};
-pub use operator::{NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, Role, Session};
+pub use operator::{NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, PersonalToken, Role, Session, TokenKind};
 pub use site::{NewSite, Site, WidgetAppearance};
 pub use tenant::{NewTenant, Tenant};
 pub use visitor::{NewVisitor, Proof, Visitor, VisitorProfile};

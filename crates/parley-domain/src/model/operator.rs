@@ -51,14 +51,50 @@ pub struct NewOperator {
     pub created_at: Timestamp,
 }
 
+/// What a stored operator token is. All three authenticate an operator
+/// and end the same ways (revocation, disabling, a new password).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenKind {
+    /// A bearer token from a mobile login.
+    Login,
+    /// A web app session (the `parley_session` cookie).
+    Session,
+    /// A bearer token an admin made by name for testing the mobile API,
+    /// listed and revocable on its own.
+    Personal,
+}
+
+impl TokenKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Login => "login",
+            Self::Session => "session",
+            Self::Personal => "personal",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct NewOperatorToken {
     pub operator_id: OperatorId,
+    pub kind: TokenKind,
     /// SHA-256 of the bearer token; the token itself is shown once.
     pub token_hash: Vec<u8>,
+    /// The device of a login, the name of a personal token.
     pub device_name: Option<String>,
     pub created_at: Timestamp,
     pub expires_at: Timestamp,
+}
+
+/// A personal access token as its owner sees it: never the token itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PersonalToken {
+    pub id: TokenId,
+    pub name: String,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    /// When it last authenticated a request, to the minute.
+    pub last_used_at: Option<Timestamp>,
 }
 
 impl Operator {
@@ -92,6 +128,8 @@ pub struct Session {
     pub operator: Operator,
     pub tenant: Tenant,
     pub expires_at: Timestamp,
+    /// When the token last authenticated a request, as last recorded.
+    pub last_used_at: Option<Timestamp>,
 }
 
 /// Changes an admin makes to an operator; `None` leaves a field alone.

@@ -58,12 +58,20 @@ pub trait OperatorsRead {
     fn operators(&mut self, tenant: TenantId) -> StoreResult<Vec<Operator>>;
     fn operator(&mut self, tenant: TenantId, id: OperatorId) -> StoreResult<Option<Operator>>;
     fn operator_by_email(&mut self, tenant: TenantId, email: &str) -> StoreResult<Option<Operator>>;
+    /// The operator's personal access tokens not revoked, newest first.
+    fn personal_tokens(&mut self, tenant: TenantId, operator: OperatorId) -> StoreResult<Vec<PersonalToken>>;
 }
 
 pub trait OperatorsWrite: OperatorsRead {
     fn insert_operator(&mut self, tenant: TenantId, operator: &NewOperator) -> StoreResult<Operator>;
     fn update_operator(&mut self, tenant: TenantId, id: OperatorId, changes: &OperatorChanges) -> StoreResult<()>;
-    fn insert_operator_token(&mut self, tenant: TenantId, token: &NewOperatorToken) -> StoreResult<()>;
+    fn insert_operator_token(&mut self, tenant: TenantId, token: &NewOperatorToken) -> StoreResult<TokenId>;
+    /// Revokes one of the operator's personal tokens; false when it has
+    /// no such live token.
+    fn revoke_personal_token(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<bool>;
+    /// Records that the token authenticated a request at `at`, unless it
+    /// was recorded less than a minute before.
+    fn touch_token(&mut self, tenant: TenantId, token: TokenId, at: Timestamp) -> StoreResult<()>;
     fn revoke_token(&mut self, tenant: TenantId, token: TokenId, at: Timestamp) -> StoreResult<()>;
     /// Revokes every live token of an operator at once.
     fn revoke_operator_tokens(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()>;

@@ -124,6 +124,19 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A whole JSON number from `min` to `max`.
+    pub fn optional_integer(&mut self, name: &str, min: u32, max: u32) -> Result<Option<u32>, Invalid> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Given::Json(v))
+                if let Some(n) = positive_id(v).and_then(|n| u32::try_from(n).ok()).filter(|n| (min..=max).contains(n)) =>
+            {
+                Ok(Some(n))
+            }
+            Some(_) => self.fail(name, format!("must be an integer from {min} to {max}")),
+        }
+    }
+
     /// A positive integer id given as a JSON number.
     pub fn optional_id(&mut self, name: &str) -> Result<Option<i64>, Invalid> {
         match self.get(name) {

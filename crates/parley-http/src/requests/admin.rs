@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use parley_domain::admin::{NewInstallationInput, NewOperatorInput, OperatorPatch};
+use parley_domain::auth::{MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};
 use parley_domain::events::EventKind;
 use parley_domain::model::{Role, SiteId, WidgetAppearance};
 use parley_domain::tenancy::NewSiteInput;
@@ -175,5 +176,29 @@ impl FromFields for WebhookCreate {
             other => other,
         };
         Ok(Self { url: url?, events: events? })
+    }
+}
+
+#[derive(ToSchema)]
+pub struct PersonalTokenCreateRequest {
+    /// What the token is for: at most 255 characters, not blank.
+    name: schema::RequiredName,
+    /// Days until it expires, 1 to 365; 30 when absent.
+    #[schema(schema_with = personal_token_days)]
+    expires_in_days: Option<u32>,
+}
+
+fn personal_token_days() -> utoipa::openapi::Object {
+    schema::bounded_integer(1, i64::from(MAX_PERSONAL_TOKEN_DAYS))
+}
+
+/// Days a personal token lives when the request does not say.
+const DEFAULT_PERSONAL_TOKEN_DAYS: u32 = 30;
+
+impl FromFields for NewPersonalToken {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let name = f.required("name", validate::required_name);
+        let days = f.optional_integer("expires_in_days", 1, MAX_PERSONAL_TOKEN_DAYS);
+        Ok(Self { name: name?, expires_in_days: days?.unwrap_or(DEFAULT_PERSONAL_TOKEN_DAYS) })
     }
 }

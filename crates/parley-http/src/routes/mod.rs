@@ -11,6 +11,7 @@ mod metrics;
 mod mobile;
 mod openapi;
 mod sandbox;
+mod tokens;
 mod verification;
 mod webhooks;
 mod widget;
@@ -91,6 +92,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = mobile::routes(mount);
     let mount = admin::routes(mount);
     let mount = webhooks::routes(mount);
+    let mount = tokens::routes(mount);
     verification::routes(mount).into_router()
 }
 

@@ -1,7 +1,7 @@
 //! What tenant admins see.
 
 use parley_domain::events::EventKind;
-use parley_domain::model::{Installation, Site};
+use parley_domain::model::{Installation, PersonalToken, Site};
 use parley_domain::webhooks::{Delivery, Webhook};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -206,4 +206,44 @@ pub struct DeliveryListResponse {
 #[derive(Serialize, ToSchema)]
 pub struct DeliveryResponse {
     pub delivery: DeliveryView,
+}
+
+/// A personal access token as listed: never the token itself, except in
+/// the answer that made it.
+#[derive(Serialize, ToSchema)]
+pub struct PersonalTokenView {
+    pub id: i64,
+    pub name: String,
+    pub created_at: DateTime,
+    /// After this the token is refused; it stays listed until revoked.
+    pub expires_at: DateTime,
+    /// When it last authenticated a request, to the minute; null if never.
+    pub last_used_at: Option<DateTime>,
+    /// The bearer token for `Authorization: Bearer …`: only in the answer
+    /// of the creation, shown this once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_token: Option<String>,
+}
+
+impl PersonalTokenView {
+    pub fn new(t: &PersonalToken, access_token: Option<String>) -> Self {
+        Self {
+            id: t.id.0,
+            name: t.name.clone(),
+            created_at: at(t.created_at),
+            expires_at: at(t.expires_at),
+            last_used_at: t.last_used_at.map(at),
+            access_token,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PersonalTokenListResponse {
+    pub tokens: Vec<PersonalTokenView>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PersonalTokenResponse {
+    pub token: PersonalTokenView,
 }

@@ -11,6 +11,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("../../migrations/postgres/0002_login_failures.sql")),
     (3, include_str!("../../migrations/postgres/0003_feed.sql")),
     (4, include_str!("../../migrations/postgres/0004_client_message_id.sql")),
+    (5, include_str!("../../migrations/postgres/0005_personal_tokens.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

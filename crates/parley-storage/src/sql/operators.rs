@@ -28,7 +28,8 @@ fn operator(r: &dyn Row) -> StoreResult<Operator> {
 
 statements! {
     SESSION[Bytes](_) => format!(
-        "SELECT {OPERATOR_COLS}, {TENANT_COLS}, tok.id AS tok_id, tok.expires_at AS tok_expires_at
+        "SELECT {OPERATOR_COLS}, {TENANT_COLS}, tok.id AS tok_id, tok.expires_at AS tok_expires_at,
+             tok.last_used_at AS tok_last_used_at
          FROM operator_tokens tok
          JOIN operators o ON o.id = tok.operator_id AND o.tenant_id = tok.tenant_id
          JOIN tenants t ON t.id = tok.tenant_id
@@ -54,9 +55,19 @@ statements! {
     UPDATE_OPERATOR[Int, Int, Text, Text, Bool, Text](_) => "UPDATE operators SET name = COALESCE(?3, name), role = COALESCE(?4, role),
              active = COALESCE(?5, active), password_hash = COALESCE(?6, password_hash)
          WHERE tenant_id = ?1 AND id = ?2".into(),
-    INSERT_TOKEN[Int, Int, Bytes, Text, Int, Int](_) => "INSERT INTO operator_tokens (tenant_id, operator_id, token_hash, device_name, created_at, expires_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM operators WHERE id = ?2 AND tenant_id = ?1)
+    INSERT_TOKEN[Int, Int, Text, Bytes, Text, Int, Int](_) =>
+        "INSERT INTO operator_tokens (tenant_id, operator_id, kind, token_hash, device_name, created_at, expires_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM operators WHERE id = ?2 AND tenant_id = ?1)
          RETURNING id".into(),
+    /// Live and expired ones alike (the list says which), newest first;
+    /// revoked ones are gone.
+    PERSONAL_TOKENS[Int, Int](_) => "SELECT id, device_name, created_at, expires_at, last_used_at FROM operator_tokens
+         WHERE tenant_id = ?1 AND operator_id = ?2 AND kind = 'personal' AND revoked_at IS NULL ORDER BY id DESC".into(),
+    REVOKE_PERSONAL_TOKEN[Int, Int, Int, Int](_) => "UPDATE operator_tokens SET revoked_at = ?4
+         WHERE tenant_id = ?1 AND operator_id = ?2 AND id = ?3 AND kind = 'personal' AND revoked_at IS NULL".into(),
+    /// At most once a minute per token, whichever instance gets there.
+    TOUCH_TOKEN[Int, Int, Int](_) => "UPDATE operator_tokens SET last_used_at = ?3
+         WHERE tenant_id = ?1 AND id = ?2 AND (last_used_at IS NULL OR last_used_at < ?3 - 60000)".into(),
     REVOKE_TOKEN[Int, Int, Int](_) => "UPDATE operator_tokens SET revoked_at = ?3 WHERE tenant_id = ?1 AND id = ?2 AND revoked_at IS NULL".into(),
     REVOKE_OPERATOR_TOKENS[Int, Int, Int](_) =>
         "UPDATE operator_tokens SET revoked_at = ?3 WHERE tenant_id = ?1 AND operator_id = ?2 AND revoked_at IS NULL".into(),
@@ -92,6 +103,7 @@ impl OperatorsRead for Tx<'_> {
                 tenant: tenant(r)?,
                 token_id: TokenId(r.i64("tok_id")?),
                 expires_at: r.ts("tok_expires_at")?,
+                last_used_at: r.opt_ts("tok_last_used_at")?,
             })
         })?;
         let Some(mut session) = found else {
@@ -125,6 +137,18 @@ impl OperatorsRead for Tx<'_> {
             Some(op) => Ok(Some(self.with_sites(op)?)),
             None => Ok(None),
         }
+    }
+
+    fn personal_tokens(&mut self, tenant: TenantId, operator: OperatorId) -> StoreResult<Vec<PersonalToken>> {
+        self.all(&PERSONAL_TOKENS, args![tenant, operator], |r| {
+            Ok(PersonalToken {
+                id: TokenId(r.i64("id")?),
+                name: r.text("device_name")?.unwrap_or_default(),
+                created_at: r.ts("created_at")?,
+                expires_at: r.ts("expires_at")?,
+                last_used_at: r.opt_ts("last_used_at")?,
+            })
+        })
     }
 
     fn operator_by_email(&mut self, tenant: TenantId, email: &str) -> StoreResult<Option<Operator>> {
@@ -161,8 +185,17 @@ impl OperatorsWrite for Tx<'_> {
         Ok(())
     }
 
-    fn insert_operator_token(&mut self, tenant: TenantId, t: &NewOperatorToken) -> StoreResult<()> {
-        self.insert(&INSERT_TOKEN, args![tenant, t.operator_id, &t.token_hash, &t.device_name, t.created_at, t.expires_at])?;
+    fn insert_operator_token(&mut self, tenant: TenantId, t: &NewOperatorToken) -> StoreResult<TokenId> {
+        let args = args![tenant, t.operator_id, t.kind.as_str(), &t.token_hash, &t.device_name, t.created_at, t.expires_at];
+        Ok(TokenId(self.insert(&INSERT_TOKEN, args)?))
+    }
+
+    fn revoke_personal_token(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<bool> {
+        Ok(self.exec(&REVOKE_PERSONAL_TOKEN, args![tenant, operator, token, at])? == 1)
+    }
+
+    fn touch_token(&mut self, tenant: TenantId, token: TokenId, at: Timestamp) -> StoreResult<()> {
+        self.exec(&TOUCH_TOKEN, args![tenant, token, at])?;
         Ok(())
     }
 

@@ -18,6 +18,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (8, include_str!("../../migrations/sqlite/0008_login_failures.sql")),
     (9, include_str!("../../migrations/sqlite/0009_feed.sql")),
     (10, include_str!("../../migrations/sqlite/0010_client_message_id.sql")),
+    (11, include_str!("../../migrations/sqlite/0011_personal_tokens.sql")),
 ];
 
 /// The version a database is at once every migration of this build ran.

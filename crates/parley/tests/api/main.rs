@@ -7,6 +7,7 @@ mod receiver;
 mod sse;
 
 mod admin;
+mod admin_tokens;
 mod automation;
 mod backend_concurrency;
 mod cli;

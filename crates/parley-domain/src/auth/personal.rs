@@ -1,0 +1,62 @@
+//! Personal access tokens: bearer tokens an admin makes by name, from the
+//! integrations page or `admin/tokens`, to try the mobile API against
+//! their own tenant. Each has an expiry, is shown once, is listed with
+//! its last use and can be revoked alone; otherwise it is a login's
+//! bearer token (`pat_`), ended by the same things.
+
+use std::time::Duration;
+
+use super::AuthService;
+use crate::admin::require_admin;
+use crate::error::DomainError;
+use crate::model::{PersonalToken, Session, TokenId};
+
+/// Live personal tokens one operator may hold: enough for every device
+/// and script of a test set-up, not a store of credentials.
+pub const MAX_PERSONAL_TOKENS: usize = 50;
+
+/// Longest lifetime of a personal token, in days.
+pub const MAX_DAYS: u32 = 365;
+
+pub struct NewPersonalToken {
+    pub name: String,
+    pub expires_in_days: u32,
+}
+
+impl AuthService {
+    /// The signed-in admin's personal tokens, newest first.
+    pub async fn personal_tokens(&self, session: &Session) -> Result<Vec<PersonalToken>, DomainError> {
+        let tenant = require_admin(session)?;
+        let operator = session.operator.id;
+        self.db.read(move |r| Ok(r.personal_tokens(tenant, operator)?)).await
+    }
+
+    /// Makes a personal token for the signed-in admin: the token itself
+    /// is in the answer, this once.
+    pub async fn create_personal_token(&self, session: &Session, input: NewPersonalToken) -> Result<(PersonalToken, String), DomainError> {
+        let tenant = require_admin(session)?;
+        if !(1..=MAX_DAYS).contains(&input.expires_in_days) {
+            return Err(DomainError::invalid("expires_in_days", format!("must be from 1 to {MAX_DAYS}")));
+        }
+        let operator = session.operator.id;
+        let held = self.db.read(move |r| Ok(r.personal_tokens(tenant, operator)?)).await?;
+        let now = self.clock.now();
+        if held.iter().filter(|t| t.expires_at > now).count() >= MAX_PERSONAL_TOKENS {
+            return Err(DomainError::Conflict("an operator holds at most 50 live personal tokens; revoke one first"));
+        }
+        let ttl = Duration::from_secs(u64::from(input.expires_in_days) * 86_400);
+        let (token, id) = self.tenancy.issue_personal_token(&session.operator, input.name.clone(), ttl).await?;
+        let created = self.db.read(move |r| Ok(r.personal_tokens(tenant, operator)?)).await?;
+        let listed = created.into_iter().find(|t| t.id == id).ok_or(DomainError::NotFound)?;
+        Ok((listed, token))
+    }
+
+    /// Revokes one of the signed-in admin's personal tokens; another
+    /// operator's, or a login's, is not found.
+    pub async fn revoke_personal_token(&self, session: &Session, id: TokenId) -> Result<(), DomainError> {
+        let tenant = require_admin(session)?;
+        let (operator, now) = (session.operator.id, self.clock.now());
+        let revoked = self.db.write(move |tx| Ok(tx.revoke_personal_token(tenant, operator, id, now)?)).await?;
+        if revoked { Ok(()) } else { Err(DomainError::NotFound) }
+    }
+}
