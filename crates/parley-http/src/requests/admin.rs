@@ -188,8 +188,9 @@ pub struct PersonalTokenCreateRequest {
     expires_in_days: Option<u32>,
 }
 
+/// 1 to 365; null counts as not given, as for every optional field.
 fn personal_token_days() -> utoipa::openapi::Object {
-    schema::bounded_integer(1, i64::from(MAX_PERSONAL_TOKEN_DAYS))
+    schema::nullable_bounded_integer(1, i64::from(MAX_PERSONAL_TOKEN_DAYS))
 }
 
 /// Days a personal token lives when the request does not say.

@@ -53,6 +53,11 @@ pub fn bounded_integer(min: i64, max: i64) -> Object {
     ObjectBuilder::new().schema_type(SchemaType::new(Type::Integer)).minimum(Some(min)).maximum(Some(max)).build()
 }
 
+/// An integer from `min` to `max`, or null for not given.
+pub fn nullable_bounded_integer(min: i64, max: i64) -> Object {
+    ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::Integer, Type::Null])).minimum(Some(min)).maximum(Some(max)).build()
+}
+
 /// A positive integer id.
 pub fn id(nullable: bool) -> Object {
     let t = if nullable { SchemaType::from_iter([Type::Integer, Type::Null]) } else { SchemaType::new(Type::Integer) };

@@ -170,3 +170,15 @@ async fn an_admin_holds_at_most_fifty_live_tokens() {
     let (status, _) = app.authed(Method::POST, "/api/v1/admin/tokens", &admin, Some(json!({"name": "room again"}))).await;
     assert_eq!(status, StatusCode::CREATED);
 }
+
+/// Null is "not given", as for every optional field.
+#[tokio::test]
+async fn a_null_expiry_is_the_default() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (status, body) =
+        app.authed(Method::POST, "/api/v1/admin/tokens", &admin, Some(json!({"name": "n", "expires_in_days": null}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["token"]["expires_at"], "2026-01-31T00:00:00.000Z");
+}
