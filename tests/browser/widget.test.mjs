@@ -6,9 +6,11 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { join } from "node:path";
-import { artifacts, launchBrowser, startParley, stopParley } from "./support.mjs";
+import { apiClient, artifacts, launchBrowser, openContext, startParley, stopParley } from "./support.mjs";
 
 let parley, api, creds, host, hostUrl, browser;
+/** JSON against the API, as anyone and as the demo admin. */
+let json, asAdmin;
 
 let parleyDir;
 
@@ -36,22 +38,9 @@ function serveHost() {
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
-async function json(path, init = {}) {
-  const res = await fetch(api + path, init);
-  return { status: res.status, body: await res.json() };
-}
-
 /** A fresh visitor: its own context, so its own localStorage. */
-async function visitor(viewport = { width: 1280, height: 800 }) {
-  const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
-  const problems = [];
-  page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-  page.on("dialog", (d) => {
-    problems.push(`dialog: ${d.message()}`);
-    d.dismiss();
-  });
-  return { context, page, problems };
+function visitor(viewport) {
+  return openContext(browser, viewport && { viewport });
 }
 
 /** Opens the host page and the chat panel. */
@@ -66,16 +55,13 @@ async function send(page, text) {
   await page.locator("button.primary[type=submit]").click();
 }
 
-/** The mobile API as the demo admin. */
-function asAdmin(path, init = {}) {
-  return json(path, { ...init, headers: { authorization: `Bearer ${creds.mobile_token}`, "content-type": "application/json", ...(init.headers || {}) } });
-}
-
 before(async () => {
   const started = await startParley();
   parley = started.child;
   parleyDir = started.dir;
   api = started.url;
+  json = apiClient(api);
+  asAdmin = apiClient(api, () => creds.mobile_token);
   creds = (await json("/sandbox/credentials")).body;
   host = await serveHost();
   hostUrl = `http://127.0.0.1:${host.address().port}`;

@@ -79,6 +79,21 @@ impl InboxService {
         self.db.write(move |tx| f(tx, &actor, &tenant, now)).await
     }
 
+    /// `as_operator` on the conversation `id`, open: a closed one is
+    /// refused with a conflict before `f` runs.
+    async fn on_open<F>(&self, session: &Session, id: ConversationId, f: F) -> Result<ConversationDetails, DomainError>
+    where
+        F: FnOnce(&mut dyn WriteTx, &Operator, &Tenant, Conversation, Timestamp) -> Result<ConversationDetails, DomainError>
+            + Send
+            + 'static,
+    {
+        self.as_operator(session, move |tx, actor, tenant, now| {
+            let c = open_conversation(tx, actor.scope().into(), id)?;
+            f(tx, actor, tenant, c, now)
+        })
+        .await
+    }
+
     /// A page of the inbox, with the feed's position as of the read: taken
     /// first, so whatever changes after the list is after the cursor.
     pub async fn list(
@@ -190,11 +205,7 @@ impl InboxService {
         id: ConversationId,
         target: Option<OperatorId>,
     ) -> Result<ConversationDetails, DomainError> {
-        self.as_operator(session, move |tx, actor, tenant, now| {
-            let c = open_conversation(tx, actor.scope().into(), id)?;
-            assign_in(tx, actor, tenant, c, target, now)
-        })
-        .await
+        self.on_open(session, id, move |tx, actor, tenant, c, now| assign_in(tx, actor, tenant, c, target, now)).await
     }
 
     /// Takes the conversation for the operator, as the page showed it:
@@ -203,8 +214,7 @@ impl InboxService {
     /// each other, so that is refused; taking over from the one who was
     /// shown is what the operator asked for.
     pub async fn take(&self, session: &Session, id: ConversationId, seen: Option<OperatorId>) -> Result<ConversationDetails, DomainError> {
-        self.as_operator(session, move |tx, actor, tenant, now| {
-            let c = open_conversation(tx, actor.scope().into(), id)?;
+        self.on_open(session, id, move |tx, actor, tenant, c, now| {
             if c.assignee_id != seen && c.assignee_id != Some(actor.id) {
                 return Err(DomainError::Conflict("another operator took the conversation a moment ago"));
             }
@@ -222,11 +232,7 @@ impl InboxService {
         target: OperatorId,
         note: Option<String>,
     ) -> Result<ConversationDetails, DomainError> {
-        self.as_operator(session, move |tx, actor, tenant, now| {
-            let c = open_conversation(tx, actor.scope().into(), id)?;
-            transfer_in(tx, actor, tenant, c, target, note, now)
-        })
-        .await
+        self.on_open(session, id, move |tx, actor, tenant, c, now| transfer_in(tx, actor, tenant, c, target, note, now)).await
     }
 
     /// The web app's *hand over*: an assignment when the conversation is
@@ -239,8 +245,7 @@ impl InboxService {
         target: OperatorId,
         note: Option<String>,
     ) -> Result<ConversationDetails, DomainError> {
-        self.as_operator(session, move |tx, actor, tenant, now| {
-            let c = open_conversation(tx, actor.scope().into(), id)?;
+        self.on_open(session, id, move |tx, actor, tenant, c, now| {
             if note.is_none() && c.status == ConversationStatus::Unassigned {
                 assign_in(tx, actor, tenant, c, Some(target), now)
             } else {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::Clock;
+use crate::clock::{Clock, Timestamp};
 use crate::error::{DomainError, FieldErrors};
 use crate::ids;
 use crate::model::*;
@@ -138,20 +138,14 @@ impl Tenancy {
         device_name: Option<String>,
         ttl: Duration,
     ) -> Result<String, DomainError> {
-        self.issue(ids::operator_token()?, TokenKind::Login, operator, device_name, ttl).await.map(|(token, _)| token)
+        self.issue(ids::operator_token()?, TokenKind::Login, operator, device_name, ttl).await
     }
 
     /// A web app session: stored like a bearer token (a digest, an
     /// expiry), so logout, disabling the operator and a password change
     /// end it the same way.
     pub async fn issue_session(&self, operator: &Operator, ttl: Duration) -> Result<String, DomainError> {
-        self.issue(ids::session_token()?, TokenKind::Session, operator, Some("web app".into()), ttl).await.map(|(token, _)| token)
-    }
-
-    /// A personal access token named `name`: a bearer token like a
-    /// login's, listed and revoked on its own.
-    pub async fn issue_personal_token(&self, operator: &Operator, name: String, ttl: Duration) -> Result<(String, TokenId), DomainError> {
-        self.issue(ids::operator_token()?, TokenKind::Personal, operator, Some(name), ttl).await
+        self.issue(ids::session_token()?, TokenKind::Session, operator, Some("web app".into()), ttl).await
     }
 
     async fn issue(
@@ -161,19 +155,30 @@ impl Tenancy {
         operator: &Operator,
         device_name: Option<String>,
         ttl: Duration,
-    ) -> Result<(String, TokenId), DomainError> {
-        let now = self.clock.now();
-        let new = NewOperatorToken {
-            operator_id: operator.id,
-            kind,
-            token_hash: password::token_digest(&token),
-            device_name,
-            created_at: now,
-            expires_at: now.plus(ttl),
-        };
+    ) -> Result<String, DomainError> {
+        let new = token_record(&token, kind, operator, device_name, self.clock.now(), ttl);
         let tenant = operator.tenant_id;
-        let id = self.db.write(move |tx| Ok(tx.insert_operator_token(tenant, &new)?)).await?;
-        Ok((token, id))
+        self.db.write(move |tx| Ok(tx.insert_operator_token(tenant, &new)?)).await?;
+        Ok(token)
+    }
+}
+
+/// What is stored of `token`: its digest, never the token itself.
+pub(crate) fn token_record(
+    token: &str,
+    kind: TokenKind,
+    operator: &Operator,
+    device_name: Option<String>,
+    now: Timestamp,
+    ttl: Duration,
+) -> NewOperatorToken {
+    NewOperatorToken {
+        operator_id: operator.id,
+        kind,
+        token_hash: password::token_digest(token),
+        device_name,
+        created_at: now,
+        expires_at: now.plus(ttl),
     }
 }
 

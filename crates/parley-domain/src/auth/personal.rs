@@ -9,7 +9,9 @@ use std::time::Duration;
 use super::AuthService;
 use crate::admin::require_admin;
 use crate::error::DomainError;
-use crate::model::{PersonalToken, Session, TokenId};
+use crate::ids;
+use crate::model::{PersonalToken, Session, TokenId, TokenKind};
+use crate::tenancy::token_record;
 
 /// Live personal tokens one operator may hold: enough for every device
 /// and script of a test set-up, not a store of credentials.
@@ -38,17 +40,25 @@ impl AuthService {
         if !(1..=MAX_DAYS).contains(&input.expires_in_days) {
             return Err(DomainError::invalid("expires_in_days", format!("must be from 1 to {MAX_DAYS}")));
         }
-        let operator = session.operator.id;
-        let held = self.db.read(move |r| Ok(r.personal_tokens(tenant, operator)?)).await?;
+        let token = ids::operator_token()?;
         let now = self.clock.now();
-        if held.iter().filter(|t| t.expires_at > now).count() >= MAX_PERSONAL_TOKENS {
-            return Err(DomainError::Conflict("an operator holds at most 50 live personal tokens; revoke one first"));
-        }
         let ttl = Duration::from_secs(u64::from(input.expires_in_days) * 86_400);
-        let (token, id) = self.tenancy.issue_personal_token(&session.operator, input.name.clone(), ttl).await?;
-        let created = self.db.read(move |r| Ok(r.personal_tokens(tenant, operator)?)).await?;
-        let listed = created.into_iter().find(|t| t.id == id).ok_or(DomainError::NotFound)?;
-        Ok((listed, token))
+        let new = token_record(&token, TokenKind::Personal, &session.operator, Some(input.name.clone()), now, ttl);
+        let (operator, expires_at) = (session.operator.id, new.expires_at);
+        let id = self
+            .db
+            .write(move |tx| {
+                // Counted inside the write, so parallel creations cannot
+                // both slip under the bound.
+                let live = tx.personal_tokens(tenant, operator)?.iter().filter(|t| t.expires_at > now).count();
+                if live >= MAX_PERSONAL_TOKENS {
+                    return Err(DomainError::Conflict("an operator holds at most 50 live personal tokens; revoke one first"));
+                }
+                Ok(tx.insert_operator_token(tenant, &new)?)
+            })
+            .await?;
+        let made = PersonalToken { id, name: input.name, created_at: now, expires_at, last_used_at: None };
+        Ok((made, token))
     }
 
     /// Revokes one of the signed-in admin's personal tokens; another

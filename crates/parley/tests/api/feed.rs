@@ -12,8 +12,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-const PREFIXES: [&str; 2] = ["/api", "/api/v1"];
-
 async fn catch_up(app: &TestApp, token: &str, after: &str) -> Value {
     let (status, body) = app.authed(Method::GET, &format!("/api/mobile/events?after={after}"), token, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");

@@ -65,6 +65,11 @@ async fn settle(
     refused(s, who, id, status, form, text, message).await
 }
 
+/// `settle` for take, close and reopen: no text, back at the actions.
+async fn settle_action<T>(s: &AppState, who: &WebSession, id: ConversationId, done: Result<T, DomainError>) -> Result<Response, PageError> {
+    settle(s, who, id, (Which::Actions, "actions"), "", done.map(drop)).await
+}
+
 /// `text` as a sentence: capital first, full stop last.
 fn sentence(text: &str) -> String {
     let mut chars = text.trim().chars();
@@ -141,8 +146,8 @@ pub async fn take(
     CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
     let seen = operator_id(form.get("seen"));
-    let done = s.inbox.take(&who.session, id, seen).await.map(drop);
-    settle(&s, &who, id, (Which::Actions, "actions"), "", done).await
+    let done = s.inbox.take(&who.session, id, seen).await;
+    settle_action(&s, &who, id, done).await
 }
 
 pub async fn close(
@@ -151,8 +156,8 @@ pub async fn close(
     Conversation(id): Conversation,
     _: CheckedForm,
 ) -> Result<Response, PageError> {
-    let done = s.inbox.close(&who.session, id).await.map(drop);
-    settle(&s, &who, id, (Which::Actions, "actions"), "", done).await
+    let done = s.inbox.close(&who.session, id).await;
+    settle_action(&s, &who, id, done).await
 }
 
 pub async fn reopen(
@@ -161,8 +166,8 @@ pub async fn reopen(
     Conversation(id): Conversation,
     _: CheckedForm,
 ) -> Result<Response, PageError> {
-    let done = s.inbox.reopen(&who.session, id).await.map(drop);
-    settle(&s, &who, id, (Which::Actions, "actions"), "", done).await
+    let done = s.inbox.reopen(&who.session, id).await;
+    settle_action(&s, &who, id, done).await
 }
 
 /// An operator id of a form field; anything else is none.

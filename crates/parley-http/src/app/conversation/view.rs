@@ -86,24 +86,33 @@ fn message(m: &Message, latest: bool) -> Markup {
 /// is never a checkbox away. Each carries a fresh client message id, so
 /// a form sent twice (a double click, a resubmitted POST) adds one message.
 fn reply_forms(who: &WebSession, id: ConversationId, problem: Option<&Problem>) -> Markup {
-    let (reply_text, reply_problem) = Problem::of(problem, Which::Reply);
-    let (note_text, note_problem) = Problem::of(problem, Which::Note);
     html! {
-        form.compose method="post" action=(path(id, Some("reply"))) {
+        (compose(who, id, Compose { which: Which::Reply, field: "reply", label: "Reply to the visitor", rows: 3, button: "Send reply" }, problem))
+        (compose(who, id, Compose { which: Which::Note, field: "note", label: "Internal note (only operators see it)", rows: 2, button: "Add note" }, problem))
+    }
+}
+
+/// What differs between the reply form and the note form.
+struct Compose {
+    which: Which,
+    /// The text field's id, also the form's action.
+    field: &'static str,
+    label: &'static str,
+    rows: u8,
+    button: &'static str,
+}
+
+fn compose(who: &WebSession, id: ConversationId, c: Compose, problem: Option<&Problem>) -> Markup {
+    let (text, problem) = Problem::of(problem, c.which);
+    let problem_id = format!("{}-problem", c.field);
+    html! {
+        form.compose.note-form[c.which == Which::Note] method="post" action=(path(id, Some(c.field))) {
             (hidden(who))
             @if let Some(id) = csrf::form_message_id() { input type="hidden" name="client_message_id" value=(id); }
-            label for="reply" { "Reply to the visitor" }
-            @if let Some(p) = reply_problem { p #reply-problem.problem role="alert" { (p) } }
-            textarea #reply name="body" rows="3" required aria-describedby=[reply_problem.map(|_| "reply-problem")] { (reply_text) }
-            button type="submit" { "Send reply" }
-        }
-        form.compose.note-form method="post" action=(path(id, Some("note"))) {
-            (hidden(who))
-            @if let Some(id) = csrf::form_message_id() { input type="hidden" name="client_message_id" value=(id); }
-            label for="note" { "Internal note (only operators see it)" }
-            @if let Some(p) = note_problem { p #note-problem.problem role="alert" { (p) } }
-            textarea #note name="body" rows="2" required aria-describedby=[note_problem.map(|_| "note-problem")] { (note_text) }
-            button type="submit" { "Add note" }
+            label for=(c.field) { (c.label) }
+            @if let Some(p) = problem { p.problem id=(problem_id) role="alert" { (p) } }
+            textarea id=(c.field) name="body" rows=(c.rows) required aria-describedby=[problem.map(|_| &problem_id)] { (text) }
+            button type="submit" { (c.button) }
         }
     }
 }
