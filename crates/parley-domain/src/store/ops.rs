@@ -215,6 +215,9 @@ pub trait WebhooksWrite: WebhooksRead {
     fn rotate_webhook_secret(&mut self, tenant: TenantId, id: WebhookId, secret: &str, previous_expires_at: Timestamp) -> StoreResult<()>;
     /// A new pending delivery of the same event to the same endpoint.
     fn redeliver(&mut self, tenant: TenantId, endpoint: WebhookId, delivery: DeliveryId, at: Timestamp) -> StoreResult<Option<DeliveryId>>;
+    /// A pending delivery of the event (by its public id, appended by this
+    /// unit) to this endpoint alone, whatever its subscriptions: a test.
+    fn deliver_to(&mut self, tenant: TenantId, endpoint: WebhookId, event_id: &str, at: Timestamp) -> StoreResult<Option<DeliveryId>>;
     /// `due_deliveries`, with the deliveries locked until the commit and
     /// those another instance is claiming skipped, so claimers never wait
     /// for one another and never both take a delivery.

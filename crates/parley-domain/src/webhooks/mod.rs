@@ -9,6 +9,7 @@
 //! happens after an attempt is decided here, in [`schedule`].
 
 pub mod fairness;
+pub mod sample;
 pub mod schedule;
 pub mod service;
 pub mod signing;

@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use super::{Delivery, NewWebhook, ROTATION_OVERLAP, Webhook, signing, target};
+use super::{Delivery, NewWebhook, ROTATION_OVERLAP, Webhook, sample, signing, target};
 use crate::admin::require_admin;
 use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::events::EventKind;
+use crate::feed::FeedEntry;
 use crate::inbox::{PageMeta, PageRequest};
 use crate::model::{DeliveryId, Session, WebhookId};
 use crate::store::Database;
@@ -103,6 +104,30 @@ impl WebhookService {
                     return Err(DomainError::Conflict("the endpoint is disabled"));
                 }
                 let new_id = tx.redeliver(tenant, id, delivery, now)?.ok_or(DomainError::NotFound)?;
+                tx.delivery(tenant, id, new_id)?.ok_or(DomainError::NotFound)
+            })
+            .await
+    }
+
+    /// Sends a test event of `kind` to this endpoint alone: an ordinary
+    /// signed delivery, in its log like any other, whose envelope says
+    /// `"test": true`. It is kept in the feed so the worker can send it,
+    /// but about no conversation and for no webhook fan-out, so no stream
+    /// and no other endpoint sees it.
+    pub async fn send_test(&self, session: &Session, id: WebhookId, kind: EventKind) -> Result<Delivery, DomainError> {
+        let tenant = require_admin(session)?;
+        let now = self.clock.now();
+        self.db
+            .write(move |tx| {
+                let webhook = tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
+                if !webhook.enabled {
+                    return Err(DomainError::Conflict("the endpoint is disabled"));
+                }
+                let owner = tx.tenant(tenant)?.ok_or(DomainError::NotFound)?;
+                let event = sample::test_event(&owner, kind, now)?;
+                let entry = FeedEntry { webhook: false, ..FeedEntry::webhook_only(event) };
+                tx.append_event(tenant, &entry)?;
+                let new_id = tx.deliver_to(tenant, id, &entry.event.event_id, now)?.ok_or(DomainError::NotFound)?;
                 tx.delivery(tenant, id, new_id)?.ok_or(DomainError::NotFound)
             })
             .await

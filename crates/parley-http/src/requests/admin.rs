@@ -161,21 +161,42 @@ pub struct WebhookCreate {
     pub events: Option<Vec<EventKind>>,
 }
 
+/// A kind partners can subscribe to, or why `name` is none.
+fn webhook_kind(name: &str) -> Result<EventKind, String> {
+    EventKind::parse_webhook(name).ok_or_else(|| {
+        let kinds: Vec<&str> = EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect();
+        format!("{name:?} is not one of {}", kinds.join(", "))
+    })
+}
+
 impl FromFields for WebhookCreate {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let url = f.required("url", |s| validate::PAGE_URL.check(s).map(|()| s.to_owned()));
-        let events = f.optional_list("events", |v| {
-            let name = v.as_str().ok_or_else(|| "must be a string".to_owned())?;
-            EventKind::parse_webhook(name).ok_or_else(|| {
-                let kinds: Vec<&str> = EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect();
-                format!("{name:?} is not one of {}", kinds.join(", "))
-            })
-        });
+        let events = f.optional_list("events", |v| webhook_kind(v.as_str().ok_or_else(|| "must be a string".to_owned())?));
         let events = match events {
             Ok(Some(list)) if list.is_empty() => Err(f.reject("events", "must name at least one kind, or be left out for all")),
             other => other,
         };
         Ok(Self { url: url?, events: events? })
+    }
+}
+
+#[derive(ToSchema)]
+pub struct WebhookTestRequest {
+    /// The kind of event to send.
+    #[schema(schema_with = schema::event_kind)]
+    event: String,
+}
+
+/// The kind of a test event.
+pub struct WebhookTest {
+    pub event: EventKind,
+}
+
+impl FromFields for WebhookTest {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let event = f.required("event", webhook_kind);
+        Ok(Self { event: event? })
     }
 }
 

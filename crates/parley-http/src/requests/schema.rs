@@ -150,6 +150,11 @@ fields! {
             .min_items(Some(1))
             .build()
     };
+    /// One event kind.
+    event_kind => {
+        let kinds: Vec<&str> = parley_domain::events::EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect();
+        one_of(&kinds, false)
+    };
     /// Must be `true`.
     always_true => ObjectBuilder::new().schema_type(SchemaType::new(Type::Boolean)).enum_values(Some([true])).build();
 }

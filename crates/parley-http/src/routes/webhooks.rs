@@ -22,6 +22,7 @@ pub fn routes(api: Mount) -> Mount {
         .routes(routes!(rotate_secret))
         .routes(routes!(list_deliveries))
         .routes(routes!(redeliver))
+        .routes(routes!(send_test))
 }
 
 /// The tenant's webhook endpoints (without secrets).
@@ -96,5 +97,21 @@ async fn redeliver(
     PathIds(id, delivery): PathIds,
 ) -> Result<(StatusCode, Json<DeliveryResponse>), ApiError> {
     let delivery = s.webhooks.redeliver(&session, WebhookId(id), parley_domain::model::DeliveryId(delivery)).await?;
+    Ok((StatusCode::ACCEPTED, Json(DeliveryResponse { delivery: (&delivery).into() })))
+}
+
+/// Sends a test event of the chosen kind to this endpoint alone: an
+/// ordinary signed delivery, in the log, whose envelope carries
+/// `"test": true`. The endpoint need not subscribe to the kind.
+#[utoipa::path(post, path = "/admin/webhooks/{id}/test", operation_id = "admin_test_webhook", tag = "admin",
+    security(("bearer" = [])), params(("id" = i64, Path)), request_body = WebhookTestRequest,
+    responses((status = 202, description = "Queued", body = DeliveryResponse), AdminErrors))]
+async fn send_test(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    JsonBody(input): JsonBody<WebhookTest>,
+) -> Result<(StatusCode, Json<DeliveryResponse>), ApiError> {
+    let delivery = s.webhooks.send_test(&session, WebhookId(id), input.event).await?;
     Ok((StatusCode::ACCEPTED, Json(DeliveryResponse { delivery: (&delivery).into() })))
 }

@@ -156,6 +156,10 @@ statements! {
          SELECT d.tenant_id, d.endpoint_id, d.event_id, ?4, ?4 FROM webhook_deliveries d
          WHERE d.tenant_id = ?1 AND d.endpoint_id = ?2 AND d.id = ?3
          RETURNING id".into(),
+    DELIVER_TO[Int, Int, Text, Int](_) => "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
+         SELECT ?1, w.id, ev.id, ?4, ?4 FROM events ev CROSS JOIN webhook_endpoints w
+         WHERE ev.event_id = ?3 AND ev.tenant_id = ?1 AND w.tenant_id = ?1 AND w.id = ?2
+         RETURNING id".into(),
     /// Exactly the rows this statement leased come back: another
     /// claimer's leases, whatever their time, are never read as ours.
     LEASE[Int, Int, Text](d) => format!(
@@ -331,6 +335,14 @@ impl WebhooksWrite for Tx<'_> {
 
     fn redeliver(&mut self, tenant: TenantId, endpoint: WebhookId, delivery: DeliveryId, at: Timestamp) -> StoreResult<Option<DeliveryId>> {
         let id = self.one(&REDELIVER, args![tenant, endpoint, delivery, at], |r| r.i64("id"))?;
+        if id.is_some() {
+            self.effects.deliveries_added += 1;
+        }
+        Ok(id.map(DeliveryId))
+    }
+
+    fn deliver_to(&mut self, tenant: TenantId, endpoint: WebhookId, event_id: &str, at: Timestamp) -> StoreResult<Option<DeliveryId>> {
+        let id = self.one(&DELIVER_TO, args![tenant, endpoint, event_id, at], |r| r.i64("id"))?;
         if id.is_some() {
             self.effects.deliveries_added += 1;
         }

@@ -34,6 +34,7 @@ mod web_app;
 mod web_app_conversation;
 mod web_browser;
 mod webhook_fairness;
+mod webhook_test_events;
 mod webhooks;
 mod widget_config;
 mod widget_conversations;

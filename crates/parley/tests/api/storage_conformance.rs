@@ -311,6 +311,8 @@ async fn writes_outside_their_scope_change_nothing() {
     attempt(&app, move |tx| tx.rotate_webhook_secret(t, bw, "whsec_mallory", START)).await;
     assert!(attempt(&app, move |tx| tx.redeliver(t, bw, bd, START)).await.flatten().is_none(), "no redelivery");
     assert!(attempt(&app, move |tx| tx.redeliver(t, aw, bd, START)).await.flatten().is_none(), "no redelivery under one's own endpoint");
+    assert!(attempt(&app, move |tx| tx.deliver_to(t, bw, "evt_acme", START)).await.flatten().is_none(), "no test to another's endpoint");
+    assert!(attempt(&app, move |tx| tx.deliver_to(t, aw, "evt_globex", START)).await.flatten().is_none(), "no delivery of another's event");
     let pause = parley_domain::webhooks::fairness::Pause { until: START.plus(Duration::from_secs(3600)), pauses: 1 };
     attempt(&app, move |tx| tx.pause_endpoint(t, bw, pause)).await;
     for (scope, challenge) in [(a.site1, b.challenge), (a.site2, a.challenge)] {

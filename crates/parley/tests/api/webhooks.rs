@@ -15,7 +15,7 @@ use sha2::Sha256;
 use crate::helpers::*;
 use crate::receiver::{Receiver, Reply};
 
-async fn webhook_app() -> TestApp {
+pub(crate) async fn webhook_app() -> TestApp {
     TestApp::with()
         .var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true")
         .var("PARLEY_WEBHOOK_POLL_INTERVAL", "20ms")
@@ -68,7 +68,7 @@ pub(crate) fn verify(r: &crate::receiver::Received, secrets: &[&str]) -> Value {
 }
 
 /// The endpoint's delivery log once its newest delivery satisfies `done`.
-async fn delivery_log_when(app: &TestApp, admin: &str, id: i64, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn delivery_log_when(app: &TestApp, admin: &str, id: i64, done: impl Fn(&Value) -> bool) -> Value {
     eventually(|| async {
         let body = deliveries(app, admin, id).await;
         done(&body["deliveries"][0]).then_some(body)
@@ -76,7 +76,7 @@ async fn delivery_log_when(app: &TestApp, admin: &str, id: i64, done: impl Fn(&V
     .await
 }
 
-async fn deliveries(app: &TestApp, admin: &str, id: i64) -> Value {
+pub(crate) async fn deliveries(app: &TestApp, admin: &str, id: i64) -> Value {
     let (status, body) = app.authed(Method::GET, &format!("/api/v1/admin/webhooks/{id}/deliveries"), admin, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body
