@@ -74,6 +74,11 @@ pub enum DomainError {
     RateLimited { retry_after_secs: u64 },
     #[error("{0}")]
     Unavailable(&'static str),
+    /// A message the provider (SMTP server, SMS gateway) did not accept;
+    /// the reason is logged where it happened, the sentence is for the
+    /// client.
+    #[error("{0}")]
+    NotSent(&'static str),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

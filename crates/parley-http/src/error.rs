@@ -135,6 +135,7 @@ fn domain_answer(e: DomainError) -> Answer {
             tracing::error!(reason, "service unavailable");
             Answer::unavailable()
         }
+        DomainError::NotSent(m) => Answer::new(S::SERVICE_UNAVAILABLE, "unavailable", sentence(m)),
         DomainError::Store(StoreError::Unavailable(detail)) => {
             tracing::error!(%detail, "database unavailable");
             Answer::unavailable()

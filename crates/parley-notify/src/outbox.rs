@@ -26,6 +26,10 @@ impl SandboxOutbox {
 }
 
 impl EmailSender for SandboxOutbox {
+    fn provider(&self) -> &'static str {
+        "sandbox_outbox"
+    }
+
     fn send(&self, tenant: TenantId, email: Email) -> SendFuture<'_> {
         let message = OutboxMessage {
             channel: "email",
@@ -39,6 +43,10 @@ impl EmailSender for SandboxOutbox {
 }
 
 impl SmsSender for SandboxOutbox {
+    fn provider(&self) -> &'static str {
+        "sandbox_outbox"
+    }
+
     fn send(&self, tenant: TenantId, sms: Sms) -> SendFuture<'_> {
         let message = OutboxMessage { channel: "sms", recipient: sms.to, subject: None, body: sms.body, created_at: self.clock.now() };
         self.keep(tenant, message)

@@ -26,6 +26,10 @@ impl SmsGateway {
 }
 
 impl SmsSender for SmsGateway {
+    fn provider(&self) -> &'static str {
+        "sms_gateway"
+    }
+
     fn send(&self, _tenant: TenantId, sms: Sms) -> SendFuture<'_> {
         Box::pin(async move {
             let mut request = self.client.post(self.url.clone()).json(&serde_json::json!({ "to": sms.to, "body": sms.body }));

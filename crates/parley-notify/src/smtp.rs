@@ -28,6 +28,10 @@ impl SmtpMailer {
 }
 
 impl EmailSender for SmtpMailer {
+    fn provider(&self) -> &'static str {
+        "smtp"
+    }
+
     fn send(&self, _tenant: TenantId, email: Email) -> SendFuture<'_> {
         Box::pin(async move {
             let to = email.to.parse::<Mailbox>().map_err(|e| format!("invalid recipient: {e}"))?;

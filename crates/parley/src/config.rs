@@ -330,6 +330,7 @@ impl Config {
                 _ => Err(format!("{s:?} is not a positive number")),
             }),
             email_per_recipient: r.rate("PARLEY_VERIFY_EMAIL_LIMIT_PER_RECIPIENT", v.email_per_recipient),
+            test_sends_per_tenant: r.rate("PARLEY_VERIFY_TEST_LIMIT_PER_TENANT", v.test_sends_per_tenant),
             per_conversation: v.per_conversation,
         };
         let verification_limits = if limits_on { verification_limits } else { VerificationLimits::off() };

@@ -28,10 +28,42 @@ pub struct Sms {
 pub trait EmailSender: Send + Sync {
     /// Delivers to the provider; `Err` is a short reason for the logs.
     fn send(&self, tenant: TenantId, email: Email) -> SendFuture<'_>;
+    /// What carries the messages, as admins see it: `smtp`, or
+    /// `sandbox_outbox` when nothing leaves the machine.
+    fn provider(&self) -> &'static str;
 }
 
 pub trait SmsSender: Send + Sync {
     fn send(&self, tenant: TenantId, sms: Sms) -> SendFuture<'_>;
+    /// `sms_gateway`, or `sandbox_outbox`.
+    fn provider(&self) -> &'static str;
+}
+
+/// A channel that carries verification messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    Email,
+    Sms,
+}
+
+impl Channel {
+    pub const ALL: [Channel; 2] = [Channel::Email, Channel::Sms];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Email => "email",
+            Self::Sms => "sms",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// The verification methods that send through this channel.
+    pub fn methods(self) -> Vec<Method> {
+        Method::ALL.into_iter().filter(|m| m.uses_phone() == (self == Channel::Sms)).collect()
+    }
 }
 
 /// The configured channels. A method whose channel is missing is not
@@ -45,6 +77,14 @@ pub struct Channels {
 impl Channels {
     pub fn available(&self, method: Method) -> bool {
         if method.uses_phone() { self.sms.is_some() } else { self.email.is_some() }
+    }
+
+    /// The provider of `channel`, if it is configured.
+    pub fn provider(&self, channel: Channel) -> Option<&'static str> {
+        match channel {
+            Channel::Email => self.email.as_ref().map(|e| e.provider()),
+            Channel::Sms => self.sms.as_ref().map(|s| s.provider()),
+        }
     }
 
     /// The methods the widget may offer, in a stable order.

@@ -29,6 +29,9 @@ pub struct VerificationLimits {
     /// Emails (codes and links) per recipient address (5 per hour by
     /// default), so nobody can flood an inbox from a tenant's sender.
     pub email_per_recipient: Option<Rate>,
+    /// Test messages an admin sends to check a channel, per tenant (10 an
+    /// hour by default): each is a real email or SMS to any address.
+    pub test_sends_per_tenant: Option<Rate>,
 }
 
 impl VerificationLimits {
@@ -43,6 +46,7 @@ impl VerificationLimits {
             sms_per_number: Some(Rate { count: 3, period: Duration::from_secs(600) }),
             sms_daily_budget: Some(1000),
             email_per_recipient: Some(Rate { count: 5, period: Duration::from_secs(3600) }),
+            test_sends_per_tenant: Some(Rate { count: 10, period: Duration::from_secs(3600) }),
         }
     }
 
@@ -54,6 +58,7 @@ impl VerificationLimits {
             sms_per_number: None,
             sms_daily_budget: None,
             email_per_recipient: None,
+            test_sends_per_tenant: None,
         }
     }
 

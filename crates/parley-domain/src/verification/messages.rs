@@ -42,3 +42,25 @@ pub fn link_email(to: &str, tenant: &str, link: &str) -> Email {
 pub fn otp_sms(to: &str, tenant: &str, code: &str) -> Sms {
     Sms { to: to.to_owned(), body: format!("{code} is your {tenant} verification code. It expires in 10 minutes.") }
 }
+
+/// A test of the email channel, sent by an admin to check the set-up.
+pub fn test_email(to: &str, tenant: &str) -> Email {
+    Email {
+        to: to.to_owned(),
+        subject: format!("Parley test email for {tenant}"),
+        text: format!(
+            "This is a test email from Parley for {tenant}.\n\nAn admin sent it to check that verification emails arrive. \
+             Nothing needs to be done.\n"
+        ),
+        html: format!(
+            "<p>This is a test email from Parley for {t}.</p><p>An admin sent it to check that verification emails arrive. \
+             Nothing needs to be done.</p>",
+            t = escape(tenant)
+        ),
+    }
+}
+
+/// A test of the SMS channel.
+pub fn test_sms(to: &str, tenant: &str) -> Sms {
+    Sms { to: to.to_owned(), body: format!("Parley test message for {tenant}: verification texts arrive.") }
+}

@@ -13,6 +13,7 @@ pub mod codes;
 pub mod limits;
 pub mod messages;
 pub mod service;
+pub mod setup;
 
 use std::time::Duration;
 

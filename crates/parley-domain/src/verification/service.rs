@@ -53,11 +53,13 @@ enum Outcome {
 #[derive(Clone)]
 pub struct VerificationService {
     db: Database,
-    clock: Arc<dyn Clock>,
+    pub(super) clock: Arc<dyn Clock>,
     widget: WidgetService,
-    channels: Channels,
+    pub(super) channels: Channels,
     limits: VerificationLimits,
     per_address: Arc<SlidingWindow<ClientKey>>,
+    /// Admins' test messages per tenant (see `setup`).
+    pub(super) test_sends: Arc<SlidingWindow<TenantId>>,
     /// `PARLEY_PUBLIC_URL`: magic links are built from it, never from a
     /// request's Host header.
     public_url: String,
@@ -73,7 +75,8 @@ impl VerificationService {
         public_url: String,
     ) -> Self {
         let per_address = Arc::new(SlidingWindow::new(limits.per_address));
-        Self { db, clock, widget, channels, limits, per_address, public_url }
+        let test_sends = Arc::new(SlidingWindow::new(limits.test_sends_per_tenant));
+        Self { db, clock, widget, channels, limits, per_address, test_sends, public_url }
     }
 
     /// The methods the widget may offer.
@@ -136,7 +139,7 @@ impl VerificationService {
             if let Err(e) = failed {
                 tracing::error!(challenge = id.0, error = %e, "could not mark a verification challenge failed");
             }
-            return Err(DomainError::Unavailable("the verification message could not be sent"));
+            return Err(DomainError::NotSent("the verification message could not be sent; try again later"));
         }
         let target_hint = if method.uses_phone() { mask::phone(&target) } else { mask::email(&target) };
         Ok(Started { id, method, expires_at: now.plus(CHALLENGE_TTL), target_hint })
@@ -207,6 +210,7 @@ impl VerificationService {
     /// Forgets idle per-address counts; called by the sweeper.
     pub fn shrink(&self) {
         self.per_address.shrink(self.clock.now());
+        self.test_sends.shrink(self.clock.now());
     }
 }
 

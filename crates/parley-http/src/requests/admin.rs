@@ -7,6 +7,7 @@ use parley_domain::events::EventKind;
 use parley_domain::model::{Role, SiteId, WidgetAppearance};
 use parley_domain::tenancy::NewSiteInput;
 use parley_domain::validate;
+use parley_domain::verification::channels::Channel;
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -222,5 +223,32 @@ impl FromFields for NewPersonalToken {
         let name = f.required("name", validate::required_name);
         let days = f.optional_integer("expires_in_days", 1, MAX_PERSONAL_TOKEN_DAYS);
         Ok(Self { name: name?, expires_in_days: days?.unwrap_or(DEFAULT_PERSONAL_TOKEN_DAYS) })
+    }
+}
+
+#[derive(ToSchema)]
+pub struct ChannelTestRequest {
+    /// `email` or `sms`.
+    #[schema(schema_with = schema::channel)]
+    channel: String,
+    /// An email address for `email`, an E.164 phone number (`+4915123456789`) for `sms`.
+    to: String,
+}
+
+/// A test message: where to, through which channel.
+pub struct ChannelTest {
+    pub channel: Channel,
+    pub to: String,
+}
+
+impl FromFields for ChannelTest {
+    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
+        let channel = f.required("channel", |s| Channel::parse(s).ok_or_else(|| "must be email or sms".to_owned()));
+        let to = match &channel {
+            Ok(Channel::Sms) => f.required("to", validate::phone),
+            Ok(Channel::Email) => f.required("to", validate::email),
+            Err(_) => f.required("to", |s| Ok(s.to_owned())),
+        };
+        Ok(Self { channel: channel?, to: to? })
     }
 }

@@ -6,6 +6,7 @@
 //! declarations, so a route cannot exist without its documentation.
 
 mod admin;
+mod channels;
 mod health;
 mod metrics;
 mod mobile;
@@ -93,6 +94,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = admin::routes(mount);
     let mount = webhooks::routes(mount);
     let mount = tokens::routes(mount);
+    let mount = channels::routes(mount);
     verification::routes(mount).into_router()
 }
 

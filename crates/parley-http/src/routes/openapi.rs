@@ -171,6 +171,24 @@ impl IntoResponses for AdminErrors {
     }
 }
 
+/// Errors of an admin's test message.
+pub struct ChannelTestErrors;
+
+impl IntoResponses for ChannelTestErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            UNAUTHENTICATED,
+            NOT_ADMIN,
+            ("409", "`conflict`: the channel is not configured on this service"),
+            INVALID,
+            ("429", "`rate_limited`: the tenant sent as many test messages as it may this hour; see `Retry-After`"),
+            ("503", "`unavailable`: the provider did not take the message (the service's logs say why), or the database cannot be reached"),
+        ]);
+        errors(&list)
+    }
+}
+
 /// Errors of the verification routes.
 pub struct VerificationErrors;
 

@@ -2,6 +2,7 @@
 
 use parley_domain::events::EventKind;
 use parley_domain::model::{Installation, PersonalToken, Site};
+use parley_domain::verification::setup::{ChannelState, TestSent};
 use parley_domain::webhooks::{Delivery, Webhook};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -246,4 +247,61 @@ pub struct PersonalTokenListResponse {
 #[derive(Serialize, ToSchema)]
 pub struct PersonalTokenResponse {
     pub token: PersonalTokenView,
+}
+
+/// One verification channel of the service.
+#[derive(Serialize, ToSchema)]
+pub struct ChannelView {
+    /// `email` or `sms`.
+    pub channel: &'static str,
+    /// Whether its methods can be offered at all.
+    pub configured: bool,
+    /// `smtp`, `sms_gateway`, or `sandbox_outbox` (`parley demo`: kept
+    /// for the sandbox page, never sent); null when not configured.
+    pub provider: Option<&'static str>,
+    /// The verification methods that send through it.
+    pub methods: Vec<&'static str>,
+}
+
+impl From<&ChannelState> for ChannelView {
+    fn from(c: &ChannelState) -> Self {
+        Self {
+            channel: c.channel.as_str(),
+            configured: c.provider.is_some(),
+            provider: c.provider,
+            methods: c.methods.iter().map(|m| m.as_str()).collect(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct VerificationSetupView {
+    /// The methods the widget offers visitors, in its order.
+    pub methods: Vec<&'static str>,
+    pub channels: Vec<ChannelView>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct VerificationSetupResponse {
+    pub verification: VerificationSetupView,
+}
+
+/// A test message the provider accepted.
+#[derive(Serialize, ToSchema)]
+pub struct ChannelTestView {
+    pub channel: &'static str,
+    pub provider: &'static str,
+    pub to: String,
+    pub sent_at: DateTime,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ChannelTestResponse {
+    pub test: ChannelTestView,
+}
+
+impl From<&TestSent> for ChannelTestView {
+    fn from(t: &TestSent) -> Self {
+        Self { channel: t.channel.as_str(), provider: t.provider, to: t.to.clone(), sent_at: at(t.sent_at) }
+    }
 }

@@ -30,6 +30,7 @@ mod storage;
 mod storage_conformance;
 mod streams;
 mod verification;
+mod verification_channels;
 mod web_app;
 mod web_app_conversation;
 mod web_browser;

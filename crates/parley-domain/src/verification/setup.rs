@@ -1,0 +1,70 @@
+//! The channels as a tenant admin sees them: which are configured, which
+//! methods the widget offers, and a test message to check one.
+//!
+//! Channels are the service's (`PARLEY_SMTP_URL`, `PARLEY_SMS_GATEWAY_URL`),
+//! shared by every tenant; an admin can look, not change.
+
+use super::Method;
+use super::channels::Channel;
+use super::messages;
+use super::service::VerificationService;
+use crate::admin::require_admin;
+use crate::clock::Timestamp;
+use crate::error::DomainError;
+use crate::model::Session;
+
+/// One channel as admins see it.
+#[derive(Clone, Debug)]
+pub struct ChannelState {
+    pub channel: Channel,
+    /// `None`: not configured, its methods are not offered.
+    pub provider: Option<&'static str>,
+    pub methods: Vec<Method>,
+}
+
+/// A test message that the channel's provider accepted.
+#[derive(Clone, Debug)]
+pub struct TestSent {
+    pub channel: Channel,
+    pub provider: &'static str,
+    pub to: String,
+    pub sent_at: Timestamp,
+}
+
+impl VerificationService {
+    pub fn channel_states(&self, session: &Session) -> Result<Vec<ChannelState>, DomainError> {
+        require_admin(session)?;
+        Ok(Channel::ALL
+            .into_iter()
+            .map(|channel| ChannelState { channel, provider: self.channels.provider(channel), methods: channel.methods() })
+            .collect())
+    }
+
+    /// Sends a test message through `channel` to `to` (already checked as
+    /// an email address or an E.164 number). Counted per tenant before
+    /// sending; a failed send counts too, since it reached the provider.
+    pub async fn send_test(&self, session: &Session, channel: Channel, to: String) -> Result<TestSent, DomainError> {
+        let tenant = require_admin(session)?;
+        let Some(provider) = self.channels.provider(channel) else {
+            return Err(DomainError::Conflict(match channel {
+                Channel::Email => "no email channel is configured on this service",
+                Channel::Sms => "no SMS channel is configured on this service",
+            }));
+        };
+        let now = self.clock.now();
+        self.test_sends.reserve(&tenant, now)?;
+        let name = &session.tenant.name;
+        let sent = match (channel, &self.channels.email, &self.channels.sms) {
+            (Channel::Email, Some(mailer), _) => mailer.send(tenant, messages::test_email(&to, name)).await,
+            (Channel::Sms, _, Some(gateway)) => gateway.send(tenant, messages::test_sms(&to, name)).await,
+            _ => Err("the channel went away".into()),
+        };
+        if let Err(reason) = sent {
+            // The reason may name the service's own infrastructure: it is
+            // for the service's operators, not the tenant's admins.
+            tracing::warn!(tenant = tenant.0, channel = channel.as_str(), %reason, "a test message could not be sent");
+            return Err(DomainError::NotSent("the test message could not be sent; the service's logs say why"));
+        }
+        Ok(TestSent { channel, provider, to, sent_at: now })
+    }
+}
