@@ -87,6 +87,18 @@ impl AdminService {
             .await
     }
 
+    /// One installation of the tenant, with its site.
+    pub async fn installation(&self, session: &Session, id: InstallationId) -> Result<(Installation, Site), DomainError> {
+        let tenant = require_admin(session)?;
+        self.db
+            .read(move |r| {
+                let installation = r.installation(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let site = r.site(tenant, installation.site_id)?.ok_or(DomainError::NotFound)?;
+                Ok((installation, site))
+            })
+            .await
+    }
+
     pub async fn create_installation(
         &self,
         session: &Session,

@@ -37,6 +37,11 @@ pub fn embed_snippet(public_url: &str, token: &str) -> String {
 pub struct Caller {
     pub ip: IpAddr,
     pub origin: Origin,
+    /// The installation whose *try it* page (in the tenant web app, on
+    /// Parley's own origin) made the request: that installation's domain
+    /// lock lets it through, and its heartbeat is not recorded (the
+    /// partner's pages, not Parley's, are what its health is about).
+    pub try_page: Option<InstallationId>,
 }
 
 impl Caller {
@@ -145,11 +150,12 @@ impl WidgetService {
     /// Resolves a token and checks the caller's origin against the site.
     async fn resolve(&self, token: &str, caller: &Caller, freshness: Freshness) -> Result<Arc<InstallationContext>, DomainError> {
         let context = self.lookup(token, freshness).await?;
-        let allowed = match &caller.origin {
-            Origin::Absent => true,
-            Origin::Host(host) => context.site.allows_host(host),
-            Origin::Opaque => context.site.domains.is_empty(),
-        };
+        let allowed = caller.try_page == Some(context.installation.id)
+            || match &caller.origin {
+                Origin::Absent => true,
+                Origin::Host(host) => context.site.allows_host(host),
+                Origin::Opaque => context.site.domains.is_empty(),
+            };
         if !allowed {
             return Err(DomainError::OriginNotAllowed);
         }
@@ -180,12 +186,12 @@ impl WidgetService {
     /// to any origin: it explains origin problems instead of refusing them.
     pub async fn installation_health(&self, token: &str, current_url: Option<PageUrl>) -> Result<InstallationHealth, DomainError> {
         let context = self.lookup(token, Freshness::Fresh).await?;
-        let warnings = self.warnings(&context, current_url.as_ref());
+        let warnings = self.warnings(&context.site, &context.installation, current_url.as_ref());
         Ok(InstallationHealth { context, warnings })
     }
 
-    fn warnings(&self, ctx: &InstallationContext, current_url: Option<&PageUrl>) -> Vec<String> {
-        let inst = &ctx.installation;
+    /// What a partner should fix about an installation, in sentences.
+    pub fn warnings(&self, site: &Site, inst: &Installation, current_url: Option<&PageUrl>) -> Vec<String> {
         let mut warnings = Vec::new();
         if !inst.enabled {
             warnings.push(
@@ -195,10 +201,10 @@ impl WidgetService {
         }
         let hosts = current_url.and_then(|u| u.host.clone()).into_iter().chain(inst.page_host.clone());
         for host in hosts {
-            if !ctx.site.allows_host(&host) {
+            if !site.allows_host(&host) {
                 warnings.push(format!(
                     "The page host {host} is not among the site's domains ({}): add it to the site or the browser will refuse the widget.",
-                    ctx.site.domains.join(", ")
+                    site.domains.join(", ")
                 ));
                 break;
             }
@@ -230,7 +236,10 @@ impl WidgetService {
     /// Records a heartbeat; the first one (or one after staleness) makes the
     /// installation healthy and emits `installation.health.changed`.
     pub async fn ping(&self, caller: &Caller, input: PingInput) -> Result<InstallationContext, DomainError> {
-        self.resolve_for_write(&input.token, caller, false).await?;
+        let resolved = self.resolve_for_write(&input.token, caller, false).await?;
+        if caller.try_page == Some(resolved.installation.id) {
+            return Ok(InstallationContext::clone(&resolved));
+        }
         let now = self.clock.now();
         let heartbeat = Heartbeat {
             at: now,

@@ -186,7 +186,11 @@ impl Application {
             webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), allow_private, config.webhook_endpoints_per_tenant),
             metrics: metrics.clone(),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
-            web_app: WebAppSettings { secure_cookies: public_url.starts_with("https://") },
+            web_app: WebAppSettings {
+                secure_cookies: public_url.starts_with("https://"),
+                public_url: public_url.clone(),
+                clock: Arc::clone(&clock),
+            },
             sandbox: match &demo {
                 Some(credentials) => {
                     // The worker reaches the receiver on this very listener.

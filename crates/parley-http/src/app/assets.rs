@@ -14,6 +14,17 @@ static STYLESHEET: StaticFile = StaticFile::new(include_str!("../../assets/app.c
 /// The module that keeps the inbox and the conversation page live.
 static LIVE_SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/live.js"), "text/javascript; charset=utf-8");
 
+/// The integrations pages' copy buttons.
+static INTEGRATIONS_SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/integrations.js"), "text/javascript; charset=utf-8");
+
+pub fn integrations_script_url() -> String {
+    format!("/app/assets/integrations.js?v={}", INTEGRATIONS_SCRIPT.version())
+}
+
+pub async fn integrations_script(headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    serve(&INTEGRATIONS_SCRIPT, &headers, query.as_deref())
+}
+
 pub fn stylesheet_url() -> String {
     format!("/app/assets/app.css?v={}", STYLESHEET.version())
 }

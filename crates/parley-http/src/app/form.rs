@@ -13,6 +13,11 @@ impl Form {
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
+
+    /// Every field, in order, repeated names included.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
 }
 
 impl<S: Send + Sync> FromRequest<S> for Form {

@@ -28,6 +28,9 @@ pub fn page(title: &str, who: Option<&WebSession>, main: Markup) -> Markup {
                     @if let Some(w) = who {
                         nav aria-label="Main" {
                             a href="/app" { "Inbox" }
+                            @if w.session.operator.role == parley_domain::model::Role::Admin {
+                                a href="/app/integrations" { "Integrations" }
+                            }
                         }
                         form.signout method="post" action="/app/logout" {
                             input type="hidden" name=(csrf::FIELD) value=(w.csrf);

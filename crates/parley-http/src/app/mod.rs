@@ -18,6 +18,7 @@ mod error;
 mod events;
 mod form;
 mod inbox;
+mod integrations;
 mod layout;
 mod login;
 mod next;
@@ -30,10 +31,14 @@ use tower_http::compression::CompressionLayer;
 use crate::AppState;
 
 /// How the web app's cookies are set.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub struct WebAppSettings {
     /// `Secure` cookies, when `PARLEY_PUBLIC_URL` is `https://`.
     pub secure_cookies: bool,
+    /// `PARLEY_PUBLIC_URL`, for the addresses pages show (the API's).
+    pub public_url: String,
+    /// The service's clock: pages say what has expired by it.
+    pub clock: std::sync::Arc<dyn parley_domain::clock::Clock>,
 }
 
 pub fn routes() -> Router<AppState> {
@@ -54,6 +59,8 @@ pub fn routes() -> Router<AppState> {
         .route("/app/conversations/{id}/reopen", get(c::show_page).post(c::reopen))
         .route("/app/assets/app.css", get(assets::stylesheet))
         .route("/app/assets/live.js", get(assets::live_script))
+        .route("/app/assets/integrations.js", get(assets::integrations_script))
+        .merge(integrations::routes())
         .route("/app/{*rest}", any(not_found))
         // Pages are text that repeats itself (markup around every message)
         // and are fetched again at every live change: gzip keeps a long

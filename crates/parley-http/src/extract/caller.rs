@@ -8,6 +8,7 @@ use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
 use ipnet::IpNet;
+use parley_domain::model::InstallationId;
 use parley_domain::widget::{Caller, Origin};
 
 use crate::error::ApiError;
@@ -70,6 +71,37 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
     hop.strip_prefix('[').and_then(|h| h.strip_suffix(']')).and_then(|h| h.parse().ok())
 }
 
+/// The scheme, host and port of `PARLEY_PUBLIC_URL`: Parley's own pages
+/// are there. Every request carries it (an extension the router adds).
+#[derive(Clone, Debug)]
+pub struct OwnOrigin(pub Arc<str>);
+
+/// Where the web app's *try it* page of an installation lives; the
+/// widget's requests from it name it in their `Referer`.
+pub fn try_page_path(installation: i64) -> String {
+    format!("/app/integrations/installations/{installation}/try")
+}
+
+/// The installation whose *try it* page sent the request: the browser's
+/// `Origin` is Parley's own and its `Referer` (sent whole to the same
+/// origin, see the pages' `Referrer-Policy`) is that page. A page of
+/// another origin cannot claim either, so only that page passes the
+/// installation's domain lock this way.
+fn try_page(headers: &axum::http::HeaderMap, own: Option<&OwnOrigin>) -> Option<InstallationId> {
+    let own = own.filter(|o| !o.0.is_empty())?;
+    let origin = headers.get(header::ORIGIN)?.to_str().ok()?;
+    if origin != &*own.0 {
+        return None;
+    }
+    let referer = url::Url::parse(headers.get(header::REFERER)?.to_str().ok()?).ok()?;
+    if referer.origin().ascii_serialization() != *own.0 || referer.query().is_some() {
+        return None;
+    }
+    let id = referer.path().strip_prefix("/app/integrations/installations/")?.strip_suffix("/try")?;
+    let id: i64 = id.parse().ok().filter(|n| *n > 0)?;
+    (referer.path() == try_page_path(id)).then_some(InstallationId(id))
+}
+
 /// The domain's [`Caller`], read from the request.
 pub struct ClientCaller(pub Caller);
 
@@ -93,13 +125,40 @@ where
                 .and_then(|u| u.host_str().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()))
                 .map_or(Origin::Opaque, Origin::Host),
         };
-        Ok(Self(Caller { ip, origin }))
+        let try_page = try_page(&parts.headers, parts.extensions.get::<OwnOrigin>());
+        Ok(Self(Caller { ip, origin, try_page }))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_try_page_of_parleys_own_origin_is_one() {
+        let own = OwnOrigin("https://chat.example.com".into());
+        let with = |origin: &str, referer: &str| {
+            let mut h = axum::http::HeaderMap::new();
+            h.insert(header::ORIGIN, origin.parse().unwrap());
+            h.insert(header::REFERER, referer.parse().unwrap());
+            try_page(&h, Some(&own))
+        };
+        let page = "https://chat.example.com/app/integrations/installations/7/try";
+        assert_eq!(with("https://chat.example.com", page), Some(InstallationId(7)));
+        assert_eq!(with("https://evil.example", page), None, "another origin");
+        assert_eq!(with("https://chat.example.com", "https://chat.example.com/app"), None, "another page");
+        assert_eq!(with("https://chat.example.com", "https://evil.example/app/integrations/installations/7/try"), None);
+        assert_eq!(with("https://chat.example.com", &format!("{page}?x=1")), None);
+        assert_eq!(with("https://chat.example.com", "https://chat.example.com/app/integrations/installations/07/try"), None);
+        assert_eq!(with("https://chat.example.com", "https://chat.example.com/app/integrations/installations/-1/try"), None);
+        assert_eq!(with("https://chat.example.com", "https://chat.example.com/app/integrations/installations/7/try/x"), None);
+        assert_eq!(with("null", page), None);
+        assert_eq!(try_page(&axum::http::HeaderMap::new(), Some(&own)), None);
+        let mut h = axum::http::HeaderMap::new();
+        h.insert(header::ORIGIN, "https://chat.example.com".parse().unwrap());
+        h.insert(header::REFERER, page.parse().unwrap());
+        assert_eq!(try_page(&h, None), None, "without a known own origin, nothing is one");
+    }
 
     #[test]
     fn forwarded_for_is_believed_only_from_trusted_proxies() {

@@ -6,6 +6,6 @@ mod fields;
 mod json;
 
 pub use bearer::{Authenticated, PathId, PathIds, bearer_token};
-pub use caller::{ClientCaller, TrustedProxies};
+pub use caller::{ClientCaller, OwnOrigin, TrustedProxies, try_page_path};
 pub use fields::{Fields, FromFields, Invalid, positive_id};
 pub use json::{JsonBody, OptionalJsonBody, QueryFields, RawBody};

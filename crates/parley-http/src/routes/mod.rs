@@ -143,6 +143,7 @@ fn stack(routes: Router, metrics: Metrics, options: &RouterOptions) -> Router {
         .layer(middleware::security_headers(&origin(&options.public_url)))
         .layer(RequestBodyDeadlineLayer::new(options.body_timeout))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::Extension(crate::extract::OwnOrigin(origin(&options.public_url).into())))
         .service(routes);
     Router::new().fallback_service(outer)
 }

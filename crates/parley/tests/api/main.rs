@@ -34,6 +34,7 @@ mod verification_channels;
 mod web_app;
 mod web_app_conversation;
 mod web_browser;
+mod web_integrations;
 mod webhook_fairness;
 mod webhook_test_events;
 mod webhooks;

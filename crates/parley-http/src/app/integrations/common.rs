@@ -1,0 +1,222 @@
+//! What the integrations pages share: the admin check, their frame with
+//! its section links, forms read by the admin API's own rules, problems
+//! beside forms, and the copy buttons.
+
+use axum::extract::FromRequestParts;
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::{Markup, html};
+use parley_domain::DomainError;
+use parley_domain::model::Role;
+use serde_json::{Map, Value};
+
+use crate::AppState;
+use crate::app::error::PageError;
+use crate::app::form::Form;
+use crate::app::layout::{page, respond};
+use crate::app::session::WebSession;
+use crate::app::{assets, csrf};
+use crate::error::ApiError;
+use crate::extract::{Fields, FromFields, PathId, PathIds};
+
+/// A signed-in admin; an agent gets a 403 page.
+pub struct Admin(pub WebSession);
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
+        let who = WebSession::from_request_parts(parts, state).await?;
+        if who.session.operator.role != Role::Admin {
+            return Err(DomainError::Forbidden("only a tenant admin can open the integrations").into());
+        }
+        Ok(Self(who))
+    }
+}
+
+/// The id of the path, as a page: anything that is not one is the same
+/// "not found" page as an id of another tenant.
+pub struct Id(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for Id {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
+        let PathId(id) = PathId::from_request_parts(parts, state).await?;
+        Ok(Self(id))
+    }
+}
+
+/// Two ids of the path (an endpoint and one of its deliveries).
+pub struct Ids(pub i64, pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for Ids {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
+        let PathIds(a, b) = PathIds::from_request_parts(parts, state).await?;
+        Ok(Self(a, b))
+    }
+}
+
+/// The sections, as (address, label).
+const SECTIONS: [(&str, &str); 4] = [
+    ("/app/integrations", "Sites and installations"),
+    ("/app/integrations/tokens", "Mobile API tokens"),
+    ("/app/integrations/webhooks", "Webhooks"),
+    ("/app/integrations/verification", "Verification"),
+];
+
+/// A page of the integrations: its title, the section links (`current`
+/// marked), and the copy buttons' script.
+pub fn frame(who: &WebSession, title: &str, current: &str, status: StatusCode, main: Markup) -> Response {
+    let body = html! {
+        div.integrations {
+            nav.sections aria-label="Integrations" {
+                @for (href, label) in SECTIONS {
+                    a href=(href) aria-current=[(href == current).then_some("page")] { (label) }
+                }
+            }
+            (main)
+        }
+        div #announce.visually-hidden aria-live="polite" {}
+        script type="module" src=(assets::integrations_script_url()) {}
+    };
+    respond(status, page(title, Some(who), body))
+}
+
+/// The hidden anti-forgery field of a form.
+pub fn token_field(who: &WebSession) -> Markup {
+    html! { input type="hidden" name=(csrf::FIELD) value=(who.csrf); }
+}
+
+/// `value` in a box with a button that copies it (the button shows once
+/// the script runs: without it, the text is there to select).
+pub fn copyable(id: &str, label: &str, value: &str, block: bool) -> Markup {
+    html! {
+        div.copyable {
+            @if block { pre #(id) { (value) } } @else { code #(id) { (value) } }
+            button.copy type="button" data-copy=(id) hidden aria-label={ "Copy " (label) } { "Copy" }
+        }
+    }
+}
+
+/// A sentence saying a form was refused, beside it.
+pub fn problem(message: Option<&str>) -> Markup {
+    html! {
+        @if let Some(m) = message { p.problem role="alert" { (m) } }
+    }
+}
+
+/// A sentence saying what just happened.
+pub fn notice(message: Option<&str>) -> Markup {
+    html! {
+        @if let Some(m) = message { p.notice role="status" { (m) } }
+    }
+}
+
+/// A fixed sentence for `?done=` after a redirect: only these, so an
+/// address cannot make the page say anything else.
+pub fn done_message(query: Option<&str>, known: &[(&'static str, &'static str)]) -> Option<&'static str> {
+    let value = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()).find(|(k, _)| k == "done").map(|(_, v)| v)?;
+    known.iter().find(|(key, _)| *key == value).map(|(_, sentence)| *sentence)
+}
+
+/// Back to `to` after a change.
+pub fn back(to: &str) -> Response {
+    Redirect::to(to).into_response()
+}
+
+/// A form's address opened as a page: the overview.
+pub async fn to_overview() -> Response {
+    back("/app/integrations")
+}
+
+/// Reads a form by the admin API's rules for `T`: empty fields are left
+/// out, each field named in `lists` is split at commas and white space
+/// into a list (or, repeated, collected into one), and those in
+/// `numbers` are read as the JSON numbers they spell.
+pub fn read<T: FromFields>(form: &Form, lists: &[&str], numbers: &[&str]) -> Result<T, DomainError> {
+    let mut map = Map::new();
+    for (name, value) in form.pairs() {
+        if name == csrf::FIELD {
+            continue;
+        }
+        if lists.contains(&name) {
+            let items = value.split([',', '\n', '\r', ' ']).map(str::trim).filter(|s| !s.is_empty()).map(|s| Value::String(s.to_owned()));
+            let entry = map.entry(name.to_owned()).or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(list) = entry {
+                list.extend(items);
+            }
+        } else if !value.trim().is_empty() && !map.contains_key(name) {
+            let number = numbers.contains(&name).then(|| value.trim().parse::<u64>().ok()).flatten();
+            map.insert(name.to_owned(), number.map_or_else(|| Value::String(value.to_owned()), Value::from));
+        }
+    }
+    let mut fields = Fields::new(&map);
+    let parsed = T::from_fields(&mut fields);
+    fields.finish(parsed).map_err(|e| match e {
+        ApiError::Domain(d) => d,
+        _ => DomainError::invalid("form", "could not be read"),
+    })
+}
+
+/// What to say beside a form the domain refused, and with which status;
+/// any other failure is the error page.
+pub fn refusal(e: DomainError) -> Result<(StatusCode, String), PageError> {
+    match e {
+        DomainError::Validation(errors) => {
+            let all: Vec<String> =
+                errors.fields().iter().flat_map(|(field, ms)| ms.iter().map(move |m| format!("{} {m}", label(field)))).collect();
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, sentence(&all.join("; "))))
+        }
+        DomainError::Conflict(m) => Ok((StatusCode::CONFLICT, sentence(m))),
+        DomainError::NotSent(m) => Ok((StatusCode::SERVICE_UNAVAILABLE, sentence(m))),
+        other => Err(other.into()),
+    }
+}
+
+/// How a form names a field to people.
+fn label(field: &str) -> String {
+    let words = field.replace('_', " ");
+    let mut c = words.chars();
+    match c.next() {
+        Some(first) => format!("{}{}", first.to_uppercase(), c.as_str()),
+        None => words,
+    }
+}
+
+fn sentence(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => {
+            let text = format!("{}{}", first.to_uppercase(), c.as_str());
+            if text.ends_with('.') { text } else { format!("{text}.") }
+        }
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_read_as_sentences_naming_the_field() {
+        let (status, text) = refusal(DomainError::invalid("url", "must be an http or https URL")).expect("shown beside the form");
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(text, "Url must be an http or https URL.");
+        let (status, text) = refusal(DomainError::Conflict("the endpoint is disabled")).expect("shown beside the form");
+        assert_eq!((status, text.as_str()), (StatusCode::CONFLICT, "The endpoint is disabled."));
+        assert!(refusal(DomainError::NotFound).is_err(), "not found is the error page");
+    }
+
+    #[test]
+    fn only_known_notices_are_said() {
+        let known = [("revoked", "The token is revoked.")];
+        assert_eq!(done_message(Some("done=revoked"), &known), Some("The token is revoked."));
+        assert_eq!(done_message(Some("done=<script>"), &known), None);
+        assert_eq!(done_message(None, &known), None);
+    }
+}
