@@ -77,12 +77,29 @@ impl AdminService {
         self.tenancy.create_site(tenant, input).await
     }
 
-    pub async fn installations(&self, session: &Session, site: SiteId) -> Result<Vec<Installation>, DomainError> {
+    /// A site with its installations, in one snapshot.
+    pub async fn installations(&self, session: &Session, site: SiteId) -> Result<(Site, Vec<Installation>), DomainError> {
         let tenant = require_admin(session)?;
         self.db
             .read(move |r| {
-                r.site(tenant, site)?.ok_or(DomainError::NotFound)?;
-                Ok(r.installations(SiteScope { tenant, site })?)
+                let found = r.site(tenant, site)?.ok_or(DomainError::NotFound)?;
+                Ok((found, r.installations(SiteScope { tenant, site })?))
+            })
+            .await
+    }
+
+    /// Every site of the tenant with its installations, in one snapshot.
+    pub async fn sites_with_installations(&self, session: &Session) -> Result<Vec<(Site, Vec<Installation>)>, DomainError> {
+        let tenant = require_admin(session)?;
+        self.db
+            .read(move |r| {
+                let sites = r.sites(tenant)?;
+                let mut all = Vec::with_capacity(sites.len());
+                for site in sites {
+                    let installations = r.installations(SiteScope { tenant, site: site.id })?;
+                    all.push((site, installations));
+                }
+                Ok(all)
             })
             .await
     }
@@ -104,12 +121,13 @@ impl AdminService {
         session: &Session,
         site: SiteId,
         input: NewInstallationInput,
-    ) -> Result<Installation, DomainError> {
+    ) -> Result<(Installation, Site), DomainError> {
         let tenant = require_admin(session)?;
-        self.db.read(move |r| r.site(tenant, site)?.ok_or(DomainError::NotFound)).await?;
+        let found = self.db.read(move |r| r.site(tenant, site)?.ok_or(DomainError::NotFound)).await?;
         let name = input.name.unwrap_or_else(|| "Website".to_owned());
         let installation_type = input.installation_type.unwrap_or_else(|| "web".to_owned());
-        self.tenancy.create_installation(SiteScope { tenant, site }, name, installation_type).await
+        let installation = self.tenancy.create_installation(SiteScope { tenant, site }, name, installation_type).await?;
+        Ok((installation, found))
     }
 
     /// Enables or disables an installation; a change of its status emits
@@ -119,22 +137,22 @@ impl AdminService {
         session: &Session,
         id: InstallationId,
         enabled: bool,
-    ) -> Result<Installation, DomainError> {
+    ) -> Result<(Installation, Site), DomainError> {
         let tenant = require_admin(session)?;
         let tenant_record = session.tenant.clone();
         let now = self.clock.now();
         self.db
             .write(move |tx| {
                 let mut installation = tx.installation(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let site = tx.site(tenant, installation.site_id)?.ok_or(DomainError::NotFound)?;
                 let previous = installation.status();
                 if installation.enabled != enabled {
                     tx.set_installation_enabled(tenant, id, enabled)?;
                     installation.enabled = enabled;
-                    let site = tx.site(tenant, installation.site_id)?.ok_or(DomainError::NotFound)?;
                     let event = events::installation_health_changed(&tenant_record, &site, &installation, previous, now);
                     tx.insert_event(tenant, &event)?;
                 }
-                Ok(installation)
+                Ok((installation, site))
             })
             .await
     }

@@ -151,13 +151,16 @@ fn domain_answer(e: DomainError) -> Answer {
     }
 }
 
-/// Domain messages are lower-case fragments; clients get sentences.
-fn sentence(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(first) => format!("{}{}.", first.to_uppercase(), c.as_str()),
-        None => String::new(),
+/// Domain messages are lower-case fragments; clients (and pages) get
+/// sentences: capital first, full stop last.
+pub(crate) fn sentence(text: &str) -> String {
+    let mut chars = text.trim().chars();
+    let mut out: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
+    out.push_str(chars.as_str());
+    if !out.is_empty() && !out.ends_with('.') {
+        out.push('.');
     }
+    out
 }
 
 impl IntoResponse for ApiError {

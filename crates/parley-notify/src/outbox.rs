@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use parley_domain::model::TenantId;
 use parley_domain::store::OutboxMessage;
-use parley_domain::verification::channels::{Email, EmailSender, SendFuture, Sms, SmsSender};
+use parley_domain::verification::channels::{Email, EmailSender, Provider, SendFuture, Sms, SmsSender};
 use parley_domain::{Clock, Database};
 
 pub struct SandboxOutbox {
@@ -26,8 +26,8 @@ impl SandboxOutbox {
 }
 
 impl EmailSender for SandboxOutbox {
-    fn provider(&self) -> &'static str {
-        "sandbox_outbox"
+    fn provider(&self) -> Provider {
+        Provider::SandboxOutbox
     }
 
     fn send(&self, tenant: TenantId, email: Email) -> SendFuture<'_> {
@@ -43,8 +43,8 @@ impl EmailSender for SandboxOutbox {
 }
 
 impl SmsSender for SandboxOutbox {
-    fn provider(&self) -> &'static str {
-        "sandbox_outbox"
+    fn provider(&self) -> Provider {
+        Provider::SandboxOutbox
     }
 
     fn send(&self, tenant: TenantId, sms: Sms) -> SendFuture<'_> {

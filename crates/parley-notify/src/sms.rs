@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use parley_domain::model::TenantId;
-use parley_domain::verification::channels::{SendFuture, Sms, SmsSender};
+use parley_domain::verification::channels::{Provider, SendFuture, Sms, SmsSender};
 
 pub struct SmsGateway {
     client: reqwest::Client,
@@ -26,8 +26,8 @@ impl SmsGateway {
 }
 
 impl SmsSender for SmsGateway {
-    fn provider(&self) -> &'static str {
-        "sms_gateway"
+    fn provider(&self) -> Provider {
+        Provider::SmsGateway
     }
 
     fn send(&self, _tenant: TenantId, sms: Sms) -> SendFuture<'_> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use parley_domain::model::TenantId;
-use parley_domain::verification::channels::{Email, EmailSender, SendFuture};
+use parley_domain::verification::channels::{Email, EmailSender, Provider, SendFuture};
 
 pub struct SmtpMailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
@@ -28,8 +28,8 @@ impl SmtpMailer {
 }
 
 impl EmailSender for SmtpMailer {
-    fn provider(&self) -> &'static str {
-        "smtp"
+    fn provider(&self) -> Provider {
+        Provider::Smtp
     }
 
     fn send(&self, _tenant: TenantId, email: Email) -> SendFuture<'_> {

@@ -44,13 +44,19 @@ impl AuthService {
         let now = self.clock.now();
         let ttl = Duration::from_secs(u64::from(input.expires_in_days) * 86_400);
         let new = token_record(&token, TokenKind::Personal, &session.operator, Some(input.name.clone()), now, ttl);
-        let (operator, expires_at) = (session.operator.id, new.expires_at);
+        let (operator, expires_at, name) = (session.operator.id, new.expires_at, input.name.clone());
         let id = self
             .db
             .write(move |tx| {
                 // Counted inside the write, so parallel creations cannot
                 // both slip under the bound.
-                let live = tx.personal_tokens(tenant, operator)?.iter().filter(|t| t.expires_at > now).count();
+                let held = tx.personal_tokens(tenant, operator)?;
+                // Names tell an admin's tokens apart in the list; one sent
+                // twice (a double click) makes one token, not two.
+                if held.iter().any(|t| t.expires_at > now && t.name == name) {
+                    return Err(DomainError::invalid("name", "is the name of a token you already have; revoke it or choose another"));
+                }
+                let live = held.iter().filter(|t| t.expires_at > now).count();
                 if live >= MAX_PERSONAL_TOKENS {
                     return Err(DomainError::Conflict("an operator holds at most 50 live personal tokens; revoke one first"));
                 }

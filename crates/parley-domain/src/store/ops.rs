@@ -190,6 +190,9 @@ pub trait WebhooksRead {
     /// Newest first, each with its attempts.
     fn deliveries(&mut self, tenant: TenantId, endpoint: WebhookId, offset: u64, limit: u32) -> StoreResult<Vec<Delivery>>;
     fn count_deliveries(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<u64>;
+    /// Whether a test event to this endpoint still waits to be sent (test
+    /// events are the only ones outside the fan-out that have deliveries).
+    fn pending_test(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<bool>;
     fn delivery(&mut self, tenant: TenantId, endpoint: WebhookId, id: DeliveryId) -> StoreResult<Option<Delivery>>;
     fn outbox_stats(&mut self) -> StoreResult<OutboxStats>;
     /// When the longest-waiting delivery that is due at `now` and held by

@@ -28,15 +28,32 @@ pub struct Sms {
 pub trait EmailSender: Send + Sync {
     /// Delivers to the provider; `Err` is a short reason for the logs.
     fn send(&self, tenant: TenantId, email: Email) -> SendFuture<'_>;
-    /// What carries the messages, as admins see it: `smtp`, or
-    /// `sandbox_outbox` when nothing leaves the machine.
-    fn provider(&self) -> &'static str;
+    /// What carries the messages, as admins see it.
+    fn provider(&self) -> Provider;
 }
 
 pub trait SmsSender: Send + Sync {
     fn send(&self, tenant: TenantId, sms: Sms) -> SendFuture<'_>;
-    /// `sms_gateway`, or `sandbox_outbox`.
-    fn provider(&self) -> &'static str;
+    fn provider(&self) -> Provider;
+}
+
+/// What carries a channel's messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provider {
+    Smtp,
+    SmsGateway,
+    /// `parley demo`'s outbox: kept for the sandbox page, never sent.
+    SandboxOutbox,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Smtp => "smtp",
+            Self::SmsGateway => "sms_gateway",
+            Self::SandboxOutbox => "sandbox_outbox",
+        }
+    }
 }
 
 /// A channel that carries verification messages.
@@ -80,7 +97,7 @@ impl Channels {
     }
 
     /// The provider of `channel`, if it is configured.
-    pub fn provider(&self, channel: Channel) -> Option<&'static str> {
+    pub fn provider(&self, channel: Channel) -> Option<Provider> {
         match channel {
             Channel::Email => self.email.as_ref().map(|e| e.provider()),
             Channel::Sms => self.sms.as_ref().map(|s| s.provider()),

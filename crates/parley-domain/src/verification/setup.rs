@@ -5,7 +5,7 @@
 //! shared by every tenant; an admin can look, not change.
 
 use super::Method;
-use super::channels::Channel;
+use super::channels::{Channel, Provider};
 use super::messages;
 use super::service::VerificationService;
 use crate::admin::require_admin;
@@ -18,7 +18,7 @@ use crate::model::Session;
 pub struct ChannelState {
     pub channel: Channel,
     /// `None`: not configured, its methods are not offered.
-    pub provider: Option<&'static str>,
+    pub provider: Option<Provider>,
     pub methods: Vec<Method>,
 }
 
@@ -26,7 +26,7 @@ pub struct ChannelState {
 #[derive(Clone, Debug)]
 pub struct TestSent {
     pub channel: Channel,
-    pub provider: &'static str,
+    pub provider: Provider,
     pub to: String,
     pub sent_at: Timestamp,
 }
@@ -54,10 +54,15 @@ impl VerificationService {
         let now = self.clock.now();
         self.test_sends.reserve(&tenant, now)?;
         let name = &session.tenant.name;
-        let sent = match (channel, &self.channels.email, &self.channels.sms) {
-            (Channel::Email, Some(mailer), _) => mailer.send(tenant, messages::test_email(&to, name)).await,
-            (Channel::Sms, _, Some(gateway)) => gateway.send(tenant, messages::test_sms(&to, name)).await,
-            _ => Err("the channel went away".into()),
+        let sent = match channel {
+            Channel::Email => match &self.channels.email {
+                Some(mailer) => mailer.send(tenant, messages::test_email(&to, name)).await,
+                None => Err("no email channel".into()),
+            },
+            Channel::Sms => match &self.channels.sms {
+                Some(gateway) => gateway.send(tenant, messages::test_sms(&to, name)).await,
+                None => Err("no SMS channel".into()),
+            },
         };
         if let Err(reason) = sent {
             // The reason may name the service's own infrastructure: it is

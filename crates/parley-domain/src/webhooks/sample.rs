@@ -3,7 +3,9 @@
 //!
 //! The envelope is built by the same functions as the real events of its
 //! kind, so its shape is exactly what production sends; only the objects
-//! are samples, and the envelope says so with `"test": true`.
+//! are samples (id 0, which no record has, so a receiver that misses the
+//! flag acts on nothing real), and the envelope says so with
+//! `"test": true`.
 
 use serde_json::Value;
 
@@ -17,7 +19,7 @@ use crate::verification::Method;
 /// The event of `kind` about sample objects, marked `"test": true`.
 pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<OutboxEvent, DomainError> {
     let site = Site {
-        id: SiteId(1),
+        id: SiteId(0),
         tenant_id: tenant.id,
         name: "Sample site".into(),
         domains: vec!["www.example.com".into()],
@@ -25,7 +27,7 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
         created_at: now,
     };
     let visitor = Visitor {
-        id: VisitorId(1),
+        id: VisitorId(0),
         tenant_id: tenant.id,
         site_id: site.id,
         uuid: "00000000-0000-4000-8000-000000000000".into(),
@@ -42,11 +44,11 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
         updated_at: now,
     };
     let conversation = Conversation {
-        id: ConversationId(1),
+        id: ConversationId(0),
         public_id: "c_test_00000000000000000000".into(),
         tenant_id: tenant.id,
         site_id: site.id,
-        installation_id: InstallationId(1),
+        installation_id: InstallationId(0),
         visitor_id: visitor.id,
         status: if kind == EventKind::ConversationClosed { ConversationStatus::Closed } else { ConversationStatus::Unassigned },
         subject: Some("A test conversation".into()),
@@ -57,7 +59,7 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
         verified_at: (kind == EventKind::VerificationCompleted).then_some(now),
     };
     let message = Message {
-        id: MessageId(1),
+        id: MessageId(0),
         tenant_id: tenant.id,
         conversation_id: conversation.id,
         sender: Sender { kind: SenderKind::Visitor, name: Some("Sample Visitor".into()), operator_id: None },
@@ -73,7 +75,7 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
         EventKind::VerificationCompleted => events::verification_completed(tenant, &conversation, &visitor, Method::EmailOtp.as_str(), now),
         EventKind::InstallationHealthChanged => {
             let installation = Installation {
-                id: InstallationId(1),
+                id: InstallationId(0),
                 tenant_id: tenant.id,
                 site_id: site.id,
                 token: String::new(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{Delivery, NewWebhook, ROTATION_OVERLAP, Webhook, sample, signing, target};
 use crate::admin::require_admin;
-use crate::clock::Clock;
+use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events::EventKind;
 use crate::feed::FeedEntry;
@@ -45,7 +45,13 @@ impl WebhookService {
             .write(move |tx| {
                 // Counted inside the write, so parallel creations cannot
                 // both slip under the bound.
-                if tx.webhooks(tenant)?.len() >= max {
+                let existing = tx.webhooks(tenant)?;
+                // The same URL for the same events would get each event
+                // twice; a form sent twice (a double click) makes one.
+                if existing.iter().any(|w| w.url == new.url && same_kinds(&w.events, &new.events)) {
+                    return Err(DomainError::invalid("url", "already has an endpoint for these events: use that one, or delete it first"));
+                }
+                if existing.len() >= max {
                     let message = format!("this tenant already has the most endpoints allowed ({max}); delete one first");
                     return Err(DomainError::invalid("url", message));
                 }
@@ -59,6 +65,11 @@ impl WebhookService {
         self.db.read(move |r| Ok(r.webhooks(tenant)?)).await
     }
 
+    pub async fn get(&self, session: &Session, id: WebhookId) -> Result<Webhook, DomainError> {
+        let tenant = require_admin(session)?;
+        self.db.read(move |r| r.webhook(tenant, id)?.ok_or(DomainError::NotFound)).await
+    }
+
     pub async fn delete(&self, session: &Session, id: WebhookId) -> Result<(), DomainError> {
         let tenant = require_admin(session)?;
         let deleted = self.db.write(move |tx| Ok(tx.delete_webhook(tenant, id)?)).await?;
@@ -68,12 +79,28 @@ impl WebhookService {
     /// Replaces the secret; the old one keeps signing for 24 hours so the
     /// partner can switch without losing a delivery.
     pub async fn rotate_secret(&self, session: &Session, id: WebhookId) -> Result<Webhook, DomainError> {
+        self.rotate(session, id, None).await
+    }
+
+    /// As `rotate_secret`, only if the endpoint's secret is still the one
+    /// a page showed, told by the end of its previous secret's overlap
+    /// (`shown`; none before a first rotation): the same form sent again
+    /// (a reload of its answer) would otherwise end at once the secret
+    /// the partner still uses, which a rotation keeps for a day.
+    pub async fn rotate_secret_shown(&self, session: &Session, id: WebhookId, shown: Option<Timestamp>) -> Result<Webhook, DomainError> {
+        self.rotate(session, id, Some(shown)).await
+    }
+
+    async fn rotate(&self, session: &Session, id: WebhookId, shown: Option<Option<Timestamp>>) -> Result<Webhook, DomainError> {
         let tenant = require_admin(session)?;
         let secret = signing::new_secret()?;
         let until = self.clock.now().plus(ROTATION_OVERLAP);
         self.db
             .write(move |tx| {
-                tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let current = tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
+                if shown.is_some_and(|shown| shown != current.previous_secret_expires_at) {
+                    return Err(DomainError::Conflict("the secret was already replaced since this page was shown"));
+                }
                 tx.rotate_webhook_secret(tenant, id, &secret, until)?;
                 tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)
             })
@@ -123,6 +150,11 @@ impl WebhookService {
                 if !webhook.enabled {
                     return Err(DomainError::Conflict("the endpoint is disabled"));
                 }
+                // One at a time: tests wait in the endpoint's queue beside
+                // real events, and each is kept and retried like one.
+                if tx.pending_test(tenant, id)? {
+                    return Err(DomainError::Conflict("a test event to this endpoint is still waiting to be sent; see the delivery log"));
+                }
                 let owner = tx.tenant(tenant)?.ok_or(DomainError::NotFound)?;
                 let event = sample::test_event(&owner, kind, now)?;
                 let entry = FeedEntry { webhook: false, ..FeedEntry::webhook_only(event) };
@@ -131,5 +163,14 @@ impl WebhookService {
                 tx.delivery(tenant, id, new_id)?.ok_or(DomainError::NotFound)
             })
             .await
+    }
+}
+
+/// Whether two subscriptions name the same kinds, in any order.
+fn same_kinds(a: &Option<Vec<EventKind>>, b: &Option<Vec<EventKind>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.iter().all(|k| b.contains(k)) && b.iter().all(|k| a.contains(k)),
+        _ => false,
     }
 }

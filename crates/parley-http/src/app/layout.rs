@@ -84,6 +84,15 @@ pub fn when(t: parley_domain::clock::Timestamp) -> Markup {
     html! { time datetime=(iso) { (iso[..10]) " " (iso[11..16]) " UTC" } }
 }
 
+/// A wait as people say it: "a second", "40 seconds", "15 minutes".
+pub fn minutes_or_seconds(secs: u64) -> String {
+    match secs {
+        0..=1 => "a second".into(),
+        2..=90 => format!("{secs} seconds"),
+        _ => format!("{} minutes", secs.div_ceil(60)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

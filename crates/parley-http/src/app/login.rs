@@ -15,6 +15,7 @@ use parley_domain::auth::{LoginInput, SignIn};
 
 use super::error::PageError;
 use super::form::{CheckedForm, Form};
+use super::layout::minutes_or_seconds;
 use super::layout::{page, respond};
 use super::session::WebSession;
 use super::{cookies, csrf, next};
@@ -119,14 +120,6 @@ pub async fn submit(
             Ok(response)
         }
         Err(other) => Err(other.into()),
-    }
-}
-
-fn minutes_or_seconds(secs: u64) -> String {
-    match secs {
-        0..=1 => "a second".into(),
-        2..=90 => format!("{secs} seconds"),
-        _ => format!("{} minutes", secs.div_ceil(60)),
     }
 }
 

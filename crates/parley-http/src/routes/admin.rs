@@ -54,8 +54,13 @@ async fn list_installations(
     Authenticated(session): Authenticated,
     PathId(id): PathId,
 ) -> Result<Json<InstallationListResponse>, ApiError> {
-    let list = s.admin.installations(&session, SiteId(id)).await?;
-    Ok(Json(InstallationListResponse { installations: list.iter().map(Into::into).collect() }))
+    let (site, list) = s.admin.installations(&session, SiteId(id)).await?;
+    Ok(Json(InstallationListResponse { installations: list.iter().map(|i| installation_view(&s, &site, i)).collect() }))
+}
+
+/// An installation as admins read it, with its snippet and warnings.
+fn installation_view(s: &AppState, site: &parley_domain::model::Site, i: &parley_domain::model::Installation) -> AdminInstallationView {
+    AdminInstallationView::new(i, s.admin.embed_snippet(i), s.widget.warnings(site, i, None))
 }
 
 /// Creates an installation and returns its embed snippet.
@@ -68,9 +73,10 @@ async fn create_installation(
     PathId(id): PathId,
     JsonBody(input): JsonBody<NewInstallationInput>,
 ) -> Result<(StatusCode, Json<InstallationCreatedResponse>), ApiError> {
-    let installation = s.admin.create_installation(&session, SiteId(id), input).await?;
+    let (installation, site) = s.admin.create_installation(&session, SiteId(id), input).await?;
     let embed_snippet = s.admin.embed_snippet(&installation);
-    Ok((StatusCode::CREATED, Json(InstallationCreatedResponse { installation: (&installation).into(), embed_snippet })))
+    let installation = installation_view(&s, &site, &installation);
+    Ok((StatusCode::CREATED, Json(InstallationCreatedResponse { installation, embed_snippet })))
 }
 
 /// Enables or disables an installation.
@@ -83,8 +89,8 @@ async fn update_installation(
     PathId(id): PathId,
     JsonBody(input): JsonBody<InstallationPatch>,
 ) -> Result<Json<InstallationResponse>, ApiError> {
-    let installation = s.admin.set_installation_enabled(&session, InstallationId(id), input.enabled).await?;
-    Ok(Json(InstallationResponse { installation: (&installation).into() }))
+    let (installation, site) = s.admin.set_installation_enabled(&session, InstallationId(id), input.enabled).await?;
+    Ok(Json(InstallationResponse { installation: installation_view(&s, &site, &installation) }))
 }
 
 /// The tenant's operators.

@@ -159,7 +159,7 @@ impl IntoResponses for AdminErrors {
             UNAUTHENTICATED,
             NOT_ADMIN,
             NOT_IN_TENANT,
-            ("409", "`conflict`: the record's state does not allow it (a disabled endpoint cannot redeliver)"),
+            ("409", "`conflict`: the record's state does not allow it (a disabled endpoint is neither redelivered to nor tested)"),
             (
                 "422",
                 "`validation_failed`, with `fields`: a bad value, a referenced site that does not exist, an email \

@@ -39,11 +39,22 @@ pub struct AdminInstallationView {
     pub status: &'static str,
     pub enabled: bool,
     pub last_seen_at: Option<DateTime>,
+    /// The host of the page the last heartbeat came from.
+    pub page_host: Option<String>,
+    /// The widget version the last heartbeat reported.
+    pub widget_version: Option<String>,
+    /// The `<script>` element to paste into the site's pages.
+    pub embed_snippet: String,
+    /// What to fix, in sentences (no heartbeat yet, a page outside the
+    /// site's domains, a stale or old widget, disabled).
+    pub warnings: Vec<String>,
     pub created_at: DateTime,
 }
 
-impl From<&Installation> for AdminInstallationView {
-    fn from(i: &Installation) -> Self {
+impl AdminInstallationView {
+    /// `embed_snippet` and `warnings` come from the domain
+    /// (`AdminService::embed_snippet`, `WidgetService::warnings`).
+    pub fn new(i: &Installation, embed_snippet: String, warnings: Vec<String>) -> Self {
         Self {
             id: i.id.0,
             site_id: i.site_id.0,
@@ -53,6 +64,10 @@ impl From<&Installation> for AdminInstallationView {
             status: i.status().as_str(),
             enabled: i.enabled,
             last_seen_at: i.last_seen_at.map(at),
+            page_host: i.page_host.clone(),
+            widget_version: i.widget_version.clone(),
+            embed_snippet,
+            warnings,
             created_at: at(i.created_at),
         }
     }
@@ -111,6 +126,9 @@ pub struct WebhookView {
     pub consecutive_failures: u32,
     /// No attempt is made before this time (the endpoint keeps failing).
     pub paused_until: Option<DateTime>,
+    /// After a rotation, when the previous secret stops signing beside the
+    /// current one; null before the first rotation.
+    pub previous_secret_expires_at: Option<DateTime>,
     /// The signing secret: only in the answers of create and rotate-secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
@@ -131,6 +149,7 @@ impl WebhookView {
             created_at: at(w.created_at),
             consecutive_failures: w.failure_streak,
             paused_until: w.paused_until.map(at),
+            previous_secret_expires_at: w.previous_secret_expires_at.map(at),
             secret: with_secret.then(|| w.secret.clone()),
         }
     }
@@ -268,7 +287,7 @@ impl From<&ChannelState> for ChannelView {
         Self {
             channel: c.channel.as_str(),
             configured: c.provider.is_some(),
-            provider: c.provider,
+            provider: c.provider.map(|p| p.as_str()),
             methods: c.methods.iter().map(|m| m.as_str()).collect(),
         }
     }
@@ -302,6 +321,6 @@ pub struct ChannelTestResponse {
 
 impl From<&TestSent> for ChannelTestView {
     fn from(t: &TestSent) -> Self {
-        Self { channel: t.channel.as_str(), provider: t.provider, to: t.to.clone(), sent_at: at(t.sent_at) }
+        Self { channel: t.channel.as_str(), provider: t.provider.as_str(), to: t.to.clone(), sent_at: at(t.sent_at) }
     }
 }

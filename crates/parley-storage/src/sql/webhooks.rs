@@ -100,6 +100,8 @@ statements! {
          WHERE tenant_id = ?1 AND delivery_id IN ({}) ORDER BY delivery_id, id",
         d.id_list("?2")
     ),
+    PENDING_TEST[Int, Int](_) => "SELECT d.id FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id AND ev.tenant_id = d.tenant_id
+         WHERE d.tenant_id = ?1 AND d.endpoint_id = ?2 AND d.status = 'pending' AND ev.webhook = FALSE LIMIT 1".into(),
     COUNT_DELIVERIES[Int, Int](_) => "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE tenant_id = ?1 AND endpoint_id = ?2".into(),
     OUTBOX_STATS[](_) => "SELECT COUNT(*) AS pending, MIN(created_at) AS oldest,
              COUNT(DISTINCT CASE WHEN attempts > 0 THEN endpoint_id END) AS failing
@@ -264,6 +266,10 @@ impl WebhooksRead for Tx<'_> {
 
     fn count_deliveries(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<u64> {
         self.count(&COUNT_DELIVERIES, args![tenant, endpoint])
+    }
+
+    fn pending_test(&mut self, tenant: TenantId, endpoint: WebhookId) -> StoreResult<bool> {
+        Ok(self.one(&PENDING_TEST, args![tenant, endpoint], |r| r.i64("id"))?.is_some())
     }
 
     fn delivery(&mut self, tenant: TenantId, endpoint: WebhookId, id: DeliveryId) -> StoreResult<Option<Delivery>> {

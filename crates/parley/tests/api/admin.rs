@@ -49,8 +49,30 @@ async fn an_admin_sets_up_a_site_an_installation_and_an_agent_through_the_api() 
         assert_eq!(status, StatusCode::OK, "the new token works at once");
         assert_eq!(config["site"]["name"], format!("Shop {n}"));
 
+        assert_eq!(body["installation"]["embed_snippet"], snippet);
+        assert_eq!(
+            body["installation"]["warnings"][0],
+            "No heartbeat received yet: check that the embed snippet is on your pages and that the page has loaded it."
+        );
+
+        // The list tells what the web app's integrations page shows.
+        app.post(
+            &format!("{prefix}/widget/ping"),
+            json!({"token": token, "version": "1.0.0", "current_url": "https://elsewhere.example/"}),
+        )
+        .await;
         let (_, list) = app.authed(Method::GET, &format!("{prefix}/admin/sites/{site_id}/installations"), &admin, None).await;
         assert_eq!(list["installations"].as_array().unwrap().len(), 1);
+        let listed = &list["installations"][0];
+        assert_eq!(
+            (listed["status"].as_str(), listed["page_host"].as_str(), listed["widget_version"].as_str()),
+            (Some("healthy"), Some("elsewhere.example"), Some("1.0.0"))
+        );
+        assert_eq!(listed["embed_snippet"], snippet);
+        assert!(
+            listed["warnings"][0].as_str().unwrap().starts_with("The page host elsewhere.example is not among the site's domains"),
+            "{listed}"
+        );
 
         let email = format!("agent{n}@acme.example");
         let (status, body) = app

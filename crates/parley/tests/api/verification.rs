@@ -304,6 +304,7 @@ async fn a_failed_send_is_503_and_leaves_no_usable_challenge() {
     s.smtp.refuse();
     let (status, body) = s.start("/api", json!({"method": "email_otp"})).await;
     assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    assert_eq!(body["error"]["message"], "The verification message could not be sent; try again later.");
     s.sms.reply(&[Reply::Status(500)]);
     let (status, body) = s.start("/api", json!({"method": "sms_otp"})).await;
     assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");

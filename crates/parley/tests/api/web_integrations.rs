@@ -10,7 +10,7 @@ use crate::helpers::*;
 use crate::receiver::Receiver;
 use crate::smtp_sink::SmtpSink;
 use crate::web_browser::{Browser, Page};
-use crate::webhooks::{deliveries, verify, webhook_app};
+use crate::webhooks::{deliveries, delivery_log_when, verify, webhook_app};
 
 const PAGES: [&str; 4] = ["/app/integrations", "/app/integrations/tokens", "/app/integrations/webhooks", "/app/integrations/verification"];
 
@@ -97,7 +97,8 @@ async fn sites_and_installations_are_made_and_show_token_snippet_and_health() {
     // A bad site is refused beside its form, and nothing is made.
     let refused = browser.submit("/app/integrations", "/app/integrations/sites", &[("name", ""), ("domains", "not a domain!")]).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(refused.html.contains("class=\"problem\" role=\"alert\">Domains item 2: must be a host name"), "{}", refused.html);
+    assert!(refused.html.contains("role=\"alert\">Domains item 2: must be a host name"), "{}", refused.html);
+    assert!(refused.html.contains("value=\"not a domain!\"") && refused.html.contains("aria-invalid=\"true\""), "kept and marked");
     let answer = browser
         .submit("/app/integrations", "/app/integrations/sites", &[("name", "Docs"), ("domains", "docs.acme.example, help.acme.example")])
         .await;
@@ -125,27 +126,101 @@ async fn sites_and_installations_are_made_and_show_token_snippet_and_health() {
     assert_eq!(list["installations"][0]["status"], "healthy");
 }
 
+/// Acme's records the forms below act on: an endpoint with a delivery,
+/// a personal token, site 1 and installation 1.
+struct Acme {
+    endpoint: i64,
+    delivery: i64,
+    token: i64,
+}
+
+async fn acme_with_records(app: &TestApp) -> Acme {
+    let f = app.fixture("acme", &[]).await;
+    app.operator(&f, "agent@acme.example", Role::Agent, &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let receiver = Receiver::start().await;
+    let (endpoint, _) = crate::webhooks::register(app, &admin, &receiver.url, None).await;
+    let (status, body) =
+        app.authed(Method::POST, &format!("/api/admin/webhooks/{endpoint}/test"), &admin, Some(json!({"event": "message.created"}))).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let delivery = body["delivery"]["id"].as_i64().unwrap();
+    let (status, body) = app.authed(Method::POST, "/api/admin/tokens", &admin, Some(json!({"name": "acme's"}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    Acme { endpoint, delivery, token: body["token"]["id"].as_i64().unwrap() }
+}
+
+/// Every form of the integrations, aimed at acme's records.
+fn every_form(a: &Acme) -> Vec<(String, Vec<(&'static str, &'static str)>)> {
+    let w = a.endpoint;
+    vec![
+        ("/app/integrations/sites".into(), vec![("name", "Intruder")]),
+        ("/app/integrations/sites/1/installations".into(), vec![("name", "Intruder")]),
+        ("/app/integrations/installations/1/disable".into(), vec![]),
+        ("/app/integrations/installations/1/enable".into(), vec![]),
+        ("/app/integrations/tokens".into(), vec![("name", "Intruder")]),
+        (format!("/app/integrations/tokens/{}/revoke", a.token), vec![]),
+        ("/app/integrations/webhooks".into(), vec![("url", "https://intruder.example/hook")]),
+        (format!("/app/integrations/webhooks/{w}/test"), vec![("event", "message.created")]),
+        (format!("/app/integrations/webhooks/{w}/rotate"), vec![]),
+        (format!("/app/integrations/webhooks/{w}/deliveries/{}/redeliver", a.delivery), vec![]),
+        (format!("/app/integrations/webhooks/{w}/delete"), vec![]),
+        ("/app/integrations/verification/test".into(), vec![("channel", "email"), ("to", "someone@example.com")]),
+    ]
+}
+
+/// Acme's records are as `acme_with_records` left them.
+async fn acme_unchanged(app: &TestApp, a: &Acme) {
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, sites) = app.authed(Method::GET, "/api/admin/sites", &admin, None).await;
+    assert_eq!(sites["sites"].as_array().unwrap().len(), 1, "{sites}");
+    let (_, list) = app.authed(Method::GET, "/api/admin/sites/1/installations", &admin, None).await;
+    assert_eq!((list["installations"].as_array().unwrap().len(), list["installations"][0]["enabled"].as_bool()), (1, Some(true)));
+    let (_, hooks) = app.authed(Method::GET, "/api/admin/webhooks", &admin, None).await;
+    assert_eq!(hooks["webhooks"].as_array().unwrap().len(), 1);
+    assert_eq!(hooks["webhooks"][0]["id"], a.endpoint);
+    assert!(hooks["webhooks"][0]["previous_secret_expires_at"].is_null(), "not rotated: {hooks}");
+    assert_eq!(deliveries(app, &admin, a.endpoint).await["meta"]["total"], 1, "no test, no redelivery");
+    let (_, tokens) = app.authed(Method::GET, "/api/admin/tokens", &admin, None).await;
+    assert_eq!(tokens["tokens"].as_array().unwrap().len(), 1, "{tokens}");
+}
+
 #[tokio::test]
-async fn another_tenants_installations_are_out_of_reach() {
-    let app = TestApp::spawn().await;
-    app.fixture("acme", &[]).await;
+async fn another_tenant_an_agent_and_a_forged_form_reach_nothing() {
+    let app = webhook_app().await;
+    let acme = acme_with_records(&app).await;
     app.fixture("globex", &[]).await;
     let mut globex = Browser::signed_in(&app, "admin@globex.example.com").await;
-    // Installation 1 and site 1 are acme's.
-    assert_eq!(globex.get("/app/integrations/installations/1/try").await.status, StatusCode::NOT_FOUND);
-    for (to, fields) in [
-        ("/app/integrations/installations/1/disable", vec![]),
-        ("/app/integrations/sites/1/installations", vec![("name", "Intruder")]),
-        ("/app/integrations/webhooks/1/test", vec![("event", "message.created")]),
-        ("/app/integrations/tokens/1/revoke", vec![]),
-    ] {
-        let page = globex.submit("/app/integrations", to, &fields).await;
-        assert!(matches!(page.status, StatusCode::NOT_FOUND), "{to}: {}", page.status);
+    let mut agent = Browser::signed_in(&app, "agent@acme.example").await;
+    let mut admin = Browser::signed_in(&app, "admin@acme.example.com").await;
+
+    for path in ["/app/integrations/installations/1/try".to_owned(), format!("/app/integrations/webhooks/{}", acme.endpoint)] {
+        assert_eq!(globex.get(&path).await.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(agent.get(&path).await.status, StatusCode::FORBIDDEN, "{path}");
     }
-    assert_eq!(globex.get("/app/integrations/installations/x/try").await.status, StatusCode::NOT_FOUND);
-    let mut acme = Browser::signed_in(&app, "admin@acme.example.com").await;
-    let page = acme.open("/app/integrations").await;
-    assert!(page.html.contains(">Waiting for a first heartbeat<") && !page.html.contains("Intruder"), "nothing changed");
+    for bad in ["x", "0", "-1", "99999999999999999999"] {
+        assert_eq!(admin.get(&format!("/app/integrations/installations/{bad}/try")).await.status, StatusCode::NOT_FOUND, "{bad}");
+        assert_eq!(admin.get(&format!("/app/integrations/webhooks/{bad}")).await.status, StatusCode::NOT_FOUND, "{bad}");
+    }
+    for (to, fields) in every_form(&acme) {
+        // Globex's own forms make records of globex's: only those naming
+        // acme's records matter here.
+        if !to.ends_with("/sites") && !to.ends_with("/tokens") && !to.ends_with("/webhooks") && !to.ends_with("/verification/test") {
+            let page = globex.submit("/app/integrations", &to, &fields).await;
+            assert_eq!(page.status, StatusCode::NOT_FOUND, "globex: {to}");
+        }
+        let page = agent.submit("/app", &to, &fields).await;
+        assert_eq!(page.status, StatusCode::FORBIDDEN, "agent: {to}");
+        let page = admin.post(&to, &fields).await;
+        assert_eq!(page.status, StatusCode::FORBIDDEN, "no token: {to}");
+        let mut forged = vec![("csrf", "forged")];
+        forged.extend_from_slice(&fields);
+        let page = admin.send(Method::POST, &to, Some(&forged), &[("sec-fetch-site", "cross-site")]).await;
+        assert_eq!(page.status, StatusCode::FORBIDDEN, "cross-site: {to}");
+        // A form's address opened as a page is a page, or leads to one.
+        let opened = admin.get(&to).await;
+        assert!(matches!(opened.status, StatusCode::OK | StatusCode::SEE_OTHER), "GET {to}: {}", opened.status);
+    }
+    acme_unchanged(&app, &acme).await;
 }
 
 /// Opens a conversation as a browser would from a page at `referer`.
@@ -197,7 +272,7 @@ async fn a_personal_token_is_shown_once_works_and_is_revoked() {
     let refused =
         browser.submit("/app/integrations/tokens", "/app/integrations/tokens", &[("name", " "), ("expires_in_days", "999")]).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(refused.html.contains("Expires in days must be an integer from 1 to 365"), "{}", refused.html);
+    assert!(refused.html.contains("Expires after (days) must be an integer from 1 to 365"), "{}", refused.html);
 
     let made =
         browser.submit("/app/integrations/tokens", "/app/integrations/tokens", &[("name", "iOS test"), ("expires_in_days", "7")]).await;
@@ -233,7 +308,8 @@ async fn a_webhook_endpoint_is_made_tested_logged_rotated_and_deleted() {
 
     let refused = browser.submit("/app/integrations/webhooks", "/app/integrations/webhooks", &[("url", "ftp://example.com/")]).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(refused.html.contains("class=\"problem\" role=\"alert\">Url "), "{}", refused.html);
+    assert!(refused.html.contains("role=\"alert\">URL must be"), "{}", refused.html);
+    assert!(refused.html.contains("value=\"ftp://example.com/\""), "what was typed is kept");
 
     let made = browser
         .submit(
@@ -277,12 +353,21 @@ async fn a_webhook_endpoint_is_made_tested_logged_rotated_and_deleted() {
     assert_eq!(again.location.as_deref(), Some(format!("{detail}?done=redelivered#log").as_str()));
     assert_eq!(receiver.next().await.json()["event_id"], envelope["event_id"]);
     assert_eq!(deliveries(&app, &admin, id).await["meta"]["total"], 2);
+    delivery_log_when(&app, &admin, id, |d| d["status"] == "delivered").await;
 
     let rotated = browser.submit(&detail, &format!("{detail}/rotate"), &[]).await;
     assert_eq!(rotated.status, StatusCode::OK);
     let new_secret = text_of(&rotated, "webhook-secret");
     assert_ne!(new_secret, secret);
     assert!(rotated.html.contains("signed with both the new secret and the old one"), "the overlap is explained");
+    browser.submit(&detail, &format!("{detail}/test"), &[("event", "message.created")]).await;
+    verify(&receiver.next().await, &[&new_secret, &secret]);
+    delivery_log_when(&app, &admin, id, |d| d["status"] == "delivered").await;
+    // The answer's form sent again (a reload) replaces nothing: the old
+    // secret keeps its day of overlap.
+    let reload = browser.post(&format!("{detail}/rotate"), &[("csrf", &made.field("csrf")), ("shown", "0")]).await;
+    assert_eq!(reload.status, StatusCode::CONFLICT, "{}", reload.html);
+    assert!(reload.html.contains("The secret was already replaced since this page was shown."), "{}", reload.html);
     browser.submit(&detail, &format!("{detail}/test"), &[("event", "message.created")]).await;
     verify(&receiver.next().await, &[&new_secret, &secret]);
 
@@ -298,47 +383,41 @@ async fn a_webhook_endpoint_is_made_tested_logged_rotated_and_deleted() {
 #[tokio::test]
 async fn the_verification_page_shows_the_channels_and_sends_a_test() {
     let smtp = SmtpSink::start().await;
-    let app = TestApp::with().var("PARLEY_SMTP_URL", &smtp.url()).var("PARLEY_MAIL_FROM", "noreply@parley.test").start().await;
+    let app = TestApp::with()
+        .var("PARLEY_SMTP_URL", &smtp.url())
+        .var("PARLEY_MAIL_FROM", "noreply@parley.test")
+        .var("PARLEY_RATE_LIMITS", "on")
+        .var("PARLEY_VERIFY_TEST_LIMIT_PER_TENANT", "2/1h")
+        .start()
+        .await;
     app.fixture("acme", &[]).await;
     let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
     let page = browser.open("/app/integrations/verification").await;
     assert!(page.html.contains("SMTP server") && page.html.contains("Not configured"), "{}", page.html);
     assert!(page.html.contains("The widget offers: <code>email_otp, magic_link</code>"), "{}", page.html);
+    let send = |channel: &'static str, to: &'static str| [("channel", channel), ("to", to)];
+    const FROM: &str = "/app/integrations/verification";
+    const TO: &str = "/app/integrations/verification/test";
 
-    let refused = browser
-        .submit("/app/integrations/verification", "/app/integrations/verification/test", &[("channel", "sms"), ("to", "+14155550123")])
-        .await;
+    let refused = browser.submit(FROM, TO, &send("sms", "+14155550123")).await;
     assert_eq!(refused.status, StatusCode::CONFLICT);
     assert!(refused.html.contains("No SMS channel is configured on this service."));
-    let sent = browser
-        .submit("/app/integrations/verification", "/app/integrations/verification/test", &[("channel", "email"), ("to", "ops@example.com")])
-        .await;
-    assert_eq!(sent.status, StatusCode::OK);
-    assert!(sent.html.contains("A test email went to ops@example.com"), "{}", sent.html);
-    assert_eq!(smtp.next().await.to, vec!["ops@example.com".to_owned()]);
-}
-
-#[tokio::test]
-async fn integrations_forms_without_their_token_change_nothing() {
-    let app = TestApp::spawn().await;
-    app.fixture("acme", &[]).await;
-    let admin = app.login("admin@acme.example.com").await;
-    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
-    for (to, fields) in [
-        ("/app/integrations/sites", vec![("name", "Forged")]),
-        ("/app/integrations/installations/1/disable", vec![]),
-        ("/app/integrations/tokens", vec![("name", "Forged")]),
-        ("/app/integrations/webhooks", vec![("url", "https://example.com/hook")]),
-    ] {
-        let page = browser.post(to, &fields).await;
-        assert_eq!(page.status, StatusCode::FORBIDDEN, "{to}");
-        let page = browser.send(Method::POST, to, Some(&[("csrf", "wrong")]), &[("sec-fetch-site", "cross-site")]).await;
-        assert_eq!(page.status, StatusCode::FORBIDDEN, "{to}");
+    for (channel, to) in [("email", "not an address"), ("sms", "ops@example.com"), ("pigeon", "ops@example.com")] {
+        let refused = browser.submit(FROM, TO, &send(channel, to)).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{channel} {to}");
+        assert!(refused.html.contains(&format!("value=\"{to}\"")), "what was typed is kept: {}", refused.html);
     }
-    let (_, sites) = app.authed(Method::GET, "/api/admin/sites", &admin, None).await;
-    assert_eq!(sites["sites"].as_array().unwrap().len(), 1);
-    let (_, tokens) = app.authed(Method::GET, "/api/admin/tokens", &admin, None).await;
-    assert_eq!(tokens["tokens"], json!([]));
-    let (_, list) = app.authed(Method::GET, "/api/admin/sites/1/installations", &admin, None).await;
-    assert_eq!(list["installations"][0]["status"], "pending");
+    let sent = browser.submit(FROM, TO, &send("email", "ops@example.com")).await;
+    assert_eq!(sent.location.as_deref(), Some("/app/integrations/verification?done=sent"), "a reload sends nothing more");
+    assert!(browser.open("/app/integrations/verification?done=sent").await.html.contains("The test message is sent"));
+    assert_eq!(smtp.next().await.to, vec!["ops@example.com".to_owned()]);
+
+    smtp.refuse();
+    let failed = browser.submit(FROM, TO, &send("email", "ops@example.com")).await;
+    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(failed.html.contains("The test message could not be sent; the service"), "{}", failed.html);
+    // That was the second of the hour, failed or not: the next is refused beside the form.
+    let limited = browser.submit(FROM, TO, &send("email", "ops@example.com")).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(limited.html.contains("That was one too many for now. Try again in 60 minutes."), "{}", limited.html);
 }

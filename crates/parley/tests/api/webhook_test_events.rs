@@ -39,6 +39,8 @@ async fn a_test_event_of_every_kind_arrives_signed_and_marked() {
         assert_eq!(envelope["tenant_slug"], "acme");
         assert_eq!(envelope["event_id"], body["delivery"]["event_id"]);
         assert!(envelope["data"].is_object());
+        // One test at a time: the next waits until this one is logged.
+        delivery_log_when(&app, &admin, id, |d| d["status"] == "delivered").await;
     }
     // The shapes are the real ones.
     let log = delivery_log_when(&app, &admin, id, |d| d["status"] == "delivered").await;
@@ -127,4 +129,47 @@ async fn a_disabled_endpoint_gets_no_test() {
     delivery_log_when(&app, &admin, id, |d| d["status"] == "failed").await;
     let (status, body) = send_test(&app, &admin, "/api", id, json!({"event": "message.created"})).await;
     assert_error(status, &body, StatusCode::CONFLICT, "conflict");
+}
+
+#[tokio::test]
+async fn one_test_at_a_time_per_endpoint() {
+    let app = webhook_app().await;
+    app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let receiver = Receiver::start().await;
+    receiver.reply(&[crate::receiver::Reply::Status(500)]);
+    let (id, _) = register(&app, &admin, &receiver.url, None).await;
+    let (other, _) = register(&app, &admin, &format!("{}/other", receiver.url), None).await;
+    let (status, body) = send_test(&app, &admin, "/api", id, json!({"event": "message.created"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    receiver.next().await;
+    // Refused by the receiver, it waits for its retry: no second test meanwhile.
+    let (status, body) = send_test(&app, &admin, "/api", id, json!({"event": "message.created"})).await;
+    assert_error(status, &body, StatusCode::CONFLICT, "conflict");
+    assert_eq!(deliveries(&app, &admin, id).await["meta"]["total"], 1);
+    let (status, body) = send_test(&app, &admin, "/api", other, json!({"event": "message.created"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "another endpoint has its own: {body}");
+}
+
+#[tokio::test]
+async fn a_form_sent_twice_makes_one_endpoint_and_one_token() {
+    let app = webhook_app().await;
+    app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let body = json!({"url": "http://127.0.0.1:9/hook", "events": ["message.created", "conversation.closed"]});
+    let (status, _) = app.authed(Method::POST, "/api/admin/webhooks", &admin, Some(body)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let again = json!({"url": "http://127.0.0.1:9/hook", "events": ["conversation.closed", "message.created"]});
+    let (status, body) = app.authed(Method::POST, "/api/admin/webhooks", &admin, Some(again)).await;
+    assert_fields(status, &body, &["url"]);
+    let other_events = json!({"url": "http://127.0.0.1:9/hook"});
+    let (status, _) = app.authed(Method::POST, "/api/admin/webhooks", &admin, Some(other_events)).await;
+    assert_eq!(status, StatusCode::CREATED, "the same URL for other events is another endpoint");
+
+    let (status, _) = app.authed(Method::POST, "/api/admin/tokens", &admin, Some(json!({"name": "CI"}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = app.authed(Method::POST, "/api/admin/tokens", &admin, Some(json!({"name": "CI"}))).await;
+    assert_fields(status, &body, &["name"]);
+    let (_, list) = app.authed(Method::GET, "/api/admin/tokens", &admin, None).await;
+    assert_eq!(list["tokens"].as_array().unwrap().len(), 1);
 }

@@ -15,6 +15,7 @@ use crate::AppState;
 use crate::app::error::PageError;
 use crate::app::form::{CheckedForm, Form};
 use crate::app::session::WebSession;
+use crate::error::sentence;
 
 /// Back to the page, at `anchor`.
 fn back(id: ConversationId, anchor: &str) -> Response {
@@ -68,17 +69,6 @@ async fn settle(
 /// `settle` for take, close and reopen: no text, back at the actions.
 async fn settle_action<T>(s: &AppState, who: &WebSession, id: ConversationId, done: Result<T, DomainError>) -> Result<Response, PageError> {
     settle(s, who, id, (Which::Actions, "actions"), "", done.map(drop)).await
-}
-
-/// `text` as a sentence: capital first, full stop last.
-fn sentence(text: &str) -> String {
-    let mut chars = text.trim().chars();
-    let mut out: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
-    out.push_str(chars.as_str());
-    if !out.is_empty() && !out.ends_with('.') {
-        out.push('.');
-    }
-    out
 }
 
 /// The form's client message id when it is a valid one; a browser never

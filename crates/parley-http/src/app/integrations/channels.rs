@@ -1,17 +1,16 @@
 //! Verification channels: which the service has, which methods the widget
 //! offers, and a test message to an address the admin types.
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
-use parley_domain::verification::setup::TestSent;
+use parley_domain::verification::channels::{Channel, Provider};
 
-use super::common::{Admin, back, frame, notice, problem, read, refusal, token_field};
+use super::common::{Admin, back, done_message, frame, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
-use crate::app::form::CheckedForm;
-use crate::app::layout::when;
+use crate::app::form::{CheckedForm, Form};
 use crate::app::session::WebSession;
 use crate::requests::admin::ChannelTest;
 
@@ -21,17 +20,25 @@ pub async fn to_page() -> Response {
     back(HERE)
 }
 
-pub async fn page(State(s): State<AppState>, Admin(who): Admin) -> Result<Response, PageError> {
-    render(&s, &who, StatusCode::OK, None, None)
+const DONE: [(&str, &str); 1] = [("sent", "The test message is sent: the provider took it. Check that it arrived.")];
+
+pub async fn page(State(s): State<AppState>, Admin(who): Admin, RawQuery(query): RawQuery) -> Result<Response, PageError> {
+    render(&s, &who, StatusCode::OK, done_message(query.as_deref(), &DONE), None)
 }
 
-fn provider_label(provider: Option<&str>) -> &'static str {
+fn provider_label(provider: Option<Provider>) -> &'static str {
     match provider {
-        Some("smtp") => "SMTP server",
-        Some("sms_gateway") => "SMS gateway",
-        Some("sandbox_outbox") => "Sandbox outbox (parley demo: kept on the /sandbox page, never sent)",
-        Some(_) => "Configured",
+        Some(Provider::Smtp) => "SMTP server",
+        Some(Provider::SmsGateway) => "SMS gateway",
+        Some(Provider::SandboxOutbox) => "Sandbox outbox (parley demo: kept in the demo's outbox, never sent)",
         None => "Not configured",
+    }
+}
+
+fn channel_label(channel: Channel) -> &'static str {
+    match channel {
+        Channel::Email => "Email",
+        Channel::Sms => "SMS",
     }
 }
 
@@ -39,30 +46,26 @@ fn render(
     s: &AppState,
     who: &WebSession,
     status: StatusCode,
-    sent: Option<&TestSent>,
-    refused: Option<String>,
+    done: Option<&str>,
+    refused: Option<(String, Form)>,
 ) -> Result<Response, PageError> {
     let states = s.verification.channel_states(&who.session)?;
     let offered: Vec<&str> = s.verification.methods().iter().map(|m| m.as_str()).collect();
-    let done = sent.map(|t| {
-        format!(
-            "A test {} went to {} through the {}.",
-            if t.channel.as_str() == "sms" { "SMS" } else { "email" },
-            t.to,
-            provider_label(Some(t.provider)).to_lowercase()
-        )
-    });
+    let (message, held) = match &refused {
+        Some((m, f)) => (Some(m.as_str()), Some(f)),
+        None => (None, None),
+    };
+    let chosen = typed(held, "channel");
     let main = html! {
         h1 { "Verification" }
-        (notice(done.as_deref()))
-        @if let Some(t) = sent { p.help { "Sent " (when(t.sent_at)) "." } }
+        (notice(done))
         p { "Visitors prove their email address or phone number with a code or a link sent through these channels. They are the service's own, set by whoever runs Parley (" code { "PARLEY_SMTP_URL" } ", " code { "PARLEY_SMS_GATEWAY_URL" } ")." }
         table.list {
             thead { tr { th scope="col" { "Channel" } th scope="col" { "Carried by" } th scope="col" { "Methods" } } }
             tbody {
                 @for c in &states {
                     tr data-channel=(c.channel.as_str()) {
-                        td { @if c.channel.as_str() == "sms" { "SMS" } @else { "Email" } }
+                        td { (channel_label(c.channel)) }
                         td { (provider_label(c.provider)) }
                         td { (c.methods.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")) }
                     }
@@ -77,13 +80,13 @@ fn render(
                 (token_field(who))
                 label for="test-channel" { "Channel" }
                 select #test-channel name="channel" {
-                    option value="email" { "Email" }
-                    option value="sms" { "SMS" }
+                    @for c in Channel::ALL { option value=(c.as_str()) selected[chosen == c.as_str()] { (channel_label(c)) } }
                 }
                 label for="test-to" { "To" }
-                input #test-to name="to" required placeholder="you@example.com or +4915123456789" aria-describedby="test-to-help";
-                p.help #test-to-help { "An email address for email, a phone number in international form (+ and digits) for SMS. At most 10 tests an hour per tenant." }
-                (problem(refused.as_deref()))
+                input #test-to name="to" required placeholder="you@example.com or +4915123456789" value=(typed(held, "to"))
+                    aria-invalid=[message.map(|_| "true")] aria-describedby={ "test-to-help" @if message.is_some() { " test-problem" } };
+                p.help #test-to-help { "An email address for email, a phone number in international form (+ and digits) for SMS. At most 10 tests an hour per tenant; a test SMS does not count against the daily SMS budget of verifications." }
+                (problem("test-problem", message))
                 button type="submit" { "Send test" }
             }
         }
@@ -91,16 +94,18 @@ fn render(
     Ok(frame(who, "Verification", HERE, status, main))
 }
 
+/// Sends the test and answers a redirect, so a reload sends no second
+/// message.
 pub async fn send_test(State(s): State<AppState>, Admin(who): Admin, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
     let sent = match read::<ChannelTest>(&form, &[], &[]) {
         Ok(input) => s.verification.send_test(&who.session, input.channel, input.to).await,
         Err(e) => Err(e),
     };
     match sent {
-        Ok(t) => render(&s, &who, StatusCode::OK, Some(&t), None),
+        Ok(_) => Ok(back(&format!("{HERE}?done=sent"))),
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, None, Some(message))
+            render(&s, &who, status, None, Some((message, form)))
         }
     }
 }

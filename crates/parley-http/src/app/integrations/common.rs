@@ -14,10 +14,10 @@ use serde_json::{Map, Value};
 use crate::AppState;
 use crate::app::error::PageError;
 use crate::app::form::Form;
-use crate::app::layout::{page, respond};
+use crate::app::layout::{minutes_or_seconds, page, respond};
 use crate::app::session::WebSession;
 use crate::app::{assets, csrf};
-use crate::error::ApiError;
+use crate::error::{ApiError, sentence};
 use crate::extract::{Fields, FromFields, PathId, PathIds};
 
 /// A signed-in admin; an agent gets a 403 page.
@@ -102,11 +102,17 @@ pub fn copyable(id: &str, label: &str, value: &str, block: bool) -> Markup {
     }
 }
 
-/// A sentence saying a form was refused, beside it.
-pub fn problem(message: Option<&str>) -> Markup {
+/// A sentence saying a form was refused, beside it; its fields point to
+/// it by `id` (`aria-describedby`).
+pub fn problem(id: &str, message: Option<&str>) -> Markup {
     html! {
-        @if let Some(m) = message { p.problem role="alert" { (m) } }
+        @if let Some(m) = message { p.problem id=(id) role="alert" { (m) } }
     }
+}
+
+/// What was typed in a refused form's field, to show it again.
+pub fn typed<'a>(form: Option<&'a Form>, name: &str) -> &'a str {
+    form.and_then(|f| f.get(name)).unwrap_or_default()
 }
 
 /// A sentence saying what just happened.
@@ -162,8 +168,10 @@ pub fn read<T: FromFields>(form: &Form, lists: &[&str], numbers: &[&str]) -> Res
     })
 }
 
-/// What to say beside a form the domain refused, and with which status;
-/// any other failure is the error page.
+/// What to say beside a form the domain refused, and with which status:
+/// the API's own answer to the same refusal, but for invalid fields, which
+/// are named as the form labels them, and a limit, which says how long
+/// to wait. Any other failure is the error page.
 pub fn refusal(e: DomainError) -> Result<(StatusCode, String), PageError> {
     match e {
         DomainError::Validation(errors) => {
@@ -171,30 +179,30 @@ pub fn refusal(e: DomainError) -> Result<(StatusCode, String), PageError> {
                 errors.fields().iter().flat_map(|(field, ms)| ms.iter().map(move |m| format!("{} {m}", label(field)))).collect();
             Ok((StatusCode::UNPROCESSABLE_ENTITY, sentence(&all.join("; "))))
         }
-        DomainError::Conflict(m) => Ok((StatusCode::CONFLICT, sentence(m))),
-        DomainError::NotSent(m) => Ok((StatusCode::SERVICE_UNAVAILABLE, sentence(m))),
+        DomainError::RateLimited { retry_after_secs } => Ok((
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("That was one too many for now. Try again in {}.", minutes_or_seconds(retry_after_secs)),
+        )),
+        e @ (DomainError::Conflict(_) | DomainError::NotSent(_)) => {
+            let answer = ApiError::Domain(e).answer();
+            Ok((answer.status, answer.message))
+        }
         other => Err(other.into()),
     }
 }
 
-/// How a form names a field to people.
-fn label(field: &str) -> String {
-    let words = field.replace('_', " ");
-    let mut c = words.chars();
-    match c.next() {
-        Some(first) => format!("{}{}", first.to_uppercase(), c.as_str()),
-        None => words,
-    }
-}
-
-fn sentence(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(first) => {
-            let text = format!("{}{}", first.to_uppercase(), c.as_str());
-            if text.ends_with('.') { text } else { format!("{text}.") }
-        }
-        None => String::new(),
+/// How a form names a field to people: its label's first words.
+fn label(field: &str) -> &'static str {
+    match field {
+        "name" => "Name",
+        "domains" => "Domains",
+        "url" => "URL",
+        "events" => "Events",
+        "event" => "Event",
+        "expires_in_days" => "Expires after (days)",
+        "channel" => "Channel",
+        "to" => "To",
+        _ => "A field",
     }
 }
 
@@ -206,9 +214,11 @@ mod tests {
     fn refusals_read_as_sentences_naming_the_field() {
         let (status, text) = refusal(DomainError::invalid("url", "must be an http or https URL")).expect("shown beside the form");
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-        assert_eq!(text, "Url must be an http or https URL.");
+        assert_eq!(text, "URL must be an http or https URL.");
         let (status, text) = refusal(DomainError::Conflict("the endpoint is disabled")).expect("shown beside the form");
         assert_eq!((status, text.as_str()), (StatusCode::CONFLICT, "The endpoint is disabled."));
+        let (status, text) = refusal(DomainError::RateLimited { retry_after_secs: 600 }).expect("beside the form");
+        assert_eq!((status, text.as_str()), (StatusCode::TOO_MANY_REQUESTS, "That was one too many for now. Try again in 10 minutes."));
         assert!(refusal(DomainError::NotFound).is_err(), "not found is the error page");
     }
 

@@ -18,7 +18,7 @@ mod tokens;
 mod webhooks;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::get;
 
 use crate::AppState;
 
@@ -37,7 +37,7 @@ pub fn routes() -> Router<AppState> {
         .route("/app/integrations/webhooks/{id}/rotate", get(webhooks::to_detail).post(webhooks::rotate))
         .route("/app/integrations/webhooks/{id}/delete", get(webhooks::to_detail).post(webhooks::delete))
         .route("/app/integrations/webhooks/{id}/test", get(webhooks::to_detail).post(webhooks::send_test))
-        .route("/app/integrations/webhooks/{id}/deliveries/{delivery}/redeliver", post(webhooks::redeliver))
+        .route("/app/integrations/webhooks/{id}/deliveries/{delivery}/redeliver", get(webhooks::to_log).post(webhooks::redeliver))
         .route("/app/integrations/verification", get(channels::page))
         .route("/app/integrations/verification/test", get(channels::to_page).post(channels::send_test))
 }

@@ -3,17 +3,17 @@
 //! that embeds the widget on Parley itself.
 
 use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
-use maud::{Markup, PreEscaped, html};
+use maud::{Markup, html};
 use parley_domain::admin::NewInstallationInput;
 use parley_domain::model::{Installation, InstallationId, InstallationStatus, Site, SiteId};
 use parley_domain::tenancy::NewSiteInput;
 
-use super::common::{Admin, Id, back, copyable, done_message, frame, notice, problem, read, refusal, token_field};
+use super::common::{Admin, Id, back, copyable, done_message, frame, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
-use crate::app::form::CheckedForm;
+use crate::app::form::{CheckedForm, Form};
 use crate::app::layout::when;
 use crate::app::session::WebSession;
 
@@ -27,14 +27,16 @@ const DONE: [(&str, &str); 4] = [
 ];
 
 /// Which form a problem is about.
-enum Form {
+enum Which {
     Site,
     Installation(SiteId),
 }
 
+/// A refused form: which, why, and what was typed in it.
 struct Problem {
-    form: Form,
+    form: Which,
     message: String,
+    typed: Form,
 }
 
 pub async fn page(State(s): State<AppState>, Admin(who): Admin, RawQuery(query): RawQuery) -> Result<Response, PageError> {
@@ -48,20 +50,17 @@ async fn render(
     refused: Option<Problem>,
     done: Option<&str>,
 ) -> Result<Response, PageError> {
-    let sites = s.admin.sites(&who.session).await?;
-    let mut listed = Vec::with_capacity(sites.len());
-    for site in sites {
-        let installations = s.admin.installations(&who.session, site.id).await?;
-        listed.push((site, installations));
-    }
-    let site_problem = refused.as_ref().filter(|p| matches!(p.form, Form::Site)).map(|p| p.message.as_str());
+    let listed = s.admin.sites_with_installations(&who.session).await?;
+    let site_problem = refused.as_ref().filter(|p| matches!(p.form, Which::Site));
+    let site_typed = site_problem.map(|p| &p.typed);
+    let site_problem = site_problem.map(|p| p.message.as_str());
     let main = html! {
         h1 { "Sites and installations" }
         (notice(done))
         p { "A site is a website (or app) with the domains its widget may run on; an installation is one place the widget is embedded, with the public token its snippet carries." }
         @if listed.is_empty() { p.empty { "No sites yet: add one below." } }
         @for (site, installations) in &listed {
-            @let installation_problem = refused.as_ref().and_then(|p| match p.form { Form::Installation(id) if id == site.id => Some(p.message.as_str()), _ => None });
+            @let installation_problem = refused.as_ref().filter(|p| matches!(p.form, Which::Installation(id) if id == site.id));
             (site_section(s, who, site, installations, installation_problem))
         }
         section aria-labelledby="new-site" {
@@ -69,11 +68,13 @@ async fn render(
             form.stack method="post" action={ (HERE) "/sites" } {
                 (token_field(who))
                 label for="site-name" { "Name" }
-                input #site-name name="name" required maxlength="255";
+                input #site-name name="name" required maxlength="255" value=(typed(site_typed, "name"))
+                    aria-invalid=[site_problem.map(|_| "true")] aria-describedby=[site_problem.map(|_| "site-problem")];
                 label for="site-domains" { "Domains the widget may run on" }
-                input #site-domains name="domains" placeholder="www.example.com, shop.example.com" aria-describedby="site-domains-help";
+                input #site-domains name="domains" placeholder="www.example.com, shop.example.com" value=(typed(site_typed, "domains"))
+                    aria-invalid=[site_problem.map(|_| "true")] aria-describedby={ "site-domains-help" @if site_problem.is_some() { " site-problem" } };
                 p.help #site-domains-help { "Separated by commas; subdomains are included. Leave empty to allow any domain." }
-                (problem(site_problem))
+                (problem("site-problem", site_problem))
                 button type="submit" { "Add site" }
             }
         }
@@ -81,8 +82,10 @@ async fn render(
     Ok(frame(who, "Integrations", HERE, status, main))
 }
 
-fn site_section(s: &AppState, who: &WebSession, site: &Site, installations: &[Installation], problem_here: Option<&str>) -> Markup {
+fn site_section(s: &AppState, who: &WebSession, site: &Site, installations: &[Installation], refused: Option<&Problem>) -> Markup {
     let heading = format!("site-{}", site.id.0);
+    let problem_id = format!("installation-problem-{}", site.id.0);
+    let message = refused.map(|p| p.message.as_str());
     html! {
         section.site aria-labelledby=(heading) {
             h2 #(heading) { (site.name) }
@@ -94,10 +97,12 @@ fn site_section(s: &AppState, who: &WebSession, site: &Site, installations: &[In
             @for i in installations { (installation(s, who, site, i)) }
             form.inline method="post" action={ (HERE) "/sites/" (site.id.0) "/installations" } {
                 (token_field(who))
-                label for={ "installation-name-" (site.id.0) } { "New installation" }
-                input id={ "installation-name-" (site.id.0) } name="name" placeholder="Website" maxlength="255";
+                label for={ "installation-name-" (site.id.0) } { "New installation of " (site.name) }
+                input id={ "installation-name-" (site.id.0) } name="name" placeholder="Website" maxlength="255"
+                    value=(typed(refused.map(|p| &p.typed), "name"))
+                    aria-invalid=[message.map(|_| "true")] aria-describedby=[message.map(|_| problem_id.as_str())];
                 button type="submit" { "Add installation" }
-                (problem(problem_here))
+                (problem(&problem_id, message))
             }
         }
     }
@@ -119,7 +124,8 @@ fn installation(s: &AppState, who: &WebSession, site: &Site, i: &Installation) -
     let status = i.status();
     html! {
         article.installation aria-labelledby=(heading) data-installation=(id) {
-            h3 #(heading) { (i.name) " " span.badge data-status=(status.as_str()) { (status_label(status)) } }
+            h3 #(heading) { (i.name) }
+            p.badge data-status=(status.as_str()) { (status_label(status)) }
             dl.health {
                 dt { "Last heartbeat" }
                 dd { @if let Some(t) = i.last_seen_at { (when(t)) } @else { "Never" } }
@@ -134,21 +140,21 @@ fn installation(s: &AppState, who: &WebSession, site: &Site, i: &Installation) -
                 }
             }
             h4 { "Public token" }
-            (copyable(&format!("token-{id}"), "the public token", &i.token, false))
+            (copyable(&format!("token-{id}"), &format!("the public token of {}", i.name), &i.token, false))
             h4 { "Embed snippet" }
             p.help { "Paste it into every page of the site, before " code { "</body>" } "." }
-            (copyable(&format!("snippet-{id}"), "the embed snippet", &s.admin.embed_snippet(i), true))
+            (copyable(&format!("snippet-{id}"), &format!("the embed snippet of {}", i.name), &s.admin.embed_snippet(i), true))
             div.actions {
-                a.button href=(crate::extract::try_page_path(id)) { "Try it" }
+                a.button href=(crate::extract::try_page_path(id)) aria-label={ "Try " (i.name) } { "Try it" }
                 @if i.enabled {
                     form method="post" action={ (HERE) "/installations/" (id) "/disable" } {
                         (token_field(who))
-                        button type="submit" { "Disable" }
+                        button type="submit" aria-label={ "Disable " (i.name) } { "Disable" }
                     }
                 } @else {
                     form method="post" action={ (HERE) "/installations/" (id) "/enable" } {
                         (token_field(who))
-                        button type="submit" { "Enable" }
+                        button type="submit" aria-label={ "Enable " (i.name) } { "Enable" }
                     }
                 }
             }
@@ -165,7 +171,7 @@ pub async fn create_site(State(s): State<AppState>, Admin(who): Admin, CheckedFo
         Ok(()) => Ok(back(&format!("{HERE}?done=site"))),
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, Some(Problem { form: Form::Site, message }), None).await
+            render(&s, &who, status, Some(Problem { form: Which::Site, message, typed: form }), None).await
         }
     }
 }
@@ -178,14 +184,14 @@ pub async fn create_installation(
 ) -> Result<Response, PageError> {
     let site = SiteId(site);
     let created = match read::<NewInstallationInput>(&form, &[], &[]) {
-        Ok(input) => s.admin.create_installation(&who.session, site, input).await.map(|i| i.id),
+        Ok(input) => s.admin.create_installation(&who.session, site, input).await.map(|(i, _)| i.id),
         Err(e) => Err(e),
     };
     match created {
         Ok(id) => Ok(back(&format!("{HERE}?done=installation#installation-{}", id.0))),
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, Some(Problem { form: Form::Installation(site), message }), None).await
+            render(&s, &who, status, Some(Problem { form: Which::Installation(site), message, typed: form }), None).await
         }
     }
 }
@@ -207,20 +213,33 @@ async fn set_enabled(State(s): State<AppState>, Admin(who): Admin, Id(id): Id, e
 /// The widget of one installation, embedded on Parley itself: the admin
 /// chats as a visitor here and answers from the inbox. Its requests pass
 /// the site's domain lock as this page's (see `extract::caller`).
-pub async fn try_it(State(s): State<AppState>, Admin(who): Admin, Id(id): Id) -> Result<Response, PageError> {
+pub async fn try_it(State(s): State<AppState>, Admin(who): Admin, Id(id): Id, headers: HeaderMap) -> Result<Response, PageError> {
     let (installation, site) = s.admin.installation(&who.session, InstallationId(id)).await?;
-    let snippet = s.admin.embed_snippet(&installation);
+    // The exception holds for requests from Parley's public address only:
+    // opened at another (localhost for 127.0.0.1, a proxy's inner name),
+    // the widget's requests would be refused with no word why.
+    let public = url::Url::parse(&s.web_app.public_url).ok();
+    let public_host = public.as_ref().and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)));
+    let asked = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(|h| {
+        let default = if public.as_ref().is_some_and(|u| u.scheme() == "https") { 443 } else { 80 };
+        if h.contains(':') && !h.ends_with(']') { h.to_ascii_lowercase() } else { format!("{}:{default}", h.to_ascii_lowercase()) }
+    });
+    let elsewhere = matches!((&public_host, &asked), (Some(p), Some(a)) if p != a);
     let main = html! {
+        @if elsewhere {
+            p.problem { "This page seems to be open at another address than the service's public one (" code { (s.web_app.public_url) } "), and the widget's requests are let through from that address only. If the chat below does not open, open this page at "
+                a href={ (s.web_app.public_url) (crate::extract::try_page_path(id)) } { "the public address" } "." }
+        }
         h1 { "Try " (installation.name) }
         p { "This page embeds the widget of " strong { (site.name) } " / " (installation.name)
             " exactly as the snippet does on the site: open it with the chat button in the corner, write as a visitor, and answer from the "
             a href="/app" target="_blank" { "inbox" } " (it opens in a new tab). Conversations started here are real conversations of this site." }
         p.help { "The site's domain lock lets this page through, and no other page of this address. Heartbeats from here are not counted in the installation's health." }
         @if !installation.enabled {
-            p.problem role="alert" { "This installation is disabled: the widget takes no new conversations until it is enabled again." }
+            p.problem { "This installation is disabled: the widget takes no new conversations until it is enabled again." }
         }
         p { a href={ (HERE) "#installation-" (id) } { "Back to the installations" } }
-        (PreEscaped(snippet))
+        script async src={ (s.web_app.public_url) "/widget.js" } data-api-base=(s.web_app.public_url) data-installation-token=(installation.token) {}
     };
     Ok(frame(&who, &format!("Try {}", installation.name), HERE, StatusCode::OK, main))
 }

@@ -8,10 +8,10 @@ use maud::html;
 use parley_domain::auth::NewPersonalToken;
 use parley_domain::model::{PersonalToken, TokenId};
 
-use super::common::{Admin, Id, back, copyable, done_message, frame, notice, problem, read, refusal, token_field};
+use super::common::{Admin, Id, back, copyable, done_message, frame, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
-use crate::app::form::CheckedForm;
+use crate::app::form::{CheckedForm, Form};
 use crate::app::layout::when;
 use crate::app::session::WebSession;
 
@@ -36,6 +36,8 @@ struct View<'a> {
     /// A token just made, with its secret: shown this once.
     created: Option<(PersonalToken, String)>,
     problem: Option<String>,
+    /// What a refused form held.
+    typed: Option<Form>,
 }
 
 async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'_>) -> Result<Response, PageError> {
@@ -45,7 +47,7 @@ async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'
     let main = html! {
         h1 { "Mobile API tokens" }
         (notice(view.done))
-        p { "A personal access token signs you in to the mobile API (" code { (api) "/mobile/…" } ") as yourself, without a password: for testing an app or a script. It is yours alone; other admins neither see nor revoke it." }
+        p { "A personal access token is a bearer token that acts as you, without a password: for testing the mobile API (" code { (api) "/mobile/…" } ") from an app or a script. As you are an admin, it opens the admin API too: keep it like a password, give it a short life, and revoke it when the test is over. It is yours alone; other admins neither see nor revoke it." }
         @if let Some((token, secret)) = &view.created {
             section.created aria-labelledby="created" {
                 h2 #created { "Token “" (token.name) "” is ready" }
@@ -59,12 +61,14 @@ async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'
             form.stack method="post" action=(HERE) {
                 (token_field(who))
                 label for="token-name" { "What it is for" }
-                input #token-name name="name" required maxlength="255" placeholder="iOS app test";
+                input #token-name name="name" required maxlength="255" placeholder="iOS app test" value=(typed(view.typed.as_ref(), "name"))
+                    aria-invalid=[view.problem.as_ref().map(|_| "true")] aria-describedby=[view.problem.as_ref().map(|_| "token-problem")];
                 label for="token-expiry" { "Expires after" }
+                @let chosen = view.typed.as_ref().and_then(|f| f.get("expires_in_days")).unwrap_or("30");
                 select #token-expiry name="expires_in_days" {
-                    @for days in EXPIRIES { option value=(days) selected[days == 30] { (days) " days" } }
+                    @for days in EXPIRIES { option value=(days) selected[days.to_string() == chosen] { (days) " days" } }
                 }
-                (problem(view.problem.as_deref()))
+                (problem("token-problem", view.problem.as_deref()))
                 button type="submit" { "Make token" }
             }
         }
@@ -107,7 +111,7 @@ pub async fn create(State(s): State<AppState>, Admin(who): Admin, CheckedForm(fo
         Ok(created) => render(&s, &who, StatusCode::CREATED, View { created: Some(created), ..View::default() }).await,
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, View { problem: Some(message), ..View::default() }).await
+            render(&s, &who, status, View { problem: Some(message), typed: Some(form), ..View::default() }).await
         }
     }
 }

@@ -6,16 +6,17 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
+use parley_domain::clock::Timestamp;
 use parley_domain::events::EventKind;
 use parley_domain::inbox::PageRequest;
 use parley_domain::model::{DeliveryId, WebhookId};
 use parley_domain::webhooks::service::NewWebhookInput;
 use parley_domain::webhooks::{Delivery, DeliveryStatus, Webhook};
 
-use super::common::{Admin, Id, Ids, back, copyable, done_message, frame, notice, problem, read, refusal, token_field};
+use super::common::{Admin, Id, Ids, back, copyable, done_message, frame, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
-use crate::app::form::CheckedForm;
+use crate::app::form::{CheckedForm, Form};
 use crate::app::layout::when;
 use crate::app::session::WebSession;
 use crate::requests::admin::{WebhookCreate, WebhookTest};
@@ -38,17 +39,30 @@ pub async fn to_detail(Id(id): Id) -> Response {
     back(&detail_path(WebhookId(id)))
 }
 
+/// A redeliver form's address opened as a page: the endpoint's log.
+pub async fn to_log(Ids(id, _): Ids) -> Response {
+    back(&format!("{}#log", detail_path(WebhookId(id))))
+}
+
 pub async fn list(State(s): State<AppState>, Admin(who): Admin, RawQuery(query): RawQuery) -> Result<Response, PageError> {
     render_list(&s, &who, StatusCode::OK, done_message(query.as_deref(), &DONE), None).await
 }
+
+/// A refused form's sentence and what it held.
+type Refused = Option<(String, Form)>;
 
 async fn render_list(
     s: &AppState,
     who: &WebSession,
     status: StatusCode,
     done: Option<&str>,
-    refused: Option<String>,
+    refused: Refused,
 ) -> Result<Response, PageError> {
+    let (message, held) = match &refused {
+        Some((m, f)) => (Some(m.as_str()), Some(f)),
+        None => (None, None),
+    };
+    let ticked: Vec<&str> = held.map(|f| f.pairs().filter(|(k, _)| *k == "events").map(|(_, v)| v).collect()).unwrap_or_default();
     let endpoints = s.webhooks.list(&who.session).await?;
     let main = html! {
         h1 { "Webhooks" }
@@ -73,14 +87,15 @@ async fn render_list(
             form.stack method="post" action=(HERE) {
                 (token_field(who))
                 label for="endpoint-url" { "URL" }
-                input #endpoint-url name="url" type="url" required placeholder="https://partner.example.com/parley";
+                input #endpoint-url name="url" type="url" required placeholder="https://partner.example.com/parley" value=(typed(held, "url"))
+                    aria-invalid=[message.map(|_| "true")] aria-describedby=[message.map(|_| "endpoint-problem")];
                 fieldset {
                     legend { "Events (none chosen: every kind)" }
                     @for kind in EventKind::WEBHOOK {
-                        label.check { input type="checkbox" name="events" value=(kind.as_str()); " " code { (kind.as_str()) } }
+                        label.check { input type="checkbox" name="events" value=(kind.as_str()) checked[ticked.contains(&kind.as_str())]; " " code { (kind.as_str()) } }
                     }
                 }
-                (problem(refused.as_deref()))
+                (problem("endpoint-problem", message))
                 button type="submit" { "Add endpoint" }
             }
         }
@@ -119,7 +134,8 @@ fn guide() -> Markup {
                     tr { td { code { "webhook-id" } } td { "The event's id (" code { "event_id" } "): the same on every retry and redelivery, so you can drop repeats." } }
                     tr { td { code { "webhook-timestamp" } } td { "Unix seconds when this attempt was signed; refuse ones more than five minutes from your clock." } }
                     tr { td { code { "webhook-signature" } } td { code { "v1," } " and the base64 HMAC-SHA256 of " code { "{webhook-id}.{webhook-timestamp}.{body}" } "; two, separated by a space, for a day after a new secret." } }
-                    tr { td { code { "X-Service-Event" } ", " code { "X-Service-Timestamp" } ", " code { "X-Service-Signature" } } td { "The same in the interface's own form (" code { "v1=" } " and hex of " code { "{timestamp}.{body}" } ")." } }
+                    tr { td { code { "X-Service-Event" } } td { "The event's kind, as in " code { "event" } "." } }
+                    tr { td { code { "X-Service-Timestamp" } ", " code { "X-Service-Signature" } } td { "The timestamp and signature in the interface's own form: " code { "v1=" } " and the hex HMAC-SHA256 of " code { "{timestamp}.{body}" } "." } }
                 }
             }
             p { "With the " code { "standardwebhooks" } " package (JavaScript, Python and others), verify the raw body before parsing it:" }
@@ -148,7 +164,7 @@ pub async fn create(State(s): State<AppState>, Admin(who): Admin, CheckedForm(fo
         }
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render_list(&s, &who, status, None, Some(message)).await
+            render_list(&s, &who, status, None, Some((message, form))).await
         }
     }
 }
@@ -172,8 +188,7 @@ pub async fn detail(State(s): State<AppState>, Admin(who): Admin, Id(id): Id, Ra
 }
 
 async fn render_detail(s: &AppState, who: &WebSession, id: WebhookId, status: StatusCode, view: Detail<'_>) -> Result<Response, PageError> {
-    let endpoints = s.webhooks.list(&who.session).await?;
-    let webhook = endpoints.into_iter().find(|w| w.id == id).ok_or(parley_domain::DomainError::NotFound)?;
+    let webhook = s.webhooks.get(&who.session, id).await?;
     let page = PageRequest { page: view.page.max(1), per_page: PER_PAGE };
     let (deliveries, meta) = s.webhooks.deliveries(&who.session, id, page).await?;
     let here = detail_path(id);
@@ -195,7 +210,8 @@ async fn render_detail(s: &AppState, who: &WebSession, id: WebhookId, status: St
             dt { "Added" } dd { (when(webhook.created_at)) }
             @if let Some(until) = webhook.previous_secret_expires_at { dt { "Previous secret signs until" } dd { (when(until)) } }
         }
-        (problem(view.problem.as_deref()))
+        (problem("endpoint-problem", view.problem.as_deref()))
+        p.help #rotate-help { "A new secret is shown once; the current one keeps signing beside it for 24 hours, so your server can switch without missing a delivery. A second new secret within those hours ends the current one's overlap at once." }
         div.actions {
             form.inline method="post" action={ (here) "/test" } {
                 (token_field(who))
@@ -207,7 +223,8 @@ async fn render_detail(s: &AppState, who: &WebSession, id: WebhookId, status: St
             }
             form method="post" action={ (here) "/rotate" } {
                 (token_field(who))
-                button type="submit" { "New secret" }
+                input type="hidden" name="shown" value=(webhook.previous_secret_expires_at.map_or(0, |t| t.as_millis()));
+                button type="submit" aria-describedby="rotate-help" { "New secret" }
             }
             form method="post" action={ (here) "/delete" } {
                 (token_field(who))
@@ -241,8 +258,9 @@ fn status_label(status: DeliveryStatus) -> &'static str {
 
 fn delivery(who: &WebSession, here: &str, d: &Delivery) -> Markup {
     html! {
-        article.delivery data-delivery=(d.id.0) data-status=(d.status.as_str()) {
-            h3 { code { (d.kind.as_str()) } " " span.badge data-status=(d.status.as_str()) { (status_label(d.status)) } }
+        article.delivery data-delivery=(d.id.0) data-status=(d.status.as_str()) aria-labelledby={ "delivery-" (d.id.0) } {
+            h3 #{ "delivery-" (d.id.0) } { code { (d.kind.as_str()) } }
+            p.badge data-status=(d.status.as_str()) { (status_label(d.status)) }
             p.help { "Event " code { (d.event_id) } ", queued " (when(d.created_at))
                 @if let Some(next) = d.next_attempt_at { ", next attempt " (when(next)) }
                 @if let Some(e) = &d.last_error { ". Last error: " (e) } }
@@ -275,9 +293,21 @@ async fn refused_on_detail(s: &AppState, who: &WebSession, id: WebhookId, e: par
     render_detail(s, who, id, status, Detail { problem: Some(message), ..Detail::default() }).await
 }
 
-pub async fn rotate(State(s): State<AppState>, Admin(who): Admin, Id(id): Id, _form: CheckedForm) -> Result<Response, PageError> {
+pub async fn rotate(
+    State(s): State<AppState>,
+    Admin(who): Admin,
+    Id(id): Id,
+    CheckedForm(form): CheckedForm,
+) -> Result<Response, PageError> {
     let id = WebhookId(id);
-    match s.webhooks.rotate_secret(&who.session, id).await {
+    // The overlap's end the page showed (0: none); a form without it
+    // checks nothing, as the API does not.
+    let shown = form.get("shown").and_then(|v| v.parse::<i64>().ok()).map(|ms| (ms > 0).then(|| Timestamp::from_millis(ms)));
+    let rotated = match shown {
+        Some(shown) => s.webhooks.rotate_secret_shown(&who.session, id, shown).await,
+        None => s.webhooks.rotate_secret(&who.session, id).await,
+    };
+    match rotated {
         Ok(webhook) => {
             render_detail(&s, &who, id, StatusCode::OK, Detail { secret: Some((webhook.secret, true)), ..Detail::default() }).await
         }
