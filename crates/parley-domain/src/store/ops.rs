@@ -10,7 +10,8 @@ use crate::clock::Timestamp;
 use crate::events::OutboxEvent;
 use crate::feed::{FeedBlocker, FeedEntry, FeedItem, FeedMark, Position};
 use crate::model::*;
-use crate::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
+use crate::verification::channels::Channel;
+use crate::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge, TestCount};
 use crate::webhooks::fairness::{DueDelivery, EndpointHealth, Pause};
 use crate::webhooks::{AttemptRecord, ClaimedDelivery, Delivery, NewWebhook, Webhook};
 
@@ -151,11 +152,17 @@ pub trait VerificationRead {
     fn challenge_times(&mut self, tenant: TenantId, count: &ChallengeCount, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>>;
     /// The demo outbox, newest first.
     fn sandbox_outbox(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxMessage>>;
+    /// When the test messages `count` names were sent, newest first, at
+    /// most `limit`, those after `since`. In a write unit, as
+    /// `challenge_times`, it waits for other units that count sends.
+    fn test_send_times(&mut self, tenant: TenantId, count: &TestCount, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>>;
 }
 
 pub trait VerificationWrite: VerificationRead {
     /// Creates a challenge, superseding the conversation's active ones.
     fn insert_challenge(&mut self, scope: SiteScope, challenge: &NewChallenge) -> StoreResult<ChallengeId>;
+    /// Records a test message, counted by `test_send_times`.
+    fn insert_test_send(&mut self, tenant: TenantId, channel: Channel, recipient: &str, at: Timestamp) -> StoreResult<()>;
     fn update_challenge(
         &mut self,
         scope: SiteScope,

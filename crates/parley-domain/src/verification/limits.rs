@@ -98,7 +98,7 @@ impl VerificationLimits {
 }
 
 /// `times` are the newest first, all within the window.
-fn within(times: &[Timestamp], rate: Rate, now: Timestamp) -> Result<(), DomainError> {
+pub(super) fn within(times: &[Timestamp], rate: Rate, now: Timestamp) -> Result<(), DomainError> {
     match times.get(rate.count as usize - 1) {
         Some(oldest_counted) => Err(DomainError::rate_limited(rate.period.saturating_sub(now.since(*oldest_counted)))),
         None => Ok(()),

@@ -128,3 +128,13 @@ pub enum ChallengeCount {
     /// Email challenges (codes and links) to one address, in any tenant.
     Email(String),
 }
+
+/// Which recent test messages a limit counts (see `setup`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TestCount {
+    /// The tenant's, through either channel.
+    Tenant,
+    /// To one recipient (a phone number, or an email address's matching
+    /// form), from any tenant.
+    Recipient(String),
+}

@@ -52,14 +52,12 @@ enum Outcome {
 
 #[derive(Clone)]
 pub struct VerificationService {
-    db: Database,
+    pub(super) db: Database,
     pub(super) clock: Arc<dyn Clock>,
     widget: WidgetService,
     pub(super) channels: Channels,
-    limits: VerificationLimits,
+    pub(super) limits: VerificationLimits,
     per_address: Arc<SlidingWindow<ClientKey>>,
-    /// Admins' test messages per tenant (see `setup`).
-    pub(super) test_sends: Arc<SlidingWindow<TenantId>>,
     /// `PARLEY_PUBLIC_URL`: magic links are built from it, never from a
     /// request's Host header.
     public_url: String,
@@ -75,8 +73,7 @@ impl VerificationService {
         public_url: String,
     ) -> Self {
         let per_address = Arc::new(SlidingWindow::new(limits.per_address));
-        let test_sends = Arc::new(SlidingWindow::new(limits.test_sends_per_tenant));
-        Self { db, clock, widget, channels, limits, per_address, test_sends, public_url }
+        Self { db, clock, widget, channels, limits, per_address, public_url }
     }
 
     /// The methods the widget may offer.
@@ -210,7 +207,6 @@ impl VerificationService {
     /// Forgets idle per-address counts; called by the sweeper.
     pub fn shrink(&self) {
         self.per_address.shrink(self.clock.now());
-        self.test_sends.shrink(self.clock.now());
     }
 }
 

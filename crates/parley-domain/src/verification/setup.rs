@@ -5,12 +5,15 @@
 //! shared by every tenant; an admin can look, not change.
 
 use super::Method;
+use super::TestCount;
 use super::channels::{Channel, Provider};
+use super::limits::within;
 use super::messages;
 use super::service::VerificationService;
 use crate::admin::require_admin;
 use crate::clock::Timestamp;
 use crate::error::DomainError;
+use crate::limits::Rate;
 use crate::model::Session;
 
 /// One channel as admins see it.
@@ -41,8 +44,11 @@ impl VerificationService {
     }
 
     /// Sends a test message through `channel` to `to` (already checked as
-    /// an email address or an E.164 number). Counted per tenant before
-    /// sending; a failed send counts too, since it reached the provider.
+    /// an email address or an E.164 number). Counted before sending, in
+    /// the database like challenges (so across restarts and instances):
+    /// per tenant, and per recipient at the rate that recipient's
+    /// verification messages have. A failed send counts too, since it
+    /// reached the provider.
     pub async fn send_test(&self, session: &Session, channel: Channel, to: String) -> Result<TestSent, DomainError> {
         let tenant = require_admin(session)?;
         let Some(provider) = self.channels.provider(channel) else {
@@ -52,7 +58,30 @@ impl VerificationService {
             }));
         };
         let now = self.clock.now();
-        self.test_sends.reserve(&tenant, now)?;
+        let recipient = match channel {
+            Channel::Email => crate::validate::email_key(&to),
+            Channel::Sms => to.clone(),
+        };
+        let per_recipient = match channel {
+            Channel::Email => self.limits.email_per_recipient,
+            Channel::Sms => self.limits.sms_per_number,
+        };
+        let checks: Vec<(TestCount, Rate)> = [
+            self.limits.test_sends_per_tenant.map(|r| (TestCount::Tenant, r)),
+            per_recipient.map(|r| (TestCount::Recipient(recipient.clone()), r)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        self.db
+            .write(move |tx| {
+                for (count, rate) in &checks {
+                    let times = tx.test_send_times(tenant, count, now.minus(rate.period), rate.count)?;
+                    within(&times, *rate, now)?;
+                }
+                Ok(tx.insert_test_send(tenant, channel, &recipient, now)?)
+            })
+            .await?;
         let name = &session.tenant.name;
         let sent = match channel {
             Channel::Email => match &self.channels.email {

@@ -29,7 +29,8 @@ async fn channels(State(s): State<AppState>, Authenticated(session): Authenticat
 }
 
 /// Sends a test email or SMS through the service's channel, answered once
-/// the provider took it. At most 10 an hour per tenant.
+/// the provider took it. Limited per tenant (10 an hour by default) and
+/// per recipient, like verification messages.
 #[utoipa::path(post, path = "/admin/verification/test", operation_id = "admin_verification_test", tag = "admin",
     security(("bearer" = [])), request_body = ChannelTestRequest,
     responses((status = 200, body = ChannelTestResponse), ChannelTestErrors))]

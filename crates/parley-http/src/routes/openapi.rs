@@ -182,7 +182,7 @@ impl IntoResponses for ChannelTestErrors {
             NOT_ADMIN,
             ("409", "`conflict`: the channel is not configured on this service"),
             INVALID,
-            ("429", "`rate_limited`: the tenant sent as many test messages as it may this hour; see `Retry-After`"),
+            ("429", "`rate_limited`: the tenant, or the recipient, had as many test messages as it may for now; see `Retry-After`"),
             ("503", "`unavailable`: the provider did not take the message (the service's logs say why), or the database cannot be reached"),
         ]);
         errors(&list)

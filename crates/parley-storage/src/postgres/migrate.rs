@@ -12,6 +12,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (3, include_str!("../../migrations/postgres/0003_feed.sql")),
     (4, include_str!("../../migrations/postgres/0004_client_message_id.sql")),
     (5, include_str!("../../migrations/postgres/0005_personal_tokens.sql")),
+    (6, include_str!("../../migrations/postgres/0006_verification_tests.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

@@ -33,6 +33,8 @@ statements! {
          WHERE expires_at < ?1 OR revoked_at < ?1 ORDER BY id LIMIT ?2)".into(),
     PRUNE_CHALLENGES[Int, Int](_) => "DELETE FROM verification_challenges WHERE id IN (SELECT id FROM verification_challenges
          WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)".into(),
+    PRUNE_TEST_SENDS[Int, Int](_) => "DELETE FROM verification_tests WHERE id IN (SELECT id FROM verification_tests
+         WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)".into(),
     PRUNE_SANDBOX_OUTBOX[Int, Int](_) =>
         "DELETE FROM sandbox_outbox WHERE id IN (SELECT id FROM sandbox_outbox WHERE created_at < ?1 ORDER BY id LIMIT ?2)".into(),
 }
@@ -61,7 +63,12 @@ impl SystemWrite for Tx<'_> {
                 self.exec(&PRUNE_EVENTS, args![cutoff, &ids])
             }
             Prunable::Tokens => self.exec(&PRUNE_TOKENS, args![cutoff, limit]),
-            Prunable::Challenges => self.exec(&PRUNE_CHALLENGES, args![cutoff, limit]),
+            Prunable::Challenges => {
+                // Test messages are counted over the same windows as
+                // challenges, so they are kept as long.
+                let n = self.exec(&PRUNE_CHALLENGES, args![cutoff, limit])?;
+                Ok(n + self.exec(&PRUNE_TEST_SENDS, args![cutoff, limit])?)
+            }
             Prunable::SandboxOutbox => self.exec(&PRUNE_SANDBOX_OUTBOX, args![cutoff, limit]),
         }
     }

@@ -5,7 +5,8 @@ use parley_domain::model::*;
 use parley_domain::store::OutboxMessage;
 use parley_domain::store::StoreResult;
 use parley_domain::store::ops::{VerificationRead, VerificationWrite};
-use parley_domain::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge};
+use parley_domain::verification::channels::Channel;
+use parley_domain::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge, TestCount};
 
 use super::{Row, Tx, args, statements};
 
@@ -53,6 +54,13 @@ statements! {
     /// Protects the number's owner, whichever tenant sends.
     TIMES_PHONE[Text, Int, Int](_) => times("method = 'sms_otp' AND target = ?1 AND created_at > ?2"),
     TIMES_EMAIL[Text, Int, Int](_) => times("method IN ('email_otp', 'magic_link') AND lower(target) = ?1 AND created_at > ?2"),
+    TEST_TIMES_TENANT[Int, Int, Int](_) =>
+        "SELECT created_at FROM verification_tests WHERE tenant_id = ?1 AND created_at > ?2 ORDER BY created_at DESC LIMIT ?3".into(),
+    /// Protects the recipient, whichever tenant sends.
+    TEST_TIMES_RECIPIENT[Text, Int, Int](_) =>
+        "SELECT created_at FROM verification_tests WHERE recipient = ?1 AND created_at > ?2 ORDER BY created_at DESC LIMIT ?3".into(),
+    INSERT_TEST_SEND[Int, Text, Text, Int](_) =>
+        "INSERT INTO verification_tests (tenant_id, channel, recipient, created_at) VALUES (?1, ?2, ?3, ?4)".into(),
     SANDBOX_OUTBOX[Int, Int](_) =>
         "SELECT channel, recipient, subject, body, created_at FROM sandbox_outbox WHERE tenant_id = ?1 ORDER BY id DESC LIMIT ?2".into(),
     SUPERSEDE_CHALLENGES[Int, Int, Int](_) => "UPDATE verification_challenges SET status = 'superseded'
@@ -106,6 +114,18 @@ impl VerificationRead for Tx<'_> {
         }
     }
 
+    fn test_send_times(&mut self, tenant: TenantId, count: &TestCount, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>> {
+        if self.writing && !self.sends_locked {
+            self.transaction_lock(crate::locks::VERIFICATION_SENDS)?;
+            self.sends_locked = true;
+        }
+        let created = |r: &dyn Row| r.ts("created_at");
+        match count {
+            TestCount::Tenant => self.all(&TEST_TIMES_TENANT, args![tenant, since, limit], created),
+            TestCount::Recipient(to) => self.all(&TEST_TIMES_RECIPIENT, args![to, since, limit], created),
+        }
+    }
+
     fn sandbox_outbox(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxMessage>> {
         self.all(&SANDBOX_OUTBOX, args![tenant, limit], |r| {
             Ok(OutboxMessage {
@@ -120,6 +140,11 @@ impl VerificationRead for Tx<'_> {
 }
 
 impl VerificationWrite for Tx<'_> {
+    fn insert_test_send(&mut self, tenant: TenantId, channel: Channel, recipient: &str, at: Timestamp) -> StoreResult<()> {
+        self.exec(&INSERT_TEST_SEND, args![tenant, channel.as_str(), recipient, at])?;
+        Ok(())
+    }
+
     fn insert_challenge(&mut self, scope: SiteScope, c: &NewChallenge) -> StoreResult<ChallengeId> {
         self.exec(&SUPERSEDE_CHALLENGES, args![scope.tenant, scope.site, c.conversation_id])?;
         let id = self.insert(

@@ -51,6 +51,9 @@ async fn demo(dir: &Path) -> Demo {
     let path = format!("/api/widget/conversations/{public_id}/verification/start");
     let (status, _) = app.post(&path, json!({"token": widget_token, "method": "email_otp", "target": "me@example.com"})).await;
     assert_eq!(status, StatusCode::ACCEPTED);
+    let test = json!({"channel": "sms", "to": "+14155550123"});
+    let (status, _) = app.authed(Method::POST, "/api/admin/verification/test", &mobile_token, Some(test)).await;
+    assert_eq!(status, StatusCode::OK);
     // Webhook deliveries to the demo's own receiver, and their attempts.
     eventually(|| async {
         let (_, body) = app.get("/sandbox/deliveries").await;

@@ -376,3 +376,36 @@ async fn writes_outside_their_scope_change_nothing() {
         .await
         .unwrap();
 }
+
+/// Test messages count per tenant within the tenant, and per recipient
+/// across tenants, newest first, within the window.
+#[tokio::test]
+async fn test_sends_count_per_tenant_and_per_recipient() {
+    use parley_domain::verification::TestCount;
+    use parley_domain::verification::channels::Channel;
+    let (app, a, b) = world().await;
+    let (ta, tb) = (a.tenant, b.tenant);
+    let at = |s: u64| START.plus(Duration::from_secs(s));
+    app.db
+        .write(move |tx| {
+            tx.insert_test_send(ta, Channel::Sms, "+14155550123", at(1))?;
+            tx.insert_test_send(ta, Channel::Email, "ops@example.com", at(2))?;
+            tx.insert_test_send(tb, Channel::Sms, "+14155550123", at(3))?;
+            Ok::<_, DomainError>(())
+        })
+        .await
+        .expect("recorded");
+    let (tenant, recipient, recent) = app
+        .db
+        .read(move |r| {
+            let tenant = r.test_send_times(ta, &TestCount::Tenant, START, 10)?;
+            let recipient = r.test_send_times(ta, &TestCount::Recipient("+14155550123".into()), START, 10)?;
+            let recent = r.test_send_times(ta, &TestCount::Tenant, at(1), 10)?;
+            Ok::<_, DomainError>((tenant, recipient, recent))
+        })
+        .await
+        .expect("read");
+    assert_eq!(tenant, vec![at(2), at(1)], "the tenant's own, newest first");
+    assert_eq!(recipient, vec![at(3), at(1)], "the number's, from any tenant");
+    assert_eq!(recent, vec![at(2)], "only after `since`");
+}

@@ -166,3 +166,19 @@ async fn the_demo_keeps_test_messages_in_the_sandbox_outbox() {
     assert_eq!(outbox["messages"][0]["to"], "+14155550123");
     assert!(outbox["messages"][0]["body"].as_str().unwrap().contains("Parley test message"));
 }
+
+#[tokio::test]
+async fn test_sends_are_limited_per_recipient_across_tenants() {
+    let (app, _smtp, sms) = with_channels(&[("PARLEY_RATE_LIMITS", "on"), ("PARLEY_SMS_LIMIT_PER_NUMBER", "1/1h")]).await;
+    app.fixture("acme", &[]).await;
+    app.fixture("globex", &[]).await;
+    let acme = app.login("admin@acme.example.com").await;
+    let globex = app.login("admin@globex.example.com").await;
+    let (status, body) = test_send(&app, &acme, "/api", json!({"channel": "sms", "to": "+14155550123"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    sms.next().await;
+    let (status, body) = test_send(&app, &globex, "/api", json!({"channel": "sms", "to": "+14155550123"})).await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    let (status, body) = test_send(&app, &acme, "/api", json!({"channel": "sms", "to": "+14155550124"})).await;
+    assert_eq!(status, StatusCode::OK, "another number has its own allowance: {body}");
+}

@@ -85,7 +85,7 @@ fn render(
                 label for="test-to" { "To" }
                 input #test-to name="to" required placeholder="you@example.com or +4915123456789" value=(typed(held, "to"))
                     aria-invalid=[message.map(|_| "true")] aria-describedby={ "test-to-help" @if message.is_some() { " test-problem" } };
-                p.help #test-to-help { "An email address for email, a phone number in international form (+ and digits) for SMS. At most 10 tests an hour per tenant; a test SMS does not count against the daily SMS budget of verifications." }
+                p.help #test-to-help { "An email address for email, a phone number in international form (+ and digits) for SMS. Tests are limited per tenant (10 an hour by default) and per recipient." }
                 (problem("test-problem", message))
                 button type="submit" { "Send test" }
             }
