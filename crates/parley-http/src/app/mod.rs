@@ -30,7 +30,9 @@ use tower_http::compression::CompressionLayer;
 
 use crate::AppState;
 
-/// How the web app's cookies are set.
+/// What the web app's pages need of the service's settings: how cookies
+/// are set, the public address they show, and the clock they judge expiry
+/// by.
 #[derive(Clone)]
 pub struct WebAppSettings {
     /// `Secure` cookies, when `PARLEY_PUBLIC_URL` is `https://`.
