@@ -10,8 +10,8 @@ use crate::error::DomainError;
 use crate::events::EventKind;
 use crate::feed::FeedEntry;
 use crate::inbox::{PageMeta, PageRequest};
-use crate::model::{DeliveryId, Session, WebhookId};
-use crate::store::Database;
+use crate::model::{DeliveryId, Session, TenantId, WebhookId};
+use crate::store::{Database, WriteTx};
 
 pub struct NewWebhookInput {
     pub url: String,
@@ -126,10 +126,7 @@ impl WebhookService {
         let now = self.clock.now();
         self.db
             .write(move |tx| {
-                let webhook = tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
-                if !webhook.enabled {
-                    return Err(DomainError::Conflict("the endpoint is disabled"));
-                }
+                enabled_endpoint(tx, tenant, id)?;
                 let new_id = tx.redeliver(tenant, id, delivery, now)?.ok_or(DomainError::NotFound)?;
                 tx.delivery(tenant, id, new_id)?.ok_or(DomainError::NotFound)
             })
@@ -146,10 +143,7 @@ impl WebhookService {
         let now = self.clock.now();
         self.db
             .write(move |tx| {
-                let webhook = tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
-                if !webhook.enabled {
-                    return Err(DomainError::Conflict("the endpoint is disabled"));
-                }
+                enabled_endpoint(tx, tenant, id)?;
                 // One at a time: tests wait in the endpoint's queue beside
                 // real events, and each is kept and retried like one.
                 if tx.pending_test(tenant, id)? {
@@ -164,6 +158,16 @@ impl WebhookService {
             })
             .await
     }
+}
+
+/// The endpoint, if it may be sent to: a disabled one (it answered 410)
+/// gets nothing until it is registered again.
+fn enabled_endpoint(tx: &mut dyn WriteTx, tenant: TenantId, id: WebhookId) -> Result<Webhook, DomainError> {
+    let webhook = tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
+    if !webhook.enabled {
+        return Err(DomainError::Conflict("the endpoint is disabled"));
+    }
+    Ok(webhook)
 }
 
 /// Whether two subscriptions name the same kinds, in any order.
