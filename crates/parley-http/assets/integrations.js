@@ -1,6 +1,7 @@
 // The integrations pages' copy buttons: each copies the text of the
 // element its data-copy names. Without this script the buttons stay
-// hidden and the text is there to select.
+// hidden and the text is there to select. And the try page's warning
+// when it is open at another address than the public one.
 
 const announce = document.getElementById("announce");
 
@@ -37,4 +38,11 @@ async function copy(button) {
 for (const button of document.querySelectorAll("button[data-copy]")) {
   button.hidden = false;
   button.addEventListener("click", () => copy(button));
+}
+
+// The try page works only at the service's public address (its widget's
+// requests pass the site's domain lock from there): say so elsewhere.
+const elsewhere = document.getElementById("elsewhere");
+if (elsewhere && elsewhere.dataset.publicOrigin && location.origin !== elsewhere.dataset.publicOrigin) {
+  elsewhere.hidden = false;
 }

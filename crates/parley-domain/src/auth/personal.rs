@@ -54,7 +54,7 @@ impl AuthService {
                 // Names tell an admin's tokens apart in the list; one sent
                 // twice (a double click) makes one token, not two.
                 if held.iter().any(|t| t.expires_at > now && t.name == name) {
-                    return Err(DomainError::invalid("name", "is the name of a token you already have; revoke it or choose another"));
+                    return Err(DomainError::Conflict("a live token of yours already has this name; revoke it or choose another"));
                 }
                 let live = held.iter().filter(|t| t.expires_at > now).count();
                 if live >= MAX_PERSONAL_TOKENS {

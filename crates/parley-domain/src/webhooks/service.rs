@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{Delivery, NewWebhook, ROTATION_OVERLAP, Webhook, sample, signing, target};
 use crate::admin::require_admin;
-use crate::clock::{Clock, Timestamp};
+use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::events::EventKind;
 use crate::feed::FeedEntry;
@@ -48,8 +48,10 @@ impl WebhookService {
                 let existing = tx.webhooks(tenant)?;
                 // The same URL for the same events would get each event
                 // twice; a form sent twice (a double click) makes one.
-                if existing.iter().any(|w| w.url == new.url && same_kinds(&w.events, &new.events)) {
-                    return Err(DomainError::invalid("url", "already has an endpoint for these events: use that one, or delete it first"));
+                if existing.iter().any(|w| w.enabled && w.url == new.url && same_kinds(&w.events, &new.events)) {
+                    return Err(DomainError::Conflict(
+                        "this URL already has an endpoint for these events: use that one, or delete it first",
+                    ));
                 }
                 if existing.len() >= max {
                     let message = format!("this tenant already has the most endpoints allowed ({max}); delete one first");
@@ -83,22 +85,22 @@ impl WebhookService {
     }
 
     /// As `rotate_secret`, only if the endpoint's secret is still the one
-    /// a page showed, told by the end of its previous secret's overlap
-    /// (`shown`; none before a first rotation): the same form sent again
-    /// (a reload of its answer) would otherwise end at once the secret
-    /// the partner still uses, which a rotation keeps for a day.
-    pub async fn rotate_secret_shown(&self, session: &Session, id: WebhookId, shown: Option<Timestamp>) -> Result<Webhook, DomainError> {
+    /// a page showed (`shown`, its `signing::fingerprint`): the same form
+    /// sent again (a reload of its answer, a double click) would otherwise
+    /// end at once the secret the partner still uses, which a rotation
+    /// keeps for a day.
+    pub async fn rotate_secret_shown(&self, session: &Session, id: WebhookId, shown: String) -> Result<Webhook, DomainError> {
         self.rotate(session, id, Some(shown)).await
     }
 
-    async fn rotate(&self, session: &Session, id: WebhookId, shown: Option<Option<Timestamp>>) -> Result<Webhook, DomainError> {
+    async fn rotate(&self, session: &Session, id: WebhookId, shown: Option<String>) -> Result<Webhook, DomainError> {
         let tenant = require_admin(session)?;
         let secret = signing::new_secret()?;
         let until = self.clock.now().plus(ROTATION_OVERLAP);
         self.db
             .write(move |tx| {
                 let current = tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
-                if shown.is_some_and(|shown| shown != current.previous_secret_expires_at) {
+                if shown.is_some_and(|shown| shown != signing::fingerprint(&current.secret)) {
                     return Err(DomainError::Conflict("the secret was already replaced since this page was shown"));
                 }
                 tx.rotate_webhook_secret(tenant, id, &secret, until)?;

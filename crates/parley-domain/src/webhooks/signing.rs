@@ -20,6 +20,14 @@ use crate::ids;
 
 const PREFIX: &str = "whsec_";
 
+/// A short name for a secret that tells it apart from the others and
+/// reveals nothing of it: the first 64 bits of its SHA-256, in hex. A page
+/// carries it to say which secret it showed.
+pub fn fingerprint(secret: &str) -> String {
+    use sha2::Digest;
+    Sha256::digest(secret.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
 pub fn new_secret() -> Result<String, DomainError> {
     Ok(format!("{PREFIX}{}", STANDARD.encode(ids::random_bytes::<32>()?)))
 }
@@ -68,6 +76,16 @@ pub fn standard_signature(secrets: &[&str], id: &str, timestamp: i64, body: &[u8
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fingerprint_tells_secrets_apart_and_shows_none() {
+        let (a, b) = (new_secret().expect("secret"), new_secret().expect("secret"));
+        let fa = fingerprint(&a);
+        assert_eq!(fa.len(), 16);
+        assert_eq!(fa, fingerprint(&a), "the same secret, the same name");
+        assert_ne!(fa, fingerprint(&b));
+        assert!(!a.contains(&fa));
+    }
 
     /// The Standard Webhooks cross-check vector: key bytes `k`, id `msg_1`,
     /// timestamp `1`, body `{}`.

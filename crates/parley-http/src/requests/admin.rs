@@ -226,14 +226,32 @@ impl FromFields for NewPersonalToken {
     }
 }
 
-#[derive(ToSchema)]
-pub struct ChannelTestRequest {
-    /// `email` or `sms`.
-    #[schema(schema_with = schema::channel)]
-    channel: String,
-    /// An email address for `email`, an E.164 phone number (`+4915123456789`) for `sms`.
-    to: String,
+/// `{"channel": "email", "to": an email address}` or `{"channel": "sms",
+/// "to": an E.164 number}`: one variant per channel, so the document
+/// states which `to` each takes.
+pub struct ChannelTestRequest;
+
+impl utoipa::PartialSchema for ChannelTestRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder};
+        let variant = |channel: &str, rule: &validate::Rule, what: &str| {
+            ObjectBuilder::new()
+                .property("channel", schema::one_of(&[channel], false))
+                .required("channel")
+                .property("to", ObjectBuilder::from(schema::rule(rule, false)).description(Some(what)))
+                .required("to")
+                .build()
+        };
+        let one_of = OneOfBuilder::new()
+            .description(Some("A test message through one channel, to an address of its kind."))
+            .item(variant("email", &validate::EMAIL, "An email address"))
+            .item(variant("sms", &validate::PHONE, "A phone number in E.164 form (+4915123456789)"))
+            .build();
+        utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::OneOf(one_of))
+    }
 }
+
+impl ToSchema for ChannelTestRequest {}
 
 /// A test message: where to, through which channel.
 pub struct ChannelTest {

@@ -150,7 +150,6 @@ fields! {
             .min_items(Some(1))
             .build()
     };
-    channel => one_of(&["email", "sms"], false);
     /// One event kind.
     event_kind => {
         let kinds: Vec<&str> = parley_domain::events::EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect();

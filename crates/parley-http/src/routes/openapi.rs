@@ -159,7 +159,12 @@ impl IntoResponses for AdminErrors {
             UNAUTHENTICATED,
             NOT_ADMIN,
             NOT_IN_TENANT,
-            ("409", "`conflict`: the record's state does not allow it (a disabled endpoint is neither redelivered to nor tested)"),
+            (
+                "409",
+                "`conflict`: the record's state does not allow it (a disabled endpoint is neither redelivered to nor tested; a test \
+                 still waits), or it repeats one that exists (an endpoint for the same URL and events, a live token of the same \
+                 name), or a bound is reached",
+            ),
             (
                 "422",
                 "`validation_failed`, with `fields`: a bad value, a referenced site that does not exist, an email \

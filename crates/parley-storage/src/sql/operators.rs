@@ -140,6 +140,11 @@ impl OperatorsRead for Tx<'_> {
     }
 
     fn personal_tokens(&mut self, tenant: TenantId, operator: OperatorId) -> StoreResult<Vec<PersonalToken>> {
+        if self.writing {
+            // A unit that decides on the list (the bound, a repeated
+            // name) waits for another doing the same for this operator.
+            self.transaction_lock(crate::locks::named(&format!("personal tokens of {}", operator.0)))?;
+        }
         self.all(&PERSONAL_TOKENS, args![tenant, operator], |r| {
             Ok(PersonalToken {
                 id: TokenId(r.i64("id")?),

@@ -90,6 +90,10 @@ statements! {
         "SELECT event_id, kind, occurred_at, payload FROM events WHERE tenant_id = ?1 AND webhook = TRUE ORDER BY id DESC LIMIT ?2".into(),
     WEBHOOKS[Int](_) => format!("SELECT {WEBHOOK_COLS} FROM webhook_endpoints w WHERE w.tenant_id = ?1 ORDER BY w.id"),
     WEBHOOK[Int, Int](_) => format!("SELECT {WEBHOOK_COLS} FROM webhook_endpoints w WHERE w.tenant_id = ?1 AND w.id = ?2"),
+    /// In a write unit the endpoint is locked until the commit: a change
+    /// decided on what was read (a rotation checked against the secret a
+    /// page showed, one test at a time) cannot interleave with another.
+    WEBHOOK_LOCKED[Int, Int](d) => d.locked(format!("SELECT {WEBHOOK_COLS} FROM webhook_endpoints w WHERE w.tenant_id = ?1 AND w.id = ?2")),
     DELIVERIES[Int, Int, Int, Int](_) => format!(
         "SELECT {DELIVERY_COLS} {DELIVERY_FROM} WHERE d.tenant_id = ?1 AND d.endpoint_id = ?2 ORDER BY d.id DESC LIMIT ?3 OFFSET ?4"
     ),
@@ -251,11 +255,17 @@ impl WebhooksRead for Tx<'_> {
     }
 
     fn webhooks(&mut self, tenant: TenantId) -> StoreResult<Vec<Webhook>> {
+        if self.writing {
+            // A unit that decides on the whole list (the bound, a repeated
+            // registration) waits for another doing the same.
+            self.transaction_lock(crate::locks::named(&format!("webhook endpoints of {}", tenant.0)))?;
+        }
         self.all(&WEBHOOKS, args![tenant], webhook)
     }
 
     fn webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<Option<Webhook>> {
-        self.one(&WEBHOOK, args![tenant, id], webhook)
+        let stmt = self.locking(&WEBHOOK, &WEBHOOK_LOCKED);
+        self.one(stmt, args![tenant, id], webhook)
     }
 
     fn deliveries(&mut self, tenant: TenantId, endpoint: WebhookId, offset: u64, limit: u32) -> StoreResult<Vec<Delivery>> {

@@ -365,11 +365,23 @@ async fn a_webhook_endpoint_is_made_tested_logged_rotated_and_deleted() {
     delivery_log_when(&app, &admin, id, |d| d["status"] == "delivered").await;
     // The answer's form sent again (a reload) replaces nothing: the old
     // secret keeps its day of overlap.
-    let reload = browser.post(&format!("{detail}/rotate"), &[("csrf", &made.field("csrf")), ("shown", "0")]).await;
+    let reload = browser.post(&format!("{detail}/rotate"), &[("csrf", &made.field("csrf")), ("shown", &made.field("shown"))]).await;
     assert_eq!(reload.status, StatusCode::CONFLICT, "{}", reload.html);
     assert!(reload.html.contains("The secret was already replaced since this page was shown."), "{}", reload.html);
+    // The page as it is now names the secret it shows: its form works
+    // once, and the same form again is refused.
+    let page = browser.open(&detail).await;
+    let form = [("csrf", page.field("csrf")), ("shown", page.field("shown"))];
+    assert_ne!(form[1].1, made.field("shown"), "the page names the secret it shows");
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let third = browser.post(&format!("{detail}/rotate"), &form).await;
+    assert_eq!(third.status, StatusCode::OK, "{}", third.html);
+    let third_secret = text_of(&third, "webhook-secret");
+    let again = browser.post(&format!("{detail}/rotate"), &form).await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
     browser.submit(&detail, &format!("{detail}/test"), &[("event", "message.created")]).await;
-    verify(&receiver.next().await, &[&new_secret, &secret]);
+    verify(&receiver.next().await, &[&third_secret, &new_secret]);
+    delivery_log_when(&app, &admin, id, |d| d["status"] == "delivered").await;
 
     let bad = browser.submit(&detail, &format!("{detail}/test"), &[("event", "conversation.updated")]).await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);

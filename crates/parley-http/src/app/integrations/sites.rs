@@ -3,7 +3,7 @@
 //! that embeds the widget on Parley itself.
 
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use parley_domain::admin::NewInstallationInput;
@@ -213,23 +213,16 @@ async fn set_enabled(State(s): State<AppState>, Admin(who): Admin, Id(id): Id, e
 /// The widget of one installation, embedded on Parley itself: the admin
 /// chats as a visitor here and answers from the inbox. Its requests pass
 /// the site's domain lock as this page's (see `extract::caller`).
-pub async fn try_it(State(s): State<AppState>, Admin(who): Admin, Id(id): Id, headers: HeaderMap) -> Result<Response, PageError> {
+pub async fn try_it(State(s): State<AppState>, Admin(who): Admin, Id(id): Id) -> Result<Response, PageError> {
     let (installation, site) = s.admin.installation(&who.session, InstallationId(id)).await?;
-    // The exception holds for requests from Parley's public address only:
-    // opened at another (localhost for 127.0.0.1, a proxy's inner name),
-    // the widget's requests would be refused with no word why.
-    let public = url::Url::parse(&s.web_app.public_url).ok();
-    let public_host = public.as_ref().and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)));
-    let asked = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(|h| {
-        let default = if public.as_ref().is_some_and(|u| u.scheme() == "https") { 443 } else { 80 };
-        if h.contains(':') && !h.ends_with(']') { h.to_ascii_lowercase() } else { format!("{}:{default}", h.to_ascii_lowercase()) }
-    });
-    let elsewhere = matches!((&public_host, &asked), (Some(p), Some(a)) if p != a);
+    // The exception holds for the public address only; opened at another
+    // (localhost for 127.0.0.1, a proxy's inner name) the widget would be
+    // refused with no word why. The script compares the page's own origin,
+    // which only the browser knows for sure, and shows this.
+    let public_origin = url::Url::parse(&s.web_app.public_url).map(|u| u.origin().ascii_serialization()).unwrap_or_default();
     let main = html! {
-        @if elsewhere {
-            p.problem { "This page seems to be open at another address than the service's public one (" code { (s.web_app.public_url) } "), and the widget's requests are let through from that address only. If the chat below does not open, open this page at "
-                a href={ (s.web_app.public_url) (crate::extract::try_page_path(id)) } { "the public address" } "." }
-        }
+        p.problem #elsewhere hidden data-public-origin=(public_origin) { "This page is open at another address than the service's public one (" code { (s.web_app.public_url) } "), and the widget's requests are let through from that address only. Open this page at "
+            a href={ (s.web_app.public_url) (crate::extract::try_page_path(id)) } { "the public address" } " to try the widget." }
         h1 { "Try " (installation.name) }
         p { "This page embeds the widget of " strong { (site.name) } " / " (installation.name)
             " exactly as the snippet does on the site: open it with the chat button in the corner, write as a visitor, and answer from the "

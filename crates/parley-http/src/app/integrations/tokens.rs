@@ -64,7 +64,7 @@ async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'
                 input #token-name name="name" required maxlength="255" placeholder="iOS app test" value=(typed(view.typed.as_ref(), "name"))
                     aria-invalid=[view.problem.as_ref().map(|_| "true")] aria-describedby=[view.problem.as_ref().map(|_| "token-problem")];
                 label for="token-expiry" { "Expires after" }
-                @let chosen = view.typed.as_ref().and_then(|f| f.get("expires_in_days")).unwrap_or("30");
+                @let chosen = view.typed.as_ref().and_then(|f| f.get("expires_in_days")).filter(|d| EXPIRIES.iter().any(|e| e.to_string() == *d)).unwrap_or("30");
                 select #token-expiry name="expires_in_days" {
                     @for days in EXPIRIES { option value=(days) selected[days.to_string() == chosen] { (days) " days" } }
                 }

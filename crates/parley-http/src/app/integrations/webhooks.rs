@@ -6,12 +6,11 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
-use parley_domain::clock::Timestamp;
 use parley_domain::events::EventKind;
 use parley_domain::inbox::PageRequest;
 use parley_domain::model::{DeliveryId, WebhookId};
 use parley_domain::webhooks::service::NewWebhookInput;
-use parley_domain::webhooks::{Delivery, DeliveryStatus, Webhook};
+use parley_domain::webhooks::{Delivery, DeliveryStatus, Webhook, signing};
 
 use super::common::{Admin, Id, Ids, back, copyable, done_message, frame, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
@@ -223,7 +222,7 @@ async fn render_detail(s: &AppState, who: &WebSession, id: WebhookId, status: St
             }
             form method="post" action={ (here) "/rotate" } {
                 (token_field(who))
-                input type="hidden" name="shown" value=(webhook.previous_secret_expires_at.map_or(0, |t| t.as_millis()));
+                input type="hidden" name="shown" value=(signing::fingerprint(&webhook.secret));
                 button type="submit" aria-describedby="rotate-help" { "New secret" }
             }
             form method="post" action={ (here) "/delete" } {
@@ -300,11 +299,10 @@ pub async fn rotate(
     CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
     let id = WebhookId(id);
-    // The overlap's end the page showed (0: none); a form without it
-    // checks nothing, as the API does not.
-    let shown = form.get("shown").and_then(|v| v.parse::<i64>().ok()).map(|ms| (ms > 0).then(|| Timestamp::from_millis(ms)));
-    let rotated = match shown {
-        Some(shown) => s.webhooks.rotate_secret_shown(&who.session, id, shown).await,
+    // The secret the page showed; a form without it checks nothing, as
+    // the API does not.
+    let rotated = match form.get("shown") {
+        Some(shown) => s.webhooks.rotate_secret_shown(&who.session, id, shown.to_owned()).await,
         None => s.webhooks.rotate_secret(&who.session, id).await,
     };
     match rotated {
