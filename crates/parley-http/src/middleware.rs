@@ -140,9 +140,15 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// (`/app`) must never be readable from another origin, and allowing
 /// credentials with a mirrored origin would make them so.
 /// `Last-Event-ID` is what an EventSource sends when it reconnects.
+/// The demo's `/sandbox` pages are left out: they hand out the demo
+/// admin's bearer token, which a page of another site must not read (it
+/// could then use the admin API against a developer's running demo).
 pub fn cors() -> CorsLayer {
     CorsLayer::new()
-        .allow_origin(AllowOrigin::mirror_request())
+        .allow_origin(AllowOrigin::predicate(|_, request: &axum::http::request::Parts| {
+            let path = request.uri.path();
+            path != "/sandbox" && !path.starts_with("/sandbox/")
+        }))
         .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE, Method::OPTIONS])
         .allow_headers([header::CONTENT_TYPE, header::ACCEPT, header::AUTHORIZATION, HeaderName::from_static("last-event-id")])
         .expose_headers([header::RETRY_AFTER])

@@ -156,3 +156,27 @@ async fn html_pages_send_security_headers_and_no_inline_script() {
     assert_eq!(res.headers()["x-content-type-options"], "nosniff", "JSON answers are not sniffed either");
     assert!(res.headers().get("content-security-policy").is_none());
 }
+
+/// The sandbox hands out the demo admin's bearer token: no page of another
+/// site may read it (CORS is not granted there), while the API keeps it.
+#[tokio::test]
+async fn other_sites_cannot_read_the_sandbox() {
+    let app = TestApp::with().demo().start().await;
+    for path in ["/sandbox/credentials", "/sandbox/outbox", "/sandbox"] {
+        let res = app.client.get(app.url(path)).header("origin", "https://evil.example").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(res.headers().get("access-control-allow-origin").is_none(), "{path}");
+        let preflight = app
+            .client
+            .request(reqwest::Method::OPTIONS, app.url(path))
+            .header("origin", "https://evil.example")
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "authorization")
+            .send()
+            .await
+            .unwrap();
+        assert!(preflight.headers().get("access-control-allow-origin").is_none(), "{path}");
+    }
+    let res = app.client.get(app.url("/api/v1/health")).header("origin", "https://evil.example").send().await.unwrap();
+    assert_eq!(res.headers()["access-control-allow-origin"], "https://evil.example", "the API keeps CORS");
+}
