@@ -22,6 +22,7 @@ mod integrations;
 mod layout;
 mod login;
 mod next;
+mod path;
 mod session;
 
 use axum::Router;

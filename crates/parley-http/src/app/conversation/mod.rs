@@ -18,9 +18,9 @@ use parley_domain::model::ConversationId;
 
 use super::error::PageError;
 use super::layout::respond;
+use super::path::Id;
 use super::session::WebSession;
 use crate::AppState;
-use crate::extract::PathId;
 
 pub use actions::{close, hand_over, note, reopen, reply, show_page, take};
 
@@ -35,7 +35,7 @@ impl FromRequestParts<AppState> for Conversation {
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
-        let PathId(id) = PathId::from_request_parts(parts, state).await?;
+        let Id(id) = Id::from_request_parts(parts, state).await?;
         Ok(Self(ConversationId(id)))
     }
 }

@@ -7,10 +7,10 @@ use axum::response::Response;
 use maud::html;
 use parley_domain::verification::channels::{Channel, Provider};
 
-use super::common::{Admin, back, done_message, frame, notice, problem, read, refusal, token_field, typed};
+use super::common::{Admin, Refused, back, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
-use crate::app::form::{CheckedForm, Form};
+use crate::app::form::CheckedForm;
 use crate::app::session::WebSession;
 use crate::requests::admin::ChannelTest;
 
@@ -42,20 +42,11 @@ fn channel_label(channel: Channel) -> &'static str {
     }
 }
 
-fn render(
-    s: &AppState,
-    who: &WebSession,
-    status: StatusCode,
-    done: Option<&str>,
-    refused: Option<(String, Form)>,
-) -> Result<Response, PageError> {
+fn render(s: &AppState, who: &WebSession, status: StatusCode, done: Option<&str>, refused: Option<Refused>) -> Result<Response, PageError> {
     let states = s.verification.channel_states(&who.session)?;
     let offered: Vec<&str> = s.verification.methods().iter().map(|m| m.as_str()).collect();
-    let (message, held) = match &refused {
-        Some((m, f)) => (Some(m.as_str()), Some(f)),
-        None => (None, None),
-    };
-    let chosen = typed(held, "channel");
+    let (refused, message) = (refused.as_ref(), message(refused.as_ref()));
+    let chosen = typed(refused, "channel");
     let main = html! {
         h1 { "Verification" }
         (notice(done))
@@ -83,7 +74,7 @@ fn render(
                     @for c in Channel::ALL { option value=(c.as_str()) selected[chosen == c.as_str()] { (channel_label(c)) } }
                 }
                 label for="test-to" { "To" }
-                input #test-to name="to" required placeholder="you@example.com or +4915123456789" value=(typed(held, "to"))
+                input #test-to name="to" required placeholder="you@example.com or +4915123456789" value=(typed(refused, "to"))
                     aria-invalid=[message.map(|_| "true")] aria-describedby={ "test-to-help" @if message.is_some() { " test-problem" } };
                 p.help #test-to-help { "An email address for email, a phone number in international form (+ and digits) for SMS. Tests are limited per tenant (10 an hour by default) and per recipient." }
                 (problem("test-problem", message))
@@ -105,7 +96,7 @@ pub async fn send_test(State(s): State<AppState>, Admin(who): Admin, CheckedForm
         Ok(_) => Ok(back(&format!("{HERE}?done=sent"))),
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, None, Some((message, form)))
+            render(&s, &who, status, None, Some(Refused { message, held: form }))
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::app::layout::{minutes_or_seconds, page, respond};
 use crate::app::session::WebSession;
 use crate::app::{assets, csrf};
 use crate::error::{ApiError, sentence};
-use crate::extract::{Fields, FromFields, PathId, PathIds};
+use crate::extract::{Fields, FromFields};
 
 /// A signed-in admin; an agent gets a 403 page.
 pub struct Admin(pub WebSession);
@@ -32,31 +32,6 @@ impl FromRequestParts<AppState> for Admin {
             return Err(DomainError::Forbidden("only a tenant admin can open the integrations").into());
         }
         Ok(Self(who))
-    }
-}
-
-/// The id of the path, as a page: anything that is not one is the same
-/// "not found" page as an id of another tenant.
-pub struct Id(pub i64);
-
-impl<S: Send + Sync> FromRequestParts<S> for Id {
-    type Rejection = PageError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
-        let PathId(id) = PathId::from_request_parts(parts, state).await?;
-        Ok(Self(id))
-    }
-}
-
-/// Two ids of the path (an endpoint and one of its deliveries).
-pub struct Ids(pub i64, pub i64);
-
-impl<S: Send + Sync> FromRequestParts<S> for Ids {
-    type Rejection = PageError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
-        let PathIds(a, b) = PathIds::from_request_parts(parts, state).await?;
-        Ok(Self(a, b))
     }
 }
 
@@ -110,9 +85,20 @@ pub fn problem(id: &str, message: Option<&str>) -> Markup {
     }
 }
 
+/// A form the domain refused: why, and what it held, to show it again.
+pub struct Refused {
+    pub message: String,
+    pub held: Form,
+}
+
+/// The sentence beside a form, if it was refused.
+pub fn message(refused: Option<&Refused>) -> Option<&str> {
+    refused.map(|r| r.message.as_str())
+}
+
 /// What was typed in a refused form's field, to show it again.
-pub fn typed<'a>(form: Option<&'a Form>, name: &str) -> &'a str {
-    form.and_then(|f| f.get(name)).unwrap_or_default()
+pub fn typed<'a>(refused: Option<&'a Refused>, name: &str) -> &'a str {
+    refused.and_then(|r| r.held.get(name)).unwrap_or_default()
 }
 
 /// A sentence saying what just happened.

@@ -10,11 +10,12 @@ use parley_domain::admin::NewInstallationInput;
 use parley_domain::model::{Installation, InstallationId, InstallationStatus, Site, SiteId};
 use parley_domain::tenancy::NewSiteInput;
 
-use super::common::{Admin, Id, back, copyable, done_message, frame, notice, problem, read, refusal, token_field, typed};
+use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
-use crate::app::form::{CheckedForm, Form};
+use crate::app::form::CheckedForm;
 use crate::app::layout::when;
+use crate::app::path::Id;
 use crate::app::session::WebSession;
 
 const HERE: &str = "/app/integrations";
@@ -32,11 +33,10 @@ enum Which {
     Installation(SiteId),
 }
 
-/// A refused form: which, why, and what was typed in it.
+/// A refused form, and which.
 struct Problem {
     form: Which,
-    message: String,
-    typed: Form,
+    refused: Refused,
 }
 
 pub async fn page(State(s): State<AppState>, Admin(who): Admin, RawQuery(query): RawQuery) -> Result<Response, PageError> {
@@ -51,16 +51,15 @@ async fn render(
     done: Option<&str>,
 ) -> Result<Response, PageError> {
     let listed = s.admin.sites_with_installations(&who.session).await?;
-    let site_problem = refused.as_ref().filter(|p| matches!(p.form, Which::Site));
-    let site_typed = site_problem.map(|p| &p.typed);
-    let site_problem = site_problem.map(|p| p.message.as_str());
+    let site_refused = refused.as_ref().filter(|p| matches!(p.form, Which::Site)).map(|p| &p.refused);
+    let site_problem = message(site_refused);
     let main = html! {
         h1 { "Sites and installations" }
         (notice(done))
         p { "A site is a website (or app) with the domains its widget may run on; an installation is one place the widget is embedded, with the public token its snippet carries." }
         @if listed.is_empty() { p.empty { "No sites yet: add one below." } }
         @for (site, installations) in &listed {
-            @let installation_problem = refused.as_ref().filter(|p| matches!(p.form, Which::Installation(id) if id == site.id));
+            @let installation_problem = refused.as_ref().filter(|p| matches!(p.form, Which::Installation(id) if id == site.id)).map(|p| &p.refused);
             (site_section(s, who, site, installations, installation_problem))
         }
         section aria-labelledby="new-site" {
@@ -68,10 +67,10 @@ async fn render(
             form.stack method="post" action={ (HERE) "/sites" } {
                 (token_field(who))
                 label for="site-name" { "Name" }
-                input #site-name name="name" required maxlength="255" value=(typed(site_typed, "name"))
+                input #site-name name="name" required maxlength="255" value=(typed(site_refused, "name"))
                     aria-invalid=[site_problem.map(|_| "true")] aria-describedby=[site_problem.map(|_| "site-problem")];
                 label for="site-domains" { "Domains the widget may run on" }
-                input #site-domains name="domains" placeholder="www.example.com, shop.example.com" value=(typed(site_typed, "domains"))
+                input #site-domains name="domains" placeholder="www.example.com, shop.example.com" value=(typed(site_refused, "domains"))
                     aria-invalid=[site_problem.map(|_| "true")] aria-describedby={ "site-domains-help" @if site_problem.is_some() { " site-problem" } };
                 p.help #site-domains-help { "Separated by commas; subdomains are included. Leave empty to allow any domain." }
                 (problem("site-problem", site_problem))
@@ -82,10 +81,10 @@ async fn render(
     Ok(frame(who, "Integrations", HERE, status, main))
 }
 
-fn site_section(s: &AppState, who: &WebSession, site: &Site, installations: &[Installation], refused: Option<&Problem>) -> Markup {
+fn site_section(s: &AppState, who: &WebSession, site: &Site, installations: &[Installation], refused: Option<&Refused>) -> Markup {
     let heading = format!("site-{}", site.id.0);
     let problem_id = format!("installation-problem-{}", site.id.0);
-    let message = refused.map(|p| p.message.as_str());
+    let message = message(refused);
     html! {
         section.site aria-labelledby=(heading) {
             h2 #(heading) { (site.name) }
@@ -99,7 +98,7 @@ fn site_section(s: &AppState, who: &WebSession, site: &Site, installations: &[In
                 (token_field(who))
                 label for={ "installation-name-" (site.id.0) } { "New installation of " (site.name) }
                 input id={ "installation-name-" (site.id.0) } name="name" placeholder="Website" maxlength="255"
-                    value=(typed(refused.map(|p| &p.typed), "name"))
+                    value=(typed(refused, "name"))
                     aria-invalid=[message.map(|_| "true")] aria-describedby=[message.map(|_| problem_id.as_str())];
                 button type="submit" { "Add installation" }
                 (problem(&problem_id, message))
@@ -171,7 +170,7 @@ pub async fn create_site(State(s): State<AppState>, Admin(who): Admin, CheckedFo
         Ok(()) => Ok(back(&format!("{HERE}?done=site"))),
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, Some(Problem { form: Which::Site, message, typed: form }), None).await
+            render(&s, &who, status, Some(Problem { form: Which::Site, refused: Refused { message, held: form } }), None).await
         }
     }
 }
@@ -191,7 +190,8 @@ pub async fn create_installation(
         Ok(id) => Ok(back(&format!("{HERE}?done=installation#installation-{}", id.0))),
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, Some(Problem { form: Which::Installation(site), message, typed: form }), None).await
+            render(&s, &who, status, Some(Problem { form: Which::Installation(site), refused: Refused { message, held: form } }), None)
+                .await
         }
     }
 }

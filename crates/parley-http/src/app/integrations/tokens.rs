@@ -8,11 +8,12 @@ use maud::html;
 use parley_domain::auth::NewPersonalToken;
 use parley_domain::model::{PersonalToken, TokenId};
 
-use super::common::{Admin, Id, back, copyable, done_message, frame, notice, problem, read, refusal, token_field, typed};
+use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
-use crate::app::form::{CheckedForm, Form};
+use crate::app::form::CheckedForm;
 use crate::app::layout::when;
+use crate::app::path::Id;
 use crate::app::session::WebSession;
 
 const HERE: &str = "/app/integrations/tokens";
@@ -35,12 +36,11 @@ struct View<'a> {
     done: Option<&'a str>,
     /// A token just made, with its secret: shown this once.
     created: Option<(PersonalToken, String)>,
-    problem: Option<String>,
-    /// What a refused form held.
-    typed: Option<Form>,
+    refused: Option<Refused>,
 }
 
 async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'_>) -> Result<Response, PageError> {
+    let (refused, message) = (view.refused.as_ref(), message(view.refused.as_ref()));
     let tokens = s.auth.personal_tokens(&who.session).await?;
     let now = s.web_app.clock.now();
     let api = format!("{}/api/v1", s.web_app.public_url);
@@ -61,14 +61,14 @@ async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'
             form.stack method="post" action=(HERE) {
                 (token_field(who))
                 label for="token-name" { "What it is for" }
-                input #token-name name="name" required maxlength="255" placeholder="iOS app test" value=(typed(view.typed.as_ref(), "name"))
-                    aria-invalid=[view.problem.as_ref().map(|_| "true")] aria-describedby=[view.problem.as_ref().map(|_| "token-problem")];
+                input #token-name name="name" required maxlength="255" placeholder="iOS app test" value=(typed(refused, "name"))
+                    aria-invalid=[message.map(|_| "true")] aria-describedby=[message.map(|_| "token-problem")];
                 label for="token-expiry" { "Expires after" }
-                @let chosen = view.typed.as_ref().and_then(|f| f.get("expires_in_days")).filter(|d| EXPIRIES.iter().any(|e| e.to_string() == *d)).unwrap_or("30");
+                @let chosen = Some(typed(refused, "expires_in_days")).filter(|d| EXPIRIES.iter().any(|e| e.to_string() == *d)).unwrap_or("30");
                 select #token-expiry name="expires_in_days" {
                     @for days in EXPIRIES { option value=(days) selected[days.to_string() == chosen] { (days) " days" } }
                 }
-                (problem("token-problem", view.problem.as_deref()))
+                (problem("token-problem", message))
                 button type="submit" { "Make token" }
             }
         }
@@ -111,7 +111,7 @@ pub async fn create(State(s): State<AppState>, Admin(who): Admin, CheckedForm(fo
         Ok(created) => render(&s, &who, StatusCode::CREATED, View { created: Some(created), ..View::default() }).await,
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, View { problem: Some(message), typed: Some(form), ..View::default() }).await
+            render(&s, &who, status, View { refused: Some(Refused { message, held: form }), ..View::default() }).await
         }
     }
 }

@@ -12,11 +12,12 @@ use parley_domain::model::{DeliveryId, WebhookId};
 use parley_domain::webhooks::service::NewWebhookInput;
 use parley_domain::webhooks::{Delivery, DeliveryStatus, Webhook, signing};
 
-use super::common::{Admin, Id, Ids, back, copyable, done_message, frame, notice, problem, read, refusal, token_field, typed};
+use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
-use crate::app::form::{CheckedForm, Form};
+use crate::app::form::CheckedForm;
 use crate::app::layout::when;
+use crate::app::path::{Id, Ids};
 use crate::app::session::WebSession;
 use crate::requests::admin::{WebhookCreate, WebhookTest};
 
@@ -47,21 +48,15 @@ pub async fn list(State(s): State<AppState>, Admin(who): Admin, RawQuery(query):
     render_list(&s, &who, StatusCode::OK, done_message(query.as_deref(), &DONE), None).await
 }
 
-/// A refused form's sentence and what it held.
-type Refused = Option<(String, Form)>;
-
 async fn render_list(
     s: &AppState,
     who: &WebSession,
     status: StatusCode,
     done: Option<&str>,
-    refused: Refused,
+    refused: Option<Refused>,
 ) -> Result<Response, PageError> {
-    let (message, held) = match &refused {
-        Some((m, f)) => (Some(m.as_str()), Some(f)),
-        None => (None, None),
-    };
-    let ticked: Vec<&str> = held.map(|f| f.pairs().filter(|(k, _)| *k == "events").map(|(_, v)| v).collect()).unwrap_or_default();
+    let (refused, message) = (refused.as_ref(), message(refused.as_ref()));
+    let ticked: Vec<&str> = refused.map(|r| r.held.pairs().filter(|(k, _)| *k == "events").map(|(_, v)| v).collect()).unwrap_or_default();
     let endpoints = s.webhooks.list(&who.session).await?;
     let main = html! {
         h1 { "Webhooks" }
@@ -86,7 +81,7 @@ async fn render_list(
             form.stack method="post" action=(HERE) {
                 (token_field(who))
                 label for="endpoint-url" { "URL" }
-                input #endpoint-url name="url" type="url" required placeholder="https://partner.example.com/parley" value=(typed(held, "url"))
+                input #endpoint-url name="url" type="url" required placeholder="https://partner.example.com/parley" value=(typed(refused, "url"))
                     aria-invalid=[message.map(|_| "true")] aria-describedby=[message.map(|_| "endpoint-problem")];
                 fieldset {
                     legend { "Events (none chosen: every kind)" }
@@ -163,7 +158,7 @@ pub async fn create(State(s): State<AppState>, Admin(who): Admin, CheckedForm(fo
         }
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render_list(&s, &who, status, None, Some((message, form))).await
+            render_list(&s, &who, status, None, Some(Refused { message, held: form })).await
         }
     }
 }
