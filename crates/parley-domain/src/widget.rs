@@ -405,8 +405,8 @@ impl WidgetService {
         let limits = Arc::clone(&self.limits);
         self.db
             .write(move |tx| {
-                let mut conversation = tx.conversation_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
-                let visitor = tx.visitor(scope, conversation.visitor_id)?.ok_or(DomainError::NotFound)?;
+                let (mut conversation, visitor) =
+                    tx.conversation_and_visitor_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
                 let new =
                     NewMessage { client_message_id: input.client_message_id, ..visitor_message(&conversation, &visitor, input.body, now) };
                 if let Some(earlier) = crate::activity::earlier_send(tx, scope.into(), &new)? {

@@ -85,6 +85,14 @@ pub trait ConversationsRead {
     /// Inside a write unit the conversation stays locked until the commit,
     /// so what the unit writes back is based on what it read.
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>>;
+    /// The conversation with its visitor, both locked inside a write unit
+    /// like `conversation_by_public_id`: a visitor's message needs both,
+    /// and one statement spares a round trip to a database elsewhere.
+    fn conversation_and_visitor_by_public_id(
+        &mut self,
+        scope: ConversationScope,
+        public_id: &str,
+    ) -> StoreResult<Option<(Conversation, Visitor)>>;
     /// Locked like `conversation_by_public_id` inside a write unit.
     fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>>;
     fn conversation_details(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<ConversationDetails>>;

@@ -161,6 +161,16 @@ fn conversation_where(condition: &str) -> String {
     format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {SCOPE} AND {condition}")
 }
 
+/// A conversation joined to its visitor; locked, both rows are (the
+/// conversation's first, as when they are read one after the other).
+fn conversation_and_visitor(condition: &str) -> String {
+    format!(
+        "SELECT {CONVERSATION_COLS}, {VISITOR_COLS} FROM conversations c
+         JOIN visitors v ON v.id = c.visitor_id AND v.tenant_id = c.tenant_id AND v.site_id = c.site_id
+         WHERE {SCOPE} AND {condition}"
+    )
+}
+
 statements! {
     VISITOR_BY_UUID[Int, Int, Text](_) => visitor_by_uuid(),
     VISITOR_BY_UUID_LOCKED[Int, Int, Text](d) => d.locked(visitor_by_uuid()),
@@ -168,6 +178,9 @@ statements! {
     VISITOR_LOCKED[Int, Int, Int](d) => d.locked(visitor_by_id()),
     CONVERSATION_BY_PUBLIC_ID[Int, Int, Int, Bool, Text](_) => conversation_where("c.public_id = ?5"),
     CONVERSATION_BY_PUBLIC_ID_LOCKED[Int, Int, Int, Bool, Text](d) => d.locked(conversation_where("c.public_id = ?5")),
+    CONVERSATION_AND_VISITOR_BY_PUBLIC_ID[Int, Int, Int, Bool, Text](_) => conversation_and_visitor("c.public_id = ?5"),
+    CONVERSATION_AND_VISITOR_BY_PUBLIC_ID_LOCKED[Int, Int, Int, Bool, Text](d) =>
+        d.locked(conversation_and_visitor("c.public_id = ?5")),
     CONVERSATION[Int, Int, Int, Bool, Int](_) => conversation_where("c.id = ?5"),
     CONVERSATION_LOCKED[Int, Int, Int, Bool, Int](d) => d.locked(conversation_where("c.id = ?5")),
     CONVERSATION_DETAILS[Int, Int, Int, Bool, Int](_) =>
@@ -253,6 +266,19 @@ impl ConversationsRead for Tx<'_> {
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>> {
         let stmt = self.locking(&CONVERSATION_BY_PUBLIC_ID, &CONVERSATION_BY_PUBLIC_ID_LOCKED);
         self.conversation_row(stmt, &scoped!(scope; public_id))
+    }
+
+    fn conversation_and_visitor_by_public_id(
+        &mut self,
+        scope: ConversationScope,
+        public_id: &str,
+    ) -> StoreResult<Option<(Conversation, Visitor)>> {
+        let stmt = self.locking(&CONVERSATION_AND_VISITOR_BY_PUBLIC_ID, &CONVERSATION_AND_VISITOR_BY_PUBLIC_ID_LOCKED);
+        let found = self.one(stmt, &scoped!(scope; public_id), |r| Ok((conversation(r)?, visitor(r)?)))?;
+        if let Some((c, _)) = &found {
+            self.note_locked(c.id);
+        }
+        Ok(found)
     }
 
     fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>> {

@@ -184,6 +184,11 @@ async fn conversation_reads_see_their_scope_only() {
                     let sees = visible2.contains(&c.id);
                     assert_eq!(r.conversation(scope, c.id)?.is_some(), sees, "{name}: conversation {}", c.public_id);
                     assert_eq!(r.conversation_by_public_id(scope, &c.public_id)?.is_some(), sees, "{name}: by public id {}", c.public_id);
+                    let with_visitor = r.conversation_and_visitor_by_public_id(scope, &c.public_id)?;
+                    assert_eq!(with_visitor.is_some(), sees, "{name}: with its visitor {}", c.public_id);
+                    if let Some((found, visitor)) = with_visitor {
+                        assert_eq!((found.id, visitor.id, visitor.site_id), (c.id, c.visitor_id, c.site_id), "{name}: its own visitor");
+                    }
                     assert_eq!(r.conversation_details(scope, c.id)?.is_some(), sees, "{name}: details {}", c.public_id);
                     assert_eq!(!r.messages(scope, c.id, PAGE)?.is_empty(), sees, "{name}: messages of {}", c.public_id);
                     assert_eq!(r.conversation_with_messages(scope, &c.public_id, PAGE)?.is_some(), sees, "{name}: poll {}", c.public_id);
