@@ -98,8 +98,8 @@ impl VerificationService {
         let created = self
             .db
             .write(move |tx| {
-                let conversation = tx.conversation_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
-                let visitor = tx.visitor(scope, conversation.visitor_id)?.ok_or(DomainError::NotFound)?;
+                let (conversation, visitor) =
+                    tx.conversation_and_visitor_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
                 let known = if method.uses_phone() { visitor.profile.phone.clone() } else { visitor.profile.email.clone() };
                 let target = input.target.or(known).ok_or_else(|| {
                     let what = if method.uses_phone() { "phone number" } else { "email address" };

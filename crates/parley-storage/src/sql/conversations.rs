@@ -161,8 +161,9 @@ fn conversation_where(condition: &str) -> String {
     format!("SELECT {CONVERSATION_COLS} FROM conversations c WHERE {SCOPE} AND {condition}")
 }
 
-/// A conversation joined to its visitor; locked, both rows are (the
-/// conversation's first, as when they are read one after the other).
+/// A conversation joined to its visitor. Under `FOR UPDATE` PostgreSQL
+/// locks both rows, the conversation's first (it locks in `FROM` order),
+/// the same order as the units that read them one after the other.
 fn conversation_and_visitor(condition: &str) -> String {
     format!(
         "SELECT {CONVERSATION_COLS}, {VISITOR_COLS} FROM conversations c

@@ -66,6 +66,44 @@ async fn simultaneous_profile_updates_keep_every_field() {
     assert!(lost.is_empty(), "{} of 15 rounds lost a field: {:?}", lost.len(), lost.first());
 }
 
+/// A message carrying the page it was sent from, against a sync telling
+/// the visitor's name: the message locks the visitor with its
+/// conversation, so neither change overwrites the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_and_a_profile_sync_keep_both_changes() {
+    let app = Arc::new(TestApp::spawn().await);
+    let f = app.fixture("acme", &[]).await;
+    let mut lost = Vec::new();
+    for round in 0..15 {
+        let uuid = format!("v-{round}");
+        let public_id = app.open_conversation("/api", &f.token, &uuid, "hello").await;
+        let url = format!("https://www.acme.example/page-{round}");
+        let message = {
+            let (app, token, url) = (app.clone(), f.token.clone(), url.clone());
+            tokio::spawn(async move {
+                app.post(
+                    &format!("/api/widget/conversations/{public_id}/messages"),
+                    json!({"token": token, "body": "and again", "current_url": url}),
+                )
+                .await
+            })
+        };
+        let sync = {
+            let (app, token, uuid) = (app.clone(), f.token.clone(), uuid.clone());
+            tokio::spawn(async move { app.post("/api/widget/visitors", json!({"token": token, "uuid": uuid, "name": "Ann"})).await })
+        };
+        let (status, body) = message.await.unwrap();
+        assert!(status.is_success(), "{body}");
+        assert!(sync.await.unwrap().0.is_success());
+        let scope = f.scope;
+        let v = app.db.read(move |r| Ok(r.visitor_by_uuid(scope, &uuid)?)).await.unwrap().unwrap();
+        if v.profile.name.as_deref() != Some("Ann") || v.profile.last_url.as_deref() != Some(url.as_str()) {
+            lost.push((round, v.profile));
+        }
+    }
+    assert!(lost.is_empty(), "{} of 15 rounds lost a change: {:?}", lost.len(), lost.first());
+}
+
 /// The per-recipient email limit (1 per hour here) against parallel starts
 /// from different conversations.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -187,7 +187,11 @@ async fn conversation_reads_see_their_scope_only() {
                     let with_visitor = r.conversation_and_visitor_by_public_id(scope, &c.public_id)?;
                     assert_eq!(with_visitor.is_some(), sees, "{name}: with its visitor {}", c.public_id);
                     if let Some((found, visitor)) = with_visitor {
-                        assert_eq!((found.id, visitor.id, visitor.site_id), (c.id, c.visitor_id, c.site_id), "{name}: its own visitor");
+                        assert_eq!(
+                            (found.id, visitor.id, visitor.tenant_id, visitor.site_id),
+                            (c.id, c.visitor_id, c.tenant_id, c.site_id),
+                            "{name}: its own visitor"
+                        );
                     }
                     assert_eq!(r.conversation_details(scope, c.id)?.is_some(), sees, "{name}: details {}", c.public_id);
                     assert_eq!(!r.messages(scope, c.id, PAGE)?.is_empty(), sees, "{name}: messages of {}", c.public_id);
@@ -200,6 +204,30 @@ async fn conversation_reads_see_their_scope_only() {
                 expected.sort();
                 assert_eq!(listed, expected, "{name}: the list");
                 assert_eq!(r.count_conversations(scope, StatusFilter::All)?, expected.len() as u64, "{name}: the count");
+                Ok(())
+            })
+            .await
+            .unwrap();
+    }
+}
+
+/// The locked reads a write unit makes (`FOR UPDATE` on PostgreSQL) keep
+/// the same scope as the plain ones.
+#[tokio::test]
+async fn locked_conversation_reads_see_their_scope_only() {
+    let (app, a, b) = world().await;
+    let cases =
+        [("agent of the first site", a.agent(), vec![a.conv1.id]), ("widget of the second site", a.widget(a.site2), vec![a.conv2.id])];
+    for (name, scope, visible) in cases {
+        let all = [a.conv1.clone(), a.conv2.clone(), b.conv1.clone(), b.conv2.clone()];
+        app.db
+            .write(move |tx| {
+                for c in &all {
+                    let sees = visible.contains(&c.id);
+                    assert_eq!(tx.conversation_by_public_id(scope, &c.public_id)?.is_some(), sees, "{name}: {}", c.public_id);
+                    let with_visitor = tx.conversation_and_visitor_by_public_id(scope, &c.public_id)?;
+                    assert_eq!(with_visitor.map(|(_, v)| v.id), sees.then_some(c.visitor_id), "{name}: with its visitor {}", c.public_id);
+                }
                 Ok(())
             })
             .await
