@@ -8,8 +8,7 @@ use axum::http::request::Parts;
 use super::error::PageError;
 use crate::extract::{PathId, PathIds};
 
-/// The id of the path, as a page: anything that is not one is the same
-/// "not found" page as an id of another tenant.
+/// The id of the path.
 pub struct Id(pub i64);
 
 impl<S: Send + Sync> FromRequestParts<S> for Id {

@@ -266,7 +266,7 @@ impl ConversationsRead for Tx<'_> {
 
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>> {
         let stmt = self.locking(&CONVERSATION_BY_PUBLIC_ID, &CONVERSATION_BY_PUBLIC_ID_LOCKED);
-        self.conversation_row(stmt, &scoped!(scope; public_id))
+        Ok(self.conversation_row(stmt, &scoped!(scope; public_id), |_| Ok(()))?.map(|(c, ())| c))
     }
 
     fn conversation_and_visitor_by_public_id(
@@ -275,16 +275,12 @@ impl ConversationsRead for Tx<'_> {
         public_id: &str,
     ) -> StoreResult<Option<(Conversation, Visitor)>> {
         let stmt = self.locking(&CONVERSATION_AND_VISITOR_BY_PUBLIC_ID, &CONVERSATION_AND_VISITOR_BY_PUBLIC_ID_LOCKED);
-        let found = self.one(stmt, &scoped!(scope; public_id), |r| Ok((conversation(r)?, visitor(r)?)))?;
-        if let Some((c, _)) = &found {
-            self.note_locked(c.id);
-        }
-        Ok(found)
+        self.conversation_row(stmt, &scoped!(scope; public_id), visitor)
     }
 
     fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>> {
         let stmt = self.locking(&CONVERSATION, &CONVERSATION_LOCKED);
-        self.conversation_row(stmt, &scoped!(scope; id))
+        Ok(self.conversation_row(stmt, &scoped!(scope; id), |_| Ok(()))?.map(|(c, ())| c))
     }
 
     fn conversation_details(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<ConversationDetails>> {
@@ -365,10 +361,16 @@ impl ConversationsRead for Tx<'_> {
 }
 
 impl Tx<'_> {
-    /// One conversation, remembered as locked when a write unit read it.
-    fn conversation_row(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<Option<Conversation>> {
-        let found = self.one(stmt, args, conversation)?;
-        if let Some(c) = &found {
+    /// One conversation and what `with` reads of the same row, the
+    /// conversation remembered as locked when a write unit read it.
+    fn conversation_row<T>(
+        &mut self,
+        stmt: &'static Stmt,
+        args: &[Arg<'_>],
+        with: impl Fn(&dyn Row) -> StoreResult<T>,
+    ) -> StoreResult<Option<(Conversation, T)>> {
+        let found = self.one(stmt, args, |r| Ok((conversation(r)?, with(r)?)))?;
+        if let Some((c, _)) = &found {
             self.note_locked(c.id);
         }
         Ok(found)
