@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
 use parley_domain::DomainError;
 use parley_domain::auth::SignIn;
-use parley_domain::feed::{Cursor, FeedItem, Follower, Reader, Slot, Step, StreamSlots};
+use parley_domain::feed::{Catchup, Cursor, FeedItem, Follower, Reader, Slot, Step, StreamSlots};
 use parley_domain::limits::ClientKey;
 use parley_domain::metrics::Metrics;
 use parley_domain::model::OperatorScope;
@@ -63,11 +63,6 @@ impl Streams {
     /// would.
     pub fn close(&self) {
         self.closing.cancel();
-    }
-
-    /// Completes when the streams are closed: long polls wait on it too.
-    pub(crate) fn closed(&self) -> impl Future<Output = ()> + use<> {
-        self.closing.clone().cancelled_owned()
     }
 
     /// A place for one more stream of this client address, taken before
@@ -122,16 +117,98 @@ impl Holder {
 /// for an item it does not show.
 pub(crate) type Render = fn(&FeedItem) -> Option<Event>;
 
+/// A follower of the feed held by someone who is checked again while it
+/// waits: what streams and long polls share.
 struct Live {
     state: AppState,
     follower: Follower,
     holder: Holder,
-    render: Render,
     closing: CancellationToken,
     recheck: Duration,
     next_check: Instant,
-    done: bool,
-    _slot: Slot,
+    /// Whether to read before waiting: at the start, after a wake-up,
+    /// and after a read that failed.
+    read: bool,
+    /// The place of its client address, if it holds one.
+    _slot: Option<Slot>,
+}
+
+/// What following gave next.
+enum Next {
+    /// Entries the reader sees, oldest first.
+    Items(Vec<FeedItem>),
+    /// The client's cursor is unknown or expired.
+    Reset,
+    /// The holder no longer passes its check.
+    Refused,
+    /// The instance is shutting down.
+    Closing,
+    /// The deadline came first.
+    TimedOut,
+}
+
+impl Live {
+    fn new(state: AppState, follower: Follower, holder: Holder, slot: Option<Slot>) -> Self {
+        let streams = &state.streams;
+        let recheck = streams.recheck();
+        Live {
+            follower,
+            holder,
+            closing: streams.closing.clone(),
+            recheck,
+            next_check: Instant::now() + recheck,
+            read: true,
+            _slot: slot,
+            state,
+        }
+    }
+
+    /// Waits for the next entries, until `deadline` if there is one.
+    ///
+    /// The feed is read at the start, after a wake-up from the hub and
+    /// after a full page, never on a timer: an idle follower costs no
+    /// query but its holder's recheck. Every wait also watches shutdown.
+    async fn next(&mut self, deadline: Option<Instant>) -> Next {
+        let closing = self.closing.clone();
+        tokio::select! {
+            _ = closing.cancelled() => Next::Closing,
+            next = self.step(deadline) => next,
+        }
+    }
+
+    async fn step(&mut self, deadline: Option<Instant>) -> Next {
+        loop {
+            if Instant::now() >= self.next_check {
+                if let Check::Refused = self.holder.check(&self.state).await {
+                    return Next::Refused;
+                }
+                self.next_check = Instant::now() + self.recheck;
+            }
+            if self.read {
+                self.read = false;
+                match self.follower.read().await {
+                    Ok(Some(Step::Items(items))) => return Next::Items(items),
+                    Ok(Some(Step::Reset)) => return Next::Reset,
+                    Ok(None) => {}
+                    // Read again at the next wake-up or check: the cursor
+                    // has not moved, so nothing is lost meanwhile.
+                    Err(e) => {
+                        self.read = true;
+                        tracing::warn!(error = %e, "a stream could not read the feed; trying again");
+                    }
+                }
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Next::TimedOut;
+            }
+            let failed = self.read;
+            let wake = deadline.map_or(self.next_check, |d| d.min(self.next_check));
+            self.read = tokio::select! {
+                _ = self.follower.changed() => true,
+                _ = tokio::time::sleep_until(wake) => failed,
+            };
+        }
+    }
 }
 
 /// Opens a stream in the place `slot` holds: from the client's
@@ -152,7 +229,7 @@ pub(crate) async fn open(
         None => from_query,
     };
     let follower = state.feed.follow(reader, from).await?;
-    Ok(respond(state.clone(), follower, holder, slot, render))
+    Ok(respond(Live::new(state.clone(), follower, holder, Some(slot)), render))
 }
 
 /// Opens an operator's stream (the mobile API's, or the web app's under
@@ -172,29 +249,78 @@ pub(crate) async fn open_operator(
     open(state, slot, headers, from_query, Reader::Operator(scope.into()), holder, operator_event).await
 }
 
+/// An operator's catch-up (`Accept: application/json`): the entries after
+/// `after` it can see, oldest first, at most a page; with `wait`, held
+/// until one comes or the time is up (long polling). Without `after` it
+/// answers at once with the present cursor.
+///
+/// A waiting long poll is a stream in all but its answer: it holds a
+/// place of its address (`slot`, taken when it may wait), ends at shutdown with what it has, and
+/// its token is checked again while it waits, and once more after
+/// entries were read and before they are answered, so that no entry
+/// committed after a logout or a revocation reaches its holder.
+pub(crate) async fn long_poll(
+    state: &AppState,
+    slot: Option<Slot>,
+    after: Option<Cursor>,
+    wait: Duration,
+    token: String,
+    kind: SignIn,
+    scope: OperatorScope,
+) -> Result<Catchup, ApiError> {
+    let reader = Reader::Operator(scope.into());
+    let Some(after) = after else {
+        return Ok(Catchup { items: Vec::new(), cursor: state.feed.head(reader.tenant()).await? });
+    };
+    let follower = state.feed.follow(reader, Some(after)).await?;
+    let mut live = Live::new(state.clone(), follower, Holder::Operator { token, kind, scope }, slot);
+    let items = match live.next(Some(Instant::now() + wait)).await {
+        Next::Items(items) => items,
+        Next::Reset => return Err(DomainError::CursorExpired.into()),
+        Next::Refused => return Err(DomainError::Unauthenticated.into()),
+        Next::Closing | Next::TimedOut => Vec::new(),
+    };
+    if !items.is_empty() || !wait.is_zero() {
+        // Checked after the read: a revocation committed before any of
+        // these entries is seen here.
+        match live.holder.check(state).await {
+            Check::Allowed => {}
+            Check::Refused => return Err(DomainError::Unauthenticated.into()),
+            Check::Unknown => return Err(DomainError::Unavailable("the sign-in could not be checked; try again").into()),
+        }
+    }
+    Ok(Catchup { items, cursor: live.follower.cursor() })
+}
+
 /// An operator's stream shows every entry it can read, notes included.
 fn operator_event(item: &FeedItem) -> Option<Event> {
     event(item, crate::views::mobile::OperatorEventData::from(item))
 }
 
-/// The response of a stream: `follower`'s entries as `render` shows them,
-/// until the holder is refused, the cursor is reset or the instance
+/// The response of a stream: the follower's entries as `render` shows
+/// them, until the holder is refused, the cursor is reset or the instance
 /// shuts down.
-fn respond(state: AppState, follower: Follower, holder: Holder, slot: Slot, render: Render) -> Response {
-    let streams = state.streams.clone();
-    let live = Live {
-        follower,
-        holder,
-        render,
-        closing: streams.closing.clone(),
-        recheck: streams.recheck(),
-        next_check: Instant::now() + streams.recheck(),
-        done: false,
-        _slot: slot,
-        state,
-    };
-    let events = stream::unfold(live, next).flat_map(|batch| stream::iter(batch.into_iter().map(Ok::<_, Infallible>)));
-    let sse = Sse::new(events).keep_alive(KeepAlive::new().interval(streams.settings.keepalive).text("keep-alive"));
+fn respond(live: Live, render: Render) -> Response {
+    let keepalive = live.state.streams.settings.keepalive;
+    let events = stream::unfold((live, false), move |(mut live, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            match live.next(None).await {
+                Next::Items(items) => {
+                    let events: Vec<Event> = items.iter().filter_map(render).collect();
+                    if !events.is_empty() {
+                        return Some((events, (live, false)));
+                    }
+                }
+                Next::Reset => return Some((vec![reset_event()], (live, true))),
+                Next::Refused | Next::Closing | Next::TimedOut => return None,
+            }
+        }
+    })
+    .flat_map(|batch| stream::iter(batch.into_iter().map(Ok::<_, Infallible>)));
+    let sse = Sse::new(events).keep_alive(KeepAlive::new().interval(keepalive).text("keep-alive"));
     let mut response = sse.into_response();
     // Proxies that buffer responses (nginx does by default) would hold
     // events back until a buffer fills.
@@ -216,59 +342,6 @@ fn reset(slot: Slot) -> Response {
 /// dispatches an event only when it has data, hence `{}`.
 fn reset_event() -> Event {
     Event::default().event("reset").data("{}")
-}
-
-/// The next events of a stream, once there are any; `None` ends it.
-///
-/// The feed is read when the stream starts, after a wake-up from the hub
-/// and after a full page, never on a timer: an idle stream costs no
-/// query but its holder's recheck. Every wait also watches shutdown.
-async fn next(mut live: Live) -> Option<(Vec<Event>, Live)> {
-    let closing = live.closing.clone();
-    let step = async move {
-        let (mut read, mut failed) = (true, false);
-        loop {
-            if live.done {
-                return None;
-            }
-            if Instant::now() >= live.next_check {
-                if let Check::Refused = live.holder.check(&live.state).await {
-                    return None;
-                }
-                live.next_check = Instant::now() + live.recheck;
-            }
-            if read {
-                match live.follower.read().await {
-                    Ok(Some(Step::Items(items))) => {
-                        failed = false;
-                        let events: Vec<Event> = items.iter().filter_map(live.render).collect();
-                        if !events.is_empty() {
-                            return Some((events, live));
-                        }
-                    }
-                    Ok(Some(Step::Reset)) => {
-                        live.done = true;
-                        return Some((vec![reset_event()], live));
-                    }
-                    Ok(None) => failed = false,
-                    // Read again at the next wake-up or check: the cursor
-                    // has not moved, so nothing is lost meanwhile.
-                    Err(e) => {
-                        failed = true;
-                        tracing::warn!(error = %e, "a stream could not read the feed; trying again");
-                    }
-                }
-            }
-            read = tokio::select! {
-                _ = live.follower.changed() => true,
-                _ = tokio::time::sleep_until(live.next_check) => failed,
-            };
-        }
-    };
-    tokio::select! {
-        _ = closing.cancelled() => None,
-        next = step => next,
-    }
 }
 
 /// One event of a stream: the item's cursor, its kind and `data`.

@@ -368,7 +368,7 @@ impl Config {
             d if d < Duration::from_millis(100) => Err("must be at least 100ms".into()),
             d => Ok(d),
         });
-        let streams_per_address = r.number("PARLEY_STREAMS_PER_ADDRESS", 20, 1..=1_000_000);
+        let streams_per_address = r.number("PARLEY_STREAMS_PER_ADDRESS", 200, 1..=1_000_000);
         if !r.errors.is_empty() {
             return Err(ConfigErrors(r.errors));
         }

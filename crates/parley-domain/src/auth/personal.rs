@@ -37,12 +37,22 @@ impl AuthService {
     /// is in the answer, this once.
     pub async fn create_personal_token(&self, session: &Session, input: NewPersonalToken) -> Result<(PersonalToken, String), DomainError> {
         let tenant = require_admin(session)?;
+        // A stolen token must not buy itself a longer life: a personal
+        // token makes none, and a login's bearer token none that outlives
+        // it. A web app session is a person signed in with a password in
+        // a browser, as on any site that makes access tokens.
+        if session.kind == TokenKind::Personal {
+            return Err(DomainError::Forbidden("a personal access token cannot make tokens; sign in to make one"));
+        }
         if !(1..=MAX_DAYS).contains(&input.expires_in_days) {
             return Err(DomainError::invalid("expires_in_days", format!("must be from 1 to {MAX_DAYS}")));
         }
         let token = ids::operator_token()?;
         let now = self.clock.now();
-        let ttl = Duration::from_secs(u64::from(input.expires_in_days) * 86_400);
+        let mut ttl = Duration::from_secs(u64::from(input.expires_in_days) * 86_400);
+        if session.kind == TokenKind::Login {
+            ttl = ttl.min(session.expires_at.since(now));
+        }
         let new = token_record(&token, TokenKind::Personal, &session.operator, Some(input.name.clone()), now, ttl);
         let (operator, expires_at, name) = (session.operator.id, new.expires_at, input.name.clone());
         let id = self

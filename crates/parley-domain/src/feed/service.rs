@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Cursor, FeedItem, Hub, Step};
+use super::{Cursor, FeedItem, Hub};
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
-use crate::model::{ConversationId, ConversationScope, Session, SiteScope, TenantId};
+use crate::model::{ConversationId, ConversationScope, SiteScope, TenantId};
 use crate::store::{Database, ReadTx, StoreResult};
 
 /// Entries one read returns at most.
@@ -126,41 +126,5 @@ impl FeedService {
             cursor = Cursor { position, at };
         }
         Ok(Catchup { items, cursor })
-    }
-
-    /// An operator's catch-up: the entries after `after`, waiting up to
-    /// `wait` for one when there is none yet (long polling). When `stop`
-    /// completes (the instance shuts down) a wait ends at once with what
-    /// it has, so a long poll answers instead of holding the drain.
-    pub async fn catch_up(
-        &self,
-        session: &Session,
-        after: Option<Cursor>,
-        wait: Duration,
-        stop: impl Future<Output = ()>,
-    ) -> Result<Catchup, DomainError> {
-        let tenant = session.tenant.id;
-        let Some(after) = after else {
-            return Ok(Catchup { items: Vec::new(), cursor: self.head(tenant).await? });
-        };
-        // The follower watches before its first read: an entry committed
-        // between the read and the wait still wakes it.
-        let mut follower = self.follow(Reader::Operator(session.operator.scope().into()), Some(after)).await?;
-        let deadline = tokio::time::Instant::now() + wait;
-        let mut stop = std::pin::pin!(stop);
-        loop {
-            match follower.read().await? {
-                Some(Step::Items(items)) => return Ok(Catchup { items, cursor: follower.cursor() }),
-                Some(Step::Reset) => return Err(DomainError::CursorExpired),
-                None if tokio::time::Instant::now() >= deadline => break,
-                None => {}
-            }
-            tokio::select! {
-                _ = follower.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => {}
-                _ = &mut stop => break,
-            }
-        }
-        Ok(Catchup { items: Vec::new(), cursor: follower.cursor() })
     }
 }

@@ -72,6 +72,10 @@ impl TokenKind {
             Self::Personal => "personal",
         }
     }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Login, Self::Session, Self::Personal].into_iter().find(|k| k.as_str() == s)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -125,6 +129,8 @@ pub struct OperatorScope {
 #[derive(Clone, Debug)]
 pub struct Session {
     pub token_id: TokenId,
+    /// What the token in use is: a personal token may not make tokens.
+    pub kind: TokenKind,
     pub operator: Operator,
     pub tenant: Tenant,
     pub expires_at: Timestamp,

@@ -5,7 +5,8 @@
 //! not be, or resolve to, an address inside this network: loopback,
 //! private, link-local (cloud metadata included), CGNAT, multicast,
 //! unspecified, reserved or documentation ranges, in IPv4 or IPv6 form
-//! (IPv4-mapped, -compatible and NAT64 forms are unwrapped first). The
+//! (every IPv6 form that carries an IPv4 address is judged by that
+//! address). The
 //! check runs at registration and again at connection time, where the
 //! client connects only to the addresses that passed it, so a DNS answer
 //! that changes in between cannot redirect a delivery inside.
@@ -39,8 +40,10 @@ fn forbidden_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn forbidden_v6(ip: Ipv6Addr) -> bool {
-    if let Some(v4) = embedded_v4(ip) {
-        return forbidden_v4(v4);
+    match embedded_v4(ip) {
+        Embedded::One(v4) => return forbidden_v4(v4),
+        Embedded::Two(a, b) => return forbidden_v4(a) || forbidden_v4(b),
+        Embedded::None => {}
     }
     let first = ip.segments()[0];
     ip.is_unspecified()
@@ -50,30 +53,45 @@ fn forbidden_v6(ip: Ipv6Addr) -> bool {
         || (first & 0xffc0) == 0xfe80   // link-local fe80::/10
         || (first & 0xffc0) == 0xfec0   // site-local fec0::/10
         || (first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
-        || (first == 0x2001 && ip.segments()[1] == 0) // Teredo: tunnels to an address it hides
         || (first == 0x64 && ip.segments()[1] == 0xff9b && ip.segments()[2] == 1) // local-use NAT64: where the IPv4 sits varies
 }
 
-/// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), compatible
-/// (`::a.b.c.d`) or NAT64 (`64:ff9b::a.b.c.d`) address.
-fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return Some(v4);
-    }
+/// The IPv4 addresses an IPv6 address carries, for the forms that reach
+/// them: a packet to such an address ends at the IPv4 host.
+enum Embedded {
+    None,
+    One(Ipv4Addr),
+    /// Teredo names two: its server and (obfuscated) its client.
+    Two(Ipv4Addr, Ipv4Addr),
+}
+
+/// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), translated
+/// (`::ffff:0:a.b.c.d`, RFC 2765), compatible (`::a.b.c.d`), NAT64
+/// (`64:ff9b::a.b.c.d`, RFC 6052), 6to4 (`2002:AABB:CCDD::/48`, RFC 3056)
+/// or Teredo (`2001:0::/32`, RFC 4380) address.
+fn embedded_v4(ip: Ipv6Addr) -> Embedded {
     let s = ip.segments();
-    let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
+    let tail = v4(s[6], s[7]);
+    if let Some(mapped) = ip.to_ipv4_mapped() {
+        return Embedded::One(mapped);
+    }
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return Embedded::One(tail);
+    }
     if s[..6] == [0, 0, 0, 0, 0, 0] && !ip.is_loopback() && !ip.is_unspecified() {
-        return Some(tail);
+        return Embedded::One(tail);
     }
-    // NAT64, well-known prefix (64:ff9b::/96).
     if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-        return Some(tail);
+        return Embedded::One(tail);
     }
-    // 6to4 (2002::/16) carries the IPv4 address in its second and third groups.
     if s[0] == 0x2002 {
-        return Some(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8));
+        return Embedded::One(v4(s[1], s[2]));
     }
-    None
+    if s[0] == 0x2001 && s[1] == 0 {
+        return Embedded::Two(v4(s[2], s[3]), v4(!s[6], !s[7]));
+    }
+    Embedded::None
 }
 
 /// Whether deliveries may go to this address when private targets are not allowed.
@@ -151,11 +169,34 @@ mod tests {
             "64:ff9b:1::a9fe:a9fe",
             "2002:a9fe:a9fe::1",
             "2002:7f00:1::",
-            "2001:0:4136:e378::1",
+            "::ffff:0:a9fe:a9fe",
+            "::ffff:0:127.0.0.1",
+            "::ffff:0:10.1.2.3",
+            "::a9fe:a9fe",
+            "64:ff9b::127.0.0.1",
+            "64:ff9b::10.0.0.1",
+            "2002:c0a8:0101::1",
+            // Teredo: a private server, or a client of 169.254.169.254
+            // (stored inverted: 0x5601:0x5601).
+            "2001:0:a00:1::1",
+            "2001:0:4136:e378:8000:63bf:5601:5601",
+            "2001:0:4136:e378:8000:63bf:80ff:fffe",
         ] {
             assert!(forbidden_ip(bad.parse().unwrap()), "{bad} must be refused");
         }
-        for good in ["93.184.216.34", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"] {
+        for good in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "2002:808:808::1",
+            "::ffff:0:8.8.8.8",
+            "64:ff9b::8.8.8.8",
+            // Teredo: a public server and the client 8.8.8.8 (inverted).
+            "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+        ] {
             assert!(!forbidden_ip(good.parse().unwrap()), "{good} must be allowed");
         }
     }
@@ -170,6 +211,8 @@ mod tests {
             "http://LOCALHOST./x",
             "http://api.localhost/x",
             "http://[::ffff:127.0.0.1]/x",
+            "http://[::ffff:0:a9fe:a9fe]/",
+            "http://[::ffff:0:127.0.0.1]:8080/x",
             "http://169.254.169.254/latest",
         ] {
             assert!(check_url(bad, false).await.is_err(), "{bad}");

@@ -57,15 +57,18 @@ async fn events(
     headers: HeaderMap,
     QueryFields(q): QueryFields<OperatorEventsParams>,
 ) -> Result<Response, ApiError> {
+    // `Authenticated` has read this token: streams and long polls check
+    // it again while they wait.
+    let token = bearer_token(&headers).ok_or(DomainError::Unauthenticated)?.to_owned();
+    let scope = session.operator.scope();
     if !stream::wants_stream(&headers) {
-        let page = s.feed.catch_up(&session, q.after, q.wait, s.streams.closed()).await?;
+        let slot = if q.wait.is_zero() { None } else { Some(s.streams.take(caller.key())?) };
+        let page = stream::long_poll(&s, slot, q.after, q.wait, token, SignIn::Mobile, scope).await?;
         let body = OperatorEventsResponse { events: page.items.iter().map(Into::into).collect(), cursor: page.cursor.to_string() };
         return Ok(Json(body).into_response());
     }
     let slot = s.streams.take(caller.key())?;
-    // `Authenticated` has read this token: the stream rechecks it.
-    let token = bearer_token(&headers).ok_or(DomainError::Unauthenticated)?.to_owned();
-    stream::open_operator(&s, slot, &headers, q.last_event_id.or(q.after), token, SignIn::Mobile, session.operator.scope()).await
+    stream::open_operator(&s, slot, &headers, q.last_event_id.or(q.after), token, SignIn::Mobile, scope).await
 }
 
 /// Signs an operator in and returns a bearer token.

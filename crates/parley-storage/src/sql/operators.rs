@@ -28,7 +28,7 @@ fn operator(r: &dyn Row) -> StoreResult<Operator> {
 
 statements! {
     SESSION[Bytes](_) => format!(
-        "SELECT {OPERATOR_COLS}, {TENANT_COLS}, tok.id AS tok_id, tok.expires_at AS tok_expires_at,
+        "SELECT {OPERATOR_COLS}, {TENANT_COLS}, tok.id AS tok_id, tok.kind AS tok_kind, tok.expires_at AS tok_expires_at,
              tok.last_used_at AS tok_last_used_at
          FROM operator_tokens tok
          JOIN operators o ON o.id = tok.operator_id AND o.tenant_id = tok.tenant_id
@@ -102,6 +102,7 @@ impl OperatorsRead for Tx<'_> {
                 operator: operator(r)?,
                 tenant: tenant(r)?,
                 token_id: TokenId(r.i64("tok_id")?),
+                kind: r.parsed("tok_kind", TokenKind::parse)?,
                 expires_at: r.ts("tok_expires_at")?,
                 last_used_at: r.opt_ts("tok_last_used_at")?,
             })

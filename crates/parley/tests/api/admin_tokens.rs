@@ -182,3 +182,35 @@ async fn a_null_expiry_is_the_default() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["token"]["expires_at"], "2026-01-31T00:00:00.000Z");
 }
+
+/// A stolen bearer token must not buy itself a longer life: a login's
+/// token makes none that outlives it, and a personal token makes none.
+#[tokio::test]
+async fn a_token_never_outlives_the_token_that_made_it() {
+    let app = TestApp::with().var("PARLEY_MOBILE_TOKEN_TTL", "1d").start().await;
+    app.fixture("acme", &[]).await;
+    let (status, login) = app.post("/api/v1/mobile/login", json!({"email": "admin@acme.example.com", "password": PASSWORD})).await;
+    assert_eq!(status, StatusCode::OK, "{login}");
+    let admin = login["token"].as_str().unwrap().to_owned();
+    let mut made_by_login = Vec::new();
+    for prefix in PREFIXES {
+        let body = json!({"name": format!("long {prefix}"), "expires_in_days": 365});
+        let (status, made) = app.authed(Method::POST, &format!("{prefix}/admin/tokens"), &admin, Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{made}");
+        assert_eq!(made["token"]["expires_at"], "2026-01-02T00:00:00.000Z", "no later than the login's own expiry: {made}");
+        let personal = made["token"]["access_token"].as_str().unwrap().to_owned();
+
+        let (status, body) = app
+            .authed(Method::POST, &format!("{prefix}/admin/tokens"), &personal, Some(json!({"name": "child", "expires_in_days": 1})))
+            .await;
+        assert_error(status, &body, StatusCode::FORBIDDEN, "forbidden");
+        assert!(!listed(&app, &admin).await.iter().any(|t| t["name"] == "child"), "nothing was made");
+        assert!(accepted(&app, &personal).await, "the personal token itself still works");
+        made_by_login.push(personal);
+    }
+    // Once the login has expired, what it made has too.
+    app.clock.advance(Duration::from_secs(86_400));
+    for token in made_by_login {
+        assert!(!accepted(&app, &token).await, "expired with its maker");
+    }
+}

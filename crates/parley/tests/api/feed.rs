@@ -349,3 +349,99 @@ async fn only_a_transaction_in_parleys_own_database_holds_the_feed_back() {
     nothing_held_back(&app).await;
     elsewhere.commit().await;
 }
+
+/// A long poll started with `token` and waiting up to 30 s.
+fn long_poll(app: &TestApp, token: &str, after: &str) -> tokio::task::JoinHandle<(StatusCode, Value)> {
+    let request =
+        app.client.get(app.url(&format!("/api/mobile/events?after={after}&wait=30"))).header("authorization", format!("Bearer {token}"));
+    tokio::spawn(async move {
+        let res = request.send().await.expect("answered");
+        let status = res.status();
+        (status, res.json::<Value>().await.unwrap_or(Value::Null))
+    })
+}
+
+/// A waiting long poll re-checks its token while it waits: whatever ends
+/// the token (logout, revoking it, a new password, disabling the
+/// operator), the poll answers 401 within the recheck time (the
+/// keep-alive here, 5 s at most), and an entry committed after the end
+/// never reaches it, even when that entry is what wakes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_long_poll_ends_with_its_token() {
+    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "200ms").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let ops = ["ops1", "ops2", "ops3", "ops4"];
+    for op in ops {
+        app.operator(&f, &format!("{op}@acme.example.com"), Role::Admin, &[]).await;
+    }
+    let ids: BTreeMap<String, i64> = {
+        let (_, list) = app.authed(Method::GET, "/api/admin/operators", &admin, None).await;
+        list["operators"].as_array().unwrap().iter().map(|o| (o["email"].as_str().unwrap().to_owned(), o["id"].as_i64().unwrap())).collect()
+    };
+    let id = |op: &str| ids[&format!("{op}@acme.example.com")];
+    let (_, personal) = app.authed(Method::POST, "/api/admin/tokens", &admin, Some(json!({"name": "poll", "expires_in_days": 1}))).await;
+    let personal_id = personal["token"]["id"].as_i64().unwrap();
+    let personal = personal["token"]["access_token"].as_str().unwrap().to_owned();
+
+    let tokens = [
+        app.login("ops1@acme.example.com").await,
+        app.login("ops2@acme.example.com").await,
+        app.login("ops3@acme.example.com").await,
+        personal.clone(),
+    ];
+    let start = head(&app, &admin).await;
+    let polls: Vec<_> = tokens.iter().map(|t| long_poll(&app, t, &start)).collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(polls.iter().all(|p| !p.is_finished()), "held while nothing happens");
+
+    let (status, _) = app.authed(Method::POST, "/api/mobile/logout", &tokens[0], None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = app
+        .authed(Method::PATCH, &format!("/api/admin/operators/{}", id("ops2")), &admin, Some(json!({"password": "another long password"})))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) =
+        app.authed(Method::PATCH, &format!("/api/admin/operators/{}", id("ops3")), &admin, Some(json!({"active": false}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _) = app.authed(Method::DELETE, &format!("/api/admin/tokens/{personal_id}"), &admin, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    // Committed after every revocation: it wakes the polls, and none of
+    // them may answer it.
+    app.open_conversation("/api", &f.token, "v1", "after the revocations").await;
+
+    for poll in polls {
+        let (status, body) = tokio::time::timeout(Duration::from_secs(5), poll).await.expect("answered within 5 s").unwrap();
+        assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthenticated");
+    }
+}
+
+/// Long polls are streams to the per-address bound: each holds a
+/// connection and a watch for as long as it waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_polls_count_against_the_streams_of_an_address() {
+    let app = TestApp::with().var("PARLEY_STREAMS_PER_ADDRESS", "2").var("PARLEY_METRICS_TOKEN", METRICS_TOKEN).start().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let start = head(&app, &admin).await;
+    let polls = [long_poll(&app, &admin, &start), long_poll(&app, &admin, &start)];
+    eventually(|| async { (gauge(&scrape_metrics(&app).await, "parley_streams_open") == 2.0).then_some(()) }).await;
+    let (status, body) = app.authed(Method::GET, &format!("/api/mobile/events?after={start}&wait=30"), &admin, None).await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    let (status, body) = app
+        .send(Method::GET, "/api/mobile/events", None, &[("accept", "text/event-stream"), ("authorization", &format!("Bearer {admin}"))])
+        .await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    // A catch-up that does not wait holds nothing and is answered.
+    let (status, body) = app.authed(Method::GET, &format!("/api/mobile/events?after={start}"), &admin, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    app.open_conversation("/api", &f.token, "v1", "hello").await;
+    for poll in polls {
+        let (status, body) = tokio::time::timeout(Duration::from_secs(10), poll).await.expect("answered").unwrap();
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    // Their places are free again.
+    let (status, body) = app.authed(Method::GET, &format!("/api/mobile/events?after={start}&wait=1"), &admin, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}

@@ -372,6 +372,13 @@ async fn registration_refuses_internal_addresses() {
         "http://[fd12:3456::1]/hook",
         "http://[fe80::1]/hook",
         "http://[::ffff:127.0.0.1]/hook",
+        // Every IPv6 form that carries an IPv4 address is judged by it.
+        "http://[::ffff:0:a9fe:a9fe]/",
+        "http://[::ffff:0:7f00:1]/hook",
+        "http://[::a9fe:a9fe]/hook",
+        "http://[64:ff9b::a9fe:a9fe]/hook",
+        "http://[2002:a9fe:a9fe::1]/hook",
+        "http://[2001:0:4136:e378:8000:63bf:5601:5601]/hook",
         "http://localhost/hook",
         "http://localhost:8080/hook",
         "https://api.localhost/hook",
