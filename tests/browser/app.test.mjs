@@ -277,7 +277,7 @@ describe("the web app", () => {
 
     await withStream(admin.page, () => admin.page.getByRole("button", { name: "Reopen" }).click());
     await admin.page.locator("#summary [data-status=assigned]").waitFor();
-    await admin.page.locator("#messages li.system", { hasText: "reopened the conversation" }).waitFor();
+    await admin.page.locator("#messages li.system", { hasText: "Conversation reopened" }).waitFor();
     await agent.page.locator("#summary [data-status=assigned]").waitFor({ timeout: 5000 });
 
     // The status filters of the inbox.

@@ -51,7 +51,7 @@ pub(crate) fn add_message(
     c.last_message_at = now;
     tx.update_conversation(scope, c)?;
     if reopened {
-        record::conversation_changed(tx, tenant, c, None, now)?;
+        record::conversation_changed(tx, tenant, c, None, true, now)?;
     }
     record::message(tx, tenant, scope, c, new)
 }

@@ -170,7 +170,7 @@ impl Automation {
                     };
                     crate::feed::record::message(tx, &tenant, scope, &c, &note)?;
                     let closed = events::conversation_closed(&tenant, &c, ClosedBy::Automation, now);
-                    crate::feed::record::conversation_changed(tx, &tenant, &c, Some(closed), now)?;
+                    crate::feed::record::conversation_changed(tx, &tenant, &c, Some(closed), true, now)?;
                 }
                 Ok(batch)
             })

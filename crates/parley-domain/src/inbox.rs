@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events::{self, ClosedBy};
-use crate::feed::{Cursor, record};
+use crate::feed::{Cursor, Reader, record};
 use crate::model::*;
 use crate::store::{Database, MessagePage, WriteTx};
 use crate::widget::MESSAGE_PAGE_LIMIT;
@@ -106,7 +106,7 @@ impl InboxService {
         let now = self.clock.now();
         self.db
             .read(move |r| {
-                let cursor = crate::feed::head_cursor(r, scope.tenant, now)?;
+                let cursor = crate::feed::head_cursor(r, Reader::Operator(scope), now)?;
                 let total = r.count_conversations(scope, filter)?;
                 let offset = u64::from(page.page - 1) * u64::from(page.per_page);
                 let list = r.conversations(scope, filter, offset, page.per_page)?;
@@ -131,7 +131,7 @@ impl InboxService {
         let now = self.clock.now();
         self.db
             .read(move |r| {
-                let cursor = crate::feed::head_cursor(r, scope.tenant, now)?;
+                let cursor = crate::feed::head_cursor(r, Reader::Operator(scope), now)?;
                 let details = r.conversation_details(scope, id)?.ok_or(DomainError::NotFound)?;
                 // One more than shown tells whether there are earlier ones.
                 let page = MessagePage { after_id: None, limit: keep.saturating_add(1), include_internal: true };
@@ -265,9 +265,9 @@ impl InboxService {
                 c.status = ConversationStatus::Closed;
                 c.closed_at = Some(now);
                 tx.update_conversation(scope, &c)?;
-                record::message(tx, tenant, scope, &c, &system_message(&c, format!("{} closed the conversation", actor.name), now))?;
+                record::message(tx, tenant, scope, &c, &system_message(&c, "Conversation closed".into(), false, now))?;
                 let closed = events::conversation_closed(tenant, &c, ClosedBy::Operator(actor), now);
-                record::conversation_changed(tx, tenant, &c, Some(closed), now)?;
+                record::conversation_changed(tx, tenant, &c, Some(closed), true, now)?;
             }
             details(tx, scope, id)
         })
@@ -307,7 +307,7 @@ impl InboxService {
             if c.status == ConversationStatus::Closed {
                 // As a message would: its announcement is the latest
                 // message, so the idle sweeper leaves it open.
-                let announcement = system_message(&c, format!("{} reopened the conversation", actor.name), now);
+                let announcement = system_message(&c, "Conversation reopened".into(), false, now);
                 crate::activity::add_message(tx, tenant, scope, &mut c, &announcement)?;
             }
             details(tx, scope, id)
@@ -386,7 +386,10 @@ fn assignable(tx: &mut dyn WriteTx, actor: &Operator, c: &Conversation, target: 
     Ok(operator)
 }
 
-/// Assigns the conversation to `target` and tells both sides why.
+/// Assigns the conversation to `target` and tells the operators why.
+/// The visitor sees only that someone has it (the status), never who
+/// routed it to whom: the line is for operators, and a hand-over between
+/// operators changes nothing the visitor sees.
 fn hand_to(
     tx: &mut dyn WriteTx,
     tenant: &Tenant,
@@ -396,11 +399,12 @@ fn hand_to(
     announcement: String,
     now: Timestamp,
 ) -> Result<(), DomainError> {
+    let visible = c.status != ConversationStatus::Assigned;
     c.status = ConversationStatus::Assigned;
     c.assignee_id = Some(target.id);
     tx.update_conversation(scope, c)?;
-    record::conversation_changed(tx, tenant, c, None, now)?;
-    record::message(tx, tenant, scope, c, &system_message(c, announcement, now))?;
+    record::conversation_changed(tx, tenant, c, None, visible, now)?;
+    record::message(tx, tenant, scope, c, &system_message(c, announcement, true, now))?;
     Ok(())
 }
 
@@ -419,12 +423,13 @@ fn operator_message(c: &Conversation, actor: &Operator, body: String, internal: 
     }
 }
 
-fn system_message(c: &Conversation, body: String, now: Timestamp) -> NewMessage {
+/// A line of the conversation's own; `internal` keeps it among operators.
+fn system_message(c: &Conversation, body: String, internal: bool, now: Timestamp) -> NewMessage {
     NewMessage {
         conversation_id: c.id,
         sender: Sender { kind: SenderKind::System, name: None, operator_id: None },
         body,
-        internal: false,
+        internal,
         created_at: now,
         client_message_id: None,
     }

@@ -17,6 +17,7 @@ pub mod feed;
 pub mod health;
 pub mod ids;
 pub mod inbox;
+pub mod keys;
 pub mod limits;
 pub mod mask;
 pub mod metrics;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
-use crate::feed::{Cursor, Reader, record};
+use crate::feed::{CursorSeal, Reader, record};
 use crate::ids;
 use crate::limits::{ClientKey, RateLimits};
 use crate::model::*;
@@ -64,6 +64,8 @@ pub enum Origin {
 #[derive(Clone, Debug)]
 pub struct WidgetSettings {
     pub heartbeat_stale_after: Duration,
+    /// Seals the cursors visitors are given (see `feed::seal`).
+    pub cursor_seal: CursorSeal,
 }
 
 pub struct PingInput {
@@ -355,27 +357,31 @@ impl WidgetService {
             .await
     }
 
-    /// Messages for polling (after `after_id`, or the latest ones) and the feed's position as
-    /// of that read (taken first, in the same unit), so the widget can
-    /// follow its stream from there and miss nothing written after.
+    /// Messages for polling (after `after_id`, or the latest ones) and the
+    /// visitor's cursor as of that read (the last entry of the
+    /// conversation it sees, sealed), read in one snapshot, so the widget
+    /// can follow its stream from there and miss nothing written after.
     pub async fn messages(
         &self,
         caller: &Caller,
         token: &str,
         public_id: String,
         after_id: Option<MessageId>,
-    ) -> Result<(Conversation, Vec<Message>, Cursor), DomainError> {
+    ) -> Result<(Conversation, Vec<Message>, String), DomainError> {
         let scope = self.resolve(token, caller, Freshness::Cached).await?.scope();
         let now = self.clock.now();
-        self.db
+        let (conversation, messages, cursor) = self
+            .db
             .read(move |r| {
-                let cursor = crate::feed::head_cursor(r, scope.tenant, now)?;
                 let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: false };
                 let (conversation, messages) =
                     r.conversation_with_messages(scope.into(), &public_id, page)?.ok_or(DomainError::NotFound)?;
+                let cursor = crate::feed::head_cursor(r, Reader::Visitor(scope, conversation.id), now)?;
                 Ok((conversation, messages, cursor))
             })
-            .await
+            .await?;
+        let sealed = self.settings.cursor_seal.seal(conversation.id, cursor);
+        Ok((conversation, messages, sealed))
     }
 
     /// Who follows a conversation's stream: its visitor, through an

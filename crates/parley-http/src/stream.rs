@@ -113,8 +113,9 @@ impl Holder {
     }
 }
 
-/// Turns a feed item into the event the stream's client gets, or `None`
-/// for an item it does not show.
+/// Turns a feed item into the event the stream's client gets (its kind
+/// and data; the stream adds its id), or `None` for an item it does not
+/// show.
 pub(crate) type Render = fn(&FeedItem) -> Option<Event>;
 
 /// A follower of the feed held by someone who is checked again while it
@@ -213,20 +214,29 @@ impl Live {
 
 /// Opens a stream in the place `slot` holds: from the client's
 /// `Last-Event-ID`, else `from_query`, else the present, following the
-/// feed as `reader` and showing what `render` makes of each entry.
+/// feed as `reader` and showing what `render` makes of each entry. A
+/// cursor the reader was never given (or that is not a cursor at all)
+/// gets a `reset`.
 pub(crate) async fn open(
     state: &AppState,
     slot: Slot,
     headers: &HeaderMap,
-    from_query: Option<Cursor>,
+    from_query: Option<&str>,
     reader: Reader,
     holder: Holder,
     render: Render,
 ) -> Result<Response, ApiError> {
-    let from = match last_event_id(headers) {
-        Some(LastEventId::Cursor(cursor)) => Some(cursor),
-        Some(LastEventId::Unknown) => return Ok(reset(slot)),
+    let text = match last_event_id(headers) {
+        Some(Ok(text)) => Some(text),
+        Some(Err(NotText)) => return Ok(reset(slot)),
         None => from_query,
+    };
+    let from = match text {
+        Some(text) => match state.feed.parse_cursor(reader, text) {
+            Some(cursor) => Some(cursor),
+            None => return Ok(reset(slot)),
+        },
+        None => None,
     };
     let follower = state.feed.follow(reader, from).await?;
     Ok(respond(Live::new(state.clone(), follower, holder, Some(slot)), render))
@@ -246,7 +256,8 @@ pub(crate) async fn open_operator(
     scope: OperatorScope,
 ) -> Result<Response, ApiError> {
     let holder = Holder::Operator { token, kind, scope };
-    open(state, slot, headers, from_query, Reader::Operator(scope.into()), holder, operator_event).await
+    let from_query = from_query.map(|c| c.to_string());
+    open(state, slot, headers, from_query.as_deref(), Reader::Operator(scope.into()), holder, operator_event).await
 }
 
 /// An operator's catch-up (`Accept: application/json`): the entries after
@@ -270,7 +281,7 @@ pub(crate) async fn long_poll(
 ) -> Result<Catchup, ApiError> {
     let reader = Reader::Operator(scope.into());
     let Some(after) = after else {
-        return Ok(Catchup { items: Vec::new(), cursor: state.feed.head(reader.tenant()).await? });
+        return Ok(Catchup { items: Vec::new(), cursor: state.feed.head(reader).await? });
     };
     let follower = state.feed.follow(reader, Some(after)).await?;
     let mut live = Live::new(state.clone(), follower, Holder::Operator { token, kind, scope }, slot);
@@ -309,7 +320,9 @@ fn respond(live: Live, render: Render) -> Response {
         loop {
             match live.next(None).await {
                 Next::Items(items) => {
-                    let events: Vec<Event> = items.iter().filter_map(render).collect();
+                    let (feed, reader) = (&live.state.feed, live.follower.reader());
+                    let events: Vec<Event> =
+                        items.iter().filter_map(|item| Some(render(item)?.id(feed.cursor_text(reader, item.cursor())))).collect();
                     if !events.is_empty() {
                         return Some((events, (live, false)));
                     }
@@ -344,9 +357,10 @@ fn reset_event() -> Event {
     Event::default().event("reset").data("{}")
 }
 
-/// One event of a stream: the item's cursor, its kind and `data`.
+/// One event of a stream: the item's kind and `data` (the stream adds
+/// the item's cursor as its id).
 pub(crate) fn event(item: &FeedItem, data: impl serde::Serialize) -> Option<Event> {
-    match Event::default().id(item.cursor().to_string()).event(item.kind.stream_name()).json_data(data) {
+    match Event::default().event(item.kind.stream_name()).json_data(data) {
         Ok(event) => Some(event),
         Err(e) => {
             tracing::error!(error = %e, "a stream event could not be written");
@@ -365,20 +379,14 @@ pub(crate) fn wants_stream(headers: &HeaderMap) -> bool {
         .any(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream")))
 }
 
-/// The cursor a reconnecting EventSource sends, if any. One that is not
-/// a cursor of this service is treated as unknown: the client is told to
-/// reset rather than refused, since it cannot act on an error.
-fn last_event_id(headers: &HeaderMap) -> Option<LastEventId> {
+/// The cursor a reconnecting EventSource sends, if any, as text; one
+/// that is not text cannot be a cursor of this service: the client is
+/// told to reset rather than refused, since it cannot act on an error.
+fn last_event_id(headers: &HeaderMap) -> Option<Result<&str, NotText>> {
     let raw = headers.get("last-event-id")?;
-    let Ok(text) = raw.to_str() else { return Some(LastEventId::Unknown) };
+    let Ok(text) = raw.to_str() else { return Some(Err(NotText)) };
     let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    Some(text.parse().map_or(LastEventId::Unknown, LastEventId::Cursor))
+    (!text.is_empty()).then_some(Ok(text))
 }
 
-enum LastEventId {
-    Cursor(Cursor),
-    Unknown,
-}
+struct NotText;

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use parley_domain::admin::AdminService;
 use parley_domain::auth::AuthService;
 use parley_domain::automation::{Automation, AutomationSettings};
-use parley_domain::feed::{FeedService, FeedSettings, Hub};
+use parley_domain::feed::{CursorSeal, FeedService, FeedSettings, Hub};
 use parley_domain::health::{HealthService, HealthSettings};
 use parley_domain::inbox::InboxService;
+use parley_domain::keys::{Purpose, ServerKeys};
 use parley_domain::limits::RateLimits;
 use parley_domain::metrics::Metrics;
 use parley_domain::sandbox::{self, DemoCredentials, SandboxService};
@@ -51,6 +52,8 @@ pub enum StartError {
     WebhookClient(String),
     #[error("cannot set up message delivery: {0}")]
     Channel(String),
+    #[error("cannot read or make the installation's secret: {0}")]
+    Keys(DomainError),
 }
 
 /// Connections the separate metrics listener accepts at once.
@@ -117,13 +120,15 @@ impl Application {
         let allow_private = config.webhook_allow_private || mode == Mode::Demo;
         let instance: Arc<str> = config.instance.clone().unwrap_or_else(|| format!("{}:{}", host_name(), local_addr.port())).into();
         let metrics = Metrics::new(db.clone(), Arc::clone(&clock), &instance);
+        let keys = ServerKeys::load(&db, &clock).await.map_err(StartError::Keys)?;
+        let cursor_seal = CursorSeal::new(*keys.key(Purpose::VisitorCursor));
         let limits = Arc::new(RateLimits::new(&config.rate_limits));
         let auth = AuthService::new(db.clone(), Arc::clone(&clock), config.mobile_token_ttl, config.session_ttl, &config.rate_limits);
         let widget = WidgetService::new(
             db.clone(),
             Arc::clone(&clock),
             Arc::clone(&limits),
-            WidgetSettings { heartbeat_stale_after: config.heartbeat_stale_after },
+            WidgetSettings { heartbeat_stale_after: config.heartbeat_stale_after, cursor_seal: cursor_seal.clone() },
         );
         let channels = channels(config, mode, &db, &clock)?;
         let verification = VerificationService::new(
@@ -162,8 +167,13 @@ impl Application {
             metrics: metrics.clone(),
             every: config.sweep_interval,
         };
-        let feed =
-            FeedService::new(db.clone(), Arc::clone(&clock), Arc::new(Hub::default()), FeedSettings { retention: config.event_retention });
+        let feed = FeedService::new(
+            db.clone(),
+            Arc::clone(&clock),
+            Arc::new(Hub::default()),
+            FeedSettings { retention: config.event_retention },
+            cursor_seal,
+        );
         let streams =
             Streams::new(StreamSettings { keepalive: config.stream_keepalive, per_address: config.streams_per_address }, &metrics);
         let state = AppState::new(Services {

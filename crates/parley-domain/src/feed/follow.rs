@@ -40,7 +40,7 @@ impl FeedService {
         };
         let (cursor, unchecked) = match from {
             Some(cursor) => (cursor, true),
-            None => (self.head(reader.tenant()).await?, false),
+            None => (self.head(reader).await?, false),
         };
         Ok(Follower { feed: self.clone(), reader, cursor, unchecked, more: false, watch })
     }
@@ -69,6 +69,11 @@ impl Follower {
             return;
         }
         self.watch.changed().await;
+    }
+
+    /// Who follows.
+    pub fn reader(&self) -> Reader {
+        self.reader
     }
 
     /// Where the client is: the cursor its next read starts after.

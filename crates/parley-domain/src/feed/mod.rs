@@ -13,12 +13,14 @@ mod cursor;
 mod follow;
 pub mod hub;
 pub(crate) mod record;
+mod seal;
 mod service;
 mod slots;
 
 pub use cursor::Cursor;
 pub use follow::{Follower, Step};
 pub use hub::Hub;
+pub use seal::{CursorSeal, SEALED_CHARS, well_formed as well_formed_sealed};
 pub(crate) use service::head as head_cursor;
 pub use service::{Catchup, FeedService, FeedSettings, PAGE, Reader};
 pub use slots::{Slot, StreamSlots};

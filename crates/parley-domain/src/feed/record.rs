@@ -56,18 +56,21 @@ pub(crate) fn conversation_created(
     Ok(tx.append_event(tenant.id, &entry)?)
 }
 
-/// A change of the conversation's status, assignee or verification that
-/// everyone following it sees: `event` when partners get it as a webhook
-/// (closed, verified), else a `conversation.updated` of the feed alone.
+/// A change of the conversation's status, assignee or verification:
+/// `event` when partners get it as a webhook (closed, verified), else a
+/// `conversation.updated` of the feed alone. `widget`: its visitor sees
+/// the change (an operator handing it to another changes nothing the
+/// visitor is shown, and its stream and cursor must not move for it).
 pub(crate) fn conversation_changed(
     tx: &mut dyn WriteTx,
     tenant: &Tenant,
     c: &Conversation,
     event: Option<OutboxEvent>,
+    widget: bool,
     now: Timestamp,
 ) -> Result<(), DomainError> {
     let webhook = event.is_some();
     let event = event.unwrap_or_else(|| events::conversation_updated(tenant, c, now));
-    let entry = FeedEntry { event, conversation: Some((c.id, c.site_id)), message: None, widget: true, webhook };
+    let entry = FeedEntry { event, conversation: Some((c.id, c.site_id)), message: None, widget, webhook };
     Ok(tx.append_event(tenant.id, &entry)?)
 }

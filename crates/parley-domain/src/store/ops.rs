@@ -267,6 +267,9 @@ pub trait WebhooksWrite: WebhooksRead {
 pub trait FeedRead {
     /// The tenant's last readable entry, with when it happened.
     fn feed_head(&mut self, tenant: TenantId) -> StoreResult<Option<(Position, Timestamp)>>;
+    /// The conversation's last readable entry its visitor sees, with when
+    /// it happened.
+    fn visitor_feed_head(&mut self, tenant: TenantId, conversation: ConversationId) -> StoreResult<Option<(Position, Timestamp)>>;
     /// When the tenant's entry at `position` happened, if the feed still
     /// holds it.
     fn feed_entry_at(&mut self, tenant: TenantId, position: Position) -> StoreResult<Option<Timestamp>>;
@@ -336,10 +339,15 @@ pub trait LoginsWrite {
 pub trait SystemRead {
     /// Service-wide state (all tenants): a named integer.
     fn state(&mut self, key: &str) -> StoreResult<Option<i64>>;
+    /// A secret of the installation itself, by name.
+    fn server_key(&mut self, name: &str) -> StoreResult<Option<Vec<u8>>>;
 }
 
 pub trait SystemWrite: SystemRead {
     fn set_state(&mut self, key: &str, value: i64) -> StoreResult<()>;
+    /// Keeps `secret` under `name` unless a secret of that name exists
+    /// (another instance made it first): read it back after.
+    fn insert_server_key(&mut self, name: &str, secret: &[u8], now: Timestamp) -> StoreResult<()>;
     /// Removes up to `limit` rows of `what` older than `cutoff`; returns
     /// how many went.
     fn prune(&mut self, what: Prunable, cutoff: Timestamp, limit: u32) -> StoreResult<usize>;

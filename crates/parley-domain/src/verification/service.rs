@@ -273,6 +273,6 @@ fn settle(
     };
     crate::feed::record::message(tx, tenant, scope.into(), &conversation, &note)?;
     let verified = events::verification_completed(tenant, &conversation, &visitor, challenge.method.as_str(), now);
-    crate::feed::record::conversation_changed(tx, tenant, &conversation, Some(verified), now)?;
+    crate::feed::record::conversation_changed(tx, tenant, &conversation, Some(verified), true, now)?;
     Ok(Outcome::Verified(Verified { method: challenge.method, verified_at: now, conversation }))
 }

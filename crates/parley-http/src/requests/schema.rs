@@ -48,6 +48,17 @@ pub fn cursor() -> Object {
         .build()
 }
 
+/// A visitor's cursor: sealed, in URL-safe base64.
+pub fn visitor_cursor() -> Object {
+    let chars = parley_domain::feed::SEALED_CHARS;
+    ObjectBuilder::new()
+        .schema_type(SchemaType::new(Type::String))
+        .pattern(Some(format!("^[A-Za-z0-9_-]{{{chars}}}$")))
+        .min_length(Some(chars))
+        .max_length(Some(chars))
+        .build()
+}
+
 /// An integer from `min` to `max`.
 pub fn bounded_integer(min: i64, max: i64) -> Object {
     ObjectBuilder::new().schema_type(SchemaType::new(Type::Integer)).minimum(Some(min)).maximum(Some(max)).build()

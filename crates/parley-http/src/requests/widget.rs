@@ -182,7 +182,7 @@ impl IntoParams for StreamQuery {
                 "last_event_id",
                 false,
                 "Replay every event after this cursor (`cursor` of the messages, or an event's `id`), then go live. A `Last-Event-ID` header wins over it. Without either, only what happens from now.",
-                schema::cursor(),
+                schema::visitor_cursor(),
             ),
         ]
     }
@@ -190,15 +190,22 @@ impl IntoParams for StreamQuery {
 
 pub struct StreamParams {
     pub token: String,
-    pub last_event_id: Option<Cursor>,
+    /// A visitor's cursor, sealed: opened once the conversation is known.
+    pub last_event_id: Option<String>,
 }
 
 impl FromFields for StreamParams {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let token = f.required("token", validate::token);
-        let last_event_id = f.optional("last_event_id", cursor);
+        let last_event_id = f.optional("last_event_id", visitor_cursor);
         Ok(Self { token: token?, last_event_id: last_event_id? })
     }
+}
+
+/// A visitor's cursor in a query: checked for its shape here, opened
+/// against its conversation by the stream.
+fn visitor_cursor(s: &str) -> Result<String, String> {
+    if parley_domain::feed::well_formed_sealed(s) { Ok(s.to_owned()) } else { Err("must be a cursor this service returned".to_owned()) }
 }
 
 /// A cursor in a query.

@@ -129,7 +129,7 @@ async fn list_messages(
     QueryFields(q): QueryFields<MessagesParams>,
 ) -> Result<Json<WidgetMessagesResponse>, ApiError> {
     let (conversation, list, cursor) = s.widget.messages(&caller, &q.token, public_id, q.after_id).await?;
-    Ok(Json(WidgetMessagesResponse { conversation: (&conversation).into(), messages: messages(&list), cursor: cursor.to_string() }))
+    Ok(Json(WidgetMessagesResponse { conversation: (&conversation).into(), messages: messages(&list), cursor }))
 }
 
 /// The conversation live, as its visitor sees it: `message.created`
@@ -155,7 +155,7 @@ async fn events(
     let slot = s.streams.take(caller.key())?;
     let reader = s.widget.stream_reader(&caller, &q.token, public_id).await?;
     let holder = Holder::Visitor { caller, token: q.token };
-    stream::open(&s, slot, &headers, q.last_event_id, reader, holder, widget_event).await
+    stream::open(&s, slot, &headers, q.last_event_id.as_deref(), reader, holder, widget_event).await
 }
 
 /// What a visitor's stream shows of an entry: its messages (never a

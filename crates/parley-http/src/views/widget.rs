@@ -277,8 +277,11 @@ pub struct WidgetMessagesResponse {
     pub conversation: WidgetConversationView,
     /// Oldest first, at most 100.
     pub messages: Vec<MessageView>,
-    /// The feed's position as of this read: open the conversation's
-    /// stream with it as `last_event_id` to get everything written after.
+    /// Where the conversation stood as of this read: open its stream with
+    /// it as `last_event_id` to get everything written after. Opaque; it
+    /// changes only when something the visitor sees happens in this
+    /// conversation.
+    #[schema(schema_with = crate::requests::schema::visitor_cursor)]
     pub cursor: String,
 }
 

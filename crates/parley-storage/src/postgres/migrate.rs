@@ -13,6 +13,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("../../migrations/postgres/0004_client_message_id.sql")),
     (5, include_str!("../../migrations/postgres/0005_personal_tokens.sql")),
     (6, include_str!("../../migrations/postgres/0006_verification_tests.sql")),
+    (7, include_str!("../../migrations/postgres/0007_server_keys.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

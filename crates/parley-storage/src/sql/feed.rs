@@ -46,6 +46,12 @@ statements! {
          WHERE f.tenant_id = ?1 AND f.tx < {} ORDER BY f.tx DESC, f.id DESC LIMIT 1",
         d.visible_tx()
     ),
+    VISITOR_FEED_HEAD[Int, Int](d) => format!(
+        "SELECT f.tx AS tx, f.id AS id, f.occurred_at AS at FROM events f
+         WHERE f.tenant_id = ?1 AND f.conversation_id = ?2 AND f.widget = TRUE AND f.tx < {}
+         ORDER BY f.tx DESC, f.id DESC LIMIT 1",
+        d.visible_tx()
+    ),
     FEED_ENTRY_AT[Int, Int, Int](_) => "SELECT occurred_at AS at FROM events WHERE tenant_id = ?1 AND id = ?2 AND tx = ?3".into(),
     /// Every conversation of the scope: ?5 is null (bound like the next).
     FEED_AFTER[Int, Int, Int, Bool, Int, Bool, Int, Int, Int](d) => items(d, "?5 IS NULL"),
@@ -91,6 +97,10 @@ fn item(r: &dyn Row) -> StoreResult<FeedItem> {
 impl FeedRead for Tx<'_> {
     fn feed_head(&mut self, tenant: TenantId) -> StoreResult<Option<(Position, Timestamp)>> {
         self.one(&FEED_HEAD, args![tenant], |r| Ok((position(r, "tx", "id")?, r.ts("at")?)))
+    }
+
+    fn visitor_feed_head(&mut self, tenant: TenantId, conversation: ConversationId) -> StoreResult<Option<(Position, Timestamp)>> {
+        self.one(&VISITOR_FEED_HEAD, args![tenant, conversation], |r| Ok((position(r, "tx", "id")?, r.ts("at")?)))
     }
 
     fn feed_entry_at(&mut self, tenant: TenantId, p: Position) -> StoreResult<Option<Timestamp>> {

@@ -10,6 +10,9 @@ statements! {
     /// See `Tx::transaction_lock`.
     TRANSACTION_LOCK[Int](d) => d.transaction_lock().into(),
     STATE[Text](_) => "SELECT value FROM system_state WHERE key = ?1".into(),
+    SERVER_KEY[Text](_) => "SELECT secret FROM server_keys WHERE name = ?1".into(),
+    INSERT_SERVER_KEY[Text, Bytes, Int](_) =>
+        "INSERT INTO server_keys (name, secret, created_at) VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING".into(),
     SET_STATE[Text, Int](_) =>
         "INSERT INTO system_state (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value".into(),
     /// An event goes once it is old and none of its deliveries is pending
@@ -43,11 +46,20 @@ impl SystemRead for Tx<'_> {
     fn state(&mut self, key: &str) -> StoreResult<Option<i64>> {
         self.one(&STATE, args![key], |r| r.i64("value"))
     }
+
+    fn server_key(&mut self, name: &str) -> StoreResult<Option<Vec<u8>>> {
+        self.one(&SERVER_KEY, args![name], |r| r.blob("secret"))
+    }
 }
 
 impl SystemWrite for Tx<'_> {
     fn set_state(&mut self, key: &str, value: i64) -> StoreResult<()> {
         self.exec(&SET_STATE, args![key, value])?;
+        Ok(())
+    }
+
+    fn insert_server_key(&mut self, name: &str, secret: &[u8], now: Timestamp) -> StoreResult<()> {
+        self.exec(&INSERT_SERVER_KEY, args![name, secret, now])?;
         Ok(())
     }
 

@@ -284,6 +284,22 @@ impl TestApp {
             .expect("events")
     }
 
+    /// What a visitor's sealed cursor of the conversation `public_id`
+    /// names, opened with the installation's own key (read from the
+    /// database as another instance would): `None` when it does not open.
+    pub async fn open_visitor_cursor(&self, f: &Fixture, public_id: &str, text: &str) -> Option<parley_domain::feed::Cursor> {
+        let clock: Arc<dyn parley_domain::Clock> = self.clock.clone();
+        let keys = parley_domain::keys::ServerKeys::load(&self.db, &clock).await.expect("the installation's keys");
+        let seal = parley_domain::feed::CursorSeal::new(*keys.key(parley_domain::keys::Purpose::VisitorCursor));
+        let (scope, public_id) = (f.scope, public_id.to_owned());
+        let conversation = self
+            .db
+            .read(move |r| r.conversation_by_public_id(scope.into(), &public_id)?.ok_or(parley_domain::DomainError::NotFound))
+            .await
+            .expect("the conversation");
+        seal.open(conversation.id, text)
+    }
+
     /// Stops the server the way SIGTERM does and waits for it.
     pub async fn stop(mut self) {
         self.shutdown.cancel();

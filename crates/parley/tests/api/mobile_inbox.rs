@@ -137,10 +137,14 @@ async fn the_whole_lifecycle() {
     assert_eq!(body["conversation"]["id"], id);
     assert_eq!(app.events("acme").await.len(), 3, "message.created for the reply");
 
+    // Who took it is for operators: the visitor sees the reply.
     let seen = widget_messages(&app, &f.token, &public_id).await;
     let bodies: Vec<&str> = seen.iter().map(|m| m["body"].as_str().unwrap()).collect();
-    assert_eq!(bodies, ["Hello?", "ann joined the conversation", "How can I help?"]);
-    assert_eq!(seen[1]["sender"]["type"], "system");
+    assert_eq!(bodies, ["Hello?", "How can I help?"]);
+    let (_, ops) = app.authed(Method::GET, &format!("{base}/{id}/messages"), &ann_token, None).await;
+    let joined = &ops["messages"][1];
+    assert_eq!((joined["body"].as_str(), joined["sender"]["type"].as_str()), (Some("ann joined the conversation"), Some("system")));
+    assert_eq!(joined["internal"], true, "{joined}");
 
     let (status, body) = app
         .authed(
@@ -154,8 +158,9 @@ async fn the_whole_lifecycle() {
     assert_eq!(body["conversation"]["assignee"]["id"], bob);
     let seen = widget_messages(&app, &f.token, &public_id).await;
     assert!(seen.iter().all(|m| m["body"] != "VIP customer, be nice"), "the note never reaches the widget");
-    assert_eq!(seen.last().unwrap()["body"], "ann transferred the conversation to bob");
+    assert_eq!(seen.last().unwrap()["body"], "How can I help?", "nor the transfer");
     let (_, ops) = app.authed(Method::GET, &format!("{base}/{id}/messages"), &bob_token, None).await;
+    assert!(ops["messages"].as_array().unwrap().iter().any(|m| m["body"] == "ann transferred the conversation to bob"), "{ops}");
     let note = ops["messages"].as_array().unwrap().iter().find(|m| m["body"] == "VIP customer, be nice").expect("operators see the note");
     assert_eq!(note["internal"], true);
 
@@ -254,7 +259,9 @@ async fn assign_with_an_operator_names_it_in_the_system_message() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["conversation"]["assignee"]["name"], "ann");
     let seen = widget_messages(&app, &f.token, &public_id).await;
-    assert_eq!(seen.last().unwrap()["body"], "admin assigned the conversation to ann");
+    assert_eq!(seen.last().unwrap()["body"], "hi", "the visitor is not told who routed it to whom");
+    let (_, ops) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &admin, None).await;
+    assert_eq!(ops["messages"].as_array().unwrap().last().unwrap()["body"], "admin assigned the conversation to ann");
 }
 
 #[tokio::test]
@@ -319,8 +326,11 @@ async fn taking_a_conversation_twice_is_safe_to_retry() {
         assert_eq!(status, StatusCode::OK, "{body}");
         assert_eq!(body["conversation"]["status"], "assigned");
     }
-    let joined = widget_messages(&app, &f.token, &public_id).await.iter().filter(|m| m["sender"]["type"] == "system").count();
+    let (_, ops) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &admin, None).await;
+    let joined = ops["messages"].as_array().unwrap().iter().filter(|m| m["sender"]["type"] == "system").count();
     assert_eq!(joined, 1, "one system message for one change");
+    let shown = widget_messages(&app, &f.token, &public_id).await.iter().filter(|m| m["sender"]["type"] == "system").count();
+    assert_eq!(shown, 0, "and it is for operators");
 }
 
 /// A closed conversation goes back to its assignee only if that operator

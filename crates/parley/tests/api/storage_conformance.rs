@@ -442,3 +442,70 @@ async fn test_sends_count_per_tenant_and_per_recipient() {
     assert_eq!(recipient, vec![at(3), at(1)], "the number's, from any tenant");
     assert_eq!(recent, vec![at(2)], "only after `since`");
 }
+
+/// A visitor's head is the last entry of its own conversation that it
+/// sees: not a later note or hand-over there, not another conversation's
+/// entry, and nothing under another tenant's id.
+#[tokio::test]
+async fn a_visitors_feed_head_is_its_conversations_last_visible_entry() {
+    use parley_domain::feed::{FeedEntry, Position};
+    let (app, a, b) = world().await;
+    let entry = |id: &str, c: &Conversation, widget: bool| FeedEntry {
+        event: event(id),
+        conversation: Some((c.id, c.site_id)),
+        message: None,
+        widget,
+        webhook: false,
+    };
+    let (a2, b2) = (a.clone(), b.clone());
+    app.db
+        .write(move |tx| {
+            tx.append_event(a2.tenant, &entry("seen", &a2.conv1, true))?;
+            tx.append_event(a2.tenant, &entry("operators only", &a2.conv1, false))?;
+            tx.append_event(a2.tenant, &entry("the other conversation", &a2.conv2, true))?;
+            tx.append_event(b2.tenant, &entry("another tenant", &b2.conv1, true))?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let found = eventually(|| {
+        let a = a.clone();
+        let app = &app;
+        async move {
+            app.db
+                .read(move |r| {
+                    let seen = r.conversation_feed_after(a.admin(), a.conv1.id, Position::START, true, 100)?;
+                    Ok(seen.last().map(|i| (i.position, i.occurred_at)).zip(r.visitor_feed_head(a.tenant, a.conv1.id)?))
+                })
+                .await
+                .unwrap()
+        }
+    })
+    .await;
+    assert_eq!(Some(found.0), Some(found.1), "the last entry the visitor reads");
+    let (a3, b3) = (a.clone(), b.clone());
+    let crossed = app
+        .db
+        .read(move |r| Ok((r.visitor_feed_head(b3.tenant, a3.conv1.id)?, r.visitor_feed_head(a3.tenant, b3.conv1.id)?)))
+        .await
+        .unwrap();
+    assert_eq!(crossed, (None, None), "another tenant's conversation has no head here");
+}
+
+/// The installation's secret is made once: a second instance starting
+/// at the same time keeps the first one's.
+#[tokio::test]
+async fn a_server_key_is_kept_by_the_first_to_make_it() {
+    let app = TestApp::spawn().await;
+    let kept = app
+        .db
+        .write(|tx| {
+            tx.insert_server_key("test key", &[1; 32], START)?;
+            tx.insert_server_key("test key", &[2; 32], START)?;
+            Ok(tx.server_key("test key")?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(kept, Some(vec![1; 32]));
+    assert_eq!(app.db.read(|r| Ok(r.server_key("no such key")?)).await.unwrap(), None);
+}

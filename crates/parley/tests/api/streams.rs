@@ -135,7 +135,7 @@ async fn a_visitor_follows_its_conversation_live_from_the_cursor_of_its_messages
         // when read (a stream that reads late shows the latest state).
         let updates: Vec<&str> =
             events.iter().filter(|e| e.1 == "conversation.updated").filter_map(|e| e.2["conversation"]["status"].as_str()).collect();
-        assert!(updates.len() >= 4, "assigned, transferred, closed, reopened: {updates:?}");
+        assert!(updates.len() >= 3, "assigned, closed, reopened (a transfer changes nothing the visitor sees): {updates:?}");
         // Every event carries its own cursor, each one new.
         let ids: Vec<&str> = events.iter().map(|e| e.0.as_deref().expect("id")).collect();
         let unique: std::collections::HashSet<&&str> = ids.iter().collect();
@@ -198,13 +198,27 @@ async fn unknown_expired_and_foreign_cursors_get_one_reset_and_the_stream_ends()
     let other_id = app.open_conversation("/api", &other.token, "v2", "hello").await;
     // Cursors of entries (on PostgreSQL, once the openings are readable;
     // before that the read answers the start of the feed).
-    let entry_cursor = |token: String, id: String| {
+    let entry_cursor = |fixture: Fixture, id: String| {
         let app = &app;
-        async move { eventually(|| async { Some(messages_cursor(app, "/api", &token, &id).await).filter(|c| !c.starts_with("0-0-")) }).await }
+        async move {
+            eventually(|| async {
+                let text = messages_cursor(app, "/api", &fixture.token, &id).await;
+                let opened = app.open_visitor_cursor(&fixture, &id, &text).await.expect("a cursor of this conversation");
+                (!opened.is_start()).then_some(text)
+            })
+            .await
+        }
     };
-    let cursor = entry_cursor(f.token.clone(), public_id.clone()).await;
-    let foreign = entry_cursor(other.token.clone(), other_id.clone()).await;
-    let unknown = format!("zz-zz-{}", cursor.rsplit('-').next().unwrap());
+    let cursor = entry_cursor(f.clone(), public_id.clone()).await;
+    let foreign = entry_cursor(other.clone(), other_id.clone()).await;
+    // Well formed, but not sealed by this service for this conversation.
+    let unknown = {
+        let mut bytes = cursor.clone().into_bytes();
+        bytes[10] = if bytes[10] == b'A' { b'B' } else { b'A' };
+        String::from_utf8(bytes).unwrap()
+    };
+    assert!(app.open_visitor_cursor(&f, &public_id, &unknown).await.is_none());
+    assert!(app.open_visitor_cursor(&f, &public_id, &foreign).await.is_none(), "another conversation's cursor opens only there");
 
     let path = widget_stream_path("/api", &public_id, &f.token, None);
     let garbage = [("last-event-id", "not a cursor")];
@@ -553,4 +567,66 @@ async fn a_stream_on_one_instance_sees_writes_through_another() {
     assert_eq!(bodies(&seen).into_iter().filter(|b| b != "hello").collect::<Vec<_>>(), ["through a", "visitor through a"]);
     let seen = until_message(&mut operator_on_b, "visitor through a").await;
     assert_eq!(bodies(&seen).into_iter().filter(|b| b != "hello").collect::<Vec<_>>(), ["through a", "visitor through a"]);
+}
+
+/// A visitor's cursor is its own conversation's: the `cursor` of its
+/// messages and the ids of its stream move only when something it sees
+/// happens there, never for another conversation of the tenant or an
+/// operator-only action in its own (a note, a hand-over), and they show
+/// nothing of the tenant's feed.
+#[tokio::test]
+async fn a_visitors_cursor_moves_only_with_what_it_sees() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let bea = app.operator(&f, "bea@acme.example.com", Role::Admin, &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let mine = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let mine_id = conversation_id(&app, &admin).await;
+    let other = app.open_conversation("/api", &f.token, "v2", "elsewhere").await;
+    let other_id = conversation_id(&app, &admin).await;
+    let (status, _) = app.authed(Method::POST, &format!("/api/mobile/conversations/{mine_id}/assign"), &admin, None).await;
+    assert_eq!(status, StatusCode::OK);
+    // The cursor once the take is readable (on PostgreSQL a moment after
+    // its commit): the status the visitor sees changed.
+    let taken = eventually(|| async {
+        let text = messages_cursor(&app, "/api", &f.token, &mine).await;
+        let (_, page) = app.get(&format!("/api/widget/conversations/{mine}/messages?token={}", f.token)).await;
+        (page["conversation"]["status"] == "assigned" && app.open_visitor_cursor(&f, &mine, &text).await.is_some_and(|c| !c.is_start()))
+            .then_some(text)
+    })
+    .await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let operators_cursor = list["meta"]["cursor"].as_str().unwrap().to_owned();
+
+    // What the visitor does not see: another conversation's life, a note
+    // and a hand-over in its own.
+    app.post_message("/api", &f.token, &other, "more elsewhere").await;
+    reply(&app, &admin, other_id, "answered elsewhere").await;
+    app.authed(Method::POST, &format!("/api/mobile/conversations/{other_id}/close"), &admin, None).await;
+    app.transfer_with_note(&admin, mine_id, json!(bea), "an operator-only note").await;
+    // Once all of it is readable for operators, it is for the visitor too.
+    let (_, after) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    eventually(|| async {
+        let (_, page) = app.authed(Method::GET, &format!("/api/mobile/events?after={operators_cursor}"), &admin, None).await;
+        (page["events"].as_array().unwrap().len() >= 7).then_some(())
+    })
+    .await;
+    assert_ne!(after["meta"]["cursor"].as_str(), Some(operators_cursor.as_str()), "the tenant's feed moved");
+    assert_eq!(messages_cursor(&app, "/api", &f.token, &mine).await, taken, "the visitor's did not");
+    assert!(!taken.contains(&operators_cursor) && !taken.contains('.'), "nothing of the tenant's position shows: {taken}");
+    let (_, page) = app.get(&format!("/api/widget/conversations/{mine}/messages?token={}", f.token)).await;
+    let seen: Vec<&str> = page["messages"].as_array().unwrap().iter().map(|m| m["body"].as_str().unwrap()).collect();
+    assert_eq!(seen, ["hello"], "no line tells the visitor who routed it to whom");
+
+    let mut stream = sse::open_ok(&app, &widget_stream_path("/api", &mine, &f.token, Some(&taken)), &[]).await;
+    match stream.frame_within(Duration::from_millis(300)).await {
+        Err(()) | Ok(Some(Frame::Comment(_))) => {}
+        other => panic!("nothing the visitor sees happened since its cursor: {other:?}"),
+    }
+    reply(&app, &admin, mine_id, "here to help").await;
+    let (id, kind, data) = stream.event().await.expect("the reply");
+    assert_eq!((kind.as_str(), data["message"]["body"].as_str()), ("message.created", Some("here to help")));
+    let id = id.expect("an id to resume from");
+    assert_ne!(id, taken);
+    assert_eq!(eventually(|| async { Some(messages_cursor(&app, "/api", &f.token, &mine).await).filter(|c| *c != taken) }).await, id);
 }

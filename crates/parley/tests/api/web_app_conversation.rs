@@ -88,18 +88,19 @@ async fn take_hand_over_with_a_note_close_and_reopen() {
     admin.acted(id, "close", &[]).await;
     let page = admin.conversation(id).await;
     assert!(page.html.contains("Closed") && page.html.contains("/reopen\""), "a closed conversation offers reopen only");
+    assert!(!page.html.contains("Closed</span> to"), "a closed conversation is with nobody: {}", page.html);
     assert!(!page.html.contains("/hand-over\""));
     app.clock.advance(std::time::Duration::from_secs(3_600));
     admin.acted(id, "reopen", &[]).await;
     let page = admin.conversation(id).await;
-    assert!(page.html.contains("reopened the conversation"));
+    assert!(page.html.contains("Conversation reopened"));
     let (_, list) = app.authed(reqwest::Method::GET, "/api/mobile/conversations", &app.login("admin@acme.example.com").await, None).await;
     let at = |key: &str| list["conversations"][0][key].as_str().unwrap().to_owned();
     assert!(at("last_message_at") > at("created_at"), "a reopening counts as activity: {list}");
     assert!(page.html.contains("to <strong>bea</strong>"), "back to its assignee, who can still answer: {}", page.html);
     admin.acted(id, "reopen", &[]).await;
     let again = admin.conversation(id).await;
-    assert_eq!(again.html.matches("reopened the conversation").count(), 1, "reopening an open conversation changes nothing");
+    assert_eq!(again.html.matches("Conversation reopened").count(), 1, "reopening an open conversation changes nothing");
 
     let (_, list) = app.authed(reqwest::Method::GET, "/api/mobile/conversations", &app.login("bea@acme.example.com").await, None).await;
     assert_eq!(list["conversations"][0]["assignee"]["id"], json!(bea), "the mobile API sees the same state");

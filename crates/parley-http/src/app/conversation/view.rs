@@ -56,7 +56,7 @@ fn summary(t: &Transcript) -> Markup {
     html! {
         p.summary data-status=(c.status.as_str()) {
             span.status { (status) }
-            @if let Some(a) = &t.details.assignee { " to " strong { (a.name) } }
+            @if let (ConversationStatus::Assigned, Some(a)) = (c.status, &t.details.assignee) { " to " strong { (a.name) } }
             " · " (t.details.site.name)
         }
     }

@@ -1,0 +1,106 @@
+//! The installation's own secret, made at the first start and kept in the
+//! database, so that every instance sharing it agrees and a restart keeps
+//! what was issued valid. Each use gets a key of its own derived from it
+//! (HMAC-SHA256 of the use's name), so no two uses ever share a key.
+
+use std::sync::Arc;
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+use crate::clock::Clock;
+use crate::error::DomainError;
+use crate::store::{Database, StoreError};
+
+/// The name the secret is kept under.
+const MASTER: &str = "master";
+
+/// What a derived key is for.
+#[derive(Clone, Copy, Debug)]
+pub enum Purpose {
+    /// Sealing visitors' feed cursors (AES-SIV).
+    VisitorCursor,
+    /// Signing the marks of browsers and apps that signed in before.
+    DeviceMark,
+}
+
+impl Purpose {
+    fn label(self) -> &'static [u8] {
+        match self {
+            Purpose::VisitorCursor => b"parley visitor cursor v1",
+            Purpose::DeviceMark => b"parley device mark v1",
+        }
+    }
+}
+
+/// The keys derived from the installation's secret, one per use.
+#[derive(Clone)]
+pub struct ServerKeys {
+    visitor_cursor: [u8; 32],
+    device_mark: [u8; 32],
+}
+
+impl std::fmt::Debug for ServerKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ServerKeys(..)")
+    }
+}
+
+impl ServerKeys {
+    /// The installation's secret: made and kept by the first instance to
+    /// start, read by every other (two starting at once keep the first).
+    pub async fn load(db: &Database, clock: &Arc<dyn Clock>) -> Result<Self, DomainError> {
+        let fresh = crate::ids::random_bytes::<32>()?;
+        let now = clock.now();
+        let kept = db
+            .write(move |tx| {
+                tx.insert_server_key(MASTER, &fresh, now)?;
+                Ok(tx.server_key(MASTER)?)
+            })
+            .await?
+            .ok_or_else(|| StoreError::Internal("the installation's secret was not kept".into()))?;
+        let master: [u8; 32] = kept.try_into().map_err(|_| StoreError::Internal("the installation's secret is not 32 bytes".into()))?;
+        Ok(Self::from_secret(master))
+    }
+
+    /// The keys of a given secret.
+    pub fn from_secret(master: [u8; 32]) -> Self {
+        Self { visitor_cursor: derive(&master, Purpose::VisitorCursor), device_mark: derive(&master, Purpose::DeviceMark) }
+    }
+
+    /// The key of one use.
+    pub fn key(&self, purpose: Purpose) -> &[u8; 32] {
+        match purpose {
+            Purpose::VisitorCursor => &self.visitor_cursor,
+            Purpose::DeviceMark => &self.device_mark,
+        }
+    }
+}
+
+/// HMAC-SHA256 of the use's name under the secret.
+fn derive(master: &[u8; 32], purpose: Purpose) -> [u8; 32] {
+    // A 32-byte key fits HMAC-SHA256's 64-byte block: it is padded, never
+    // hashed first, and HMAC takes it as it is.
+    let mut block = [0u8; 64];
+    block[..32].copy_from_slice(master);
+    let mut mac = <Hmac<Sha256> as KeyInit>::new(&block.into());
+    mac.update(purpose.label());
+    mac.finalize().into_bytes().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uses_get_different_keys_and_the_same_secret_gives_the_same_keys() {
+        let a = ServerKeys::from_secret([7; 32]);
+        assert_ne!(a.key(Purpose::VisitorCursor), a.key(Purpose::DeviceMark));
+        assert_eq!(a.key(Purpose::DeviceMark), ServerKeys::from_secret([7; 32]).key(Purpose::DeviceMark));
+        assert_ne!(a.key(Purpose::DeviceMark), ServerKeys::from_secret([8; 32]).key(Purpose::DeviceMark));
+        // HMAC-SHA256 of the label under the secret, as any HMAC computes it.
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&[7; 32]).unwrap();
+        mac.update(b"parley device mark v1");
+        assert_eq!(a.key(Purpose::DeviceMark).as_slice(), mac.finalize().into_bytes().as_slice());
+    }
+}
