@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use parley_domain::admin::AdminService;
-use parley_domain::auth::AuthService;
+use parley_domain::auth::{AuthService, DeviceMarks};
 use parley_domain::automation::{Automation, AutomationSettings};
 use parley_domain::feed::{CursorSeal, FeedService, FeedSettings, Hub};
 use parley_domain::health::{HealthService, HealthSettings};
@@ -123,7 +123,14 @@ impl Application {
         let keys = ServerKeys::load(&db, &clock).await.map_err(StartError::Keys)?;
         let cursor_seal = CursorSeal::new(*keys.key(Purpose::VisitorCursor));
         let limits = Arc::new(RateLimits::new(&config.rate_limits));
-        let auth = AuthService::new(db.clone(), Arc::clone(&clock), config.mobile_token_ttl, config.session_ttl, &config.rate_limits);
+        let auth = AuthService::new(
+            db.clone(),
+            Arc::clone(&clock),
+            config.mobile_token_ttl,
+            config.session_ttl,
+            &config.rate_limits,
+            DeviceMarks::new(*keys.key(Purpose::DeviceMark)),
+        );
         let widget = WidgetService::new(
             db.clone(),
             Arc::clone(&clock),

@@ -10,9 +10,16 @@
 //! A right password takes its reservations back; a wrong one leaves them
 //! as failures.
 //!
+//! Which keys judge an attempt depends on whether it carries a valid
+//! device mark (`device`). Without one, the email's failures (from every
+//! address) and the address's judge it. With one, only the failures made
+//! with that mark judge it, so a lockout aimed at an email from elsewhere
+//! does not keep the operator out of a browser or app that has signed in
+//! before; its failures still count for the email and the address.
+//!
 //! Once a key is over its limit it stays refused until its oldest failure
 //! leaves the window, with one exception: a right password whose check
-//! was already running when the key went over clears the email's
+//! was already running when the key went over clears the judging key's
 //! failures. Each instance remembers a refusal for a few seconds
 //! (`Refused`) and answers further attempts on the key without touching
 //! the database, so a flood of refused attempts costs one locked write
@@ -24,6 +31,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use super::device::MarkedDevice;
 use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::limits::{self, ClientKey, Rate};
@@ -72,7 +80,7 @@ impl Refused {
 
     /// Refuses when any of `keys` was found over its limit lately, with
     /// the latest end among them.
-    fn check(&self, keys: [&str; 2], now: Timestamp) -> Result<(), DomainError> {
+    fn check(&self, keys: &[&str], now: Timestamp) -> Result<(), DomainError> {
         let map = self.lock();
         let ends = keys.iter().filter_map(|k| map.get(*k)).filter(|r| r.answer_until > now).map(|r| r.ends).max();
         match ends {
@@ -90,7 +98,7 @@ impl Refused {
         }
     }
 
-    fn forget(&self, keys: [&str; 2]) {
+    fn forget<'a>(&self, keys: impl IntoIterator<Item = &'a str>) {
         let mut map = self.lock();
         for key in keys {
             map.remove(key);
@@ -110,13 +118,26 @@ struct OverLimit {
     wait: Duration,
 }
 
+/// What one attempt is counted under: the keys its failure is recorded
+/// for, and which of them judge it.
+pub(super) struct Attempt {
+    keys: Vec<Counted>,
+}
+
+struct Counted {
+    key: String,
+    rate: Option<Rate>,
+    /// Over its limit, this key refuses the attempt; a right password
+    /// clears its failures. Otherwise the attempt's own failure is only
+    /// recorded, and taken back when the password was right.
+    judges: bool,
+}
+
 /// The failures one attempt reserved, to keep or take back.
 pub(super) struct Reservation {
-    /// The email's and the address's keys in the failures table.
-    email_key: String,
-    address_key: String,
-    email: Option<LoginFailureId>,
-    address: Option<LoginFailureId>,
+    keys: Vec<Counted>,
+    /// The failure reserved for each key, in `keys`' order.
+    ids: Vec<Option<LoginFailureId>>,
 }
 
 impl LoginFailures {
@@ -124,35 +145,58 @@ impl LoginFailures {
         Self { db, per_email, per_address, refused: Arc::default() }
     }
 
-    /// Reserves a failure for the email and the address, or refuses the
-    /// attempt (with the time until a failure leaves the window) when
-    /// either already has its limit.
-    pub(super) async fn reserve(&self, email_key: &str, client: ClientKey, now: Timestamp) -> Result<Reservation, DomainError> {
-        let (per_email, per_address) = (self.per_email, self.per_address);
-        let (email_key, address_key) = (email_failures_key(email_key), address_failures_key(client));
-        let none = |email_key, address_key| Reservation { email_key, address_key, email: None, address: None };
-        if per_email.is_none() && per_address.is_none() {
-            return Ok(none(email_key, address_key));
+    /// What an attempt for `email_key` from `client` is counted under:
+    /// with a device mark, the mark's own failures judge it (at the
+    /// email's rate); without, the email's and the address's do.
+    pub(super) fn attempt(&self, email_key: &str, client: ClientKey, device: Option<&MarkedDevice>) -> Attempt {
+        let email = email_failures_key(email_key);
+        let address = address_failures_key(client);
+        let keys = match device {
+            None => vec![
+                Counted { key: email, rate: self.per_email, judges: true },
+                Counted { key: address, rate: self.per_address, judges: true },
+            ],
+            Some(device) => vec![
+                Counted { key: device_failures_key(device), rate: self.per_email, judges: true },
+                Counted { key: email, rate: self.per_email, judges: false },
+                Counted { key: address, rate: self.per_address, judges: false },
+            ],
+        };
+        Attempt { keys }
+    }
+
+    /// Reserves a failure for each key of the attempt, or refuses it
+    /// (with the time until a failure leaves the window) when a key that
+    /// judges it already has its limit.
+    pub(super) async fn reserve(&self, attempt: Attempt, now: Timestamp) -> Result<Reservation, DomainError> {
+        let Attempt { mut keys } = attempt;
+        keys.retain(|k| k.rate.is_some());
+        if keys.is_empty() {
+            return Ok(Reservation { keys, ids: Vec::new() });
         }
-        self.refused.check([&email_key, &address_key], now)?;
-        let keys = (email_key.clone(), address_key.clone());
+        let judging: Vec<&str> = keys.iter().filter(|k| k.judges).map(|k| k.key.as_str()).collect();
+        self.refused.check(&judging, now)?;
+        let plan: Vec<(String, Rate, bool)> = keys.iter().filter_map(|k| Some((k.key.clone(), k.rate?, k.judges))).collect();
         let reserved = self
             .db
             .write(move |tx| {
-                tx.lock_login_keys(&[&keys.0, &keys.1])?;
+                let all: Vec<&str> = plan.iter().map(|(key, _, _)| key.as_str()).collect();
+                tx.lock_login_keys(&all)?;
                 let mut over = Vec::new();
-                over.extend(over_limit(tx, &keys.0, per_email, now)?);
-                over.extend(over_limit(tx, &keys.1, per_address, now)?);
+                for (key, rate, judges) in &plan {
+                    if *judges {
+                        over.extend(over_limit(tx, key, *rate, now)?);
+                    }
+                }
                 if !over.is_empty() {
                     return Ok(Err(over));
                 }
-                let email = per_email.map(|_| tx.insert_login_failure(&keys.0, now)).transpose()?;
-                let address = per_address.map(|_| tx.insert_login_failure(&keys.1, now)).transpose()?;
-                Ok(Ok((email, address)))
+                let ids = plan.iter().map(|(key, _, _)| tx.insert_login_failure(key, now).map(Some)).collect::<Result<Vec<_>, _>>()?;
+                Ok(Ok(ids))
             })
             .await?;
         match reserved {
-            Ok((email, address)) => Ok(Reservation { email_key, address_key, email, address }),
+            Ok(ids) => Ok(Reservation { keys, ids }),
             Err(over) => {
                 self.refused.remember(&over, now);
                 let wait = over.iter().map(|o| o.wait).max().unwrap_or_default();
@@ -166,31 +210,36 @@ impl LoginFailures {
         self.refused.shrink(now);
     }
 
-    /// The password was right: the email's failures are forgotten, the
-    /// address keeps those it made before.
+    /// The password was right: the judging keys' failures are forgotten
+    /// (the email's, or the device's), the attempt's own failure is taken
+    /// back from the others, which keep those made before.
     pub(super) async fn succeeded(&self, r: Reservation) -> Result<(), DomainError> {
-        if r.email.is_none() && r.address.is_none() {
+        if r.ids.is_empty() {
             return Ok(());
         }
-        let keys = [r.email_key.clone(), r.address_key.clone()];
+        let work: Vec<(String, bool, Option<LoginFailureId>)> =
+            r.keys.iter().zip(&r.ids).map(|(k, id)| (k.key.clone(), k.judges, *id)).collect();
         self.db
             .write(move |tx| {
-                tx.clear_login_failures(&r.email_key)?;
-                if let Some(id) = r.address {
-                    tx.delete_login_failure(id)?;
+                for (key, judges, id) in &work {
+                    match (judges, id) {
+                        (true, _) => tx.clear_login_failures(key)?,
+                        (false, Some(id)) => tx.delete_login_failure(*id)?,
+                        (false, None) => {}
+                    }
                 }
                 Ok(())
             })
             .await?;
         // A refusal another attempt met while this check ran no longer
-        // holds for the email, and may not for the address.
-        self.refused.forget([&keys[0], &keys[1]]);
+        // holds for the cleared keys, and may not for the others.
+        self.refused.forget(r.keys.iter().map(|k| k.key.as_str()));
         Ok(())
     }
 
     /// The check could not be made: the attempt counts for nothing.
     pub(super) async fn abandoned(&self, r: Reservation) -> Result<(), DomainError> {
-        let ids: Vec<_> = r.email.into_iter().chain(r.address).collect();
+        let ids: Vec<_> = r.ids.iter().flatten().copied().collect();
         if ids.is_empty() {
             return Ok(());
         }
@@ -202,7 +251,7 @@ impl LoginFailures {
                 Ok(())
             })
             .await?;
-        self.refused.forget([&r.email_key, &r.address_key]);
+        self.refused.forget(r.keys.iter().map(|k| k.key.as_str()));
         Ok(())
     }
 
@@ -225,8 +274,7 @@ impl LoginFailures {
 
 /// Whether `key` has `rate.count` failures within the window, and how
 /// long until the oldest leaves it.
-fn over_limit(tx: &mut dyn WriteTx, key: &str, rate: Option<Rate>, now: Timestamp) -> Result<Option<OverLimit>, DomainError> {
-    let Some(rate) = rate else { return Ok(None) };
+fn over_limit(tx: &mut dyn WriteTx, key: &str, rate: Rate, now: Timestamp) -> Result<Option<OverLimit>, DomainError> {
     let times = tx.login_failures(key, now.minus(rate.period), rate.count)?;
     Ok(limits::refusal(rate, times.len(), times.first().copied(), now).map(|wait| OverLimit { key: key.to_owned(), wait }))
 }
@@ -237,6 +285,10 @@ fn email_failures_key(email_key: &str) -> String {
 
 fn address_failures_key(client: ClientKey) -> String {
     format!("address:{client}")
+}
+
+fn device_failures_key(device: &MarkedDevice) -> String {
+    format!("device:{}", device.0)
 }
 
 #[cfg(test)]
@@ -260,25 +312,25 @@ mod tests {
     fn a_remembered_refusal_answers_for_a_few_seconds_with_its_real_end() {
         let refused = Refused::default();
         refused.remember(&[over("email:a@b.c", 900)], T0);
-        assert_eq!(retry_after(refused.check(["email:a@b.c", "address:1.2.3.4"], T0)), Some(900));
-        assert_eq!(retry_after(refused.check(["address:1.2.3.4", "email:a@b.c"], T0.plus(Duration::from_secs(9)))), Some(891));
-        assert_eq!(retry_after(refused.check(["email:a@b.c", "x"], T0.plus(REMEMBERED))), None, "then the database answers");
-        assert_eq!(retry_after(refused.check(["email:other", "x"], T0)), None);
+        assert_eq!(retry_after(refused.check(&["email:a@b.c", "address:1.2.3.4"], T0)), Some(900));
+        assert_eq!(retry_after(refused.check(&["address:1.2.3.4", "email:a@b.c"], T0.plus(Duration::from_secs(9)))), Some(891));
+        assert_eq!(retry_after(refused.check(&["email:a@b.c", "x"], T0.plus(REMEMBERED))), None, "then the database answers");
+        assert_eq!(retry_after(refused.check(&["email:other", "x"], T0)), None);
     }
 
     #[test]
     fn a_short_refusal_is_answered_only_until_it_ends() {
         let refused = Refused::default();
         refused.remember(&[over("a", 3)], T0);
-        assert_eq!(retry_after(refused.check(["a", "b"], T0.plus(Duration::from_secs(2)))), Some(1));
-        assert_eq!(retry_after(refused.check(["a", "b"], T0.plus(Duration::from_secs(4)))), None);
+        assert_eq!(retry_after(refused.check(&["a", "b"], T0.plus(Duration::from_secs(2)))), Some(1));
+        assert_eq!(retry_after(refused.check(&["a", "b"], T0.plus(Duration::from_secs(4)))), None);
     }
 
     #[test]
     fn the_latest_end_is_told_and_shrinking_drops_what_is_no_longer_answered() {
         let refused = Refused::default();
         refused.remember(&[over("a", 3), over("b", 600)], T0);
-        assert_eq!(retry_after(refused.check(["a", "b"], T0)), Some(600));
+        assert_eq!(retry_after(refused.check(&["a", "b"], T0)), Some(600));
         refused.shrink(T0.plus(Duration::from_secs(4)));
         assert_eq!(refused.lock().len(), 1, "a's refusal ended");
         refused.shrink(T0.plus(REMEMBERED));
@@ -290,7 +342,7 @@ mod tests {
         let refused = Refused::default();
         refused.remember(&[over("email:a@b.c", 900)], T0);
         refused.forget(["email:a@b.c", "address:1.2.3.4"]);
-        assert_eq!(retry_after(refused.check(["email:a@b.c", "address:1.2.3.4"], T0)), None);
+        assert_eq!(retry_after(refused.check(&["email:a@b.c", "address:1.2.3.4"], T0)), None);
     }
 
     #[test]
@@ -303,7 +355,7 @@ mod tests {
             }
         }
         refused.remember(&[over("new", 60), over("k1", 60)], T0);
-        assert_eq!(retry_after(refused.check(["new", "x"], T0)), None, "the database answers it");
-        assert_eq!(retry_after(refused.check(["k1", "x"], T0)), Some(60));
+        assert_eq!(retry_after(refused.check(&["new", "x"], T0)), None, "the database answers it");
+        assert_eq!(retry_after(refused.check(&["k1", "x"], T0)), Some(60));
     }
 }

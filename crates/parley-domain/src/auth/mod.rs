@@ -7,14 +7,18 @@
 //! whether an email is registered. Failures are counted per email and per
 //! client address, in the database so that they hold across instances
 //! (`failures`); past the limit every attempt is refused with a retry
-//! time, whatever its password. Every attempt costs a password check, so
+//! time, whatever its password, except from a browser or app that has
+//! signed in to that account before (its device mark, `device`), which is
+//! judged by its own failures only. Every attempt costs a password check, so
 //! attempts are also limited per address whatever their outcome, and an
 //! address gets one check at a time: those two protect this instance's
 //! CPU and memory, so each instance keeps them itself.
 
+mod device;
 mod failures;
 mod personal;
 
+pub use device::{DeviceMarks, LIFETIME as DEVICE_MARK_LIFETIME};
 pub use personal::{MAX_DAYS as MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};
 
 use std::sync::{Arc, OnceLock};
@@ -35,12 +39,16 @@ pub struct LoginInput {
     pub email: String,
     pub password: String,
     pub device_name: Option<String>,
+    /// The mark an earlier successful sign-in left on this device.
+    pub device_mark: Option<String>,
 }
 
 pub struct LoginOutcome {
     /// The bearer token or session token, shown this once.
     pub token: String,
     pub session: Session,
+    /// The device's new mark, to send with its next sign-in.
+    pub device_mark: String,
 }
 
 /// What a sign-in gives: both go through the same checks and limits.
@@ -69,6 +77,7 @@ pub struct AuthService {
     token_ttl: Duration,
     session_ttl: Duration,
     failures: LoginFailures,
+    marks: DeviceMarks,
     /// Every attempt per address, successful ones included.
     attempts_by_address: Arc<SlidingWindow<ClientKey>>,
     /// One password check at a time per address.
@@ -94,7 +103,14 @@ fn dummy_hash() -> &'static str {
 }
 
 impl AuthService {
-    pub fn new(db: Database, clock: Arc<dyn Clock>, token_ttl: Duration, session_ttl: Duration, limits: &RateLimitSettings) -> Self {
+    pub fn new(
+        db: Database,
+        clock: Arc<dyn Clock>,
+        token_ttl: Duration,
+        session_ttl: Duration,
+        limits: &RateLimitSettings,
+        marks: DeviceMarks,
+    ) -> Self {
         let tenancy = Tenancy::new(db.clone(), Arc::clone(&clock));
         Self {
             db: db.clone(),
@@ -103,6 +119,7 @@ impl AuthService {
             token_ttl,
             session_ttl,
             failures: LoginFailures::new(db.clone(), limits.login_failures_per_email, limits.login_failures_per_address),
+            marks,
             attempts_by_address: Arc::new(SlidingWindow::new(limits.logins_per_address)),
             // One check at a time per client; the next may come a second later.
             checking: Arc::new(PerKeyLimit::new(1, 1)),
@@ -121,7 +138,9 @@ impl AuthService {
         let _turn = self.checking.take(&client)?;
         self.attempts_by_address.reserve(&client, now)?;
         let email_key = crate::validate::email_key(&input.email);
-        let reserved = self.failures.reserve(&email_key, client, now).await?;
+        let device = input.device_mark.as_deref().and_then(|mark| self.marks.verify(mark, &email_key, now));
+        let attempt = self.failures.attempt(&email_key, client, device.as_ref());
+        let reserved = self.failures.reserve(attempt, now).await?;
         let result = self.check_password(&input.email, input.password).await;
         let operator = match result {
             Ok(Some(op)) => op,
@@ -145,7 +164,8 @@ impl AuthService {
             SignIn::Web => self.tenancy.issue_session(&operator, self.session_ttl).await?,
         };
         let session = self.session(&token).await?;
-        Ok(LoginOutcome { token, session })
+        let device_mark = self.marks.issue(&email_key, now)?;
+        Ok(LoginOutcome { token, session, device_mark })
     }
 
     /// The operator if the password is right and it is active. Argon2id

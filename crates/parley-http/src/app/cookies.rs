@@ -8,6 +8,9 @@ use axum::http::{HeaderMap, HeaderValue, header};
 pub const SESSION: &str = "parley_session";
 /// The sign-in form's anti-forgery token, before there is a session.
 pub const LOGIN_CSRF: &str = "parley_login_csrf";
+/// The browser's device mark, left by a successful sign-in and kept
+/// across sign-outs (see `parley_domain::auth`).
+pub const DEVICE: &str = "parley_device";
 
 /// The value of cookie `name`, from every `Cookie` header.
 pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {

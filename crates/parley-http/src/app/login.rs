@@ -25,6 +25,10 @@ use crate::extract::ClientCaller;
 /// How long a sign-in form may be left open before it is submitted.
 const FORM_LIFETIME: Duration = Duration::from_secs(3600);
 
+/// How long a browser keeps its device mark (the mark itself is honoured
+/// as long).
+const DEVICE_MARK_LIFETIME: Duration = parley_domain::auth::DEVICE_MARK_LIFETIME;
+
 /// The sign-in form, or where it leads for someone signed in already.
 pub async fn form(
     State(s): State<AppState>,
@@ -97,7 +101,13 @@ pub async fn submit(
         let page = SignInPage { email: &email, problem: Some("Enter the email address you sign in with."), next: back };
         return sign_in_page(&s, &headers, StatusCode::UNPROCESSABLE_ENTITY, page);
     }
-    let input = LoginInput { email: email.clone(), password: form.get("password").unwrap_or_default().to_owned(), device_name: None };
+    let input = LoginInput {
+        email: email.clone(),
+        password: form.get("password").unwrap_or_default().to_owned(),
+        device_name: None,
+        // A browser that signed in before is judged by its own failures.
+        device_mark: cookies::read(&headers, cookies::DEVICE).map(str::to_owned),
+    };
     match s.auth.login(caller.key(), input, SignIn::Web).await {
         Ok(outcome) => {
             let mut response = Redirect::to(back.unwrap_or(next::HOME)).into_response();
@@ -105,6 +115,7 @@ pub async fn submit(
             let headers = response.headers_mut();
             headers.append(header::SET_COOKIE, cookies::set(cookies::SESSION, &outcome.token, s.auth.session_ttl(), secure));
             headers.append(header::SET_COOKIE, cookies::clear(cookies::LOGIN_CSRF, secure));
+            headers.append(header::SET_COOKIE, cookies::set(cookies::DEVICE, &outcome.device_mark, DEVICE_MARK_LIFETIME, secure));
             Ok(response)
         }
         Err(DomainError::InvalidCredentials) => {

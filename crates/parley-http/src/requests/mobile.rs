@@ -17,6 +17,12 @@ pub struct MobileLoginRequest {
     password: schema::Password,
     /// Shown in the operator's list of sessions; at most 255 characters.
     device_name: Option<schema::Name>,
+    /// The `device_id` this device's last successful sign-in answered.
+    /// A sign-in that carries a valid one is judged by its own failed
+    /// attempts only, so failures for this email from elsewhere do not
+    /// lock this device out. One that is not valid (expired, another
+    /// account's) counts as none.
+    device_id: Option<schema::Token>,
 }
 
 impl FromFields for LoginInput {
@@ -24,7 +30,8 @@ impl FromFields for LoginInput {
         let email = f.required("email", validate::email);
         let password = f.required("password", |s| validate::PASSWORD.check(s).map(|()| s.to_owned()));
         let device_name = f.optional_text("device_name", validate::name);
-        Ok(Self { email: email?, password: password?, device_name: device_name? })
+        let device_mark = f.optional("device_id", validate::token);
+        Ok(Self { email: email?, password: password?, device_name: device_name?, device_mark: device_mark? })
     }
 }
 

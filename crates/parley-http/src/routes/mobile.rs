@@ -88,6 +88,7 @@ async fn login(
         expires_at: at(session.expires_at),
         user: (&session.operator).into(),
         tenant: (&session.tenant).into(),
+        device_id: outcome.device_mark,
     }))
 }
 

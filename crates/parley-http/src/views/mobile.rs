@@ -43,6 +43,9 @@ pub struct MobileLoginResponse {
     pub expires_at: DateTime,
     pub user: UserView,
     pub tenant: TenantView,
+    /// This device's mark: keep it and send it as `device_id` with the
+    /// next sign-in from this device (a new one comes each time).
+    pub device_id: String,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -296,3 +296,90 @@ async fn successful_logins_are_limited_per_address() {
     let (status, body) = app.post("/api/mobile/login", json!({"email": "admin@acme.example.com", "password": PASSWORD})).await;
     assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
 }
+
+/// A sign-in from `client` (behind the trusted proxy), with a device mark
+/// or none: its status, and the new mark when it succeeds.
+async fn sign_in_from(app: &TestApp, client: &str, email: &str, password: &str, device: Option<&str>) -> (StatusCode, Option<String>) {
+    let mut body = json!({"email": email, "password": password});
+    if let Some(device) = device {
+        body["device_id"] = json!(device);
+    }
+    let (status, answer) = app.send(Method::POST, "/api/v1/mobile/login", Some(body), &[("x-forwarded-for", client)]).await;
+    (status, answer["device_id"].as_str().map(str::to_owned))
+}
+
+/// Failures for one email from many addresses lock that email only for
+/// devices that have not signed in to it before: the operator's own app,
+/// sending back the `device_id` of its last sign-in, is judged by the
+/// failures made with that mark alone, whatever the address (an office
+/// behind the attacker's NAT included). A mark of another account, or
+/// one altered, counts as none.
+#[tokio::test]
+async fn a_lockout_aimed_at_an_email_does_not_reach_a_device_that_signed_in_before() {
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").var("PARLEY_TRUSTED_PROXIES", "127.0.0.1").start().await;
+    let f = app.fixture("acme", &[]).await;
+    app.operator(&f, "agent@acme.example.com", Role::Agent, &[]).await;
+    let admin = "admin@acme.example.com";
+    let (status, mark) = sign_in_from(&app, "203.0.113.1", admin, PASSWORD, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let mark = mark.expect("a device_id comes with every sign-in");
+    let (_, agents_mark) = sign_in_from(&app, "203.0.113.2", "agent@acme.example.com", PASSWORD, None).await;
+    let agents_mark = agents_mark.unwrap();
+
+    // Someone else, from five addresses (and one of them the office's).
+    for n in 0..4 {
+        let (status, _) = sign_in_from(&app, &format!("198.51.100.{n}"), admin, "a guess", None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(sign_in_from(&app, "203.0.113.1", admin, "a guess", None).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(sign_in_from(&app, "192.0.2.50", admin, PASSWORD, None).await.0, StatusCode::TOO_MANY_REQUESTS, "a new device waits");
+    assert_eq!(sign_in_from(&app, "192.0.2.50", admin, PASSWORD, Some(&agents_mark)).await.0, StatusCode::TOO_MANY_REQUESTS);
+    let mut altered = mark.clone();
+    altered.pop();
+    altered.push(if mark.ends_with('A') { 'B' } else { 'A' });
+    assert_eq!(sign_in_from(&app, "192.0.2.50", admin, PASSWORD, Some(&altered)).await.0, StatusCode::TOO_MANY_REQUESTS);
+
+    let (status, next_mark) = sign_in_from(&app, "203.0.113.1", admin, PASSWORD, Some(&mark)).await;
+    assert_eq!(status, StatusCode::OK, "the operator's own app signs in");
+    let next_mark = next_mark.unwrap();
+    assert_ne!(next_mark, mark, "with a new mark");
+    let (status, _) = sign_in_from(&app, "192.0.2.51", admin, PASSWORD, Some(&mark)).await;
+    assert_eq!(status, StatusCode::OK, "from any address, and the older mark still holds");
+    assert_eq!(sign_in_from(&app, "192.0.2.50", admin, PASSWORD, None).await.0, StatusCode::TOO_MANY_REQUESTS, "new devices still wait");
+
+    // The marked device's own failures judge it.
+    for _ in 0..5 {
+        assert_eq!(sign_in_from(&app, "203.0.113.1", admin, "a typo", Some(&next_mark)).await.0, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(sign_in_from(&app, "203.0.113.1", admin, PASSWORD, Some(&next_mark)).await.0, StatusCode::TOO_MANY_REQUESTS);
+
+    // A device_id that cannot be one is a bad request.
+    for bad in [json!(""), json!("x".repeat(129)), json!("dm1 with spaces"), json!(7)] {
+        let body = json!({"email": admin, "password": PASSWORD, "device_id": bad});
+        let (status, answer) = app.send(Method::POST, "/api/v1/mobile/login", Some(body), &[("x-forwarded-for", "192.0.2.99")]).await;
+        assert_fields(status, &answer, &["device_id"]);
+    }
+}
+
+/// One address that fails for several operators' emails keeps none of
+/// them out of the devices they signed in with before.
+#[tokio::test]
+async fn one_address_cannot_keep_operators_out_of_their_own_devices() {
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").var("PARLEY_TRUSTED_PROXIES", "127.0.0.1").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let emails: Vec<String> = (0..4).map(|n| format!("op{n}@acme.example.com")).collect();
+    let mut marks = Vec::new();
+    for email in &emails {
+        app.operator(&f, email, Role::Agent, &[]).await;
+        marks.push(sign_in_from(&app, "203.0.113.7", email, PASSWORD, None).await.1.unwrap());
+    }
+    for email in &emails {
+        for _ in 0..5 {
+            assert_eq!(sign_in_from(&app, "198.51.100.66", email, "a guess", None).await.0, StatusCode::UNAUTHORIZED);
+        }
+    }
+    for (email, mark) in emails.iter().zip(&marks) {
+        assert_eq!(sign_in_from(&app, "203.0.113.7", email, PASSWORD, None).await.0, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(sign_in_from(&app, "203.0.113.7", email, PASSWORD, Some(mark)).await.0, StatusCode::OK, "{email}");
+    }
+}

@@ -349,3 +349,36 @@ async fn pages_are_compressed_and_the_stream_is_not() {
     assert_eq!(stream.status(), StatusCode::OK);
     assert!(stream.headers().get("content-encoding").is_none(), "events go out as they happen");
 }
+
+/// A browser that signed in before keeps a signed `parley_device` cookie
+/// across sign-outs; failures for its operator's email from elsewhere lock
+/// out new browsers only.
+#[tokio::test]
+async fn a_browser_that_signed_in_before_is_not_locked_out_by_someone_elses_failures() {
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").var("PARLEY_TRUSTED_PROXIES", "127.0.0.1").start().await;
+    app.fixture("acme", &[]).await;
+    let mut own = Browser::new(&app);
+    let answer = own.sign_in("admin@acme.example.com", PASSWORD).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    let cookie = answer.cookie("parley_device").expect("a device mark").to_owned();
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/app", "Max-Age=31536000"] {
+        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
+    }
+    let page = own.get("/app").await;
+    let logout = own.post("/app/logout", &[("csrf", &page.field("csrf"))]).await;
+    assert_eq!(logout.status, StatusCode::SEE_OTHER);
+    assert!(own.cookies.contains_key("parley_device"), "kept after signing out");
+
+    for n in 0..5 {
+        let body = json!({"email": "admin@acme.example.com", "password": "a guess"});
+        let (status, _) = app.send(Method::POST, "/api/mobile/login", Some(body), &[("x-forwarded-for", &format!("198.51.100.{n}"))]).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let mut stranger = Browser::new(&app);
+    assert_eq!(stranger.sign_in("admin@acme.example.com", PASSWORD).await.status, StatusCode::TOO_MANY_REQUESTS);
+    let mut forged = Browser::new(&app);
+    forged.cookies.insert("parley_device".into(), "dm1.forged.0.AAAA".into());
+    assert_eq!(forged.sign_in("admin@acme.example.com", PASSWORD).await.status, StatusCode::TOO_MANY_REQUESTS);
+    let answer = own.sign_in("admin@acme.example.com", PASSWORD).await;
+    assert_eq!((answer.status, answer.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app")), "{}", answer.html);
+}
