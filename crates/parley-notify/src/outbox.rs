@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use parley_domain::model::TenantId;
 use parley_domain::store::OutboxMessage;
-use parley_domain::verification::channels::{Email, EmailSender, Provider, SendFuture, Sms, SmsSender};
+use parley_domain::verification::channels::{Email, EmailSender, Provider, SendError, SendFuture, Sms, SmsSender};
 use parley_domain::{Clock, Database};
 
 pub struct SandboxOutbox {
@@ -20,7 +20,10 @@ impl SandboxOutbox {
 
     fn keep(&self, tenant: TenantId, message: OutboxMessage) -> SendFuture<'_> {
         Box::pin(async move {
-            self.db.write(move |tx| Ok(tx.insert_outbox_message(tenant, &message)?)).await.map_err(|e| format!("outbox: {e}"))
+            self.db
+                .write(move |tx| Ok(tx.insert_outbox_message(tenant, &message)?))
+                .await
+                .map_err(|e| SendError::transient(format!("outbox: {e}")))
         })
     }
 }

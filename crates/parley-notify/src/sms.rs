@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use parley_domain::model::TenantId;
-use parley_domain::verification::channels::{Provider, SendFuture, Sms, SmsSender};
+use parley_domain::verification::channels::{Provider, SendError, SendFuture, Sms, SmsSender};
 
 pub struct SmsGateway {
     client: reqwest::Client,
@@ -38,9 +38,17 @@ impl SmsSender for SmsGateway {
             }
             match request.send().await {
                 Ok(res) if res.status().is_success() => Ok(()),
-                Ok(res) => Err(format!("the SMS gateway answered {}", res.status().as_u16())),
-                Err(e) if e.is_timeout() => Err("the SMS gateway timed out".into()),
-                Err(_) => Err("could not reach the SMS gateway".into()),
+                Ok(res) => {
+                    let status = res.status();
+                    let reason = format!("the SMS gateway answered {}", status.as_u16());
+                    // A 4xx answer refuses this message (the number, its
+                    // text) for good, except those that say "later" or
+                    // concern the gateway's own access.
+                    let later = matches!(status.as_u16(), 401 | 403 | 407 | 408 | 425 | 429);
+                    Err(if status.is_client_error() && !later { SendError::permanent(reason) } else { SendError::transient(reason) })
+                }
+                Err(e) if e.is_timeout() => Err(SendError::transient("the SMS gateway timed out")),
+                Err(_) => Err(SendError::transient("could not reach the SMS gateway")),
             }
         })
     }

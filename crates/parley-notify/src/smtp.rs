@@ -5,7 +5,7 @@ use std::time::Duration;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use parley_domain::model::TenantId;
-use parley_domain::verification::channels::{Email, EmailSender, Provider, SendFuture};
+use parley_domain::verification::channels::{Email, EmailSender, Provider, SendError, SendFuture};
 
 pub struct SmtpMailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
@@ -34,14 +34,19 @@ impl EmailSender for SmtpMailer {
 
     fn send(&self, _tenant: TenantId, email: Email) -> SendFuture<'_> {
         Box::pin(async move {
-            let to = email.to.parse::<Mailbox>().map_err(|e| format!("invalid recipient: {e}"))?;
+            let to = email.to.parse::<Mailbox>().map_err(|e| SendError::permanent(format!("invalid recipient: {e}")))?;
             let message = Message::builder()
                 .from(self.from.clone())
                 .to(to)
                 .subject(email.subject)
                 .multipart(MultiPart::alternative_plain_html(email.text, email.html))
-                .map_err(|e| format!("could not build the message: {e}"))?;
-            self.transport.send(message).await.map(|_| ()).map_err(|e| format!("SMTP: {e}"))
+                .map_err(|e| SendError::transient(format!("could not build the message: {e}")))?;
+            self.transport.send(message).await.map(|_| ()).map_err(|e| {
+                // A 5xx reply refuses the message for good (RFC 5321
+                // 4.2.1); a 4xx one, or no reply, may pass another time.
+                let reason = format!("SMTP: {e}");
+                if e.is_permanent() { SendError::permanent(reason) } else { SendError::transient(reason) }
+            })
         })
     }
 }

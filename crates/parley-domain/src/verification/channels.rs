@@ -9,7 +9,35 @@ use std::sync::Arc;
 use super::Method;
 use crate::model::TenantId;
 
-pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<(), SendError>> + Send + 'a>>;
+
+/// Why a message was not sent: for the logs, and whether trying again can
+/// help. A provider that refuses the recipient itself (an SMTP 5xx
+/// answer, an SMS gateway's 4xx) will refuse it again: the client is told
+/// to fix the address. Anything else (the provider unreachable, busy, or
+/// failing) is an outage, to be tried again later.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SendError {
+    pub permanent: bool,
+    pub reason: String,
+}
+
+impl SendError {
+    pub fn transient(reason: impl Into<String>) -> Self {
+        Self { permanent: false, reason: reason.into() }
+    }
+
+    pub fn permanent(reason: impl Into<String>) -> Self {
+        Self { permanent: true, reason: reason.into() }
+    }
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)?;
+        if self.permanent { f.write_str(" (refused for good)") } else { Ok(()) }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Email {
@@ -26,7 +54,8 @@ pub struct Sms {
 }
 
 pub trait EmailSender: Send + Sync {
-    /// Delivers to the provider; `Err` is a short reason for the logs.
+    /// Delivers to the provider; `Err` says why, for the logs, and
+    /// whether it can be tried again.
     fn send(&self, tenant: TenantId, email: Email) -> SendFuture<'_>;
     /// What carries the messages, as admins see it.
     fn provider(&self) -> Provider;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::channels::Channels;
+use super::channels::{Channels, SendError};
 use super::limits::VerificationLimits;
 use super::{CHALLENGE_TTL, Challenge, ChallengeStatus, MAX_ATTEMPTS, Method, NewChallenge, codes, messages};
 use crate::clock::{Clock, Timestamp};
@@ -136,7 +136,7 @@ impl VerificationService {
             if let Err(e) = failed {
                 tracing::error!(challenge = id.0, error = %e, "could not mark a verification challenge failed");
             }
-            return Err(DomainError::NotSent("the verification message could not be sent; try again later"));
+            return Err(not_sent(&reason, "target", method.uses_phone(), "the verification message could not be sent; try again later"));
         }
         let target_hint = if method.uses_phone() { mask::phone(&target) } else { mask::email(&target) };
         Ok(Started { id, method, expires_at: now.plus(CHALLENGE_TTL), target_hint })
@@ -150,7 +150,7 @@ impl VerificationService {
         target: &str,
         id: ChallengeId,
         code: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), SendError> {
         match method {
             Method::EmailOtp => self.email(tenant, messages::otp_email(target, tenant_name, code)).await,
             Method::MagicLink => {
@@ -159,15 +159,15 @@ impl VerificationService {
             }
             Method::SmsOtp => match &self.channels.sms {
                 Some(sms) => sms.send(tenant, messages::otp_sms(target, tenant_name, code)).await,
-                None => Err("no SMS channel".into()),
+                None => Err(SendError::transient("no SMS channel")),
             },
         }
     }
 
-    async fn email(&self, tenant: TenantId, email: super::channels::Email) -> Result<(), String> {
+    async fn email(&self, tenant: TenantId, email: super::channels::Email) -> Result<(), SendError> {
         match &self.channels.email {
             Some(mailer) => mailer.send(tenant, email).await,
-            None => Err("no email channel".into()),
+            None => Err(SendError::transient("no email channel")),
         }
     }
 
@@ -275,4 +275,16 @@ fn settle(
     let verified = events::verification_completed(tenant, &conversation, &visitor, challenge.method.as_str(), now);
     crate::feed::record::conversation_changed(tx, tenant, &conversation, Some(verified), true, now)?;
     Ok(Outcome::Verified(Verified { method: challenge.method, verified_at: now, conversation }))
+}
+
+/// What a client is told when a message could not be sent: a recipient
+/// the provider refused for good is the client's to fix (422 on `field`);
+/// anything else is an outage (`transient`, 503).
+pub(super) fn not_sent(error: &SendError, field: &'static str, phone: bool, transient: &'static str) -> DomainError {
+    if error.permanent {
+        let what = if phone { "phone number" } else { "email address" };
+        DomainError::invalid(field, format!("this {what} was refused by the provider; check it"))
+    } else {
+        DomainError::NotSent(transient)
+    }
 }

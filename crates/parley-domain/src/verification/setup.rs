@@ -6,7 +6,7 @@
 
 use super::Method;
 use super::TestCount;
-use super::channels::{Channel, Provider};
+use super::channels::{Channel, Provider, SendError};
 use super::limits::within;
 use super::messages;
 use super::service::VerificationService;
@@ -86,18 +86,19 @@ impl VerificationService {
         let sent = match channel {
             Channel::Email => match &self.channels.email {
                 Some(mailer) => mailer.send(tenant, messages::test_email(&to, name)).await,
-                None => Err("no email channel".into()),
+                None => Err(SendError::transient("no email channel")),
             },
             Channel::Sms => match &self.channels.sms {
                 Some(gateway) => gateway.send(tenant, messages::test_sms(&to, name)).await,
-                None => Err("no SMS channel".into()),
+                None => Err(SendError::transient("no SMS channel")),
             },
         };
         if let Err(reason) = sent {
             // The reason may name the service's own infrastructure: it is
             // for the service's operators, not the tenant's admins.
             tracing::warn!(tenant = tenant.0, channel = channel.as_str(), %reason, "a test message could not be sent");
-            return Err(DomainError::NotSent("the test message could not be sent; the service's logs say why"));
+            let transient = "the test message could not be sent; the service's logs say why";
+            return Err(super::service::not_sent(&reason, "to", channel == Channel::Sms, transient));
         }
         Ok(TestSent { channel, provider, to, sent_at: now })
     }

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -20,9 +20,16 @@ pub struct Mail {
     pub data: String,
 }
 
+/// How the sink answers: every message taken, the server unavailable
+/// for now (421 to MAIL FROM, a transient refusal), or every recipient
+/// refused for good (550 to RCPT TO).
+const ACCEPT: u8 = 0;
+const UNAVAILABLE: u8 = 1;
+const NO_SUCH_RECIPIENT: u8 = 2;
+
 pub struct SmtpSink {
     pub port: u16,
-    refuse: Arc<AtomicBool>,
+    refuse: Arc<AtomicU8>,
     mails: tokio::sync::Mutex<mpsc::UnboundedReceiver<Mail>>,
 }
 
@@ -31,7 +38,7 @@ impl SmtpSink {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (tx, rx) = mpsc::unbounded_channel();
-        let refuse = Arc::new(AtomicBool::new(false));
+        let refuse = Arc::new(AtomicU8::new(ACCEPT));
         let refusing = refuse.clone();
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -48,9 +55,15 @@ impl SmtpSink {
         format!("smtp://127.0.0.1:{}", self.port)
     }
 
-    /// From now on, refuse every message with a permanent error.
-    pub fn refuse(&self) {
-        self.refuse.store(true, Ordering::SeqCst);
+    /// From now on, answer that the service is not available (421): a
+    /// refusal that may pass another time.
+    pub fn unavailable(&self) {
+        self.refuse.store(UNAVAILABLE, Ordering::SeqCst);
+    }
+
+    /// From now on, refuse every recipient for good (550).
+    pub fn refuse_recipients(&self) {
+        self.refuse.store(NO_SUCH_RECIPIENT, Ordering::SeqCst);
     }
 
     pub async fn next(&self) -> Mail {
@@ -69,7 +82,7 @@ impl SmtpSink {
     }
 }
 
-async fn session(socket: tokio::net::TcpStream, tx: mpsc::UnboundedSender<Mail>, refuse: Arc<AtomicBool>) -> std::io::Result<()> {
+async fn session(socket: tokio::net::TcpStream, tx: mpsc::UnboundedSender<Mail>, refuse: Arc<AtomicU8>) -> std::io::Result<()> {
     let (read, mut write) = socket.into_split();
     let mut lines = BufReader::new(read).lines();
     write.write_all(b"220 sink.test ESMTP ready\r\n").await?;
@@ -81,16 +94,20 @@ async fn session(socket: tokio::net::TcpStream, tx: mpsc::UnboundedSender<Mail>,
         } else if upper.starts_with("HELO") || upper.starts_with("RSET") || upper.starts_with("NOOP") {
             b"250 OK\r\n"
         } else if upper.starts_with("MAIL FROM:") {
-            if refuse.load(Ordering::SeqCst) {
-                b"554 5.7.1 refused by the test\r\n"
+            if refuse.load(Ordering::SeqCst) == UNAVAILABLE {
+                b"421 4.3.2 not available now, says the test\r\n"
             } else {
                 from = line[10..].trim().trim_matches(['<', '>']).to_owned();
                 to.clear();
                 b"250 OK\r\n"
             }
         } else if upper.starts_with("RCPT TO:") {
-            to.push(line[8..].trim().trim_matches(['<', '>']).to_owned());
-            b"250 OK\r\n"
+            if refuse.load(Ordering::SeqCst) == NO_SUCH_RECIPIENT {
+                b"550 5.1.1 no such mailbox, says the test\r\n"
+            } else {
+                to.push(line[8..].trim().trim_matches(['<', '>']).to_owned());
+                b"250 OK\r\n"
+            }
         } else if upper.starts_with("DATA") {
             write.write_all(b"354 end with <CRLF>.<CRLF>\r\n").await?;
             let mut data = String::new();

@@ -301,7 +301,7 @@ async fn another_sites_token_or_conversation_is_404() {
 #[tokio::test]
 async fn a_failed_send_is_503_and_leaves_no_usable_challenge() {
     let s = setup().await;
-    s.smtp.refuse();
+    s.smtp.unavailable();
     let (status, body) = s.start("/api", json!({"method": "email_otp"})).await;
     assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
     assert_eq!(body["error"]["message"], "The verification message could not be sent; try again later.");
@@ -314,6 +314,51 @@ async fn a_failed_send_is_503_and_leaves_no_usable_challenge() {
         let (status, body) = s.confirm("/api", id, "123456").await;
         assert_error(status, &body, StatusCode::GONE, "challenge_expired");
     }
+}
+
+/// A recipient the provider refuses for good is the visitor's to fix: 422
+/// on the target, not "try again later". Only an outage is 503.
+#[tokio::test]
+async fn a_refused_recipient_is_422_on_the_target_and_only_an_outage_is_503() {
+    let s = setup().await;
+    s.smtp.refuse_recipients();
+    for method in ["email_otp", "magic_link"] {
+        let (status, body) = s.start("/api", json!({"method": method, "target": "nobody@example.com"})).await;
+        assert_fields(status, &body, &["target"]);
+        assert!(body["error"]["fields"]["target"][0].as_str().unwrap().contains("refused"), "{body}");
+    }
+    let (status, body) = s.start("/api", json!({"method": "email_otp"})).await;
+    assert_fields(status, &body, &["target"]);
+    for refused in [400, 404, 422] {
+        s.sms.reply(&[Reply::Status(refused)]);
+        let (status, body) = s.start("/api", json!({"method": "sms_otp"})).await;
+        assert_fields(status, &body, &["target"]);
+        s.sms.next().await;
+    }
+    for outage in [429, 500, 502, 503] {
+        s.sms.reply(&[Reply::Status(outage)]);
+        let (status, body) = s.start("/api", json!({"method": "sms_otp"})).await;
+        assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+        s.sms.next().await;
+    }
+}
+
+/// Addresses longer than RFC 5321 allows are refused before any provider
+/// sees them: a local part over 64 characters, a whole over 254.
+#[tokio::test]
+async fn addresses_longer_than_smtp_allows_are_refused_on_their_field() {
+    let s = setup().await;
+    let long_local = format!("{}@example.com", "a".repeat(140));
+    let long_whole = format!("ann@{}.com", vec!["d".repeat(63); 4].join("."));
+    for email in [&long_local, &long_whole] {
+        let (status, body) = s.start("/api", json!({"method": "email_otp", "target": email})).await;
+        assert_fields(status, &body, &["target"]);
+        let (status, body) = s.app.post("/api/widget/visitors", json!({"token": s.f.token, "uuid": "bea", "email": email})).await;
+        assert_fields(status, &body, &["email"]);
+    }
+    assert!(s.smtp.drain().await.is_empty(), "nothing reached the mail server");
+    let (status, body) = s.start("/api", json!({"method": "email_otp", "target": format!("{}@example.com", "a".repeat(64))})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "64 is allowed: {body}");
 }
 
 #[tokio::test]

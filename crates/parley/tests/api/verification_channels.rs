@@ -91,7 +91,7 @@ async fn a_refused_send_is_reported_without_the_providers_details() {
     let (app, smtp, sms) = with_channels(&[]).await;
     app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
-    smtp.refuse();
+    smtp.unavailable();
     let (status, body) = test_send(&app, &admin, "/api", json!({"channel": "email", "to": "ops@example.com"})).await;
     assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
     assert_eq!(body["error"]["message"], "The test message could not be sent; the service's logs say why.");
@@ -99,6 +99,24 @@ async fn a_refused_send_is_reported_without_the_providers_details() {
     let (status, body) = test_send(&app, &admin, "/api", json!({"channel": "sms", "to": "+14155550123"})).await;
     assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
     assert!(!body.to_string().contains("127.0.0.1"), "{body}");
+}
+
+/// A test to an address the provider refuses for good is refused on
+/// `to`: the admin typed it and can fix it.
+#[tokio::test]
+async fn a_refused_test_recipient_is_422_on_to() {
+    let (app, smtp, sms) = with_channels(&[]).await;
+    app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    smtp.refuse_recipients();
+    let (status, body) = test_send(&app, &admin, "/api", json!({"channel": "email", "to": "nobody@example.com"})).await;
+    assert_fields(status, &body, &["to"]);
+    sms.reply(&[Reply::Status(400)]);
+    let (status, body) = test_send(&app, &admin, "/api/v1", json!({"channel": "sms", "to": "+14155550123"})).await;
+    assert_fields(status, &body, &["to"]);
+    let long = format!("{}@example.com", "a".repeat(65));
+    let (status, body) = test_send(&app, &admin, "/api", json!({"channel": "email", "to": long})).await;
+    assert_fields(status, &body, &["to"]);
 }
 
 #[tokio::test]

@@ -424,7 +424,7 @@ async fn the_verification_page_shows_the_channels_and_sends_a_test() {
     assert!(browser.open("/app/integrations/verification?done=sent").await.html.contains("The test message is sent"));
     assert_eq!(smtp.next().await.to, vec!["ops@example.com".to_owned()]);
 
-    smtp.refuse();
+    smtp.unavailable();
     let failed = browser.submit(FROM, TO, &send("email", "ops@example.com")).await;
     assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(failed.html.contains("The test message could not be sent; the service"), "{}", failed.html);
