@@ -13,8 +13,11 @@
 //! - Request bodies must arrive whole within the read timeout; that limit is
 //!   a router layer ([`crate::routes`]), so live streams can go without it.
 //! - At most `max_connections` connections are open at once. At the cap the
-//!   loop stops accepting: new connections wait in the kernel's backlog
-//!   until a slot frees, instead of failing on a full file table.
+//!   loop accepts the next waiting connection only once a slot frees, and
+//!   frees one for it: the connection that has gone longest without
+//!   sending a whole request, if that is more than two seconds
+//!   ([`overload`]). Others wait in the kernel's backlog, instead of
+//!   failing on a full file table.
 //! - On shutdown the listener closes, idle connections close at once, busy
 //!   ones finish their request, and whatever is still open when the drain
 //!   time is up is dropped.
@@ -28,19 +31,23 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use http_body::Body as _;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use std::net::SocketAddr;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 mod deadlines;
+mod overload;
 
 use deadlines::Deadlines;
+use overload::{Connections, RequestBody, ResponseBody};
 
 #[derive(Clone, Copy, Debug)]
 pub struct ServerSettings {
@@ -60,48 +67,43 @@ pub struct ServerSettings {
 pub async fn serve(listener: TcpListener, router: Router, settings: ServerSettings, shutdown: CancellationToken) {
     let slots = Arc::new(Semaphore::new(settings.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
+    let open = Connections::new();
     let mut connections = JoinSet::new();
     loop {
         // Reap finished connections so the set stays as large as what is open.
         while connections.try_join_next().is_some() {}
-        let slot = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
-        let (stream, peer) = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Per-connection failures (reset before accept) and
-                    // running out of file descriptors: keep serving.
-                    tracing::warn!(error = %e, "could not accept a connection");
-                    if !is_connection_error(&e) {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                    continue;
-                }
-            },
-        };
+        let Some((stream, peer, slot)) = next_connection(&listener, &slots, &open, &shutdown).await else { break };
         let _ = stream.set_nodelay(true);
-        let service = router.clone().map_request(move |mut req: axum::http::Request<Incoming>| {
-            req.extensions_mut().insert(ConnectInfo(peer));
-            req.map(axum::body::Body::new)
-        });
+        let (phase, registered) = open.register();
+        let (on_request, on_response) = (Arc::clone(&phase), phase);
+        let service = router
+            .clone()
+            .map_request(move |mut req: axum::http::Request<Incoming>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                on_request.head_received(req.body().is_end_stream());
+                let phase = Arc::clone(&on_request);
+                req.map(|body| axum::body::Body::new(RequestBody::new(body, phase)))
+            })
+            .map_response(move |res: axum::response::Response| {
+                let phase = Arc::clone(&on_response);
+                res.map(|body| axum::body::Body::new(ResponseBody::new(body, phase)))
+            });
         let mut builder = hyper::server::conn::http1::Builder::new();
         builder.timer(TokioTimer::new()).header_read_timeout(settings.idle_timeout.max(settings.header_timeout));
         let io = TokioIo::new(Deadlines::new(stream, settings.header_timeout, settings.write_timeout));
         let connection = builder.serve_connection(io, TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
-        connections.spawn(async move {
+        let id = registered.id();
+        let abort = connections.spawn(async move {
+            // The connection's place in the table goes with its task,
+            // however that ends (closed to make room included).
+            let _registered = registered;
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
             drop(slot);
         });
+        open.closes_with(id, abort);
     }
     drop(listener);
     if tokio::time::timeout(settings.drain_timeout, graceful.shutdown()).await.is_err() {
@@ -109,6 +111,69 @@ pub async fn serve(listener: TcpListener, router: Router, settings: ServerSettin
     }
     connections.abort_all();
     while connections.join_next().await.is_some() {}
+}
+
+/// How often a client waiting at the cap looks again for a connection to
+/// close, while none has gone long enough without a whole request.
+const MAKE_ROOM_EVERY: Duration = Duration::from_millis(250);
+
+/// The next connection to serve and the slot it holds, or `None` once the
+/// server shuts down.
+async fn next_connection(
+    listener: &TcpListener,
+    slots: &Arc<Semaphore>,
+    open: &Connections,
+    shutdown: &CancellationToken,
+) -> Option<(TcpStream, SocketAddr, OwnedSemaphorePermit)> {
+    loop {
+        let (slot, accepted) = match Arc::clone(slots).try_acquire_owned() {
+            Ok(slot) => (slot, None),
+            Err(TryAcquireError::Closed) => return None,
+            // Every slot is taken: a client that connects now is accepted
+            // (one descriptor past the cap, which the reserve covers) and
+            // room is made for it.
+            Err(TryAcquireError::NoPermits) => tokio::select! {
+                _ = shutdown.cancelled() => return None,
+                slot = Arc::clone(slots).acquire_owned() => (slot.ok()?, None),
+                accepted = listener.accept() => (make_room(slots, open, shutdown).await?, Some(accepted)),
+            },
+        };
+        let accepted = match accepted {
+            Some(accepted) => accepted,
+            None => tokio::select! {
+                _ = shutdown.cancelled() => return None,
+                accepted = listener.accept() => accepted,
+            },
+        };
+        match accepted {
+            Ok((stream, peer)) => return Some((stream, peer, slot)),
+            Err(e) => {
+                // Per-connection failures (reset before accept) and
+                // running out of file descriptors: keep serving.
+                tracing::warn!(error = %e, "could not accept a connection");
+                if !is_connection_error(&e) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}
+
+/// A slot for a client that waits while every slot is taken: the
+/// connection that has gone longest without a whole request (more than
+/// two seconds) is closed for it; while there is none, any slot that
+/// frees is taken, and the connections are looked at again now and then.
+async fn make_room(slots: &Arc<Semaphore>, open: &Connections, shutdown: &CancellationToken) -> Option<OwnedSemaphorePermit> {
+    loop {
+        if open.close_oldest_stalled() {
+            tracing::debug!("closed a connection without a whole request to make room");
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return None,
+            slot = Arc::clone(slots).acquire_owned() => return slot.ok(),
+            _ = tokio::time::sleep(MAKE_ROOM_EVERY) => {}
+        }
+    }
 }
 
 fn is_connection_error(e: &std::io::Error) -> bool {

@@ -144,3 +144,45 @@ async fn a_client_that_never_reads_its_answer_is_dropped() {
     assert!(ended.is_ok(), "the server ended the connection; it did not wait for the reader ({} bytes read)", sink.len());
     assert!(sink.len() < 2_000_000, "the answer was cut short: {} bytes", sink.len());
 }
+
+/// With the open-file limit at 256 (a cap of 128 connections), three
+/// hundred sockets that sent a request head and stalled in their bodies
+/// would hold every slot for the whole body timeout (30 s) and come back
+/// in waves. At the cap, the connection that has gone longest without a
+/// whole request is closed to make room for one that waits: `/health`
+/// answers within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_bodies_at_the_cap_make_room_for_health() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("ulimit -n 256 && exec {} serve", crate::cli::BIN);
+    let mut cmd = crate::cli::command("sh", dir.path());
+    cmd.args(["-c", &script]);
+    let (mut child, base) = crate::cli::spawn_server(&mut cmd).await;
+    let addr = base.trim_start_matches("http://").to_owned();
+    let head =
+        "POST /api/v1/mobile/login HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"email\":";
+    let mut held = Vec::new();
+    for _ in 0..300 {
+        let addr = addr.clone();
+        held.push(tokio::spawn(async move {
+            let mut s = TcpStream::connect(&addr).await.expect("connect");
+            // Accepted later or not at all: the head waits in the socket.
+            let _ = s.write_all(head.as_bytes()).await;
+            s
+        }));
+    }
+    let mut sockets = Vec::new();
+    for h in held {
+        sockets.push(h.await.unwrap());
+    }
+    let client = http_client();
+    let started = std::time::Instant::now();
+    let res = tokio::time::timeout(Duration::from_secs(8), client.get(format!("{base}/health")).send())
+        .await
+        .expect("/health answers within seconds, not after the body timeout")
+        .expect("request");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(started.elapsed() < Duration::from_secs(8));
+    drop(sockets);
+    child.kill().await.ok();
+}
