@@ -45,9 +45,9 @@ pub fn routes(api: Mount) -> Mount {
 #[utoipa::path(get, path = "/mobile/events", operation_id = "mobile_events", tag = "mobile",
     security(("bearer" = [])), params(OperatorEventsQuery),
     responses(
-        (status = 200, content(
+        (status = 200, description = "The events (JSON), or the stream (with `Accept: text/event-stream`)", content(
             (OperatorEventsResponse = "application/json"),
-            (String = "text/event-stream", example = json!("id: 1-2k-mc1a2b3c\nevent: message.created\ndata: {\"conversation\":{},\"message\":{}}\n\n")),
+            (crate::views::stream::OperatorStreamEvent = "text/event-stream"),
         )),
         CatchupErrors))]
 async fn events(

@@ -248,6 +248,7 @@ pub fn finish(mut doc: Doc, methods: &[Method]) -> Doc {
     for (path, item) in doc.paths.paths.iter_mut() {
         let suffix = id_suffix(path);
         for op in [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten() {
+            describe_responses(op);
             if let Some(suffix) = suffix {
                 add_links(op, suffix);
             }
@@ -257,6 +258,21 @@ pub fn finish(mut doc: Doc, methods: &[Method]) -> Doc {
         }
     }
     doc
+}
+
+/// OpenAPI 3.1 requires a description on every response, and strict
+/// client generators refuse a document without one; utoipa leaves out an
+/// empty one. A response declared without a description gets its status's
+/// reason phrase ("OK", "Created").
+fn describe_responses(op: &mut utoipa::openapi::path::Operation) {
+    for (status, response) in op.responses.responses.iter_mut() {
+        if let RefOr::T(response) = response
+            && response.description.is_empty()
+        {
+            let reason = axum::http::StatusCode::from_bytes(status.as_bytes()).ok().and_then(|s| s.canonical_reason());
+            response.description = reason.unwrap_or("Success").to_owned();
+        }
+    }
 }
 
 /// The operation-id suffix of a path's copy: none under `/api/v1`,

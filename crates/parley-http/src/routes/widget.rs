@@ -142,8 +142,8 @@ async fn list_messages(
 #[utoipa::path(get, path = "/widget/conversations/{public_id}/events", operation_id = "widget_events", tag = "widget",
     params(("public_id" = String, Path, description = "Conversation public id"), StreamQuery),
     responses(
-        (status = 200, content_type = "text/event-stream", body = String,
-            example = json!("id: 1-2k-mc1a2b3c\nevent: message.created\ndata: {\"message\":{\"id\":7,\"body\":\"Hello\"}}\n\n")),
+        (status = 200, description = "The stream: each event as `WidgetStreamEvent` states it", content_type = "text/event-stream",
+            body = crate::views::stream::WidgetStreamEvent),
         StreamErrors))]
 async fn events(
     State(s): State<AppState>,

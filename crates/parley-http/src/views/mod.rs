@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod mobile;
 pub mod names;
+pub mod stream;
 pub mod verification;
 pub mod widget;
 

@@ -106,3 +106,48 @@ async fn operator_routes_declare_bearer_security() {
         }
     }
 }
+
+/// OpenAPI 3.1 requires a description on every response (strict client
+/// generators stop at the first without one), and each stream's schema
+/// names every event it sends, `reset` included, each with the schema of
+/// its data.
+#[tokio::test]
+async fn every_response_is_described_and_every_stream_event_has_a_schema() {
+    let app = TestApp::spawn().await;
+    let doc = document(&app).await;
+    let mut responses = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let described = response["description"].as_str().is_some_and(|d| !d.is_empty());
+                assert!(described, "{method} {path} {status}: {response}");
+                responses += 1;
+            }
+        }
+    }
+    assert!(responses > 300, "{responses}");
+    let events = |path: &str, method: &str| -> BTreeSet<String> {
+        let content = &doc["paths"][path][method]["responses"]["200"]["content"]["text/event-stream"];
+        let name = content["schema"]["$ref"].as_str().unwrap_or_else(|| panic!("{path}: {content}")).rsplit('/').next().unwrap();
+        let schema = &doc["components"]["schemas"][name];
+        schema["oneOf"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: {schema}"))
+            .iter()
+            .map(|event| {
+                let data = &event["properties"]["data"];
+                assert_eq!(data["contentMediaType"], "application/json", "{event}");
+                if let Some(target) = data["contentSchema"]["$ref"].as_str() {
+                    assert!(doc["components"]["schemas"][target.rsplit('/').next().unwrap()].is_object(), "{target}");
+                }
+                event["properties"]["event"]["enum"][0].as_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    for prefix in PREFIXES {
+        let widget = events(&format!("{prefix}/widget/conversations/{{public_id}}/events"), "get");
+        assert_eq!(widget, ["conversation.updated", "message.created", "reset"].map(String::from).into());
+        let operator = events(&format!("{prefix}/mobile/events"), "get");
+        assert_eq!(operator, ["conversation.created", "conversation.updated", "message.created", "reset"].map(String::from).into());
+    }
+}
