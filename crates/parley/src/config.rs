@@ -84,58 +84,6 @@ pub struct Config {
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
 pub const DEFAULT_DEMO_DATABASE_URL: &str = "sqlite://parley-data/demo.sqlite3";
 
-/// Every variable this build reads, so a misspelt one can be reported.
-const KNOWN: &[&str] = &[
-    "PARLEY_LISTEN",
-    "PARLEY_DATABASE_URL",
-    "PARLEY_DATABASE_POOL",
-    "PARLEY_DEMO_DATABASE_URL",
-    "PARLEY_PUBLIC_URL",
-    "PARLEY_INSTANCE",
-    "PARLEY_SMTP_URL",
-    "PARLEY_MAIL_FROM",
-    "PARLEY_SMS_GATEWAY_URL",
-    "PARLEY_SMS_GATEWAY_TOKEN",
-    "PARLEY_WEBHOOK_RETRY_SCHEDULE",
-    "PARLEY_WEBHOOK_ALLOW_PRIVATE",
-    "PARLEY_WEBHOOK_TIMEOUT",
-    "PARLEY_WEBHOOK_LEASE",
-    "PARLEY_WEBHOOK_POLL_INTERVAL",
-    "PARLEY_WEBHOOK_CONCURRENCY",
-    "PARLEY_WEBHOOK_ENDPOINTS_PER_TENANT",
-    "PARLEY_MOBILE_TOKEN_TTL",
-    "PARLEY_SESSION_TTL",
-    "PARLEY_HEARTBEAT_STALE_AFTER",
-    "PARLEY_AUTO_CLOSE_AFTER",
-    "PARLEY_SWEEP_INTERVAL",
-    "PARLEY_EVENT_RETENTION",
-    "PARLEY_LOG_FORMAT",
-    "PARLEY_LOG",
-    "PARLEY_RATE_LIMITS",
-    "PARLEY_RATE_LIMIT_WIDGET_WRITES",
-    "PARLEY_RATE_LIMIT_CONVERSATION_MESSAGES",
-    "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL",
-    "PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS",
-    "PARLEY_RATE_LIMIT_LOGINS_PER_ADDRESS",
-    "PARLEY_VERIFY_LIMIT_PER_ADDRESS",
-    "PARLEY_VERIFY_LIMIT_PER_TENANT",
-    "PARLEY_SMS_LIMIT_PER_NUMBER",
-    "PARLEY_SMS_DAILY_BUDGET",
-    "PARLEY_VERIFY_EMAIL_LIMIT_PER_RECIPIENT",
-    "PARLEY_TRUSTED_PROXIES",
-    "PARLEY_METRICS_LISTEN",
-    "PARLEY_HEALTH_QUEUE_MAX_AGE",
-    "PARLEY_METRICS_TOKEN",
-    "PARLEY_REQUEST_HEADER_TIMEOUT",
-    "PARLEY_IDLE_TIMEOUT",
-    "PARLEY_RESPONSE_WRITE_TIMEOUT",
-    "PARLEY_REQUEST_READ_TIMEOUT",
-    "PARLEY_MAX_CONNECTIONS",
-    "PARLEY_SHUTDOWN_TIMEOUT",
-    "PARLEY_STREAM_KEEPALIVE",
-    "PARLEY_STREAMS_PER_ADDRESS",
-];
-
 #[derive(Debug)]
 pub struct ConfigError {
     pub variable: String,
@@ -157,14 +105,18 @@ impl fmt::Display for ConfigErrors {
 
 impl std::error::Error for ConfigErrors {}
 
-/// Reads `name` with `parse`, recording a failure under the variable name.
+/// Reads `name` with `parse`, recording a failure under the variable name,
+/// and every name it is asked for: what is set and never asked for is a
+/// misspelling to report.
 struct Reader<'a> {
     vars: &'a BTreeMap<String, String>,
     errors: Vec<ConfigError>,
+    read: Vec<String>,
 }
 
 impl Reader<'_> {
     fn get<T>(&mut self, name: &str, default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> T {
+        self.read.push(name.to_owned());
         match self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
             None => default,
             Some(raw) => parse(raw).unwrap_or_else(|reason| {
@@ -236,12 +188,24 @@ impl Config {
 
     /// Builds the configuration; also returns warnings (unknown variables).
     pub fn from_vars(vars: &BTreeMap<String, String>) -> Result<(Self, Vec<String>), ConfigErrors> {
+        let (config, read) = Self::read(vars);
         let warnings = vars
             .keys()
-            .filter(|k| k.starts_with("PARLEY_") && !k.starts_with("PARLEY_TEST_") && !KNOWN.contains(&k.as_str()))
+            .filter(|k| k.starts_with("PARLEY_") && !k.starts_with("PARLEY_TEST_") && !read.contains(k))
             .map(|k| format!("unknown configuration variable {k} is ignored"))
             .collect();
-        let mut r = Reader { vars, errors: Vec::new() };
+        Ok((config?, warnings))
+    }
+
+    /// Every variable this build reads.
+    pub fn variables() -> Vec<String> {
+        Self::read(&BTreeMap::new()).1
+    }
+
+    /// The configuration `vars` give, and the names of every variable read
+    /// (whether set or not).
+    fn read(vars: &BTreeMap<String, String>) -> (Result<Self, ConfigErrors>, Vec<String>) {
+        let mut r = Reader { vars, errors: Vec::new(), read: Vec::new() };
         let default_listen = SocketAddr::from(([127, 0, 0, 1], 8080));
         let listen =
             r.get("PARLEY_LISTEN", default_listen, |s| s.parse().map_err(|_| format!("{s:?} is not an address such as 127.0.0.1:8080")));
@@ -370,7 +334,7 @@ impl Config {
         });
         let streams_per_address = r.number("PARLEY_STREAMS_PER_ADDRESS", 200, 1..=1_000_000);
         if !r.errors.is_empty() {
-            return Err(ConfigErrors(r.errors));
+            return (Err(ConfigErrors(r.errors)), r.read);
         }
         let config = Config {
             listen,
@@ -413,7 +377,7 @@ impl Config {
             stream_keepalive,
             streams_per_address,
         };
-        Ok((config, warnings))
+        (Ok(config), r.read)
     }
 }
 
@@ -477,5 +441,22 @@ mod tests {
     fn unknown_variables_are_warned_about() {
         let (_, warnings) = Config::from_vars(&vars(&[("PARLEY_LISTN", "x")])).unwrap();
         assert_eq!(warnings.len(), 1);
+    }
+
+    /// The variables the README documents are exactly those read: none is
+    /// reported unknown when set, and none is read undocumented.
+    #[test]
+    fn the_readme_documents_every_variable_read_and_no_other() {
+        let readme = include_str!("../../../README.md");
+        let documented: std::collections::BTreeSet<String> = readme
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `PARLEY_"))
+            .map(|rest| format!("PARLEY_{}", rest.split('`').next().unwrap_or_default()))
+            .collect();
+        let read: std::collections::BTreeSet<String> = Config::variables().into_iter().collect();
+        assert_eq!(documented, read);
+        let all: BTreeMap<String, String> = documented.iter().map(|k| (k.clone(), String::new())).collect();
+        let (_, warnings) = Config::from_vars(&all).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }
