@@ -27,3 +27,32 @@ pub fn fit_connection_cap(wanted: usize) -> usize {
         }
     }
 }
+
+/// The streams one client address may hold, at most half the connection
+/// cap: streams and long polls answer whole requests, so the overload
+/// rule never closes them, and one address must not be able to hold every
+/// connection with them.
+pub fn fit_streams_per_address(wanted: usize, max_connections: usize) -> usize {
+    let room = (max_connections / 2).max(1);
+    if room < wanted {
+        tracing::warn!(
+            wanted,
+            allowed = room,
+            max_connections,
+            "PARLEY_STREAMS_PER_ADDRESS is more than half the connection cap; one address may hold fewer streams"
+        );
+    }
+    wanted.min(room)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_address_holds_at_most_half_the_connections_in_streams() {
+        assert_eq!(fit_streams_per_address(200, 10_000), 200);
+        assert_eq!(fit_streams_per_address(200, 128), 64);
+        assert_eq!(fit_streams_per_address(200, 1), 1);
+    }
+}

@@ -181,8 +181,9 @@ impl Application {
             FeedSettings { retention: config.event_retention },
             cursor_seal,
         );
-        let streams =
-            Streams::new(StreamSettings { keepalive: config.stream_keepalive, per_address: config.streams_per_address }, &metrics);
+        let max_connections = crate::resources::fit_connection_cap(config.max_connections);
+        let per_address = crate::resources::fit_streams_per_address(config.streams_per_address, max_connections);
+        let streams = Streams::new(StreamSettings { keepalive: config.stream_keepalive, per_address }, &metrics);
         let state = AppState::new(Services {
             widget,
             streams: streams.clone(),
@@ -228,7 +229,7 @@ impl Application {
             header_timeout: config.request_header_timeout,
             idle_timeout: config.idle_timeout,
             write_timeout: config.response_write_timeout,
-            max_connections: crate::resources::fit_connection_cap(config.max_connections),
+            max_connections,
             drain_timeout: config.shutdown_timeout,
         };
         let follower = FeedFollower { db: db.clone(), hub: Arc::clone(feed.hub()), clock: Arc::clone(&clock) };

@@ -31,7 +31,6 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
-use http_body::Body as _;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -80,7 +79,7 @@ pub async fn serve(listener: TcpListener, router: Router, settings: ServerSettin
             .clone()
             .map_request(move |mut req: axum::http::Request<Incoming>| {
                 req.extensions_mut().insert(ConnectInfo(peer));
-                on_request.head_received(req.body().is_end_stream());
+                on_request.head_received();
                 let phase = Arc::clone(&on_request);
                 req.map(|body| axum::body::Body::new(RequestBody::new(body, phase)))
             })
@@ -165,6 +164,10 @@ async fn next_connection(
 /// frees is taken, and the connections are looked at again now and then.
 async fn make_room(slots: &Arc<Semaphore>, open: &Connections, shutdown: &CancellationToken) -> Option<OwnedSemaphorePermit> {
     loop {
+        // A slot that freed meanwhile is taken before anyone is closed.
+        if let Ok(slot) = Arc::clone(slots).try_acquire_owned() {
+            return Some(slot);
+        }
         if open.close_oldest_stalled() {
             tracing::debug!("closed a connection without a whole request to make room");
         }

@@ -10,8 +10,11 @@
 //! stream, a long poll) is never a candidate.
 //!
 //! Each connection reports what it is doing through a [`Phase`] that the
-//! request and response bodies move along: waiting for (the rest of) a
-//! request head, receiving a body, or answering.
+//! request and response bodies move along: waiting for a request head,
+//! waiting for the rest of a body its handler is reading, or answering.
+//! Only the server's waits on the client count: a body that has arrived
+//! but that its handler has not come to read yet (it is still checking
+//! the token, say) is not a stalled one.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -29,8 +32,11 @@ use tokio::time::Instant;
 /// closed to make room.
 pub(super) const STALLED_AFTER: Duration = Duration::from_secs(2);
 
+/// Waiting for a request head (a new connection, or one between requests).
 const WAITING: u8 = 0;
+/// The handler waits for the rest of the request body.
 const RECEIVING: u8 = 1;
+/// The handler has the request (or all of it that it has asked for).
 const ANSWERING: u8 = 2;
 
 /// What one connection is doing, and since when.
@@ -43,20 +49,25 @@ pub(super) struct Phase {
 
 impl Phase {
     fn new(epoch: Instant) -> Arc<Self> {
-        let phase = Arc::new(Self { epoch, state: AtomicU8::new(WAITING), since: AtomicU64::new(0) });
-        phase.set(WAITING);
-        phase
+        Arc::new(Self { epoch, state: AtomicU8::new(WAITING), since: AtomicU64::new(millis(epoch)) })
     }
 
     fn set(&self, state: u8) {
-        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.since.store(now, Ordering::Relaxed);
+        self.since.store(millis(self.epoch), Ordering::Relaxed);
         self.state.store(state, Ordering::Release);
     }
 
-    /// A request head has arrived: its body, if it has one, is on its way.
-    pub(super) fn head_received(&self, whole: bool) {
-        self.set(if whole { ANSWERING } else { RECEIVING });
+    /// A request head has arrived: the handler has the request.
+    pub(super) fn head_received(&self) {
+        self.set(ANSWERING);
+    }
+
+    /// The handler waits for body bytes the client has not sent: from the
+    /// first such wait of a request, until the body is whole.
+    fn waiting_for_body(&self) {
+        if self.state.load(Ordering::Acquire) == ANSWERING {
+            self.set(RECEIVING);
+        }
     }
 
     /// Since when the connection has been without a whole request, if it is.
@@ -66,6 +77,10 @@ impl Phase {
             _ => Some(self.since.load(Ordering::Relaxed)),
         }
     }
+}
+
+fn millis(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Each open connection's phase, and how to close it once its task runs.
@@ -129,19 +144,15 @@ impl Connections {
     pub(super) fn close_oldest_stalled(&self) -> bool {
         let Some(limit) = self.epoch.elapsed().checked_sub(STALLED_AFTER) else { return false };
         let limit = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
-        let open = self.lock();
-        let oldest = open
+        let oldest = self
+            .lock()
             .iter()
             .filter_map(|(id, (phase, abort))| Some((phase.stalled_since()?, *id, abort.as_ref()?)))
             .filter(|(since, _, _)| *since < limit)
-            .min_by_key(|(since, id, _)| (*since, *id));
-        match oldest {
-            Some((_, _, abort)) => {
-                abort.abort();
-                true
-            }
-            None => false,
-        }
+            .min_by_key(|(since, id, _)| (*since, *id))
+            .map(|(_, _, abort)| abort.clone());
+        // Aborted outside the lock: the task's end takes it to leave.
+        oldest.map(|abort| abort.abort()).is_some()
     }
 }
 
@@ -167,10 +178,13 @@ impl<B: Body<Data = Bytes>> Body for RequestBody<B> {
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         let mut this = self.project();
         let polled = this.inner.as_mut().poll_frame(cx);
-        // Whole once the last frame is in: some readers stop at
-        // `is_end_stream` and never poll for the end.
-        if matches!(polled, Poll::Ready(None)) || (matches!(polled, Poll::Ready(Some(Ok(_)))) && this.inner.is_end_stream()) {
-            this.phase.set(ANSWERING);
+        match &polled {
+            Poll::Pending => this.phase.waiting_for_body(),
+            // Whole once the last frame is in: some readers stop at
+            // `is_end_stream` and never poll for the end.
+            Poll::Ready(None) => this.phase.set(ANSWERING),
+            Poll::Ready(Some(Ok(_))) if this.inner.is_end_stream() => this.phase.set(ANSWERING),
+            Poll::Ready(Some(_)) => {}
         }
         polled
     }
@@ -246,18 +260,61 @@ mod tests {
         }
         assert!(!connections.close_oldest_stalled(), "nobody has waited two seconds yet");
         tokio::time::advance(Duration::from_secs(1)).await;
-        phases[0].head_received(true);
+        phases[0].head_received();
         tokio::time::advance(Duration::from_millis(1500)).await;
-        // 0 answers a whole request; 1 and 2 wait since the start.
-        phases[2].head_received(false);
+        // 0's handler has its request; 1 and 2 wait for a head since the
+        // start; 2's head comes now, and its handler starts waiting for
+        // the body.
+        phases[2].head_received();
+        phases[2].waiting_for_body();
         assert!(connections.close_oldest_stalled(), "1 has waited 2.5 s");
         tokio::task::yield_now().await;
         assert!(tasks[1].is_finished() && !tasks[0].is_finished() && !tasks[2].is_finished());
         assert_eq!(connections.lock().len(), 2, "its place is gone with it");
-        assert!(!connections.close_oldest_stalled(), "2 receives a body since a moment only, 0 is answering");
+        assert!(!connections.close_oldest_stalled(), "2 waits for a body since a moment only, 0 is answering");
         tokio::time::advance(STALLED_AFTER + Duration::from_millis(1)).await;
         assert!(connections.close_oldest_stalled());
         tokio::task::yield_now().await;
         assert!(tasks[2].is_finished() && !tasks[0].is_finished());
+    }
+
+    type Answer = Poll<Option<Result<Frame<Bytes>, std::convert::Infallible>>>;
+
+    /// A request body that answers what it is scripted to.
+    struct Scripted(std::collections::VecDeque<Answer>);
+
+    impl Body for Scripted {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Answer {
+            self.0.pop_front().unwrap_or(Poll::Ready(None))
+        }
+    }
+
+    /// A body its handler has not come to read is not a stalled one; a
+    /// body the handler waits for is, counted from its first wait and not
+    /// reset by the bytes that trickle in, until it is whole.
+    #[tokio::test(start_paused = true)]
+    async fn only_the_servers_waits_on_the_client_count() {
+        let connections = Connections::new();
+        let (phase, _registered) = connections.register();
+        phase.head_received();
+        let chunk = || Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"x")))));
+        let script = [chunk(), Poll::Pending, chunk(), Poll::Pending, Poll::Ready(None)];
+        let mut body = Box::pin(RequestBody::new(Scripted(script.into_iter().collect()), Arc::clone(&phase)));
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(phase.stalled_since(), None, "the handler has not asked for the body: it is busy, not waiting");
+        assert!(body.as_mut().poll_frame(&mut cx).is_ready());
+        assert_eq!(phase.stalled_since(), None, "what had arrived came at once");
+        assert!(body.as_mut().poll_frame(&mut cx).is_pending());
+        let since = phase.stalled_since().expect("waiting on the client");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(body.as_mut().poll_frame(&mut cx).is_ready());
+        assert!(body.as_mut().poll_frame(&mut cx).is_pending());
+        assert_eq!(phase.stalled_since(), Some(since), "a trickle keeps the first wait's time");
+        assert!(matches!(body.as_mut().poll_frame(&mut cx), Poll::Ready(None)));
+        assert_eq!(phase.stalled_since(), None, "whole");
     }
 }
