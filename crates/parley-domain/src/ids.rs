@@ -43,6 +43,29 @@ pub fn session_token() -> Result<String, DomainError> {
     prefixed::<32>("ses_")
 }
 
+/// A non-negative number in base 36 (lower case), as cursors and device
+/// marks write their parts: short, and URL-safe.
+pub(crate) fn radix36(mut n: i64) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    if n <= 0 {
+        return "0".into();
+    }
+    let mut out = Vec::new();
+    while n > 0 {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// A number [`radix36`] wrote: 1 to 12 digits (36^12 is past any id,
+/// transaction id or time in milliseconds, and below `i64::MAX`).
+pub(crate) fn parse_radix36(s: &str) -> Option<i64> {
+    let digits = !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase());
+    digits.then(|| i64::from_str_radix(s, 36).ok()).flatten()
+}
+
 /// Webhook event id, time-ordered so logs sort naturally.
 pub fn event_id() -> String {
     format!("evt_{}", uuid::Uuid::now_v7().simple())

@@ -79,13 +79,18 @@ impl ServerKeys {
 
 /// HMAC-SHA256 of the use's name under the secret.
 fn derive(master: &[u8; 32], purpose: Purpose) -> [u8; 32] {
-    // A 32-byte key fits HMAC-SHA256's 64-byte block: it is padded, never
-    // hashed first, and HMAC takes it as it is.
-    let mut block = [0u8; 64];
-    block[..32].copy_from_slice(master);
-    let mut mac = <Hmac<Sha256> as KeyInit>::new(&block.into());
+    let mut mac = hmac(master);
     mac.update(purpose.label());
     mac.finalize().into_bytes().into()
+}
+
+/// HMAC-SHA256 under a 32-byte key. Such a key fits the hash's 64-byte
+/// block, so it is padded, never hashed first: no length can fail, and
+/// nothing here needs to handle an error.
+pub(crate) fn hmac(key: &[u8; 32]) -> Hmac<Sha256> {
+    let mut block = [0u8; 64];
+    block[..32].copy_from_slice(key);
+    <Hmac<Sha256> as KeyInit>::new(&block.into())
 }
 
 #[cfg(test)]

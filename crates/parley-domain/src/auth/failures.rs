@@ -119,25 +119,24 @@ struct OverLimit {
 }
 
 /// What one attempt is counted under: the keys its failure is recorded
-/// for, and which of them judge it.
+/// for (those whose limit is on), and which of them judge it.
 pub(super) struct Attempt {
     keys: Vec<Counted>,
 }
 
+#[derive(Clone)]
 struct Counted {
     key: String,
-    rate: Option<Rate>,
+    rate: Rate,
     /// Over its limit, this key refuses the attempt; a right password
     /// clears its failures. Otherwise the attempt's own failure is only
     /// recorded, and taken back when the password was right.
     judges: bool,
 }
 
-/// The failures one attempt reserved, to keep or take back.
+/// The failures one attempt reserved, one per key, to keep or take back.
 pub(super) struct Reservation {
-    keys: Vec<Counted>,
-    /// The failure reserved for each key, in `keys`' order.
-    ids: Vec<Option<LoginFailureId>>,
+    reserved: Vec<(Counted, LoginFailureId)>,
 }
 
 impl LoginFailures {
@@ -152,16 +151,14 @@ impl LoginFailures {
         let email = email_failures_key(email_key);
         let address = address_failures_key(client);
         let keys = match device {
-            None => vec![
-                Counted { key: email, rate: self.per_email, judges: true },
-                Counted { key: address, rate: self.per_address, judges: true },
-            ],
+            None => vec![(email, self.per_email, true), (address, self.per_address, true)],
             Some(device) => vec![
-                Counted { key: device_failures_key(device), rate: self.per_email, judges: true },
-                Counted { key: email, rate: self.per_email, judges: false },
-                Counted { key: address, rate: self.per_address, judges: false },
+                (device_failures_key(device), self.per_email, true),
+                (email, self.per_email, false),
+                (address, self.per_address, false),
             ],
         };
+        let keys = keys.into_iter().filter_map(|(key, rate, judges)| Some(Counted { key, rate: rate?, judges })).collect();
         Attempt { keys }
     }
 
@@ -169,34 +166,34 @@ impl LoginFailures {
     /// (with the time until a failure leaves the window) when a key that
     /// judges it already has its limit.
     pub(super) async fn reserve(&self, attempt: Attempt, now: Timestamp) -> Result<Reservation, DomainError> {
-        let Attempt { mut keys } = attempt;
-        keys.retain(|k| k.rate.is_some());
+        let keys = attempt.keys;
         if keys.is_empty() {
-            return Ok(Reservation { keys, ids: Vec::new() });
+            return Ok(Reservation { reserved: Vec::new() });
         }
         let judging: Vec<&str> = keys.iter().filter(|k| k.judges).map(|k| k.key.as_str()).collect();
         self.refused.check(&judging, now)?;
-        let plan: Vec<(String, Rate, bool)> = keys.iter().filter_map(|k| Some((k.key.clone(), k.rate?, k.judges))).collect();
         let reserved = self
             .db
             .write(move |tx| {
-                let all: Vec<&str> = plan.iter().map(|(key, _, _)| key.as_str()).collect();
+                let all: Vec<&str> = keys.iter().map(|k| k.key.as_str()).collect();
                 tx.lock_login_keys(&all)?;
                 let mut over = Vec::new();
-                for (key, rate, judges) in &plan {
-                    if *judges {
-                        over.extend(over_limit(tx, key, *rate, now)?);
-                    }
+                for k in keys.iter().filter(|k| k.judges) {
+                    over.extend(over_limit(tx, &k.key, k.rate, now)?);
                 }
                 if !over.is_empty() {
                     return Ok(Err(over));
                 }
-                let ids = plan.iter().map(|(key, _, _)| tx.insert_login_failure(key, now).map(Some)).collect::<Result<Vec<_>, _>>()?;
-                Ok(Ok(ids))
+                let mut reserved = Vec::with_capacity(keys.len());
+                for k in keys {
+                    let id = tx.insert_login_failure(&k.key, now)?;
+                    reserved.push((k, id));
+                }
+                Ok(Ok(reserved))
             })
             .await?;
         match reserved {
-            Ok(ids) => Ok(Reservation { keys, ids }),
+            Ok(reserved) => Ok(Reservation { reserved }),
             Err(over) => {
                 self.refused.remember(&over, now);
                 let wait = over.iter().map(|o| o.wait).max().unwrap_or_default();
@@ -214,18 +211,17 @@ impl LoginFailures {
     /// (the email's, or the device's), the attempt's own failure is taken
     /// back from the others, which keep those made before.
     pub(super) async fn succeeded(&self, r: Reservation) -> Result<(), DomainError> {
-        if r.ids.is_empty() {
+        if r.reserved.is_empty() {
             return Ok(());
         }
-        let work: Vec<(String, bool, Option<LoginFailureId>)> =
-            r.keys.iter().zip(&r.ids).map(|(k, id)| (k.key.clone(), k.judges, *id)).collect();
+        let keys: Vec<String> = r.reserved.iter().map(|(k, _)| k.key.clone()).collect();
         self.db
             .write(move |tx| {
-                for (key, judges, id) in &work {
-                    match (judges, id) {
-                        (true, _) => tx.clear_login_failures(key)?,
-                        (false, Some(id)) => tx.delete_login_failure(*id)?,
-                        (false, None) => {}
+                for (k, id) in &r.reserved {
+                    if k.judges {
+                        tx.clear_login_failures(&k.key)?;
+                    } else {
+                        tx.delete_login_failure(*id)?;
                     }
                 }
                 Ok(())
@@ -233,16 +229,17 @@ impl LoginFailures {
             .await?;
         // A refusal another attempt met while this check ran no longer
         // holds for the cleared keys, and may not for the others.
-        self.refused.forget(r.keys.iter().map(|k| k.key.as_str()));
+        self.refused.forget(keys.iter().map(String::as_str));
         Ok(())
     }
 
     /// The check could not be made: the attempt counts for nothing.
     pub(super) async fn abandoned(&self, r: Reservation) -> Result<(), DomainError> {
-        let ids: Vec<_> = r.ids.iter().flatten().copied().collect();
-        if ids.is_empty() {
+        if r.reserved.is_empty() {
             return Ok(());
         }
+        let keys: Vec<String> = r.reserved.iter().map(|(k, _)| k.key.clone()).collect();
+        let ids: Vec<LoginFailureId> = r.reserved.iter().map(|(_, id)| *id).collect();
         self.db
             .write(move |tx| {
                 for id in ids {
@@ -251,7 +248,7 @@ impl LoginFailures {
                 Ok(())
             })
             .await?;
-        self.refused.forget(r.keys.iter().map(|k| k.key.as_str()));
+        self.refused.forget(keys.iter().map(String::as_str));
         Ok(())
     }
 

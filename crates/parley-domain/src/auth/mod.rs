@@ -19,6 +19,8 @@ mod failures;
 mod personal;
 
 pub use device::{DeviceMarks, LIFETIME as DEVICE_MARK_LIFETIME};
+
+use device::Account;
 pub use personal::{MAX_DAYS as MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};
 
 use std::sync::{Arc, OnceLock};
@@ -138,13 +140,31 @@ impl AuthService {
         let _turn = self.checking.take(&client)?;
         self.attempts_by_address.reserve(&client, now)?;
         let email_key = crate::validate::email_key(&input.email);
-        let device = input.device_mark.as_deref().and_then(|mark| self.marks.verify(mark, &email_key, now));
+        // A mark is checked against the account as it is now, which takes
+        // a read; a sign-in without one needs none before its reservation,
+        // so a flood of refused attempts stays off the database.
+        let mut found = None;
+        let mut device = None;
+        if let Some(mark) = &input.device_mark {
+            let account = self.lookup(&input.email).await?;
+            device = account
+                .as_ref()
+                .and_then(|(_, hash)| self.marks.verify(mark, &Account { email_key: &email_key, password_hash: hash }, now));
+            found = Some(account);
+        }
         let attempt = self.failures.attempt(&email_key, client, device.as_ref());
         let reserved = self.failures.reserve(attempt, now).await?;
-        let result = self.check_password(&input.email, input.password).await;
-        let operator = match result {
-            Ok(Some(op)) => op,
-            // A wrong password keeps both reservations as failures.
+        let result = match found {
+            Some(account) => Ok(account),
+            None => self.lookup(&input.email).await,
+        };
+        let result = match result {
+            Ok(account) => self.check_password(account, input.password).await,
+            Err(e) => Err(e),
+        };
+        let (operator, password_hash) = match result {
+            Ok(Some(found)) => found,
+            // A wrong password keeps every reservation as a failure.
             Ok(None) => return Err(DomainError::InvalidCredentials),
             Err(e) => {
                 if let Err(undone) = self.failures.abandoned(reserved).await {
@@ -164,31 +184,33 @@ impl AuthService {
             SignIn::Web => self.tenancy.issue_session(&operator, self.session_ttl).await?,
         };
         let session = self.session(&token).await?;
-        let device_mark = self.marks.issue(&email_key, now)?;
+        let device_mark = self.marks.issue(&Account { email_key: &email_key, password_hash: &password_hash }, now)?;
         Ok(LoginOutcome { token, session, device_mark })
     }
 
-    /// The operator if the password is right and it is active. Argon2id
-    /// runs on the blocking pool, a few at a time: each takes 19 MiB, so
-    /// unbounded parallel logins could exhaust memory.
-    async fn check_password(&self, email: &str, password: String) -> Result<Option<Operator>, DomainError> {
+    /// The operator signing in with `email`, and its password hash.
+    async fn lookup(&self, email: &str) -> Result<Option<(Operator, String)>, DomainError> {
         let email = email.to_owned();
-        let found = self.db.read(move |r| Ok(r.login_operator(&email)?)).await?;
+        self.db.read(move |r| Ok(r.login_operator(&email)?)).await
+    }
+
+    /// The operator and its hash if the password is right and it is
+    /// active. Argon2id runs on the blocking pool, a few at a time: each
+    /// takes 19 MiB, so unbounded parallel logins could exhaust memory.
+    /// An unknown email costs the same check against a dummy hash.
+    async fn check_password(&self, found: Option<(Operator, String)>, password: String) -> Result<Option<(Operator, String)>, DomainError> {
         let permit = tokio::time::timeout(HASHING_WAIT, Arc::clone(&self.hashing).acquire_owned())
             .await
             .map_err(|_| DomainError::Unavailable("too many logins at once"))?
             .map_err(|_| DomainError::Unavailable("password checks stopped"))?;
-        let (operator, hash) = match found {
-            Some((op, hash)) => (Some(op), Some(hash)),
-            None => (None, None),
-        };
+        let hash = found.as_ref().map(|(_, hash)| hash.clone());
         let matches = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             password::verify_password(&password, hash.as_deref().unwrap_or_else(|| dummy_hash()))
         })
         .await
         .map_err(|_| DomainError::Unavailable("password check failed"))?;
-        Ok(operator.filter(|op| matches && op.active))
+        Ok(found.filter(|(op, _)| matches && op.active))
     }
 
     /// Resolves a bearer token (`Mobile`) or a session cookie (`Web`);

@@ -12,6 +12,7 @@ use std::str::FromStr;
 
 use super::Position;
 use crate::clock::Timestamp;
+use crate::ids::{parse_radix36, radix36};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cursor {
@@ -44,12 +45,7 @@ impl FromStr for Cursor {
     type Err = Malformed;
 
     fn from_str(s: &str) -> Result<Self, Malformed> {
-        // At most 12 digits a part: 36^12 is past any id, transaction id
-        // or time in milliseconds, and below i64::MAX.
-        let mut parts = s.split('-').map(|p| {
-            let digits = !p.is_empty() && p.len() <= 12 && p.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase());
-            digits.then(|| i64::from_str_radix(p, 36).ok()).flatten()
-        });
+        let mut parts = s.split('-').map(parse_radix36);
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
             (Some(Some(tx)), Some(Some(id)), Some(Some(at)), None) => {
                 Ok(Self { position: Position { tx, id }, at: Timestamp::from_millis(at) })
@@ -57,20 +53,6 @@ impl FromStr for Cursor {
             _ => Err(Malformed),
         }
     }
-}
-
-fn radix36(mut n: i64) -> String {
-    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    if n <= 0 {
-        return "0".into();
-    }
-    let mut out = Vec::new();
-    while n > 0 {
-        out.push(DIGITS[(n % 36) as usize]);
-        n /= 36;
-    }
-    out.reverse();
-    String::from_utf8(out).unwrap_or_default()
 }
 
 #[cfg(test)]

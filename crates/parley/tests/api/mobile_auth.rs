@@ -383,3 +383,26 @@ async fn one_address_cannot_keep_operators_out_of_their_own_devices() {
         assert_eq!(sign_in_from(&app, "203.0.113.7", email, PASSWORD, Some(mark)).await.0, StatusCode::OK, "{email}");
     }
 }
+
+/// A mark is bound to the password it signed in with: after a new
+/// password, a device that signed in with the old one is a stranger
+/// again, so whoever signed in with a stolen password keeps no allowance
+/// of guesses past the lockout.
+#[tokio::test]
+async fn a_new_password_ends_the_marks_made_with_the_old_one() {
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").var("PARLEY_TRUSTED_PROXIES", "127.0.0.1").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let ann = app.operator(&f, "ann@acme.example.com", Role::Agent, &[]).await;
+    let (_, old_mark) = sign_in_from(&app, "203.0.113.1", "ann@acme.example.com", PASSWORD, None).await;
+    let old_mark = old_mark.unwrap();
+    let admin = app.login("admin@acme.example.com").await;
+    let (status, body) =
+        app.authed(Method::PATCH, &format!("/api/admin/operators/{ann}"), &admin, Some(json!({"password": "a brand new password"}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for n in 0..5 {
+        let (status, _) = sign_in_from(&app, &format!("198.51.100.{n}"), "ann@acme.example.com", "a guess", None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let (status, _) = sign_in_from(&app, "203.0.113.1", "ann@acme.example.com", "a brand new password", Some(&old_mark)).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "the old mark counts for nothing");
+}
