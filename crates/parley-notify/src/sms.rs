@@ -41,11 +41,12 @@ impl SmsSender for SmsGateway {
                 Ok(res) => {
                     let status = res.status();
                     let reason = format!("the SMS gateway answered {}", status.as_u16());
-                    // A 4xx answer refuses this message (the number, its
-                    // text) for good, except those that say "later" or
-                    // concern the gateway's own access.
-                    let later = matches!(status.as_u16(), 401 | 403 | 407 | 408 | 425 | 429);
-                    Err(if status.is_client_error() && !later { SendError::permanent(reason) } else { SendError::transient(reason) })
+                    // The answers that refuse this message's number for
+                    // good; any other (the gateway's own access, its
+                    // credit, its limits, an outage) is the service's
+                    // problem, not the number's.
+                    let refused = matches!(status.as_u16(), 400 | 404 | 410 | 422);
+                    Err(if refused { SendError::permanent(reason) } else { SendError::transient(reason) })
                 }
                 Err(e) if e.is_timeout() => Err(SendError::transient("the SMS gateway timed out")),
                 Err(_) => Err(SendError::transient("could not reach the SMS gateway")),

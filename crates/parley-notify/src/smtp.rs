@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use lettre::address::Envelope;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use parley_domain::model::TenantId;
@@ -34,19 +35,100 @@ impl EmailSender for SmtpMailer {
 
     fn send(&self, _tenant: TenantId, email: Email) -> SendFuture<'_> {
         Box::pin(async move {
-            let to = email.to.parse::<Mailbox>().map_err(|e| SendError::permanent(format!("invalid recipient: {e}")))?;
+            let to = recipient(&email.to)?;
+            // Stated, not read back from the headers: lettre cannot read a
+            // quoted local part back out of its own `To` header.
+            let envelope = Envelope::new(Some(self.from.email.clone()), vec![to.email.clone()])
+                .map_err(|e| SendError::transient(format!("could not address the message: {e}")))?;
             let message = Message::builder()
                 .from(self.from.clone())
                 .to(to)
+                .envelope(envelope)
                 .subject(email.subject)
                 .multipart(MultiPart::alternative_plain_html(email.text, email.html))
                 .map_err(|e| SendError::transient(format!("could not build the message: {e}")))?;
             self.transport.send(message).await.map(|_| ()).map_err(|e| {
-                // A 5xx reply refuses the message for good (RFC 5321
-                // 4.2.1); a 4xx one, or no reply, may pass another time.
                 let reason = format!("SMTP: {e}");
-                if e.is_permanent() { SendError::permanent(reason) } else { SendError::transient(reason) }
+                if refuses_recipient(e.status().map(u16::from), &e.to_string()) {
+                    SendError::permanent(reason)
+                } else {
+                    SendError::transient(reason)
+                }
             })
         })
+    }
+}
+
+/// The recipient as SMTP takes it. An address whose local part is not a
+/// plain dot-atom (dots next to each other, which browsers' email fields
+/// and Parley's rules accept) is sent quoted, as RFC 5321 allows; one that
+/// cannot be written even so is refused for good.
+fn recipient(address: &str) -> Result<Mailbox, SendError> {
+    if let Ok(mailbox) = address.parse::<Mailbox>() {
+        return Ok(mailbox);
+    }
+    let refused = |reason: String| SendError::permanent(format!("invalid recipient: {reason}"));
+    let (local, domain) = address.rsplit_once('@').ok_or_else(|| refused("no @".into()))?;
+    let quoted = format!("\"{}\"", local.replace('\\', "\\\\").replace('"', "\\\""));
+    let address = lettre::Address::new(quoted, domain).map_err(|e| refused(e.to_string()))?;
+    Ok(Mailbox::new(None, address))
+}
+
+/// Whether an SMTP refusal is of the recipient itself, for good: the
+/// replies that say the mailbox does not exist or cannot be used (550,
+/// 551, 553, 556; RFC 5321, RFC 7504), unless an enhanced status code
+/// (RFC 3463) says the reason lies elsewhere (5.7.x: policy, such as a
+/// relay the server will not do for Parley). Anything else (the server
+/// unavailable, Parley's own credentials refused, a message too large) is
+/// the service's problem, not the address's.
+fn refuses_recipient(code: Option<u16>, text: &str) -> bool {
+    if !matches!(code, Some(550 | 551 | 553 | 556)) {
+        return false;
+    }
+    match enhanced_subject(text) {
+        Some(subject) => subject == 1,
+        None => true,
+    }
+}
+
+/// The subject of the first enhanced status code `5.S.D` in a reply.
+fn enhanced_subject(text: &str) -> Option<u16> {
+    text.split(|c: char| c.is_whitespace() || c == ':' || c == ',').find_map(|word| {
+        let mut parts = word.split('.');
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some("5"), Some(subject), Some(detail), None)
+                if !detail.is_empty() && detail.len() <= 3 && detail.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                subject.parse().ok()
+            }
+            _ => None,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_refusals_of_the_recipient_itself_are_for_good() {
+        assert!(refuses_recipient(Some(550), "permanent error (550): 5.1.1 no such mailbox"));
+        assert!(refuses_recipient(Some(553), "mailbox name not allowed"));
+        assert!(!refuses_recipient(Some(550), "permanent error (550): 5.7.1 relaying denied"), "policy, not the address");
+        for (code, text) in
+            [(535, "5.7.8 authentication failed"), (530, "5.7.0 authentication required"), (552, "5.3.4 too big"), (554, "5.7.1 spam")]
+        {
+            assert!(!refuses_recipient(Some(code), text), "{code}");
+        }
+        assert!(!refuses_recipient(Some(421), "4.3.2 try later"));
+        assert!(!refuses_recipient(None, "connection refused"));
+    }
+
+    #[test]
+    fn an_address_that_needs_quoting_is_quoted() {
+        assert_eq!(recipient("ann@example.com").unwrap().to_string(), "ann@example.com");
+        let quoted = recipient("a..b@example.com").expect("sent quoted");
+        assert_eq!(quoted.email.to_string(), "\"a..b\"@example.com");
+        assert!(recipient("no at sign").unwrap_err().permanent);
     }
 }

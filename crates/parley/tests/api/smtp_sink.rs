@@ -26,6 +26,9 @@ pub struct Mail {
 const ACCEPT: u8 = 0;
 const UNAVAILABLE: u8 = 1;
 const NO_SUCH_RECIPIENT: u8 = 2;
+/// A permanent refusal that is about the sender, not the recipient: 550
+/// with the enhanced code of a policy (5.7.1) to MAIL FROM.
+const RELAY_DENIED: u8 = 3;
 
 pub struct SmtpSink {
     pub port: u16,
@@ -66,6 +69,12 @@ impl SmtpSink {
         self.refuse.store(NO_SUCH_RECIPIENT, Ordering::SeqCst);
     }
 
+    /// From now on, refuse to relay for the sender (550 5.7.1), as a
+    /// server does that was not set up for Parley.
+    pub fn deny_relay(&self) {
+        self.refuse.store(RELAY_DENIED, Ordering::SeqCst);
+    }
+
     pub async fn next(&self) -> Mail {
         let mut rx = self.mails.lock().await;
         tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("a mail within 10 s").expect("sink open")
@@ -94,8 +103,11 @@ async fn session(socket: tokio::net::TcpStream, tx: mpsc::UnboundedSender<Mail>,
         } else if upper.starts_with("HELO") || upper.starts_with("RSET") || upper.starts_with("NOOP") {
             b"250 OK\r\n"
         } else if upper.starts_with("MAIL FROM:") {
-            if refuse.load(Ordering::SeqCst) == UNAVAILABLE {
+            let mode = refuse.load(Ordering::SeqCst);
+            if mode == UNAVAILABLE {
                 b"421 4.3.2 not available now, says the test\r\n"
+            } else if mode == RELAY_DENIED {
+                b"550 5.7.1 relaying denied, says the test\r\n"
             } else {
                 from = line[10..].trim().trim_matches(['<', '>']).to_owned();
                 to.clear();

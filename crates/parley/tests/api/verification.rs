@@ -335,12 +335,28 @@ async fn a_refused_recipient_is_422_on_the_target_and_only_an_outage_is_503() {
         assert_fields(status, &body, &["target"]);
         s.sms.next().await;
     }
-    for outage in [429, 500, 502, 503] {
+    // The gateway's own access, credit and limits, and its outages, are
+    // the service's problem: the visitor is told to try again later.
+    for outage in [401, 402, 403, 413, 429, 500, 502, 503] {
         s.sms.reply(&[Reply::Status(outage)]);
         let (status, body) = s.start("/api", json!({"method": "sms_otp"})).await;
         assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
         s.sms.next().await;
     }
+    // So is a mail server that refuses Parley as a sender.
+    s.smtp.deny_relay();
+    let (status, body) = s.start("/api", json!({"method": "email_otp", "target": "ann@example.com"})).await;
+    assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+}
+
+/// A local part with dots next to each other (which browsers' email
+/// fields accept) is sent quoted, as SMTP allows.
+#[tokio::test]
+async fn an_address_that_needs_quoting_is_sent_quoted() {
+    let s = setup().await;
+    let (status, body) = s.start("/api", json!({"method": "email_otp", "target": "ann..lee@example.com"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(s.smtp.next().await.to, vec!["\"ann..lee\"@example.com".to_owned()]);
 }
 
 /// Addresses longer than RFC 5321 allows are refused before any provider
