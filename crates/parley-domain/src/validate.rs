@@ -254,6 +254,19 @@ pub static CODE: Rule = Rule::new(
     "The six digits of a code, or the code of a magic link: printable ASCII characters without spaces, at most 128 with the spaces around it (which are dropped).",
 );
 
+/// A visitor's feed cursor, as a query brings it back: sealed (54
+/// characters of URL-safe base64, see `feed::seal`), or the plain form of
+/// releases before cursors were sealed, which is well formed but never
+/// opens (its stream gets a `reset`, so a widget loaded before an upgrade
+/// reloads rather than falling back to polling).
+pub static VISITOR_CURSOR: Rule = Rule::new(
+    "^(?:[A-Za-z0-9_-]{54}|[0-9a-z]{1,12}-[0-9a-z]{1,12}-[0-9a-z]{1,12})$",
+    5,
+    54,
+    "must be a cursor this service returned",
+    "The `cursor` of the conversation's messages, or an event's `id`: opaque.",
+);
+
 /// An opaque public token or identifier.
 pub fn token(s: &str) -> Check<String> {
     TOKEN.check(s)?;
@@ -395,6 +408,7 @@ mod tests {
             &PASSWORD,
             &NEW_PASSWORD,
             &CODE,
+            &VISITOR_CURSOR,
         ] {
             assert!(Regex::new(rule.pattern).is_ok(), "{}", rule.pattern);
         }

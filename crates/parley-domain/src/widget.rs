@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
-use crate::feed::{CursorSeal, Reader, record};
+use crate::feed::{Cursor, Reader, record};
 use crate::ids;
 use crate::limits::{ClientKey, RateLimits};
 use crate::model::*;
@@ -64,8 +64,6 @@ pub enum Origin {
 #[derive(Clone, Debug)]
 pub struct WidgetSettings {
     pub heartbeat_stale_after: Duration,
-    /// Seals the cursors visitors are given (see `feed::seal`).
-    pub cursor_seal: CursorSeal,
 }
 
 pub struct PingInput {
@@ -359,19 +357,19 @@ impl WidgetService {
 
     /// Messages for polling (after `after_id`, or the latest ones) and the
     /// visitor's cursor as of that read (the last entry of the
-    /// conversation it sees, sealed), read in one snapshot, so the widget
-    /// can follow its stream from there and miss nothing written after.
+    /// conversation it sees; `FeedService::cursor_text` seals it for the
+    /// client), read in one snapshot, so the widget can follow its stream
+    /// from there and miss nothing written after.
     pub async fn messages(
         &self,
         caller: &Caller,
         token: &str,
         public_id: String,
         after_id: Option<MessageId>,
-    ) -> Result<(Conversation, Vec<Message>, String), DomainError> {
+    ) -> Result<(Conversation, Vec<Message>, Cursor), DomainError> {
         let scope = self.resolve(token, caller, Freshness::Cached).await?.scope();
         let now = self.clock.now();
-        let (conversation, messages, cursor) = self
-            .db
+        self.db
             .read(move |r| {
                 let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: false };
                 let (conversation, messages) =
@@ -379,9 +377,7 @@ impl WidgetService {
                 let cursor = crate::feed::head_cursor(r, Reader::Visitor(scope, conversation.id), now)?;
                 Ok((conversation, messages, cursor))
             })
-            .await?;
-        let sealed = self.settings.cursor_seal.seal(conversation.id, cursor);
-        Ok((conversation, messages, sealed))
+            .await
     }
 
     /// Who follows a conversation's stream: its visitor, through an

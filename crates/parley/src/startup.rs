@@ -121,7 +121,6 @@ impl Application {
         let instance: Arc<str> = config.instance.clone().unwrap_or_else(|| format!("{}:{}", host_name(), local_addr.port())).into();
         let metrics = Metrics::new(db.clone(), Arc::clone(&clock), &instance);
         let keys = ServerKeys::load(&db, &clock).await.map_err(StartError::Keys)?;
-        let cursor_seal = CursorSeal::new(*keys.key(Purpose::VisitorCursor));
         let limits = Arc::new(RateLimits::new(&config.rate_limits));
         let auth = AuthService::new(
             db.clone(),
@@ -135,7 +134,7 @@ impl Application {
             db.clone(),
             Arc::clone(&clock),
             Arc::clone(&limits),
-            WidgetSettings { heartbeat_stale_after: config.heartbeat_stale_after, cursor_seal: cursor_seal.clone() },
+            WidgetSettings { heartbeat_stale_after: config.heartbeat_stale_after },
         );
         let channels = channels(config, mode, &db, &clock)?;
         let verification = VerificationService::new(
@@ -179,7 +178,7 @@ impl Application {
             Arc::clone(&clock),
             Arc::new(Hub::default()),
             FeedSettings { retention: config.event_retention },
-            cursor_seal,
+            CursorSeal::new(*keys.key(Purpose::VisitorCursor)),
         );
         let max_connections = crate::resources::fit_connection_cap(config.max_connections);
         let per_address = crate::resources::fit_streams_per_address(config.streams_per_address, max_connections);

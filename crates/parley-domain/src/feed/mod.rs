@@ -20,7 +20,7 @@ mod slots;
 pub use cursor::Cursor;
 pub use follow::{Follower, Step};
 pub use hub::Hub;
-pub use seal::{CursorSeal, SEALED_CHARS, well_formed as well_formed_sealed};
+pub use seal::CursorSeal;
 pub(crate) use service::head as head_cursor;
 pub use service::{Catchup, FeedService, FeedSettings, PAGE, Reader};
 pub use slots::{Slot, StreamSlots};

@@ -95,8 +95,13 @@ impl FeedService {
     pub fn cursor_text(&self, reader: Reader, cursor: Cursor) -> String {
         match reader {
             Reader::Operator(_) => cursor.to_string(),
-            Reader::Visitor(_, conversation) => self.seal.seal(conversation, cursor),
+            Reader::Visitor(_, conversation) => self.visitor_cursor_text(conversation, cursor),
         }
+    }
+
+    /// The text the visitor of `conversation` holds for `cursor`: sealed.
+    pub fn visitor_cursor_text(&self, conversation: ConversationId, cursor: Cursor) -> String {
+        self.seal.seal(conversation, cursor)
     }
 
     /// The cursor inside a text a client of `reader` brought back, if

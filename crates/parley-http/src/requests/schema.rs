@@ -48,17 +48,6 @@ pub fn cursor() -> Object {
         .build()
 }
 
-/// A visitor's cursor: sealed, in URL-safe base64.
-pub fn visitor_cursor() -> Object {
-    let chars = parley_domain::feed::SEALED_CHARS;
-    ObjectBuilder::new()
-        .schema_type(SchemaType::new(Type::String))
-        .pattern(Some(format!("^[A-Za-z0-9_-]{{{chars}}}$")))
-        .min_length(Some(chars))
-        .max_length(Some(chars))
-        .build()
-}
-
 /// An integer from `min` to `max`.
 pub fn bounded_integer(min: i64, max: i64) -> Object {
     ObjectBuilder::new().schema_type(SchemaType::new(Type::Integer)).minimum(Some(min)).maximum(Some(max)).build()
@@ -134,6 +123,7 @@ rule_types! {
     Password => validate::PASSWORD;
     NewPassword => validate::NEW_PASSWORD;
     Code => validate::CODE;
+    VisitorCursor => validate::VISITOR_CURSOR;
 }
 
 macro_rules! fields {

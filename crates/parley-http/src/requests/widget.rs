@@ -182,7 +182,7 @@ impl IntoParams for StreamQuery {
                 "last_event_id",
                 false,
                 "Replay every event after this cursor (`cursor` of the messages, or an event's `id`), then go live. A `Last-Event-ID` header wins over it. Without either, only what happens from now.",
-                schema::visitor_cursor(),
+                schema::rule(&validate::VISITOR_CURSOR, false),
             ),
         ]
     }
@@ -197,15 +197,11 @@ pub struct StreamParams {
 impl FromFields for StreamParams {
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let token = f.required("token", validate::token);
-        let last_event_id = f.optional("last_event_id", visitor_cursor);
+        // Checked for its shape here, opened against its conversation by
+        // the stream.
+        let last_event_id = f.optional("last_event_id", |s| validate::VISITOR_CURSOR.check(s).map(|()| s.to_owned()));
         Ok(Self { token: token?, last_event_id: last_event_id? })
     }
-}
-
-/// A visitor's cursor in a query: checked for its shape here, opened
-/// against its conversation by the stream.
-fn visitor_cursor(s: &str) -> Result<String, String> {
-    if parley_domain::feed::well_formed_sealed(s) { Ok(s.to_owned()) } else { Err("must be a cursor this service returned".to_owned()) }
 }
 
 /// A cursor in a query.

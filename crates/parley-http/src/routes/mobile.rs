@@ -62,7 +62,9 @@ async fn events(
     let token = bearer_token(&headers).ok_or(DomainError::Unauthenticated)?.to_owned();
     let scope = session.operator.scope();
     if !stream::wants_stream(&headers) {
-        let slot = if q.wait.is_zero() { None } else { Some(s.streams.take(caller.key())?) };
+        // Only a poll that may wait holds anything while it does.
+        let waits = q.after.is_some() && !q.wait.is_zero();
+        let slot = if waits { Some(s.streams.take(caller.key())?) } else { None };
         let page = stream::long_poll(&s, slot, q.after, q.wait, token, SignIn::Mobile, scope).await?;
         let body = OperatorEventsResponse { events: page.items.iter().map(Into::into).collect(), cursor: page.cursor.to_string() };
         return Ok(Json(body).into_response());

@@ -129,6 +129,7 @@ async fn list_messages(
     QueryFields(q): QueryFields<MessagesParams>,
 ) -> Result<Json<WidgetMessagesResponse>, ApiError> {
     let (conversation, list, cursor) = s.widget.messages(&caller, &q.token, public_id, q.after_id).await?;
+    let cursor = s.feed.visitor_cursor_text(conversation.id, cursor);
     Ok(Json(WidgetMessagesResponse { conversation: (&conversation).into(), messages: messages(&list), cursor }))
 }
 

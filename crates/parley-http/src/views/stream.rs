@@ -50,13 +50,13 @@ impl PartialSchema for WidgetStreamEvent {
         OneOfBuilder::new()
             .description(Some("One event of a visitor's stream."))
             .item(event(
-                "message.created",
+                EventKind::MessageCreated.stream_name(),
                 "A message of the conversation (never an operator-only one).",
                 reference::<WidgetMessageEventData>(),
                 true,
             ))
             .item(event(
-                "conversation.updated",
+                EventKind::ConversationUpdated.stream_name(),
                 "The conversation's status or verification changed.",
                 reference::<WidgetConversationEventData>(),
                 true,

@@ -281,7 +281,7 @@ pub struct WidgetMessagesResponse {
     /// it as `last_event_id` to get everything written after. Opaque; it
     /// changes only when something the visitor sees happens in this
     /// conversation.
-    #[schema(schema_with = crate::requests::schema::visitor_cursor)]
+    #[schema(value_type = crate::requests::schema::VisitorCursor)]
     pub cursor: String,
 }
 

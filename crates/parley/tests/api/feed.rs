@@ -361,57 +361,90 @@ fn long_poll(app: &TestApp, token: &str, after: &str) -> tokio::task::JoinHandle
     })
 }
 
-/// A waiting long poll re-checks its token while it waits: whatever ends
-/// the token (logout, revoking it, a new password, disabling the
-/// operator), the poll answers 401 within the recheck time (the
-/// keep-alive here, 5 s at most), and an entry committed after the end
-/// never reaches it, even when that entry is what wakes it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiting_long_poll_ends_with_its_token() {
-    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "200ms").start().await;
-    let f = app.fixture("acme", &[]).await;
+/// How a token ends: its own logout, or an admin's request (a new
+/// password, disabling its operator, revoking it).
+enum Ending {
+    Logout,
+    ByAdmin(Method, String, Value),
+}
+
+/// An operator's token for each way a token can end, with that way, and
+/// the admin's own token.
+async fn ending_tokens(app: &TestApp, f: &Fixture) -> (String, Vec<(String, Ending)>) {
     let admin = app.login("admin@acme.example.com").await;
-    let ops = ["ops1", "ops2", "ops3", "ops4"];
-    for op in ops {
-        app.operator(&f, &format!("{op}@acme.example.com"), Role::Admin, &[]).await;
+    for op in ["ops1", "ops2", "ops3"] {
+        app.operator(f, &format!("{op}@acme.example.com"), Role::Admin, &[]).await;
     }
-    let ids: BTreeMap<String, i64> = {
-        let (_, list) = app.authed(Method::GET, "/api/admin/operators", &admin, None).await;
-        list["operators"].as_array().unwrap().iter().map(|o| (o["email"].as_str().unwrap().to_owned(), o["id"].as_i64().unwrap())).collect()
-    };
-    let id = |op: &str| ids[&format!("{op}@acme.example.com")];
+    let (_, list) = app.authed(Method::GET, "/api/admin/operators", &admin, None).await;
+    let id = |email: &str| list["operators"].as_array().unwrap().iter().find(|o| o["email"] == email).unwrap()["id"].as_i64().unwrap();
+    let (ops2, ops3) = (id("ops2@acme.example.com"), id("ops3@acme.example.com"));
     let (_, personal) = app.authed(Method::POST, "/api/admin/tokens", &admin, Some(json!({"name": "poll", "expires_in_days": 1}))).await;
     let personal_id = personal["token"]["id"].as_i64().unwrap();
-    let personal = personal["token"]["access_token"].as_str().unwrap().to_owned();
-
-    let tokens = [
-        app.login("ops1@acme.example.com").await,
-        app.login("ops2@acme.example.com").await,
-        app.login("ops3@acme.example.com").await,
-        personal.clone(),
+    let ways = vec![
+        (app.login("ops1@acme.example.com").await, Ending::Logout),
+        (
+            app.login("ops2@acme.example.com").await,
+            Ending::ByAdmin(Method::PATCH, format!("/api/admin/operators/{ops2}"), json!({"password": "another long password"})),
+        ),
+        (
+            app.login("ops3@acme.example.com").await,
+            Ending::ByAdmin(Method::PATCH, format!("/api/admin/operators/{ops3}"), json!({"active": false})),
+        ),
+        (
+            personal["token"]["access_token"].as_str().unwrap().to_owned(),
+            Ending::ByAdmin(Method::DELETE, format!("/api/admin/tokens/{personal_id}"), Value::Null),
+        ),
     ];
+    (admin, ways)
+}
+
+/// Ends `token` the way `ending` says.
+async fn end_token(app: &TestApp, admin: &str, token: &str, ending: &Ending) {
+    let (status, body) = match ending {
+        Ending::Logout => app.authed(Method::POST, "/api/mobile/logout", token, None).await,
+        Ending::ByAdmin(method, path, body) => app.authed(method.clone(), path, admin, (!body.is_null()).then(|| body.clone())).await,
+    };
+    assert!(status.is_success(), "{status} {body}");
+}
+
+/// A waiting long poll re-checks its token while it waits: whatever ends
+/// the token (logout, a new password, disabling the operator, revoking
+/// it), the poll answers 401 within the recheck time (the keep-alive
+/// here, 5 s at most), with nothing committed meanwhile to wake it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_long_poll_answers_401_once_its_token_ends() {
+    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "200ms").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let (admin, ways) = ending_tokens(&app, &f).await;
     let start = head(&app, &admin).await;
-    let polls: Vec<_> = tokens.iter().map(|t| long_poll(&app, t, &start)).collect();
+    let polls: Vec<_> = ways.iter().map(|(token, _)| long_poll(&app, token, &start)).collect();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(polls.iter().all(|p| !p.is_finished()), "held while nothing happens");
-
-    let (status, _) = app.authed(Method::POST, "/api/mobile/logout", &tokens[0], None).await;
-    assert_eq!(status, StatusCode::NO_CONTENT);
-    let (status, body) = app
-        .authed(Method::PATCH, &format!("/api/admin/operators/{}", id("ops2")), &admin, Some(json!({"password": "another long password"})))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) =
-        app.authed(Method::PATCH, &format!("/api/admin/operators/{}", id("ops3")), &admin, Some(json!({"active": false}))).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, _) = app.authed(Method::DELETE, &format!("/api/admin/tokens/{personal_id}"), &admin, None).await;
-    assert_eq!(status, StatusCode::NO_CONTENT);
-    // Committed after every revocation: it wakes the polls, and none of
-    // them may answer it.
-    app.open_conversation("/api", &f.token, "v1", "after the revocations").await;
-
+    for (token, ending) in &ways {
+        end_token(&app, &admin, token, ending).await;
+    }
     for poll in polls {
         let (status, body) = tokio::time::timeout(Duration::from_secs(5), poll).await.expect("answered within 5 s").unwrap();
+        assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthenticated");
+    }
+}
+
+/// An entry committed after a token ended never reaches a long poll of
+/// that token, even when that entry is what wakes it: with the recheck at
+/// its 5 s, the poll is checked once more after reading and answers 401
+/// at once, not 200 with the entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_never_answers_an_entry_committed_after_its_token_ended() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let (admin, ways) = ending_tokens(&app, &f).await;
+    for (token, ending) in ways {
+        let start = head(&app, &admin).await;
+        let poll = long_poll(&app, &token, &start);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        end_token(&app, &admin, &token, &ending).await;
+        app.open_conversation("/api", &f.token, &format!("v-{}", &token[..12]), "after the revocation").await;
+        let (status, body) = tokio::time::timeout(Duration::from_secs(3), poll).await.expect("answered before the recheck").unwrap();
         assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthenticated");
     }
 }

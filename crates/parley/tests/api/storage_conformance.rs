@@ -492,10 +492,26 @@ async fn a_visitors_feed_head_is_its_conversations_last_visible_entry() {
     assert_eq!(crossed, (None, None), "another tenant's conversation has no head here");
 }
 
-/// The installation's secret is made once: a second instance starting
-/// at the same time keeps the first one's.
-#[tokio::test]
+/// The installation's secret is made once: instances starting at the
+/// same time on a new database all keep the first one's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_key_is_kept_by_the_first_to_make_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _guard) = fresh_database(dir.path(), "keys.sqlite3").await;
+    let options = || parley_storage::Options { pool: 2, ..Default::default() };
+    let instances = [parley_storage::open(&url, options()).await.unwrap(), parley_storage::open(&url, options()).await.unwrap()];
+    let clock: std::sync::Arc<dyn parley_domain::Clock> = parley_domain::ManualClock::new(START);
+    let loads: Vec<_> = (0..8)
+        .map(|n| {
+            let (db, clock) = (instances[n % 2].clone(), clock.clone());
+            tokio::spawn(async move { parley_domain::keys::ServerKeys::load(&db, &clock).await.unwrap() })
+        })
+        .collect();
+    let mut keys = Vec::new();
+    for load in loads {
+        keys.push(*load.await.unwrap().key(parley_domain::keys::Purpose::VisitorCursor));
+    }
+    assert!(keys.windows(2).all(|w| w[0] == w[1]), "one secret for all");
     let app = TestApp::spawn().await;
     let kept = app
         .db
