@@ -265,7 +265,7 @@ impl InboxService {
                 c.status = ConversationStatus::Closed;
                 c.closed_at = Some(now);
                 tx.update_conversation(scope, &c)?;
-                record::message(tx, tenant, scope, &c, &system_message(&c, "Conversation closed".into(), false, now))?;
+                record::message(tx, tenant, scope, &c, &system_message(&c, "Conversation closed".into(), Some(actor), false, now))?;
                 let closed = events::conversation_closed(tenant, &c, ClosedBy::Operator(actor), now);
                 record::conversation_changed(tx, tenant, &c, Some(closed), true, now)?;
             }
@@ -307,7 +307,7 @@ impl InboxService {
             if c.status == ConversationStatus::Closed {
                 // As a message would: its announcement is the latest
                 // message, so the idle sweeper leaves it open.
-                let announcement = system_message(&c, "Conversation reopened".into(), false, now);
+                let announcement = system_message(&c, "Conversation reopened".into(), Some(actor), false, now);
                 crate::activity::add_message(tx, tenant, scope, &mut c, &announcement)?;
             }
             details(tx, scope, id)
@@ -404,7 +404,7 @@ fn hand_to(
     c.assignee_id = Some(target.id);
     tx.update_conversation(scope, c)?;
     record::conversation_changed(tx, tenant, c, None, visible, now)?;
-    record::message(tx, tenant, scope, c, &system_message(c, announcement, true, now))?;
+    record::message(tx, tenant, scope, c, &system_message(c, announcement, None, true, now))?;
     Ok(())
 }
 
@@ -424,10 +424,12 @@ fn operator_message(c: &Conversation, actor: &Operator, body: String, internal: 
 }
 
 /// A line of the conversation's own; `internal` keeps it among operators.
-fn system_message(c: &Conversation, body: String, internal: bool, now: Timestamp) -> NewMessage {
+/// `actor`, the operator whose action it tells, is for operators only:
+/// what a visitor is shown of a system line names nobody.
+fn system_message(c: &Conversation, body: String, actor: Option<&Operator>, internal: bool, now: Timestamp) -> NewMessage {
     NewMessage {
         conversation_id: c.id,
-        sender: Sender { kind: SenderKind::System, name: None, operator_id: None },
+        sender: Sender { kind: SenderKind::System, name: actor.map(|a| a.name.clone()), operator_id: actor.map(|a| a.id) },
         body,
         internal,
         created_at: now,

@@ -252,9 +252,12 @@ pub struct OperatorMessageView {
     pub client_message_id: Option<String>,
 }
 
+/// A message as operators see it: a system line names the operator whose
+/// action it tells, if any.
 impl From<&Message> for OperatorMessageView {
     fn from(m: &Message) -> Self {
-        let MessageView { id, body, created_at, sender, client_message_id } = m.into();
+        let MessageView { id, body, created_at, client_message_id, .. } = m.into();
+        let sender = SenderView { kind: m.sender.kind.as_str(), name: m.sender.name.clone() };
         Self { id, body, created_at, sender, internal: m.internal, client_message_id }
     }
 }

@@ -5,7 +5,7 @@
 //! `sender`; a widget conversation has `public_id`, `status`, `subject`,
 //! `created_at`).
 
-use parley_domain::model::{Conversation, Installation, InstallationContext, Message, Site, Tenant, Visitor};
+use parley_domain::model::{Conversation, Installation, InstallationContext, Message, SenderKind, Site, Tenant, Visitor};
 use parley_domain::verification::Method;
 use parley_domain::{Timestamp, mask};
 use serde::Serialize;
@@ -220,13 +220,19 @@ pub struct MessageView {
     pub client_message_id: Option<String>,
 }
 
+/// A message as its visitor sees it: a system line names nobody (the
+/// operator whose action it tells is for operators to know).
 impl From<&Message> for MessageView {
     fn from(m: &Message) -> Self {
+        let name = match m.sender.kind {
+            SenderKind::System => None,
+            _ => m.sender.name.clone(),
+        };
         Self {
             id: m.id.0,
             body: m.body.clone(),
             created_at: at(m.created_at),
-            sender: SenderView { kind: m.sender.kind.as_str(), name: m.sender.name.clone() },
+            sender: SenderView { kind: m.sender.kind.as_str(), name },
             client_message_id: m.client_message_id.clone(),
         }
     }

@@ -14,6 +14,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("../../migrations/postgres/0005_personal_tokens.sql")),
     (6, include_str!("../../migrations/postgres/0006_verification_tests.sql")),
     (7, include_str!("../../migrations/postgres/0007_server_keys.sql")),
+    (8, include_str!("../../migrations/postgres/0008_operator_only_routing.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

@@ -21,6 +21,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (11, include_str!("../../migrations/sqlite/0011_personal_tokens.sql")),
     (12, include_str!("../../migrations/sqlite/0012_verification_tests.sql")),
     (13, include_str!("../../migrations/sqlite/0013_server_keys.sql")),
+    (14, include_str!("../../migrations/sqlite/0014_operator_only_routing.sql")),
 ];
 
 /// The version a database is at once every migration of this build ran.

@@ -168,6 +168,13 @@ async fn the_whole_lifecycle() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["conversation"]["status"], "closed");
     assert_eq!(app.events("acme").await, ["conversation.created", "message.created", "message.created", "conversation.closed"]);
+    // The visitor is told it closed, by nobody in particular; operators
+    // see who closed it.
+    let seen = widget_messages(&app, &f.token, &public_id).await;
+    assert_eq!(seen.last().unwrap()["body"], "Conversation closed");
+    assert_eq!(seen.last().unwrap()["sender"], json!({"type": "system", "name": null}));
+    let (_, ops) = app.authed(Method::GET, &format!("{base}/{id}/messages"), &bob_token, None).await;
+    assert_eq!(ops["messages"].as_array().unwrap().last().unwrap()["sender"], json!({"type": "system", "name": "bob"}));
     let count = widget_messages(&app, &f.token, &public_id).await.len();
 
     let (status, body) = app.authed(Method::POST, &format!("{base}/{id}/close"), &ann_token, None).await;
@@ -367,4 +374,59 @@ async fn a_reopened_conversation_never_goes_back_to_an_operator_who_cannot_answe
         let (_, queue) = app.authed(Method::GET, &format!("{base}?status=unassigned"), &admin, None).await;
         assert!(queue["conversations"].as_array().unwrap().iter().any(|c| c["id"] == id), "{case}: back in the queue");
     }
+}
+
+/// Routing lines written before the visitor stopped seeing them are
+/// migrated: who took, assigned or handed over a conversation becomes
+/// operator-only (in the messages and the visitor's stream), and the close
+/// and reopen lines name the operator only to operators.
+#[tokio::test]
+async fn routing_lines_written_before_are_kept_among_operators() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = fresh_database(dir.path(), "routing.sqlite3").await;
+    let first = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+    let f = first.fixture("acme", &[]).await;
+    let admin = first.login("admin@acme.example.com").await;
+    let public_id = first.open_conversation("/api", &f.token, "v", "hi").await;
+    let (_, list) = first.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let id = list["conversations"][0]["id"].as_i64().unwrap();
+    first.authed(Method::POST, &format!("/api/mobile/conversations/{id}/assign"), &admin, None).await;
+    first.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &admin, None).await;
+    first.stop().await;
+    // As the release before wrote them, and the migration not yet run.
+    let unmigrate = if backend() == "postgres" { "DELETE FROM parley_migrations WHERE version = 8;" } else { "PRAGMA user_version = 13;" };
+    run_sql(
+        &url,
+        &format!(
+            "UPDATE messages SET internal = FALSE, body = 'admin joined the conversation' WHERE body = 'admin joined the conversation';
+             UPDATE events SET widget = TRUE WHERE message_id = (SELECT id FROM messages WHERE body = 'admin joined the conversation');
+             UPDATE messages SET body = 'admin closed the conversation', sender_name = NULL WHERE body = 'Conversation closed';
+             {unmigrate}"
+        ),
+    )
+    .await;
+    let widget_before: Vec<String> = {
+        let app = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+        let seen = widget_messages(&app, &f.token, &public_id).await;
+        seen.iter().map(|m| m["body"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(widget_before, ["hi", "Conversation closed"], "migrated at the start");
+    let app = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+    let (_, ops) = app
+        .authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &app.login("admin@acme.example.com").await, None)
+        .await;
+    let lines: Vec<(String, Value)> =
+        ops["messages"].as_array().unwrap().iter().map(|m| (m["body"].as_str().unwrap().to_owned(), m["sender"]["name"].clone())).collect();
+    assert_eq!(
+        lines,
+        [
+            ("hi".to_owned(), Value::Null),
+            ("admin joined the conversation".into(), Value::Null),
+            ("Conversation closed".into(), json!("admin"))
+        ]
+        .into_iter()
+        .collect::<Vec<_>>()
+    );
+    let joined = ops["messages"].as_array().unwrap().iter().find(|m| m["body"] == "admin joined the conversation").unwrap();
+    assert_eq!(joined["internal"], true);
 }

@@ -89,6 +89,7 @@ async fn take_hand_over_with_a_note_close_and_reopen() {
     let page = admin.conversation(id).await;
     assert!(page.html.contains("Closed") && page.html.contains("/reopen\""), "a closed conversation offers reopen only");
     assert!(!page.html.contains("Closed</span> to"), "a closed conversation is with nobody: {}", page.html);
+    assert!(page.html.contains("Conversation closed by admin"), "operators see who closed it");
     assert!(!page.html.contains("/hand-over\""));
     app.clock.advance(std::time::Duration::from_secs(3_600));
     admin.acted(id, "reopen", &[]).await;

@@ -77,7 +77,11 @@ fn message(m: &Message, latest: bool) -> Markup {
                     " " (when(m.created_at))
                 }
             }
-            p.body { (m.body) }
+            p.body {
+                (m.body)
+                // Who closed or reopened it, for operators' eyes.
+                @if let (SenderKind::System, Some(actor)) = (m.sender.kind, &m.sender.name) { " by " (actor) }
+            }
         }
     }
 }
