@@ -9,7 +9,7 @@
  * never an exception in the host page.
  *
  * Live updates: the widget loads the conversation's messages (which
- * answer a feed cursor), then follows the conversation's event stream
+ * answer the conversation's cursor, opaque), then follows the conversation's event stream
  * from that cursor with EventSource, which reconnects by itself and
  * resumes with Last-Event-ID. When a stream cannot be held it polls with
  * after_id and tries the stream again later. Every message it sends
@@ -159,7 +159,7 @@
     this.failures = 0;
     this.timer = null;
     this.pending = Object.create(null);   // client_message_id -> pending element
-    this.cursor = null;        // the feed position the stream resumes from
+    this.cursor = null;        // the conversation's cursor the stream resumes from
     this.source = null;        // the EventSource while a stream is held
     this.streamFailures = 0;
     this.streamRetryAt = 0;
@@ -513,7 +513,7 @@
       self.receive(res.body.messages);
       (res.body.messages || []).forEach(function (m) { if (m.id > self.lastId) self.lastId = m.id; });
       // A full page after `after_id` may not be all: its cursor is the
-      // feed's head, so read on before following from it.
+      // conversation's latest, so read on before following from it.
       if (after && (res.body.messages || []).length >= PAGE) { self.poll(); return; }
       if (res.body.cursor && !self.source) self.cursor = res.body.cursor;
       self.follow();
