@@ -128,10 +128,13 @@ pub(super) struct Attempt {
 struct Counted {
     key: String,
     rate: Rate,
-    /// Over its limit, this key refuses the attempt; a right password
-    /// clears its failures. Otherwise the attempt's own failure is only
-    /// recorded, and taken back when the password was right.
+    /// Over its limit, this key refuses the attempt.
     judges: bool,
+    /// A right password clears every failure of this key (the account's,
+    /// or the device's: it was proven). Otherwise it takes back only the
+    /// attempt's own failure: an address keeps those it made before,
+    /// whoever signs in from it.
+    cleared_by_success: bool,
 }
 
 /// The failures one attempt reserved, one per key, to keep or take back.
@@ -150,15 +153,19 @@ impl LoginFailures {
     pub(super) fn attempt(&self, email_key: &str, client: ClientKey, device: Option<&MarkedDevice>) -> Attempt {
         let email = email_failures_key(email_key);
         let address = address_failures_key(client);
+        // (key, rate, judges, cleared by success)
         let keys = match device {
-            None => vec![(email, self.per_email, true), (address, self.per_address, true)],
+            None => vec![(email, self.per_email, true, true), (address, self.per_address, true, false)],
             Some(device) => vec![
-                (device_failures_key(device), self.per_email, true),
-                (email, self.per_email, false),
-                (address, self.per_address, false),
+                (device_failures_key(device), self.per_email, true, true),
+                (email, self.per_email, false, false),
+                (address, self.per_address, false, false),
             ],
         };
-        let keys = keys.into_iter().filter_map(|(key, rate, judges)| Some(Counted { key, rate: rate?, judges })).collect();
+        let keys = keys
+            .into_iter()
+            .filter_map(|(key, rate, judges, cleared_by_success)| Some(Counted { key, rate: rate?, judges, cleared_by_success }))
+            .collect();
         Attempt { keys }
     }
 
@@ -207,7 +214,7 @@ impl LoginFailures {
         self.refused.shrink(now);
     }
 
-    /// The password was right: the judging keys' failures are forgotten
+    /// The password was right: the proven key's failures are forgotten
     /// (the email's, or the device's), the attempt's own failure is taken
     /// back from the others, which keep those made before.
     pub(super) async fn succeeded(&self, r: Reservation) -> Result<(), DomainError> {
@@ -218,7 +225,7 @@ impl LoginFailures {
         self.db
             .write(move |tx| {
                 for (k, id) in &r.reserved {
-                    if k.judges {
+                    if k.cleared_by_success {
                         tx.clear_login_failures(&k.key)?;
                     } else {
                         tx.delete_login_failure(*id)?;

@@ -406,3 +406,30 @@ async fn a_new_password_ends_the_marks_made_with_the_old_one() {
     let (status, _) = sign_in_from(&app, "203.0.113.1", "ann@acme.example.com", "a brand new password", Some(&old_mark)).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "the old mark counts for nothing");
 }
+
+/// A right password clears the failures of the account it proved, never
+/// those of the address it came from: someone guessing from one address
+/// cannot reset the address's count by signing in to an account of their
+/// own now and then.
+#[tokio::test]
+async fn signing_in_to_ones_own_account_does_not_reset_the_address() {
+    let app = TestApp::with()
+        .var("PARLEY_RATE_LIMITS", "on")
+        .var("PARLEY_TRUSTED_PROXIES", "127.0.0.1")
+        .var("PARLEY_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS", "20/15m")
+        .start()
+        .await;
+    let f = app.fixture("acme", &[]).await;
+    app.operator(&f, "mallory@acme.example.com", Role::Agent, &[]).await;
+    let from = "198.51.100.77";
+    for n in 0..19 {
+        assert_eq!(sign_in_from(&app, from, &format!("guess{n}@acme.example.com"), "a guess", None).await.0, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(sign_in_from(&app, from, "mallory@acme.example.com", PASSWORD, None).await.0, StatusCode::OK);
+    assert_eq!(sign_in_from(&app, from, "guess19@acme.example.com", "a guess", None).await.0, StatusCode::UNAUTHORIZED, "the 20th");
+    assert_eq!(
+        sign_in_from(&app, from, "guess20@acme.example.com", "a guess", None).await.0,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the address kept its failures"
+    );
+}
