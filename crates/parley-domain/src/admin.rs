@@ -42,7 +42,13 @@ pub struct AdminService {
     public_url: String,
 }
 
+/// The tenant an admin administers. A personal access token is for the
+/// mobile API only: with the admin API it could make an admin of its own
+/// (or a new password for its operator) and so outlive its revocation.
 pub(crate) fn require_admin(session: &Session) -> Result<TenantId, DomainError> {
+    if session.kind == TokenKind::Personal {
+        return Err(DomainError::Forbidden("a personal access token is for the mobile API; sign in to administer the tenant"));
+    }
     match session.operator.role {
         Role::Admin => Ok(session.tenant.id),
         Role::Agent => Err(DomainError::Forbidden("this needs an operator with the admin role")),

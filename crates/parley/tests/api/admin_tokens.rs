@@ -214,3 +214,30 @@ async fn a_token_never_outlives_the_token_that_made_it() {
         assert!(!accepted(&app, &token).await, "expired with its maker");
     }
 }
+
+/// A personal access token is for the mobile API: with the admin API it
+/// could make an admin of its own, or a new password for its operator,
+/// and so outlive its own revocation.
+#[tokio::test]
+async fn a_personal_token_cannot_administer_the_tenant() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, made) = app.authed(Method::POST, "/api/admin/tokens", &admin, Some(json!({"name": "script", "expires_in_days": 1}))).await;
+    let personal = made["token"]["access_token"].as_str().unwrap().to_owned();
+    let (_, me) = app.authed(Method::GET, "/api/mobile/me", &personal, None).await;
+    let own_id = me["user"]["id"].as_i64().unwrap();
+    let new_admin = json!({"email": "eve@acme.example.com", "name": "Eve", "password": "a password of eve's", "role": "admin"});
+    for (method, path, body) in [
+        (Method::GET, "/api/v1/admin/sites".to_owned(), None),
+        (Method::POST, "/api/v1/admin/operators".to_owned(), Some(new_admin)),
+        (Method::PATCH, format!("/api/admin/operators/{own_id}"), Some(json!({"password": "a password of eve's"}))),
+        (Method::GET, "/api/admin/tokens".to_owned(), None),
+    ] {
+        let (status, body) = app.authed(method, &path, &personal, body).await;
+        assert_error(status, &body, StatusCode::FORBIDDEN, "forbidden");
+    }
+    assert!(accepted(&app, &personal).await, "the mobile API takes it");
+    let (status, body) = app.post("/api/mobile/login", json!({"email": "eve@acme.example.com", "password": "a password of eve's"})).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "no admin was made: {body}");
+}
