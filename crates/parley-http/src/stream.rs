@@ -19,7 +19,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
 use parley_domain::DomainError;
-use parley_domain::auth::SignIn;
+use parley_domain::auth::{SessionGuard, SignIn};
 use parley_domain::feed::{Catchup, Cursor, FeedItem, Follower, Reader, Slot, Step, StreamSlots};
 use parley_domain::limits::ClientKey;
 use parley_domain::metrics::Metrics;
@@ -97,6 +97,17 @@ enum Check {
 }
 
 impl Holder {
+    /// What every read of the feed checks for this holder: an operator's
+    /// token, in the snapshot of the entries it reads, so that no entry
+    /// committed after the token ended is handed out.
+    fn guard(&self) -> Option<SessionGuard> {
+        match self {
+            Holder::Operator { token, scope, .. } => Some(SessionGuard::new(token, *scope)),
+            Holder::Visitor { .. } => None,
+        }
+    }
+
+    /// Whether the holder still holds, asked while the stream is idle.
     async fn check(&self, s: &AppState) -> Check {
         let outcome = match self {
             Holder::Operator { token, kind, scope } => {
@@ -152,6 +163,10 @@ impl Live {
     fn new(state: AppState, follower: Follower, holder: Holder, slot: Option<Slot>) -> Self {
         let streams = &state.streams;
         let recheck = streams.recheck();
+        let follower = match holder.guard() {
+            Some(guard) => follower.guarded(guard),
+            None => follower,
+        };
         Live {
             follower,
             holder,
@@ -191,6 +206,7 @@ impl Live {
                     Ok(Some(Step::Items(items))) => return Next::Items(items),
                     Ok(Some(Step::Reset)) => return Next::Reset,
                     Ok(None) => {}
+                    Err(DomainError::Unauthenticated) => return Next::Refused,
                     // Read again at the next wake-up or check: the cursor
                     // has not moved, so nothing is lost meanwhile.
                     Err(e) => {
@@ -266,10 +282,10 @@ pub(crate) async fn open_operator(
 /// answers at once with the present cursor.
 ///
 /// A waiting long poll is a stream in all but its answer: it holds a
-/// place of its address (`slot`, taken when it may wait), ends at shutdown with what it has, and
-/// its token is checked again while it waits, and once more after
-/// entries were read and before they are answered, so that no entry
-/// committed after a logout or a revocation reaches its holder.
+/// place of its address (`slot`, taken when it may wait), ends at
+/// shutdown with what it has, its token is checked again while it waits,
+/// and every read checks it in the snapshot of the entries, so that no
+/// entry committed after a logout or a revocation reaches its holder.
 pub(crate) async fn long_poll(
     state: &AppState,
     slot: Option<Slot>,
@@ -291,17 +307,6 @@ pub(crate) async fn long_poll(
         Next::Refused => return Err(DomainError::Unauthenticated.into()),
         Next::Closing | Next::TimedOut => Vec::new(),
     };
-    if !items.is_empty() {
-        // Checked after the read: a revocation committed before any of
-        // these entries is seen here. (A stream, which answers event after
-        // event, relies on its recheck every few seconds instead: an
-        // exact check per event would cost a read per event and operator.)
-        match live.holder.check(state).await {
-            Check::Allowed => {}
-            Check::Refused => return Err(DomainError::Unauthenticated.into()),
-            Check::Unknown => return Err(DomainError::Unavailable("the sign-in could not be checked; try again").into()),
-        }
-    }
     Ok(Catchup { items, cursor: live.follower.cursor() })
 }
 

@@ -16,9 +16,11 @@
 
 mod device;
 mod failures;
+mod guard;
 mod personal;
 
 pub use device::{DeviceMarks, LIFETIME as DEVICE_MARK_LIFETIME};
+pub use guard::SessionGuard;
 
 use device::Account;
 pub use personal::{MAX_DAYS as MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};

@@ -7,6 +7,7 @@
 //! lost, late or doubled costs a read or a delay, never an entry.
 
 use super::{Cursor, FeedItem, FeedService, PAGE, Reader, hub::Watch};
+use crate::auth::SessionGuard;
 use crate::error::DomainError;
 
 /// What a follower has for its client next.
@@ -28,6 +29,8 @@ pub struct Follower {
     /// The last read filled a page: read again before waiting.
     more: bool,
     watch: Watch,
+    /// Checked in every read, when an operator's token holds the follower.
+    guard: Option<SessionGuard>,
 }
 
 impl FeedService {
@@ -42,16 +45,23 @@ impl FeedService {
             Some(cursor) => (cursor, true),
             None => (self.head(reader).await?, false),
         };
-        Ok(Follower { feed: self.clone(), reader, cursor, unchecked, more: false, watch })
+        Ok(Follower { feed: self.clone(), reader, cursor, unchecked, more: false, watch, guard: None })
     }
 }
 
 impl Follower {
+    /// Reads only while `guard`'s token holds: a read after it ended is
+    /// `Unauthenticated`, and hands out nothing.
+    pub fn guarded(mut self, guard: SessionGuard) -> Self {
+        self.guard = Some(guard);
+        self
+    }
+
     /// The entries committed since the last read that the reader sees;
     /// `None` when there are none yet. After a `Reset` the follower has
     /// nothing more to give.
     pub async fn read(&mut self) -> Result<Option<Step>, DomainError> {
-        let page = match self.feed.read(self.reader, self.cursor, self.unchecked).await {
+        let page = match self.feed.read(self.reader, self.cursor, self.unchecked, self.guard.clone()).await {
             Err(DomainError::CursorExpired) => return Ok(Some(Step::Reset)),
             page => page?,
         };

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Cursor, CursorSeal, FeedItem, Hub};
+use crate::auth::SessionGuard;
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::model::{ConversationId, ConversationScope, SiteScope, TenantId};
@@ -133,13 +134,23 @@ impl FeedService {
     /// quiet tenant's or conversation's newest entry may be older than
     /// the retention, and a client that has just been given that cursor
     /// has missed nothing.
-    pub async fn read(&self, reader: Reader, after: Cursor, check: bool) -> Result<Catchup, DomainError> {
+    ///
+    /// With `guard`, the operator's token is checked in the same snapshot
+    /// as the entries (see `auth::SessionGuard`): `Unauthenticated` once
+    /// it no longer holds.
+    pub async fn read(&self, reader: Reader, after: Cursor, check: bool, guard: Option<SessionGuard>) -> Result<Catchup, DomainError> {
         let fresh = self.in_retention(after);
         let tenant = reader.tenant();
         let from = after.position;
+        let now = self.clock.now();
         let (head, items) = self
             .db
             .read(move |r| {
+                if let Some(guard) = &guard
+                    && !guard.holds(r, now)?
+                {
+                    return Err(DomainError::Unauthenticated);
+                }
                 let head = reader.last_entry(r)?;
                 if check {
                     let at_head = head.is_some_and(|(position, at)| position == from && at == after.at);

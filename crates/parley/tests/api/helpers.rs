@@ -408,3 +408,49 @@ pub fn terminate_connections(url: &str) -> i64 {
     .join()
     .expect("terminating thread")
 }
+
+/// How a token ends: its own logout, or an admin's request (a new
+/// password, disabling its operator, revoking it).
+pub enum Ending {
+    Logout,
+    ByAdmin(Method, String, Value),
+}
+
+/// An operator's token for each way a token can end, with that way, and
+/// the admin's own token.
+pub async fn ending_tokens(app: &TestApp, f: &Fixture) -> (String, Vec<(String, Ending)>) {
+    let admin = app.login("admin@acme.example.com").await;
+    for op in ["ops1", "ops2", "ops3"] {
+        app.operator(f, &format!("{op}@acme.example.com"), Role::Admin, &[]).await;
+    }
+    let (_, list) = app.authed(Method::GET, "/api/admin/operators", &admin, None).await;
+    let id = |email: &str| list["operators"].as_array().unwrap().iter().find(|o| o["email"] == email).unwrap()["id"].as_i64().unwrap();
+    let (ops2, ops3) = (id("ops2@acme.example.com"), id("ops3@acme.example.com"));
+    let (_, personal) = app.authed(Method::POST, "/api/admin/tokens", &admin, Some(json!({"name": "poll", "expires_in_days": 1}))).await;
+    let personal_id = personal["token"]["id"].as_i64().unwrap();
+    let ways = vec![
+        (app.login("ops1@acme.example.com").await, Ending::Logout),
+        (
+            app.login("ops2@acme.example.com").await,
+            Ending::ByAdmin(Method::PATCH, format!("/api/admin/operators/{ops2}"), json!({"password": "another long password"})),
+        ),
+        (
+            app.login("ops3@acme.example.com").await,
+            Ending::ByAdmin(Method::PATCH, format!("/api/admin/operators/{ops3}"), json!({"active": false})),
+        ),
+        (
+            personal["token"]["access_token"].as_str().unwrap().to_owned(),
+            Ending::ByAdmin(Method::DELETE, format!("/api/admin/tokens/{personal_id}"), Value::Null),
+        ),
+    ];
+    (admin, ways)
+}
+
+/// Ends `token` the way `ending` says.
+pub async fn end_token(app: &TestApp, admin: &str, token: &str, ending: &Ending) {
+    let (status, body) = match ending {
+        Ending::Logout => app.authed(Method::POST, "/api/mobile/logout", token, None).await,
+        Ending::ByAdmin(method, path, body) => app.authed(method.clone(), path, admin, (!body.is_null()).then(|| body.clone())).await,
+    };
+    assert!(status.is_success(), "{status} {body}");
+}

@@ -648,3 +648,56 @@ async fn a_visitors_cursor_moves_only_with_what_it_sees() {
     assert_ne!(id, taken);
     assert_eq!(eventually(|| async { Some(messages_cursor(&app, "/api", &f.token, &mine).await).filter(|c| *c != taken) }).await, id);
 }
+
+/// An operator's stream reads only while its token holds, checked in the
+/// snapshot of the entries it reads: an entry committed after a logout, a
+/// new password, disabling or a revocation never reaches the stream, even
+/// when that entry is what wakes it; the stream ends instead, long before
+/// its idle recheck (5 s here).
+#[tokio::test]
+async fn an_operator_stream_never_sends_an_entry_committed_after_its_token_ended() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let (admin, ways) = ending_tokens(&app, &f).await;
+    for (n, (token, ending)) in ways.into_iter().enumerate() {
+        let mut stream = operator_stream(&app, &token, &[]).await;
+        end_token(&app, &admin, &token, &ending).await;
+        app.open_conversation("/api", &f.token, &format!("after-{n}"), "after the revocation").await;
+        let ended = tokio::time::timeout(Duration::from_secs(3), async {
+            loop {
+                match stream.frame().await {
+                    None => return,
+                    Some(Frame::Comment(_)) => {}
+                    Some(other) => panic!("an event after the token ended: {other:?}"),
+                }
+            }
+        })
+        .await;
+        assert!(ended.is_ok(), "the stream ends at its next read, before the recheck");
+    }
+}
+
+/// The web app's stream is held by its session the same way.
+#[tokio::test]
+async fn the_web_apps_stream_ends_with_its_session_and_sends_nothing_after() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let mut browser = crate::web_browser::Browser::signed_in(&app, "admin@acme.example.com").await;
+    let session = browser.cookies["parley_session"].clone();
+    let mut stream = sse::open_ok(&app, "/app/events", &[("cookie", &format!("parley_session={session}"))]).await;
+    let page = browser.get("/app").await;
+    let out = browser.post("/app/logout", &[("csrf", &page.field("csrf"))]).await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    app.open_conversation("/api", &f.token, "v1", "after the sign-out").await;
+    let ended = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            match stream.frame().await {
+                None => return,
+                Some(Frame::Comment(_)) => {}
+                Some(other) => panic!("an event after the sign-out: {other:?}"),
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream ends at its next read");
+}
