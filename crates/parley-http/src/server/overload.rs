@@ -2,9 +2,10 @@
 //!
 //! A connection that has not sent a whole request (its head, or its body)
 //! for more than [`STALLED_AFTER`] is a candidate to be closed when the
-//! cap is reached and a new client waits: the oldest such connection goes
-//! first, as nginx's `reset_timedout_connection` and Envoy's overload
-//! manager do. A few hundred stalled sockets then cost a newcomer a wait
+//! cap is reached and a new client waits, as nginx's
+//! `reset_timedout_connection` and Envoy's overload manager do. Among the
+//! candidates the one whose client sent nothing for longest goes first:
+//! a stalled socket before an upload that is still coming in. A few hundred stalled sockets then cost a newcomer a wait
 //! of about two seconds, not the thirty of the body timeout. A connection
 //! whose request is whole and being answered (a slow handler, a live
 //! stream, a long poll) is never a candidate.
@@ -45,16 +46,27 @@ pub(super) struct Phase {
     state: AtomicU8,
     /// Milliseconds after `epoch` when the state began.
     since: AtomicU64,
+    /// Milliseconds after `epoch` when the client last sent something
+    /// the handler took (or the state began).
+    progress: AtomicU64,
 }
 
 impl Phase {
     fn new(epoch: Instant) -> Arc<Self> {
-        Arc::new(Self { epoch, state: AtomicU8::new(WAITING), since: AtomicU64::new(millis(epoch)) })
+        let now = millis(epoch);
+        Arc::new(Self { epoch, state: AtomicU8::new(WAITING), since: AtomicU64::new(now), progress: AtomicU64::new(now) })
     }
 
     fn set(&self, state: u8) {
-        self.since.store(millis(self.epoch), Ordering::Relaxed);
+        let now = millis(self.epoch);
+        self.since.store(now, Ordering::Relaxed);
+        self.progress.store(now, Ordering::Relaxed);
         self.state.store(state, Ordering::Release);
+    }
+
+    /// The client sent body bytes.
+    fn progressed(&self) {
+        self.progress.store(millis(self.epoch), Ordering::Relaxed);
     }
 
     /// A request head has arrived: the handler has the request.
@@ -70,11 +82,12 @@ impl Phase {
         }
     }
 
-    /// Since when the connection has been without a whole request, if it is.
-    fn stalled_since(&self) -> Option<u64> {
+    /// Since when the connection has been without a whole request, if it
+    /// is, and when its client last sent something.
+    fn stalled_since(&self) -> Option<(u64, u64)> {
         match self.state.load(Ordering::Acquire) {
             ANSWERING => None,
-            _ => Some(self.since.load(Ordering::Relaxed)),
+            _ => Some((self.since.load(Ordering::Relaxed), self.progress.load(Ordering::Relaxed))),
         }
     }
 }
@@ -138,9 +151,9 @@ impl Connections {
         }
     }
 
-    /// Closes the connection that has gone longest without a whole
-    /// request, if one has for more than [`STALLED_AFTER`]; returns
-    /// whether one was closed.
+    /// Closes, among the connections that have gone more than
+    /// [`STALLED_AFTER`] without a whole request, the one whose client has
+    /// sent nothing for longest; returns whether one was closed.
     pub(super) fn close_oldest_stalled(&self) -> bool {
         let Some(limit) = self.epoch.elapsed().checked_sub(STALLED_AFTER) else { return false };
         let limit = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
@@ -148,8 +161,8 @@ impl Connections {
             .lock()
             .iter()
             .filter_map(|(id, (phase, abort))| Some((phase.stalled_since()?, *id, abort.as_ref()?)))
-            .filter(|(since, _, _)| *since < limit)
-            .min_by_key(|(since, id, _)| (*since, *id))
+            .filter(|((since, _), _, _)| *since < limit)
+            .min_by_key(|((_, progress), id, _)| (*progress, *id))
             .map(|(_, _, abort)| abort.clone());
         // Aborted outside the lock: the task's end takes it to leave.
         oldest.map(|abort| abort.abort()).is_some()
@@ -184,7 +197,8 @@ impl<B: Body<Data = Bytes>> Body for RequestBody<B> {
             // `is_end_stream` and never poll for the end.
             Poll::Ready(None) => this.phase.set(ANSWERING),
             Poll::Ready(Some(Ok(_))) if this.inner.is_end_stream() => this.phase.set(ANSWERING),
-            Poll::Ready(Some(_)) => {}
+            Poll::Ready(Some(Ok(_))) => this.phase.progressed(),
+            Poll::Ready(Some(Err(_))) => {}
         }
         polled
     }
@@ -309,12 +323,41 @@ mod tests {
         assert!(body.as_mut().poll_frame(&mut cx).is_ready());
         assert_eq!(phase.stalled_since(), None, "what had arrived came at once");
         assert!(body.as_mut().poll_frame(&mut cx).is_pending());
-        let since = phase.stalled_since().expect("waiting on the client");
+        let (since, _) = phase.stalled_since().expect("waiting on the client");
         tokio::time::advance(Duration::from_secs(1)).await;
         assert!(body.as_mut().poll_frame(&mut cx).is_ready());
         assert!(body.as_mut().poll_frame(&mut cx).is_pending());
-        assert_eq!(phase.stalled_since(), Some(since), "a trickle keeps the first wait's time");
+        let (still, progress) = phase.stalled_since().expect("still waiting");
+        assert_eq!(still, since, "a trickle keeps the first wait's time");
+        assert_eq!(progress, since + 1000, "and tells when it last came");
         assert!(matches!(body.as_mut().poll_frame(&mut cx), Poll::Ready(None)));
         assert_eq!(phase.stalled_since(), None, "whole");
+    }
+
+    /// Among connections without a whole request for over two seconds,
+    /// an upload still coming in goes after a socket that sends nothing.
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_still_sends_is_closed_after_one_that_does_not() {
+        let connections = Connections::new();
+        let (uploading, upload) = connections.register();
+        uploading.head_received();
+        uploading.waiting_for_body();
+        let upload_task = tokio::spawn(async move {
+            let _upload = upload;
+            std::future::pending::<()>().await;
+        });
+        tokio::time::advance(Duration::from_millis(500)).await;
+        let (_stalled, stall) = connections.register();
+        let stall_task = tokio::spawn(async move {
+            let _stall = stall;
+            std::future::pending::<()>().await;
+        });
+        connections.lock().get_mut(&0).unwrap().1 = Some(upload_task.abort_handle());
+        connections.lock().get_mut(&1).unwrap().1 = Some(stall_task.abort_handle());
+        tokio::time::advance(Duration::from_secs(3)).await;
+        uploading.progressed();
+        assert!(connections.close_oldest_stalled());
+        tokio::task::yield_now().await;
+        assert!(stall_task.is_finished() && !upload_task.is_finished(), "the silent one first, though the upload started earlier");
     }
 }
