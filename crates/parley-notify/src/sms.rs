@@ -45,7 +45,7 @@ impl SmsSender for SmsGateway {
                     // good; any other (the gateway's own access, its
                     // credit, its limits, an outage) is the service's
                     // problem, not the number's.
-                    let refused = matches!(status.as_u16(), 400 | 404 | 410 | 422);
+                    let refused = matches!(status.as_u16(), 400 | 422);
                     Err(if refused { SendError::permanent(reason) } else { SendError::transient(reason) })
                 }
                 Err(e) if e.is_timeout() => Err(SendError::transient("the SMS gateway timed out")),

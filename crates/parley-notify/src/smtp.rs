@@ -76,31 +76,30 @@ fn recipient(address: &str) -> Result<Mailbox, SendError> {
 
 /// Whether an SMTP refusal is of the recipient itself, for good: the
 /// replies that say the mailbox does not exist or cannot be used (550,
-/// 551, 553, 556; RFC 5321, RFC 7504), unless an enhanced status code
-/// (RFC 3463) says the reason lies elsewhere (5.7.x: policy, such as a
-/// relay the server will not do for Parley). Anything else (the server
-/// unavailable, Parley's own credentials refused, a message too large) is
-/// the service's problem, not the address's.
+/// 551, 553, 556; RFC 5321, RFC 7504), when their enhanced status code
+/// (RFC 3463), if they give one, is about the destination mailbox or
+/// system (5.1.1, 5.1.2, 5.1.3, 5.1.6, 5.1.10, 5.2.1). Anything else (the
+/// server unavailable, Parley's own sender or credentials refused, a
+/// policy, a message too large) is the service's problem, not the
+/// address's. A bare 550 says no more than "mailbox unavailable", and is
+/// taken to be about the recipient, as RFC 5321 describes it.
 fn refuses_recipient(code: Option<u16>, text: &str) -> bool {
     if !matches!(code, Some(550 | 551 | 553 | 556)) {
         return false;
     }
-    match enhanced_subject(text) {
-        Some(subject) => subject == 1,
+    match enhanced_code(text) {
+        Some(enhanced) => matches!(enhanced, (1, 1) | (1, 2) | (1, 3) | (1, 6) | (1, 10) | (2, 1)),
         None => true,
     }
 }
 
-/// The subject of the first enhanced status code `5.S.D` in a reply.
-fn enhanced_subject(text: &str) -> Option<u16> {
+/// The subject and detail of the first enhanced status code `5.S.D` in
+/// a reply.
+fn enhanced_code(text: &str) -> Option<(u16, u16)> {
     text.split(|c: char| c.is_whitespace() || c == ':' || c == ',').find_map(|word| {
         let mut parts = word.split('.');
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
-            (Some("5"), Some(subject), Some(detail), None)
-                if !detail.is_empty() && detail.len() <= 3 && detail.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                subject.parse().ok()
-            }
+            (Some("5"), Some(subject), Some(detail), None) => Some((subject.parse().ok()?, detail.parse().ok()?)),
             _ => None,
         }
     })
@@ -115,6 +114,9 @@ mod tests {
         assert!(refuses_recipient(Some(550), "permanent error (550): 5.1.1 no such mailbox"));
         assert!(refuses_recipient(Some(553), "mailbox name not allowed"));
         assert!(!refuses_recipient(Some(550), "permanent error (550): 5.7.1 relaying denied"), "policy, not the address");
+        assert!(!refuses_recipient(Some(553), "5.1.7 bad sender address syntax"), "the sender, not the recipient");
+        assert!(refuses_recipient(Some(550), "5.2.1 mailbox disabled"));
+        assert!(refuses_recipient(Some(556), "5.1.10 recipient address has null MX"));
         for (code, text) in
             [(535, "5.7.8 authentication failed"), (530, "5.7.0 authentication required"), (552, "5.3.4 too big"), (554, "5.7.1 spam")]
         {

@@ -329,7 +329,7 @@ async fn a_refused_recipient_is_422_on_the_target_and_only_an_outage_is_503() {
     }
     let (status, body) = s.start("/api", json!({"method": "email_otp"})).await;
     assert_fields(status, &body, &["target"]);
-    for refused in [400, 404, 422] {
+    for refused in [400, 422] {
         s.sms.reply(&[Reply::Status(refused)]);
         let (status, body) = s.start("/api", json!({"method": "sms_otp"})).await;
         assert_fields(status, &body, &["target"]);
@@ -337,7 +337,7 @@ async fn a_refused_recipient_is_422_on_the_target_and_only_an_outage_is_503() {
     }
     // The gateway's own access, credit and limits, and its outages, are
     // the service's problem: the visitor is told to try again later.
-    for outage in [401, 402, 403, 413, 429, 500, 502, 503] {
+    for outage in [401, 402, 403, 404, 405, 413, 429, 500, 502, 503] {
         s.sms.reply(&[Reply::Status(outage)]);
         let (status, body) = s.start("/api", json!({"method": "sms_otp"})).await;
         assert_error(status, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
