@@ -53,6 +53,9 @@ fn forbidden_v6(ip: Ipv6Addr) -> bool {
         || (first & 0xffc0) == 0xfe80   // link-local fe80::/10
         || (first & 0xffc0) == 0xfec0   // site-local fec0::/10
         || (first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
+        || (first & 0xfff0) == 0x3ff0 // documentation 3fff::/20 (RFC 9637)
+        || (first == 0x0100 && ip.segments()[1..4] == [0, 0, 0]) // discard-only 100::/64 (RFC 6666)
+        || (first == 0x2001 && (ip.segments()[1] & 0xfe00) == 0 && ip.segments()[1] != 0) // IETF protocol assignments 2001::/23, Teredo aside
         || (first == 0x64 && ip.segments()[1] == 0xff9b && ip.segments()[2] == 1) // local-use NAT64: where the IPv4 sits varies
 }
 
@@ -67,8 +70,10 @@ enum Embedded {
 
 /// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), translated
 /// (`::ffff:0:a.b.c.d`, RFC 2765), compatible (`::a.b.c.d`), NAT64
-/// (`64:ff9b::a.b.c.d`, RFC 6052), 6to4 (`2002:AABB:CCDD::/48`, RFC 3056)
-/// or Teredo (`2001:0::/32`, RFC 4380) address.
+/// (`64:ff9b::a.b.c.d`, RFC 6052), 6to4 (`2002:AABB:CCDD::/48`, RFC 3056),
+/// Teredo (`2001:0::/32`, RFC 4380) or ISATAP (an interface identifier
+/// `0:5efe:a.b.c.d` or `200:5efe:a.b.c.d` under any prefix, RFC 5214)
+/// address.
 fn embedded_v4(ip: Ipv6Addr) -> Embedded {
     let s = ip.segments();
     let v4 = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
@@ -90,6 +95,9 @@ fn embedded_v4(ip: Ipv6Addr) -> Embedded {
     }
     if s[0] == 0x2001 && s[1] == 0 {
         return Embedded::Two(v4(s[2], s[3]), v4(!s[6], !s[7]));
+    }
+    if (s[4] & 0xfdff) == 0 && s[5] == 0x5efe {
+        return Embedded::One(tail);
     }
     Embedded::None
 }
@@ -181,6 +189,13 @@ mod tests {
             "2001:0:a00:1::1",
             "2001:0:4136:e378:8000:63bf:5601:5601",
             "2001:0:4136:e378:8000:63bf:80ff:fffe",
+            // ISATAP, with the metadata address and a private one.
+            "2001:470::5efe:a9fe:a9fe",
+            "2001:470::200:5efe:a00:1",
+            "3fff::1",
+            "100::1",
+            "2001:10::1",
+            "2001:20::1",
         ] {
             assert!(forbidden_ip(bad.parse().unwrap()), "{bad} must be refused");
         }
@@ -196,6 +211,8 @@ mod tests {
             "64:ff9b::8.8.8.8",
             // Teredo: a public server and the client 8.8.8.8 (inverted).
             "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+            // ISATAP with a public IPv4 address.
+            "2001:470::5efe:808:808",
         ] {
             assert!(!forbidden_ip(good.parse().unwrap()), "{good} must be allowed");
         }
