@@ -13,10 +13,15 @@
 //! in with a stolen password keeps no allowance of guesses after the
 //! reset.
 //!
-//! A mark is `dm1.<id>.<issued>.<signature>`: a random id (what its
-//! failures are counted under), when it was issued (base 36
-//! milliseconds), and the signature, all URL-safe. It is good for
-//! [`LIFETIME`] and a new one is issued at every successful sign-in.
+//! A mark is `dm2.<id>.<issued>.<email tag>.<password tag>`: a random id
+//! (what its failures are counted under), when it was issued (base 36
+//! milliseconds), and two 128-bit HMAC tags, all URL-safe. The first binds
+//! the mark to the email and is checked before anything is read, so a
+//! made-up mark costs nothing and tells nothing (not even whether the
+//! email exists); only the holder of a genuine mark for that email makes
+//! the sign-in read the account before its reservation, to check the
+//! second tag against the password hash. A mark is good for [`LIFETIME`]
+//! and a new one is issued at every successful sign-in.
 
 use std::time::Duration;
 
@@ -32,7 +37,11 @@ use crate::ids::{parse_radix36, radix36};
 /// How long a mark is honoured after its sign-in.
 pub const LIFETIME: Duration = Duration::from_secs(365 * 86_400);
 
-const VERSION: &str = "dm1";
+const VERSION: &str = "dm2";
+
+/// Bytes of each tag: 128 bits, as a mark is a long-lived credential's
+/// helper, not a credential.
+const TAG: usize = 16;
 
 #[derive(Clone)]
 pub struct DeviceMarks {
@@ -45,57 +54,78 @@ impl std::fmt::Debug for DeviceMarks {
     }
 }
 
-/// What a mark is bound to: the account's email, as limits compare it,
-/// and its stored password hash.
-pub struct Account<'a> {
-    pub email_key: &'a str,
-    pub password_hash: &'a str,
-}
-
 /// The device a valid mark names: its failures are counted under it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MarkedDevice(pub String);
+
+/// A mark whose email tag holds: what remains is its password tag.
+pub struct Claimed {
+    id: String,
+    email_tag: Vec<u8>,
+    password_tag: Vec<u8>,
+}
 
 impl DeviceMarks {
     pub fn new(key: [u8; 32]) -> Self {
         Self { key }
     }
 
-    /// The signature's input: the mark's own parts and what it is bound
-    /// to (the account's email and its password hash as of the sign-in).
-    fn mac(&self, id: &str, issued: &str, account: &Account<'_>) -> Hmac<Sha256> {
+    fn mac(&self, parts: &[&[u8]]) -> Hmac<Sha256> {
         let mut mac = crate::keys::hmac(&self.key);
-        for part in [VERSION, id, issued, account.email_key, account.password_hash] {
-            mac.update(part.as_bytes());
+        for part in parts {
+            mac.update(part);
             mac.update(b"\n");
         }
         mac
     }
 
-    /// A new mark for a device that has just signed in to `account`.
-    pub fn issue(&self, account: &Account<'_>, now: Timestamp) -> Result<String, DomainError> {
-        let id = URL_SAFE_NO_PAD.encode(crate::ids::random_bytes::<16>()?);
-        let issued = radix36(now.as_millis());
-        let signature = URL_SAFE_NO_PAD.encode(self.mac(&id, &issued, account).finalize().into_bytes());
-        Ok(format!("{VERSION}.{id}.{issued}.{signature}"))
+    fn email_tag(&self, id: &str, issued: &str, email_key: &str) -> Hmac<Sha256> {
+        self.mac(&[VERSION.as_bytes(), b"email", id.as_bytes(), issued.as_bytes(), email_key.as_bytes()])
     }
 
-    /// The device `mark` names, if this service issued it for `account`
-    /// (as the account is now) less than [`LIFETIME`] ago; anything else
+    fn password_tag(&self, email_tag: &[u8], password_hash: &str) -> Hmac<Sha256> {
+        self.mac(&[VERSION.as_bytes(), b"password", email_tag, password_hash.as_bytes()])
+    }
+
+    /// A new mark for a device that has just signed in as `email_key`,
+    /// whose password hash is now `password_hash`.
+    pub fn issue(&self, email_key: &str, password_hash: &str, now: Timestamp) -> Result<String, DomainError> {
+        let id = URL_SAFE_NO_PAD.encode(crate::ids::random_bytes::<16>()?);
+        let issued = radix36(now.as_millis());
+        let email_tag = self.email_tag(&id, &issued, email_key).finalize().into_bytes();
+        let password_tag = self.password_tag(&email_tag[..TAG], password_hash).finalize().into_bytes();
+        let (email_tag, password_tag) = (URL_SAFE_NO_PAD.encode(&email_tag[..TAG]), URL_SAFE_NO_PAD.encode(&password_tag[..TAG]));
+        Ok(format!("{VERSION}.{id}.{issued}.{email_tag}.{password_tag}"))
+    }
+
+    /// The mark, if this service issued it for `email_key` less than
+    /// [`LIFETIME`] ago: checked without reading anything. Anything else
     /// is no mark at all.
-    pub fn verify(&self, mark: &str, account: &Account<'_>, now: Timestamp) -> Option<MarkedDevice> {
+    pub fn claim(&self, mark: &str, email_key: &str, now: Timestamp) -> Option<Claimed> {
         let mut parts = mark.split('.');
-        let (Some(VERSION), Some(id), Some(issued), Some(signature), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(VERSION), Some(id), Some(issued), Some(email_tag), Some(password_tag), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return None;
         };
-        let at = parse_radix36(issued)?;
-        let signature = URL_SAFE_NO_PAD.decode(signature).ok()?;
+        let at = Timestamp::from_millis(parse_radix36(issued)?);
+        if at > now.plus(Duration::from_secs(300)) || now.since(at) >= LIFETIME {
+            return None;
+        }
+        let (email_tag, password_tag) = (URL_SAFE_NO_PAD.decode(email_tag).ok()?, URL_SAFE_NO_PAD.decode(password_tag).ok()?);
+        if email_tag.len() != TAG || password_tag.len() != TAG {
+            return None;
+        }
         // Compared in constant time.
-        self.mac(id, issued, account).verify_slice(&signature).ok()?;
-        let issued_at = Timestamp::from_millis(at);
-        (issued_at <= now.plus(Duration::from_secs(300)) && now.since(issued_at) < LIFETIME).then(|| MarkedDevice(id.to_owned()))
+        self.email_tag(id, issued, email_key).verify_truncated_left(&email_tag).ok()?;
+        Some(Claimed { id: id.to_owned(), email_tag, password_tag })
+    }
+
+    /// The device a claimed mark names, if the account's password is
+    /// still the one it signed in with.
+    pub fn confirm(&self, claimed: &Claimed, password_hash: &str) -> Option<MarkedDevice> {
+        self.password_tag(&claimed.email_tag, password_hash).verify_truncated_left(&claimed.password_tag).ok()?;
+        Some(MarkedDevice(claimed.id.clone()))
     }
 }
 
@@ -104,51 +134,57 @@ mod tests {
     use super::*;
 
     const NOW: Timestamp = Timestamp::from_millis(1_767_225_600_000);
+    const ANN: &str = "ann@example.com";
+    const HASH: &str = "$argon2id$ann";
 
     fn marks() -> DeviceMarks {
         DeviceMarks::new([9; 32])
     }
 
-    const ANN: Account<'static> = Account { email_key: "ann@example.com", password_hash: "$argon2id$ann" };
+    fn device(mark: &str, email: &str, hash: &str, now: Timestamp) -> Option<MarkedDevice> {
+        marks().confirm(&marks().claim(mark, email, now)?, hash)
+    }
 
     #[test]
-    fn a_mark_names_its_device_for_its_email_only() {
-        let mark = marks().issue(&ANN, NOW).unwrap();
+    fn a_mark_names_its_device_for_its_account_only() {
+        let mark = marks().issue(ANN, HASH, NOW).unwrap();
         assert!(crate::validate::token(&mark).is_ok(), "a client can send it back as a token: {mark}");
-        let device = marks().verify(&mark, &ANN, NOW).expect("valid");
-        assert!(mark.contains(&device.0));
-        assert_eq!(marks().verify(&mark, &Account { email_key: "bob@example.com", ..ANN }, NOW), None, "another account's");
-        let reset = Account { password_hash: "$argon2id$new", ..ANN };
-        assert_eq!(marks().verify(&mark, &reset, NOW), None, "a new password ends the marks made with the old one");
-        assert_eq!(DeviceMarks::new([8; 32]).verify(&mark, &ANN, NOW), None, "another installation's");
-        assert_ne!(marks().issue(&ANN, NOW).unwrap(), mark, "each sign-in gets a new one");
+        let found = device(&mark, ANN, HASH, NOW).expect("valid");
+        assert!(mark.contains(&found.0));
+        assert!(marks().claim(&mark, "bob@example.com", NOW).is_none(), "another account's, refused before any read");
+        assert_eq!(device(&mark, ANN, "$argon2id$new", NOW), None, "a new password ends the marks made with the old one");
+        assert!(DeviceMarks::new([8; 32]).claim(&mark, ANN, NOW).is_none(), "another installation's");
+        assert_ne!(marks().issue(ANN, HASH, NOW).unwrap(), mark, "each sign-in gets a new one");
     }
 
     #[test]
     fn a_mark_lasts_a_year() {
-        let mark = marks().issue(&ANN, NOW).unwrap();
-        assert!(marks().verify(&mark, &ANN, NOW.plus(LIFETIME - Duration::from_secs(1))).is_some());
-        assert_eq!(marks().verify(&mark, &ANN, NOW.plus(LIFETIME)), None);
-        assert_eq!(marks().verify(&mark, &ANN, NOW.minus(Duration::from_secs(3600))), None, "not from the future");
+        let mark = marks().issue(ANN, HASH, NOW).unwrap();
+        assert!(device(&mark, ANN, HASH, NOW.plus(LIFETIME - Duration::from_secs(1))).is_some());
+        assert!(marks().claim(&mark, ANN, NOW.plus(LIFETIME)).is_none());
+        assert!(marks().claim(&mark, ANN, NOW.minus(Duration::from_secs(3600))).is_none(), "not from the future");
     }
 
     #[test]
     fn altered_and_malformed_marks_are_no_marks() {
-        let mark = marks().issue(&ANN, NOW).unwrap();
-        let parts: Vec<&str> = mark.split('.').collect();
-        let other = marks().issue(&ANN, NOW).unwrap();
-        let other_parts: Vec<&str> = other.split('.').collect();
+        let mark = marks().issue(ANN, HASH, NOW).unwrap();
+        let p: Vec<&str> = mark.split('.').collect();
+        let other = marks().issue(ANN, HASH, NOW).unwrap();
+        let o: Vec<&str> = other.split('.').collect();
         for bad in [
             String::new(),
-            "dm1".into(),
+            "dm2".into(),
             format!("{mark}.x"),
-            format!("dm2.{}.{}.{}", parts[1], parts[2], parts[3]),
-            format!("dm1.{}.{}.{}", other_parts[1], parts[2], parts[3]),
-            format!("dm1.{}.{}.{}", parts[1], radix36(NOW.as_millis() + 1), parts[3]),
-            format!("dm1.{}.{}.{}", parts[1], parts[2], &parts[3][1..]),
-            format!("dm1.{}.-{}.{}", parts[1], parts[2], parts[3]),
+            format!("dm1.{}.{}.{}.{}", p[1], p[2], p[3], p[4]),
+            format!("dm2.{}.{}.{}.{}", o[1], p[2], p[3], p[4]),
+            format!("dm2.{}.{}.{}.{}", p[1], radix36(NOW.as_millis() + 1), p[3], p[4]),
+            format!("dm2.{}.{}.{}.{}", p[1], p[2], &p[3][1..], p[4]),
+            format!("dm2.{}.-{}.{}.{}", p[1], p[2], p[3], p[4]),
         ] {
-            assert_eq!(marks().verify(&bad, &ANN, NOW), None, "{bad}");
+            assert!(marks().claim(&bad, ANN, NOW).is_none(), "{bad}");
+        }
+        for bad in [format!("dm2.{}.{}.{}.{}", p[1], p[2], p[3], o[4]), format!("dm2.{}.{}.{}.{}", p[1], p[2], p[3], &p[4][1..])] {
+            assert_eq!(device(&bad, ANN, HASH, NOW), None, "{bad}");
         }
     }
 }

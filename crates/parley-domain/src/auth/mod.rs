@@ -21,8 +21,6 @@ mod personal;
 
 pub use device::{DeviceMarks, LIFETIME as DEVICE_MARK_LIFETIME};
 pub use guard::SessionGuard;
-
-use device::Account;
 pub use personal::{MAX_DAYS as MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};
 
 use std::sync::{Arc, OnceLock};
@@ -142,16 +140,16 @@ impl AuthService {
         let _turn = self.checking.take(&client)?;
         self.attempts_by_address.reserve(&client, now)?;
         let email_key = crate::validate::email_key(&input.email);
-        // A mark is checked against the account as it is now, which takes
-        // a read; a sign-in without one needs none before its reservation,
-        // so a flood of refused attempts stays off the database.
+        // A mark bound to this email (checked without a read) is checked
+        // against the account's password as it is now, which takes a read
+        // before the reservation; without one, nothing is read before it,
+        // so neither a flood of refused attempts nor a made-up mark reaches
+        // the database, or tells whether the email exists.
         let mut found = None;
         let mut device = None;
-        if let Some(mark) = &input.device_mark {
+        if let Some(claimed) = input.device_mark.as_deref().and_then(|mark| self.marks.claim(mark, &email_key, now)) {
             let account = self.lookup(&input.email).await?;
-            device = account
-                .as_ref()
-                .and_then(|(_, hash)| self.marks.verify(mark, &Account { email_key: &email_key, password_hash: hash }, now));
+            device = account.as_ref().and_then(|(_, hash)| self.marks.confirm(&claimed, hash));
             found = Some(account);
         }
         let attempt = self.failures.attempt(&email_key, client, device.as_ref());
@@ -186,7 +184,7 @@ impl AuthService {
             SignIn::Web => self.tenancy.issue_session(&operator, self.session_ttl).await?,
         };
         let session = self.session(&token).await?;
-        let device_mark = self.marks.issue(&Account { email_key: &email_key, password_hash: &password_hash }, now)?;
+        let device_mark = self.marks.issue(&email_key, &password_hash, now)?;
         Ok(LoginOutcome { token, session, device_mark })
     }
 
