@@ -74,29 +74,25 @@ fn recipient(address: &str) -> Result<Mailbox, SendError> {
     Ok(Mailbox::new(None, address))
 }
 
-/// Whether an SMTP refusal is of the recipient itself, for good: the
-/// replies that say the mailbox does not exist or cannot be used (550,
-/// 551, 553, 556; RFC 5321, RFC 7504), when their enhanced status code
-/// (RFC 3463), if they give one, is about the destination mailbox or
-/// system (5.1.1, 5.1.2, 5.1.3, 5.1.6, 5.1.10, 5.2.1). Anything else (the
-/// server unavailable, Parley's own sender or credentials refused, a
-/// policy, a message too large) is the service's problem, not the
-/// address's. A bare 550 says no more than "mailbox unavailable", and is
-/// taken to be about the recipient, as RFC 5321 describes it.
+/// Whether an SMTP refusal is of the recipient itself, for good: a reply
+/// that refuses a mailbox (550, 551, 553, 556; RFC 5321, RFC 7504) with
+/// an enhanced status code (RFC 3463) about the destination mailbox or
+/// system (5.1.1, 5.1.2, 5.1.3, 5.1.6, 5.1.10, 5.2.1, and 5.4.1, which
+/// Exchange gives an unknown recipient). Lettre does not say which
+/// command a reply answered, and a bare 550 can as well refuse Parley's
+/// own sender or a relay (RFC 5321 lists policy among its reasons), so a
+/// refusal without such a code is taken as the service's problem (503,
+/// and the log), never as the visitor's address.
 fn refuses_recipient(code: Option<u16>, text: &str) -> bool {
-    if !matches!(code, Some(550 | 551 | 553 | 556)) {
-        return false;
-    }
-    match enhanced_code(text) {
-        Some(enhanced) => matches!(enhanced, (1, 1) | (1, 2) | (1, 3) | (1, 6) | (1, 10) | (2, 1)),
-        None => true,
-    }
+    matches!(code, Some(550 | 551 | 553 | 556))
+        && matches!(enhanced_code(text), Some((1, 1) | (1, 2) | (1, 3) | (1, 6) | (1, 10) | (2, 1) | (4, 1)))
 }
 
 /// The subject and detail of the first enhanced status code `5.S.D` in
-/// a reply.
+/// a reply, as servers write it: alone, or in brackets or after `#`
+/// (qmail's `(#5.1.1)`).
 fn enhanced_code(text: &str) -> Option<(u16, u16)> {
-    text.split(|c: char| c.is_whitespace() || c == ':' || c == ',').find_map(|word| {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.')).find_map(|word| {
         let mut parts = word.split('.');
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
             (Some("5"), Some(subject), Some(detail), None) => Some((subject.parse().ok()?, detail.parse().ok()?)),
@@ -112,7 +108,11 @@ mod tests {
     #[test]
     fn only_refusals_of_the_recipient_itself_are_for_good() {
         assert!(refuses_recipient(Some(550), "permanent error (550): 5.1.1 no such mailbox"));
-        assert!(refuses_recipient(Some(553), "mailbox name not allowed"));
+        assert!(refuses_recipient(Some(553), "sorry, no mailbox here by that name. (#5.1.1)"), "qmail's form");
+        assert!(refuses_recipient(Some(550), "5.4.1 Recipient address rejected: Access denied"), "Exchange's unknown recipient");
+        assert!(!refuses_recipient(Some(553), "mailbox name not allowed"), "no code: it may be Parley's own sender");
+        assert!(!refuses_recipient(Some(550), "relay not permitted"), "Exim's relay refusal");
+        assert!(!refuses_recipient(Some(553), "sorry, that domain isn't in my list of allowed rcpthosts (#5.7.1)"));
         assert!(!refuses_recipient(Some(550), "permanent error (550): 5.7.1 relaying denied"), "policy, not the address");
         assert!(!refuses_recipient(Some(553), "5.1.7 bad sender address syntax"), "the sender, not the recipient");
         assert!(refuses_recipient(Some(550), "5.2.1 mailbox disabled"));
