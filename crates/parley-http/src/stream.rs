@@ -38,6 +38,9 @@ pub struct StreamSettings {
     pub keepalive: Duration,
     /// Streams one client address may hold (`PARLEY_STREAMS_PER_ADDRESS`).
     pub per_address: usize,
+    /// Streams all addresses together may hold: connections kept for
+    /// other requests, since the overload rule never closes a stream.
+    pub total: usize,
 }
 
 /// Longest time a stream goes on without checking who holds it: a
@@ -55,7 +58,7 @@ pub struct Streams {
 
 impl Streams {
     pub fn new(settings: StreamSettings, metrics: &Metrics) -> Self {
-        Self { settings, slots: StreamSlots::new(settings.per_address, metrics), closing: CancellationToken::new() }
+        Self { settings, slots: StreamSlots::new(settings.per_address, settings.total, metrics), closing: CancellationToken::new() }
     }
 
     /// Ends every stream, now and any opened later: the server's drain

@@ -45,6 +45,15 @@ pub fn fit_streams_per_address(wanted: usize, max_connections: usize) -> usize {
     wanted.min(room)
 }
 
+/// Streams all addresses together may hold: the connection cap less a
+/// reserve for every other request (an eighth of the cap, and at least a
+/// few connections), so a handful of addresses, or one IPv6 customer with
+/// many /64s, holding streams cannot make `/health` unreachable.
+pub fn streams_total(max_connections: usize) -> usize {
+    let reserve = (max_connections / 8).max((max_connections / 2).min(16));
+    max_connections.saturating_sub(reserve).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +63,13 @@ mod tests {
         assert_eq!(fit_streams_per_address(200, 10_000), 200);
         assert_eq!(fit_streams_per_address(200, 128), 64);
         assert_eq!(fit_streams_per_address(200, 1), 1);
+    }
+
+    #[test]
+    fn some_connections_are_always_kept_from_streams() {
+        assert_eq!(streams_total(10_000), 8_750);
+        assert_eq!(streams_total(128), 112);
+        assert_eq!(streams_total(3), 2);
+        assert_eq!(streams_total(1), 1);
     }
 }

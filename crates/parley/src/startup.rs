@@ -182,7 +182,8 @@ impl Application {
         );
         let max_connections = crate::resources::fit_connection_cap(config.max_connections);
         let per_address = crate::resources::fit_streams_per_address(config.streams_per_address, max_connections);
-        let streams = Streams::new(StreamSettings { keepalive: config.stream_keepalive, per_address }, &metrics);
+        let total = crate::resources::streams_total(max_connections);
+        let streams = Streams::new(StreamSettings { keepalive: config.stream_keepalive, per_address, total }, &metrics);
         let state = AppState::new(Services {
             widget,
             streams: streams.clone(),

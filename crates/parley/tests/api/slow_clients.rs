@@ -185,10 +185,13 @@ async fn stalled_bodies_at_the_cap_make_room_for_health() {
     child.kill().await.ok();
 }
 
-/// Sends `GET path` on a new connection and returns it with the status
-/// of its answer (the head only: a stream's answer goes on).
-async fn raw_get(addr: &str, path: &str) -> (TcpStream, u16) {
-    let mut s = TcpStream::connect(addr).await.expect("connect");
+/// Sends `GET path` on a new connection from the loopback address `from`
+/// and returns it with the status of its answer (the head only: a
+/// stream's answer goes on).
+async fn raw_get(from: [u8; 4], addr: &str, path: &str) -> (TcpStream, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind(std::net::SocketAddr::from((from, 0))).expect("bind");
+    let mut s = socket.connect(addr.parse().expect("an address")).await.expect("connect");
     s.write_all(format!("GET {path} HTTP/1.1\r\nHost: parley\r\nAccept: text/event-stream\r\n\r\n").as_bytes()).await.expect("write");
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
@@ -202,11 +205,11 @@ async fn raw_get(addr: &str, path: &str) -> (TcpStream, u16) {
 }
 
 /// Streams answer whole requests, so the overload rule never closes them:
-/// one address must not be able to hold every connection with them. With
-/// a cap of 128, an address holds at most 64 streams, and `/health`
-/// still answers while it does.
+/// no address, and no few addresses, may hold every connection with them.
+/// With a cap of 128, an address holds at most 64 streams and all of them
+/// together 112, and `/health` still answers while they are held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_address_cannot_fill_the_connections_with_streams() {
+async fn streams_cannot_fill_the_connections() {
     let dir = tempfile::tempdir().unwrap();
     let script = format!("ulimit -n 256 && exec {} demo", crate::cli::BIN);
     let mut cmd = crate::cli::command("sh", dir.path());
@@ -229,12 +232,19 @@ async fn one_address_cannot_fill_the_connections_with_streams() {
     let path = format!("/api/v1/widget/conversations/{public_id}/events?token={token}");
     let mut streams = Vec::new();
     for n in 0..64 {
-        let (stream, status) = raw_get(&addr, &path).await;
+        let (stream, status) = raw_get([127, 0, 0, 1], &addr, &path).await;
         assert_eq!(status, 200, "stream {n}");
         streams.push(stream);
     }
-    let (_, status) = raw_get(&addr, &path).await;
+    let (_, status) = raw_get([127, 0, 0, 1], &addr, &path).await;
     assert_eq!(status, 429, "the 65th stream of one address is refused");
+    for n in 0..48 {
+        let (stream, status) = raw_get([127, 0, 0, 2], &addr, &path).await;
+        assert_eq!(status, 200, "another address's stream {n}");
+        streams.push(stream);
+    }
+    let (_, status) = raw_get([127, 0, 0, 3], &addr, &path).await;
+    assert_eq!(status, 429, "the 113th stream of the instance is refused, whoever asks");
     let res = tokio::time::timeout(Duration::from_secs(5), client.get(format!("{base}/health")).send())
         .await
         .expect("/health answers while the streams are open")
