@@ -24,10 +24,10 @@ impl SessionGuard {
         Self { digest: password::token_digest(token), scope }
     }
 
-    /// Whether the token is still live, of an active operator whose scope
-    /// has not changed (a new role or other sites: the client reconnects
-    /// and reads with its new scope).
+    /// Whether the token is still live, of an active operator whose role
+    /// has not changed (with a new one the client reconnects and reads
+    /// with its new scope; sites are read with the entries themselves).
     pub(crate) fn holds(&self, r: &mut dyn ReadTx, now: Timestamp) -> StoreResult<bool> {
-        Ok(r.session(&self.digest)?.is_some_and(|s| s.expires_at > now && s.operator.active && s.operator.scope() == self.scope))
+        r.token_holds(&self.digest, self.scope, now)
     }
 }

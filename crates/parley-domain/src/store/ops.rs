@@ -54,6 +54,10 @@ pub trait TenancyWrite: TenancyRead {
 pub trait OperatorsRead {
     /// Resolves a bearer token digest: the entry point of the operator side.
     fn session(&mut self, token_hash: &[u8]) -> StoreResult<Option<Session>>;
+    /// Whether the token with this digest is live at `now`, of an active
+    /// operator with this scope: what a stream asks at every read, in one
+    /// statement.
+    fn token_holds(&mut self, token_hash: &[u8], scope: OperatorScope, now: Timestamp) -> StoreResult<bool>;
     /// Finds an operator and its password hash by email, for login only.
     fn login_operator(&mut self, email: &str) -> StoreResult<Option<(Operator, String)>>;
     fn operators(&mut self, tenant: TenantId) -> StoreResult<Vec<Operator>>;

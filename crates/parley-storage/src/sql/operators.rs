@@ -35,6 +35,11 @@ statements! {
          JOIN tenants t ON t.id = tok.tenant_id
          WHERE tok.token_hash = ?1 AND tok.revoked_at IS NULL"
     ),
+    TOKEN_HOLDS[Bytes, Int, Int, Int, Text](_) =>
+        "SELECT tok.id AS held FROM operator_tokens tok
+         JOIN operators o ON o.id = tok.operator_id AND o.tenant_id = tok.tenant_id
+         WHERE tok.token_hash = ?1 AND tok.revoked_at IS NULL AND tok.expires_at > ?2
+           AND tok.tenant_id = ?3 AND o.id = ?4 AND o.role = ?5 AND o.active = TRUE".into(),
     /// Emails are unique whatever their case, and found the same way.
     LOGIN_OPERATOR[Text](_) => format!("SELECT {OPERATOR_COLS}, o.password_hash AS o_password_hash FROM operators o WHERE lower(o.email) = lower(?1)"),
     OPERATORS[Int](_) => format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 ORDER BY o.id"),
@@ -112,6 +117,11 @@ impl OperatorsRead for Tx<'_> {
         };
         session.operator = self.with_sites(session.operator)?;
         Ok(Some(session))
+    }
+
+    fn token_holds(&mut self, token_hash: &[u8], scope: OperatorScope, now: Timestamp) -> StoreResult<bool> {
+        let found = self.one(&TOKEN_HOLDS, args![token_hash, now, scope.tenant, scope.operator, scope.role.as_str()], |r| r.i64("held"))?;
+        Ok(found.is_some())
     }
 
     fn login_operator(&mut self, email: &str) -> StoreResult<Option<(Operator, String)>> {

@@ -525,3 +525,26 @@ async fn a_server_key_is_kept_by_the_first_to_make_it() {
     assert_eq!(kept, Some(vec![1; 32]));
     assert_eq!(app.db.read(|r| Ok(r.server_key("no such key")?)).await.unwrap(), None);
 }
+
+/// What a stream asks at every read: the token holds only as it was
+/// given, for its own tenant, operator and role, until it ends.
+#[tokio::test]
+async fn a_token_holds_for_its_own_operator_until_it_ends() {
+    let (app, a, b) = world().await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, me) = app.authed(reqwest::Method::GET, "/api/mobile/me", &admin, None).await;
+    let id = OperatorId(me["user"]["id"].as_i64().unwrap());
+    let digest = parley_domain::password::token_digest(&admin);
+    let scope = OperatorScope { tenant: a.tenant, operator: id, role: Role::Admin };
+    let holds = |scope: OperatorScope, now: parley_domain::Timestamp| {
+        let (app, digest) = (&app, digest.clone());
+        async move { app.db.read(move |r| Ok(r.token_holds(&digest, scope, now)?)).await.unwrap() }
+    };
+    assert!(holds(scope, START).await);
+    assert!(!holds(OperatorScope { tenant: b.tenant, ..scope }, START).await, "another tenant");
+    assert!(!holds(OperatorScope { role: Role::Agent, ..scope }, START).await, "another role");
+    assert!(!holds(OperatorScope { operator: a.agent, ..scope }, START).await, "another operator");
+    assert!(!holds(scope, START.plus(Duration::from_secs(31 * 86_400))).await, "expired");
+    app.authed(reqwest::Method::POST, "/api/mobile/logout", &admin, None).await;
+    assert!(!holds(scope, START).await, "revoked");
+}
