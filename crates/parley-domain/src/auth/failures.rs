@@ -19,8 +19,9 @@
 //!
 //! Once a key is over its limit it stays refused until its oldest failure
 //! leaves the window, with one exception: a right password whose check
-//! was already running when the key went over clears the judging key's
-//! failures. Each instance remembers a refusal for a few seconds
+//! was already running when the key went over clears the failures of the
+//! key it proved (the email's, or the device's; never the address's,
+//! which only gets back the attempt's own). Each instance remembers a refusal for a few seconds
 //! (`Refused`) and answers further attempts on the key without touching
 //! the database, so a flood of refused attempts costs one locked write
 //! per key and instance every few seconds. The instance that clears a key

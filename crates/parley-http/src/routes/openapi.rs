@@ -71,7 +71,8 @@ const BODY_ERRORS: [(&str, &str); 4] = [
     ("415", "`unsupported_media_type`: the content type is not application/json"),
 ];
 const UNAUTHENTICATED: (&str, &str) = ("401", "`unauthenticated`: missing, malformed, expired or revoked bearer token");
-const NOT_ADMIN: (&str, &str) = ("403", "`forbidden`: the operator is not an admin");
+const NOT_ADMIN: (&str, &str) =
+    ("403", "`forbidden`: the operator is not an admin, or the token is a personal access token (for the mobile API only)");
 const NOT_IN_TENANT: (&str, &str) = ("404", "`not_found`: no such record in this tenant");
 
 /// Errors of the login route.

@@ -378,7 +378,7 @@ async fn a_reopened_conversation_never_goes_back_to_an_operator_who_cannot_answe
 
 /// Routing lines written before the visitor stopped seeing them are
 /// migrated: who took, assigned or handed over a conversation becomes
-/// operator-only (in the messages and the visitor's stream), and the close
+/// operator-only (in the messages and the visitor's feed), and the close
 /// and reopen lines name the operator only to operators.
 #[tokio::test]
 async fn routing_lines_written_before_are_kept_among_operators() {
@@ -386,47 +386,67 @@ async fn routing_lines_written_before_are_kept_among_operators() {
     let (url, _database) = fresh_database(dir.path(), "routing.sqlite3").await;
     let first = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
     let f = first.fixture("acme", &[]).await;
+    let bea = first.operator(&f, "bea@acme.example.com", Role::Admin, &[]).await;
     let admin = first.login("admin@acme.example.com").await;
     let public_id = first.open_conversation("/api", &f.token, "v", "hi").await;
     let (_, list) = first.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
     let id = list["conversations"][0]["id"].as_i64().unwrap();
-    first.authed(Method::POST, &format!("/api/mobile/conversations/{id}/assign"), &admin, None).await;
-    first.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &admin, None).await;
+    let path = |action: &str| format!("/api/mobile/conversations/{id}/{action}");
+    first.authed(Method::POST, &path("assign"), &admin, None).await;
+    first.authed(Method::POST, &path("assign"), &admin, Some(json!({"operator_id": bea}))).await;
+    first.authed(Method::POST, &path("transfer"), &first.login("bea@acme.example.com").await, Some(json!({"operator_id": 1}))).await;
+    first.authed(Method::POST, &path("close"), &admin, None).await;
+    let mut browser = crate::web_browser::Browser::signed_in(&first, "admin@acme.example.com").await;
+    browser.acted(id, "reopen", &[]).await;
     first.stop().await;
     // As the release before wrote them, and the migration not yet run.
     let unmigrate = if backend() == "postgres" { "DELETE FROM parley_migrations WHERE version = 8;" } else { "PRAGMA user_version = 13;" };
     run_sql(
         &url,
         &format!(
-            "UPDATE messages SET internal = FALSE, body = 'admin joined the conversation' WHERE body = 'admin joined the conversation';
-             UPDATE events SET widget = TRUE WHERE message_id = (SELECT id FROM messages WHERE body = 'admin joined the conversation');
-             UPDATE messages SET body = 'admin closed the conversation', sender_name = NULL WHERE body = 'Conversation closed';
+            "UPDATE events SET widget = TRUE WHERE message_id IN (SELECT id FROM messages WHERE sender_type = 'system' AND internal = TRUE);
+             UPDATE messages SET internal = FALSE WHERE sender_type = 'system';
+             UPDATE messages SET body = 'admin closed the conversation', sender_name = NULL, sender_id = NULL WHERE body = 'Conversation closed';
+             UPDATE messages SET body = 'admin reopened the conversation', sender_name = NULL, sender_id = NULL WHERE body = 'Conversation reopened';
              {unmigrate}"
         ),
     )
     .await;
-    let widget_before: Vec<String> = {
-        let app = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
-        let seen = widget_messages(&app, &f.token, &public_id).await;
-        seen.iter().map(|m| m["body"].as_str().unwrap().to_owned()).collect()
-    };
-    assert_eq!(widget_before, ["hi", "Conversation closed"], "migrated at the start");
+
     let app = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
+    let seen = widget_messages(&app, &f.token, &public_id).await;
+    let shown: Vec<(&str, &Value)> = seen.iter().map(|m| (m["body"].as_str().unwrap(), &m["sender"]["name"])).collect();
+    assert_eq!(shown, [("hi", &Value::Null), ("Conversation closed", &Value::Null), ("Conversation reopened", &Value::Null)]);
     let (_, ops) = app
         .authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &app.login("admin@acme.example.com").await, None)
         .await;
-    let lines: Vec<(String, Value)> =
-        ops["messages"].as_array().unwrap().iter().map(|m| (m["body"].as_str().unwrap().to_owned(), m["sender"]["name"].clone())).collect();
+    let lines: Vec<(String, bool, Value)> = ops["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["body"].as_str().unwrap().to_owned(), m["internal"].as_bool().unwrap(), m["sender"]["name"].clone()))
+        .collect();
     assert_eq!(
         lines,
         [
-            ("hi".to_owned(), Value::Null),
-            ("admin joined the conversation".into(), Value::Null),
-            ("Conversation closed".into(), json!("admin"))
+            ("hi".to_owned(), false, Value::Null),
+            ("admin joined the conversation".into(), true, Value::Null),
+            ("admin assigned the conversation to bea".into(), true, Value::Null),
+            ("bea transferred the conversation to admin".into(), true, Value::Null),
+            ("Conversation closed".into(), false, json!("admin")),
+            ("Conversation reopened".into(), false, json!("admin")),
         ]
-        .into_iter()
-        .collect::<Vec<_>>()
     );
-    let joined = ops["messages"].as_array().unwrap().iter().find(|m| m["body"] == "admin joined the conversation").unwrap();
-    assert_eq!(joined["internal"], true);
+    // The visitor's feed carries none of the routing lines any more.
+    let scope = f.scope;
+    let feed = app
+        .db
+        .read(move |r| {
+            let c = r.conversation_by_public_id(scope.into(), &public_id)?.ok_or(parley_domain::DomainError::NotFound)?;
+            Ok(r.conversation_feed_after(scope.into(), c.id, parley_domain::feed::Position::START, true, 100)?)
+        })
+        .await
+        .unwrap();
+    let bodies: Vec<String> = feed.iter().filter_map(|i| i.message.as_ref().map(|m| m.body.clone())).collect();
+    assert_eq!(bodies, ["hi", "Conversation closed", "Conversation reopened"]);
 }

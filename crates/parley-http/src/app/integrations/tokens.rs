@@ -47,7 +47,7 @@ async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'
     let main = html! {
         h1 { "Mobile API tokens" }
         (notice(view.done))
-        p { "A personal access token is a bearer token that acts as you, without a password: for testing the mobile API (" code { (api) "/mobile/…" } ") from an app or a script. As you are an admin, it opens the admin API too: keep it like a password, give it a short life, and revoke it when the test is over. It is yours alone; other admins neither see nor revoke it." }
+        p { "A personal access token is a bearer token that acts as you, without a password: for testing the mobile API (" code { (api) "/mobile/…" } ") from an app or a script. It opens the mobile API only, never the admin API: still, keep it like a password, give it a short life, and revoke it when the test is over. It is yours alone; other admins neither see nor revoke it." }
         @if let Some((token, secret)) = &view.created {
             section.created aria-labelledby="created" {
                 h2 #created { "Token “" (token.name) "” is ready" }
