@@ -14,8 +14,8 @@
 //!   a router layer ([`crate::routes`]), so live streams can go without it.
 //! - At most `max_connections` connections are open at once. At the cap the
 //!   loop accepts the next waiting connection only once a slot frees, and
-//!   frees one for it: the connection that has gone longest without
-//!   sending a whole request, if that is more than two seconds
+//!   frees one for it: a connection without a whole request for over two
+//!   seconds, the one whose client sent nothing for longest first
 //!   ([`overload`]). Others wait in the kernel's backlog, instead of
 //!   failing on a full file table.
 //! - On shutdown the listener closes, idle connections close at once, busy
@@ -158,10 +158,11 @@ async fn next_connection(
     }
 }
 
-/// A slot for a client that waits while every slot is taken: the
-/// connection that has gone longest without a whole request (more than
-/// two seconds) is closed for it; while there is none, any slot that
-/// frees is taken, and the connections are looked at again now and then.
+/// A slot for a client that waits while every slot is taken: one that
+/// frees meanwhile, or else one of a connection without a whole request
+/// for over two seconds, closed for it (`Connections::close_oldest_stalled`
+/// chooses which); while there is none, the connections are looked at
+/// again now and then.
 async fn make_room(slots: &Arc<Semaphore>, open: &Connections, shutdown: &CancellationToken) -> Option<OwnedSemaphorePermit> {
     loop {
         // A slot that freed meanwhile is taken before anyone is closed.

@@ -5,10 +5,11 @@
 //! cap is reached and a new client waits, as nginx's
 //! `reset_timedout_connection` and Envoy's overload manager do. Among the
 //! candidates the one whose client sent nothing for longest goes first:
-//! a stalled socket before an upload that is still coming in. A few hundred stalled sockets then cost a newcomer a wait
-//! of about two seconds, not the thirty of the body timeout. A connection
-//! whose request is whole and being answered (a slow handler, a live
-//! stream, a long poll) is never a candidate.
+//! a stalled socket before an upload that is still coming in. A few
+//! hundred stalled sockets then cost a newcomer a wait of about two
+//! seconds, not the thirty of the body timeout. A connection whose request
+//! is whole and being answered (a slow handler, a live stream, a long
+//! poll) is never a candidate.
 //!
 //! Each connection reports what it is doing through a [`Phase`] that the
 //! request and response bodies move along: waiting for a request head,

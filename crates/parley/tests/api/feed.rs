@@ -350,6 +350,11 @@ async fn only_a_transaction_in_parleys_own_database_holds_the_feed_back() {
     elsewhere.commit().await;
 }
 
+/// Waits until the instance holds `n` streams or long polls.
+async fn held(app: &TestApp, n: u32) {
+    eventually(|| async { (gauge(&scrape_metrics(app).await, "parley_streams_open") == f64::from(n)).then_some(()) }).await;
+}
+
 /// A long poll started with `token` and waiting up to 30 s.
 fn long_poll(app: &TestApp, token: &str, after: &str) -> tokio::task::JoinHandle<(StatusCode, Value)> {
     let request =
@@ -367,12 +372,12 @@ fn long_poll(app: &TestApp, token: &str, after: &str) -> tokio::task::JoinHandle
 /// here, 5 s at most), with nothing committed meanwhile to wake it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_long_poll_answers_401_once_its_token_ends() {
-    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "200ms").start().await;
+    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "200ms").var("PARLEY_METRICS_TOKEN", METRICS_TOKEN).start().await;
     let f = app.fixture("acme", &[]).await;
     let (admin, ways) = ending_tokens(&app, &f).await;
     let start = head(&app, &admin).await;
     let polls: Vec<_> = ways.iter().map(|(token, _)| long_poll(&app, token, &start)).collect();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    held(&app, 4).await;
     assert!(polls.iter().all(|p| !p.is_finished()), "held while nothing happens");
     for (token, ending) in &ways {
         end_token(&app, &admin, token, ending).await;
@@ -389,13 +394,13 @@ async fn a_waiting_long_poll_answers_401_once_its_token_ends() {
 /// at once, not 200 with the entry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_poll_never_answers_an_entry_committed_after_its_token_ended() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::with().var("PARLEY_METRICS_TOKEN", METRICS_TOKEN).start().await;
     let f = app.fixture("acme", &[]).await;
     let (admin, ways) = ending_tokens(&app, &f).await;
     for (token, ending) in ways {
         let start = head(&app, &admin).await;
         let poll = long_poll(&app, &token, &start);
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        held(&app, 1).await;
         end_token(&app, &admin, &token, &ending).await;
         app.open_conversation("/api", &f.token, &format!("v-{}", &token[..12]), "after the revocation").await;
         let (status, body) = tokio::time::timeout(Duration::from_secs(3), poll).await.expect("answered before the recheck").unwrap();
