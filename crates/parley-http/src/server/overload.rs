@@ -1,11 +1,13 @@
 //! Making room when every connection slot is taken.
 //!
-//! A connection that has not sent a whole request (its head, or its body)
-//! for more than [`STALLED_AFTER`] is a candidate to be closed when the
-//! cap is reached and a new client waits, as nginx's
-//! `reset_timedout_connection` and Envoy's overload manager do. Among the
-//! candidates the one whose client sent nothing for longest goes first:
-//! a stalled socket before an upload that is still coming in. A few
+//! A connection that has not sent a whole request for more than
+//! [`STALLED_AFTER`] is a candidate to be closed when the cap is reached
+//! and a new client waits, as nginx's `reset_timedout_connection` and
+//! Envoy's overload manager do: one still without a whole head, or one
+//! whose body comes slower than [`MIN_BODY_RATE`] (an upload that keeps
+//! coming at a usable pace is never closed for this, however long it
+//! takes, even while a flood of new sockets keeps arriving). Among the
+//! candidates the one whose client sent nothing for longest goes first. A few
 //! hundred stalled sockets then cost a newcomer a wait of about two
 //! seconds, not the thirty of the body timeout. A connection whose request
 //! is whole and being answered (a slow handler, a live stream, a long
@@ -34,6 +36,11 @@ use tokio::time::Instant;
 /// closed to make room.
 pub(super) const STALLED_AFTER: Duration = Duration::from_secs(2);
 
+/// Bytes a second below which a body that is still coming in counts as
+/// stalled: far below any real link, and a cost for whoever trickles
+/// bodies to hold connections (who still meets the body timeout).
+pub(super) const MIN_BODY_RATE: u64 = 256;
+
 /// Waiting for a request head (a new connection, or one between requests).
 const WAITING: u8 = 0;
 /// The handler waits for the rest of the request body.
@@ -50,23 +57,33 @@ pub(super) struct Phase {
     /// Milliseconds after `epoch` when the client last sent something
     /// the handler took (or the state began).
     progress: AtomicU64,
+    /// Body bytes the handler took since the state began.
+    received: AtomicU64,
 }
 
 impl Phase {
     fn new(epoch: Instant) -> Arc<Self> {
         let now = millis(epoch);
-        Arc::new(Self { epoch, state: AtomicU8::new(WAITING), since: AtomicU64::new(now), progress: AtomicU64::new(now) })
+        Arc::new(Self {
+            epoch,
+            state: AtomicU8::new(WAITING),
+            since: AtomicU64::new(now),
+            progress: AtomicU64::new(now),
+            received: AtomicU64::new(0),
+        })
     }
 
     fn set(&self, state: u8) {
         let now = millis(self.epoch);
         self.since.store(now, Ordering::Relaxed);
         self.progress.store(now, Ordering::Relaxed);
+        self.received.store(0, Ordering::Relaxed);
         self.state.store(state, Ordering::Release);
     }
 
-    /// The client sent body bytes.
-    fn progressed(&self) {
+    /// The client sent `bytes` of body.
+    fn progressed(&self, bytes: u64) {
+        self.received.fetch_add(bytes, Ordering::Relaxed);
         self.progress.store(millis(self.epoch), Ordering::Relaxed);
     }
 
@@ -90,6 +107,21 @@ impl Phase {
             ANSWERING => None,
             _ => Some((self.since.load(Ordering::Relaxed), self.progress.load(Ordering::Relaxed))),
         }
+    }
+
+    /// Whether, at `now` (milliseconds after the epoch), the connection may
+    /// be closed to make room: without a whole request for more than
+    /// [`STALLED_AFTER`], and, if its body is coming in, slower than
+    /// [`MIN_BODY_RATE`]. Returns when its client last sent something.
+    fn candidate(&self, now: u64) -> Option<u64> {
+        let state = self.state.load(Ordering::Acquire);
+        let (since, progress) = self.stalled_since()?;
+        let waited = now.saturating_sub(since);
+        if waited <= STALLED_AFTER.as_millis() as u64 {
+            return None;
+        }
+        let slow = self.received.load(Ordering::Relaxed).saturating_mul(1000) < MIN_BODY_RATE.saturating_mul(waited);
+        (state == WAITING || slow).then_some(progress)
     }
 }
 
@@ -152,18 +184,16 @@ impl Connections {
         }
     }
 
-    /// Closes, among the connections that have gone more than
-    /// [`STALLED_AFTER`] without a whole request, the one whose client has
-    /// sent nothing for longest; returns whether one was closed.
+    /// Closes, among the candidates (see [`Phase::candidate`]), the one
+    /// whose client has sent nothing for longest; returns whether one was
+    /// closed.
     pub(super) fn close_oldest_stalled(&self) -> bool {
-        let Some(limit) = self.epoch.elapsed().checked_sub(STALLED_AFTER) else { return false };
-        let limit = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        let now = millis(self.epoch);
         let oldest = self
             .lock()
             .iter()
-            .filter_map(|(id, (phase, abort))| Some((phase.stalled_since()?, *id, abort.as_ref()?)))
-            .filter(|((since, _), _, _)| *since < limit)
-            .min_by_key(|((_, progress), id, _)| (*progress, *id))
+            .filter_map(|(id, (phase, abort))| Some((phase.candidate(now)?, *id, abort.as_ref()?)))
+            .min_by_key(|(progress, id, _)| (*progress, *id))
             .map(|(_, _, abort)| abort.clone());
         // Aborted outside the lock: the task's end takes it to leave.
         oldest.map(|abort| abort.abort()).is_some()
@@ -198,7 +228,7 @@ impl<B: Body<Data = Bytes>> Body for RequestBody<B> {
             // `is_end_stream` and never poll for the end.
             Poll::Ready(None) => this.phase.set(ANSWERING),
             Poll::Ready(Some(Ok(_))) if this.inner.is_end_stream() => this.phase.set(ANSWERING),
-            Poll::Ready(Some(Ok(_))) => this.phase.progressed(),
+            Poll::Ready(Some(Ok(frame))) => this.phase.progressed(frame.data_ref().map_or(0, |d| d.len() as u64)),
             Poll::Ready(Some(Err(_))) => {}
         }
         polled
@@ -331,6 +361,8 @@ mod tests {
         let (still, progress) = phase.stalled_since().expect("still waiting");
         assert_eq!(still, since, "a trickle keeps the first wait's time");
         assert_eq!(progress, since + 1000, "and tells when it last came");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(phase.candidate(millis(phase.epoch)).is_some(), "two bytes in three seconds: too slow to keep its place");
         assert!(matches!(body.as_mut().poll_frame(&mut cx), Poll::Ready(None)));
         assert_eq!(phase.stalled_since(), None, "whole");
     }
@@ -356,9 +388,12 @@ mod tests {
         connections.lock().get_mut(&0).unwrap().1 = Some(upload_task.abort_handle());
         connections.lock().get_mut(&1).unwrap().1 = Some(stall_task.abort_handle());
         tokio::time::advance(Duration::from_secs(3)).await;
-        uploading.progressed();
+        uploading.progressed(2_000);
         assert!(connections.close_oldest_stalled());
         tokio::task::yield_now().await;
         assert!(stall_task.is_finished() && !upload_task.is_finished(), "the silent one first, though the upload started earlier");
+        assert!(!connections.close_oldest_stalled(), "an upload at a usable pace is never closed for this");
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(connections.close_oldest_stalled(), "once it falls below the pace, it may be");
     }
 }

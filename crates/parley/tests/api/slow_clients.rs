@@ -253,3 +253,56 @@ async fn streams_cannot_fill_the_connections() {
     drop(streams);
     child.kill().await.ok();
 }
+
+/// At the cap, an upload that keeps coming at a usable pace is never
+/// closed to make room, however long it takes, while the stalled sockets
+/// of a flood are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_at_a_usable_pace_survives_a_flood_at_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("ulimit -n 256 && exec {} serve", crate::cli::BIN);
+    let mut cmd = crate::cli::command("sh", dir.path());
+    cmd.args(["-c", &script]);
+    let (mut child, base) = crate::cli::spawn_server(&mut cmd).await;
+    let addr = base.trim_start_matches("http://").to_owned();
+    // 2,000 bytes of JSON at 400 bytes a second: five seconds to arrive.
+    let body = format!("{{\"email\":\"ann@example.com\",\"password\":\"{}\"}}", "p".repeat(1_959));
+    assert_eq!(body.len(), 2_000);
+    let upload = {
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            let mut s = TcpStream::connect(&addr).await.expect("connect");
+            let head = format!(
+                "POST /api/v1/mobile/login HTTP/1.1\r\nHost: parley\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            s.write_all(head.as_bytes()).await.expect("head");
+            for chunk in body.as_bytes().chunks(100) {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                s.write_all(chunk).await.expect("the upload is never cut off");
+            }
+            read_to_close(&mut s).await
+        })
+    };
+    // Once the upload is under way, a flood of sockets that stall in
+    // their heads fills the cap, and keeps coming.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let head = "GET /health HTTP/1.1\r\nHost: parley\r\nX-Slow: ";
+    let mut flood = Vec::new();
+    for _ in 0..300 {
+        let addr = addr.clone();
+        flood.push(tokio::spawn(async move {
+            let mut s = TcpStream::connect(&addr).await.expect("connect");
+            let _ = s.write_all(head.as_bytes()).await;
+            s
+        }));
+    }
+    let answer = tokio::time::timeout(Duration::from_secs(20), upload).await.expect("answered").unwrap();
+    assert!(answer.starts_with("HTTP/1.1 "), "answered, not cut off: {answer:?}");
+    assert!(!answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let client = http_client();
+    let res = tokio::time::timeout(Duration::from_secs(8), client.get(format!("{base}/health")).send()).await.expect("/health").unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    drop(flood);
+    child.kill().await.ok();
+}
