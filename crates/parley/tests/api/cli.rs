@@ -133,7 +133,7 @@ async fn a_failed_migration_names_the_databases_reason() {
 }
 
 /// Reads the demo widget token and opens a conversation with it.
-async fn open_demo_conversation(client: &reqwest::Client, base: &str) -> (String, String) {
+pub(crate) async fn open_demo_conversation(client: &reqwest::Client, base: &str) -> (String, String) {
     let creds: Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
     let token = creds["widget_token"].as_str().unwrap().to_owned();
     let opened: Value = client

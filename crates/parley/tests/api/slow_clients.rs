@@ -23,6 +23,15 @@ async fn read_to_close(s: &mut TcpStream) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// `parley <command>` with `env`, under an open-file limit of 256, so a
+/// connection cap of 128: the server process and its base URL.
+async fn under_file_limit(dir: &tempfile::TempDir, command: &str, env: &[(&str, &str)]) -> (tokio::process::Child, String) {
+    let script = format!("ulimit -n 256 && exec {} {command}", crate::cli::BIN);
+    let mut cmd = crate::cli::command("sh", dir.path());
+    cmd.envs(env.iter().copied()).args(["-c", &script]);
+    crate::cli::spawn_server(&mut cmd).await
+}
+
 fn host(app: &TestApp) -> String {
     app.base.trim_start_matches("http://").to_owned()
 }
@@ -90,10 +99,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_sockets_do_not_starve_health_under_a_low_file_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let script = format!("ulimit -n 256 && exec {} serve", crate::cli::BIN);
-    let mut cmd = crate::cli::command("sh", dir.path());
-    cmd.env("PARLEY_REQUEST_HEADER_TIMEOUT", "1s").args(["-c", &script]);
-    let (mut child, base) = crate::cli::spawn_server(&mut cmd).await;
+    let (mut child, base) = under_file_limit(&dir, "serve", &[("PARLEY_REQUEST_HEADER_TIMEOUT", "1s")]).await;
     let addr = base.trim_start_matches("http://").to_owned();
     let mut held = Vec::new();
     for _ in 0..300 {
@@ -154,10 +160,7 @@ async fn a_client_that_never_reads_its_answer_is_dropped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_bodies_at_the_cap_make_room_for_health() {
     let dir = tempfile::tempdir().unwrap();
-    let script = format!("ulimit -n 256 && exec {} serve", crate::cli::BIN);
-    let mut cmd = crate::cli::command("sh", dir.path());
-    cmd.args(["-c", &script]);
-    let (mut child, base) = crate::cli::spawn_server(&mut cmd).await;
+    let (mut child, base) = under_file_limit(&dir, "serve", &[]).await;
     let addr = base.trim_start_matches("http://").to_owned();
     let head =
         "POST /api/v1/mobile/login HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"email\":";
@@ -211,24 +214,10 @@ async fn raw_get(from: [u8; 4], addr: &str, path: &str) -> (TcpStream, u16) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_cannot_fill_the_connections() {
     let dir = tempfile::tempdir().unwrap();
-    let script = format!("ulimit -n 256 && exec {} demo", crate::cli::BIN);
-    let mut cmd = crate::cli::command("sh", dir.path());
-    cmd.args(["-c", &script]);
-    let (mut child, base) = crate::cli::spawn_server(&mut cmd).await;
+    let (mut child, base) = under_file_limit(&dir, "demo", &[]).await;
     let addr = base.trim_start_matches("http://").to_owned();
     let client = http_client();
-    let creds: serde_json::Value = client.get(format!("{base}/sandbox/credentials")).send().await.unwrap().json().await.unwrap();
-    let token = creds["widget_token"].as_str().unwrap().to_owned();
-    let opened: serde_json::Value = client
-        .post(format!("{base}/api/v1/widget/conversations"))
-        .json(&serde_json::json!({"token": token, "visitor_uuid": "flood", "message": "hi", "privacy_accepted": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let public_id = opened["conversation"]["public_id"].as_str().unwrap().to_owned();
+    let (token, public_id) = crate::cli::open_demo_conversation(&client, &base).await;
     let path = format!("/api/v1/widget/conversations/{public_id}/events?token={token}");
     let mut streams = Vec::new();
     for n in 0..64 {
@@ -260,10 +249,7 @@ async fn streams_cannot_fill_the_connections() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upload_at_a_usable_pace_survives_a_flood_at_the_cap() {
     let dir = tempfile::tempdir().unwrap();
-    let script = format!("ulimit -n 256 && exec {} serve", crate::cli::BIN);
-    let mut cmd = crate::cli::command("sh", dir.path());
-    cmd.args(["-c", &script]);
-    let (mut child, base) = crate::cli::spawn_server(&mut cmd).await;
+    let (mut child, base) = under_file_limit(&dir, "serve", &[]).await;
     let addr = base.trim_start_matches("http://").to_owned();
     // 2,000 bytes of JSON at 400 bytes a second: five seconds to arrive.
     let body = format!("{{\"email\":\"ann@example.com\",\"password\":\"{}\"}}", "p".repeat(1_959));
