@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use parley_domain::store::Database;
 
-pub use copy::{CopyError, CopyReport, Progress, Side, TableReport, copy};
+pub use copy::{CopyError, CopyReport, Progress, Side, TableReport, copy, schema_differences};
 pub use sqlite::SqliteOptions;
 
 /// How a backend is sized.

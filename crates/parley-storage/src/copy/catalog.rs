@@ -15,6 +15,107 @@ pub const BOOKKEEPING: &[&str] = &["parley_migrations"];
 pub struct Column {
     pub name: String,
     pub ty: ColumnType,
+    /// NOT NULL, or part of the primary key.
+    pub not_null: bool,
+}
+
+/// An index as both databases can state it, whatever its name: its table,
+/// its columns or expressions (normalised by [`normalise`]), whether it
+/// is unique, and the condition of a partial index. Primary keys are in
+/// [`Table::key`], not here.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Index {
+    pub table: String,
+    pub columns: Vec<String>,
+    pub unique: bool,
+    pub predicate: Option<String>,
+}
+
+impl Index {
+    /// From the text of a `CREATE INDEX` (SQLite's as written, PostgreSQL's
+    /// `pg_get_indexdef`): the parenthesised list after the table (and
+    /// `USING method`), and the `WHERE` condition.
+    pub fn from_definition(table: &str, unique: bool, definition: &str) -> Option<Self> {
+        let open = definition.find(" (").map(|i| i + 1).or_else(|| definition.find('('))?;
+        let close = matching(definition, open)?;
+        let columns = split_top_level(&definition[open + 1..close]).into_iter().map(|c| normalise(&c)).collect();
+        let rest = definition[close + 1..].trim();
+        let predicate = rest.strip_prefix("WHERE").or_else(|| rest.strip_prefix("where")).map(normalise);
+        Some(Self { table: table.to_owned(), columns, unique, predicate })
+    }
+}
+
+/// `(0)` as `0` where it stands alone (PostgreSQL's text of a literal),
+/// not where it is a call's list (`f(0)`).
+fn unwrap_numbers(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let digits = chars[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let called = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        if chars[i] == '(' && digits > 0 && chars.get(i + 1 + digits) == Some(&')') && !called {
+            out.extend(&chars[i + 1..i + 1 + digits]);
+            i += digits + 2;
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The position of the parenthesis closing the one at `open`.
+fn matching(text: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices().skip_while(|(i, _)| *i < open) {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The parts of a list separated by commas outside parentheses.
+fn split_top_level(list: &str) -> Vec<String> {
+    let (mut parts, mut current, mut depth) = (Vec::new(), String::new(), 0usize);
+    for c in list.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    parts.push(current);
+    parts
+}
+
+/// An expression or condition as both databases' texts of it compare:
+/// lower case, no white space, no casts (`::text`), no parentheses
+/// around a lone number, none around the whole.
+pub fn normalise(expression: &str) -> String {
+    let mut text: String = expression.to_lowercase().chars().filter(|c| !c.is_whitespace()).collect();
+    while let Some(at) = text.find("::") {
+        let end = text[at + 2..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(text.len(), |n| at + 2 + n);
+        text.replace_range(at..end, "");
+    }
+    text = unwrap_numbers(&text);
+    while text.starts_with('(') && matching(&text, 0) == Some(text.len() - 1) {
+        text = text[1..text.len() - 1].to_owned();
+    }
+    text
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,7 +168,7 @@ pub fn compare(source: &Catalog, target: &Catalog) -> Result<(), String> {
 pub(crate) fn table(name: &str, columns: &[(&str, ColumnType)], parents: &[&str]) -> Table {
     Table {
         name: name.into(),
-        columns: columns.iter().map(|(n, ty)| Column { name: (*n).into(), ty: *ty }).collect(),
+        columns: columns.iter().map(|(n, ty)| Column { name: (*n).into(), ty: *ty, not_null: false }).collect(),
         key: vec!["id".into()],
         parents: parents.iter().map(|p| (*p).to_owned()).collect(),
         sequence: None,

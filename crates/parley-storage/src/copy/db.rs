@@ -2,7 +2,7 @@
 //! the database's own words; the caller knows which side it asked and
 //! says so.
 
-use super::catalog::{Catalog, Table};
+use super::catalog::{Catalog, Index, Table};
 use super::value::Value;
 use crate::sql::Dialect;
 
@@ -25,6 +25,9 @@ pub(super) trait Db {
 
     /// Every table, bookkeeping excluded.
     fn catalog(&mut self) -> Result<Catalog, String>;
+
+    /// Every index but the primary keys, bookkeeping excluded.
+    fn indexes(&mut self) -> Result<Vec<Index>, String>;
 
     /// One read-only view of the whole database, for the source.
     fn begin_snapshot(&mut self) -> Result<(), String>;

@@ -17,6 +17,7 @@ mod order;
 mod postgres;
 mod read;
 mod run;
+mod shape;
 mod sqlite;
 mod statements;
 #[cfg(test)]
@@ -29,6 +30,7 @@ use std::path::Path;
 
 use db::Db;
 pub use error::{CopyError, Side};
+pub use shape::schema_differences;
 
 use crate::{Location, OpenError};
 

@@ -8,7 +8,7 @@ use bytes::BytesMut;
 use postgres::Client;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
-use super::catalog::{BOOKKEEPING, Catalog, Column, Table};
+use super::catalog::{BOOKKEEPING, Catalog, Column, Index, Table};
 use super::db::Db;
 use super::statements::quote;
 use super::value::{ColumnType, Value};
@@ -32,8 +32,17 @@ const TABLES: &str = "SELECT table_name::text FROM information_schema.tables
     WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name";
 
 const COLUMNS: &str = "SELECT table_name::text, column_name::text, data_type::text,
-        is_identity::text = 'YES' OR COALESCE(column_default::text LIKE 'nextval(%', false)
+        is_identity::text = 'YES' OR COALESCE(column_default::text LIKE 'nextval(%', false),
+        is_nullable::text = 'NO'
     FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position";
+
+/// Every index but the primary keys, with its definition.
+const INDEXES: &str = "SELECT t.relname::text, i.indisunique, pg_get_indexdef(i.indexrelid)
+    FROM pg_index i
+    JOIN pg_class t ON t.oid = i.indrelid
+    JOIN pg_namespace n ON n.oid = t.relnamespace
+    WHERE n.nspname = current_schema() AND NOT i.indisprimary
+    ORDER BY t.relname, i.indexrelid";
 
 const KEYS: &str = "SELECT k.table_name::text, k.column_name::text
     FROM information_schema.table_constraints c
@@ -139,14 +148,15 @@ impl Db for PgDb {
             catalog.insert(name, table);
         }
         for row in self.client.query(COLUMNS, &[]).map_err(text)? {
-            let (name, column, data_type, sequence): (String, String, String, bool) = (row.get(0), row.get(1), row.get(2), row.get(3));
+            let (name, column, data_type, sequence, not_null): (String, String, String, bool, bool) =
+                (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
             let Some(table) = catalog.get_mut(&name) else { continue };
             let ty = ColumnType::from_postgres(&data_type)
                 .ok_or_else(|| format!("column {name}.{column} has the type {data_type}, which the copy does not know"))?;
             if sequence {
                 table.sequence = Some(column.clone());
             }
-            table.columns.push(Column { name: column, ty });
+            table.columns.push(Column { name: column, ty, not_null });
         }
         for (name, column) in self.pairs(KEYS)? {
             if let Some(table) = catalog.get_mut(&name) {
@@ -159,6 +169,18 @@ impl Db for PgDb {
             }
         }
         Ok(catalog)
+    }
+
+    fn indexes(&mut self) -> Result<Vec<Index>, String> {
+        let mut all = Vec::new();
+        for row in self.client.query(INDEXES, &[]).map_err(text)? {
+            let (table, unique, definition): (String, bool, String) = (row.get(0), row.get(1), row.get(2));
+            if BOOKKEEPING.contains(&table.as_str()) {
+                continue;
+            }
+            all.push(Index::from_definition(&table, unique, &definition).ok_or_else(|| format!("cannot read the index {definition}"))?);
+        }
+        Ok(all)
     }
 
     fn begin_snapshot(&mut self) -> Result<(), String> {

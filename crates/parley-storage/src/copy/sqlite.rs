@@ -5,7 +5,7 @@ use std::path::Path;
 use rusqlite::Connection;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
-use super::catalog::{BOOKKEEPING, Catalog, Column, Table};
+use super::catalog::{BOOKKEEPING, Catalog, Column, Index, Table};
 use super::db::Db;
 use super::statements::quote;
 use super::value::{ColumnType, Value};
@@ -31,17 +31,17 @@ impl SqliteDb {
     fn table(&self, name: &str, sql: &str) -> Result<Table, String> {
         let mut columns = Vec::new();
         let mut key: Vec<(i64, String)> = Vec::new();
-        let mut stmt = self.conn.prepare("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid").map_err(text)?;
+        let mut stmt = self.conn.prepare("SELECT name, type, pk, \"notnull\" FROM pragma_table_info(?1) ORDER BY cid").map_err(text)?;
         let mut rows = stmt.query([name]).map_err(text)?;
         while let Some(row) = rows.next().map_err(text)? {
-            let (column, declared, pk): (String, String, i64) =
-                (row.get(0).map_err(text)?, row.get(1).map_err(text)?, row.get(2).map_err(text)?);
+            let (column, declared, pk, not_null): (String, String, i64, bool) =
+                (row.get(0).map_err(text)?, row.get(1).map_err(text)?, row.get(2).map_err(text)?, row.get(3).map_err(text)?);
             let ty = ColumnType::from_sqlite(&declared)
                 .ok_or_else(|| format!("column {name}.{column} has the type {declared:?}, which the copy does not know"))?;
             if pk > 0 {
                 key.push((pk, column.clone()));
             }
-            columns.push(Column { name: column, ty });
+            columns.push(Column { name: column, ty, not_null: not_null || pk > 0 });
         }
         key.sort();
         let key: Vec<String> = key.into_iter().map(|(_, c)| c).collect();
@@ -127,6 +127,38 @@ impl Db for SqliteDb {
 
     fn catalog(&mut self) -> Result<Catalog, String> {
         self.tables_with_sql()?.iter().map(|(name, sql)| Ok((name.clone(), self.table(name, sql)?))).collect()
+    }
+
+    fn indexes(&mut self) -> Result<Vec<Index>, String> {
+        let mut all = Vec::new();
+        for table in self.table_names()? {
+            let mut stmt = self.conn.prepare("SELECT name, \"unique\", origin FROM pragma_index_list(?1)").map_err(text)?;
+            let listed: Vec<(String, bool, String)> = stmt
+                .query_map([&table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .map_err(text)?
+                .collect::<Result<_, _>>()
+                .map_err(text)?;
+            for (name, unique, origin) in listed {
+                match origin.as_str() {
+                    "pk" => continue,
+                    // A UNIQUE of the table's definition: its columns.
+                    "u" => {
+                        let mut stmt = self.conn.prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno").map_err(text)?;
+                        let columns: Vec<String> =
+                            stmt.query_map([&name], |r| r.get(0)).map_err(text)?.collect::<Result<_, _>>().map_err(text)?;
+                        all.push(Index { table: table.clone(), columns, unique, predicate: None });
+                    }
+                    _ => {
+                        let sql: String = self
+                            .conn
+                            .query_row("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?1", [&name], |r| r.get(0))
+                            .map_err(text)?;
+                        all.push(Index::from_definition(&table, unique, &sql).ok_or_else(|| format!("cannot read the index {sql}"))?);
+                    }
+                }
+            }
+        }
+        Ok(all)
     }
 
     fn begin_snapshot(&mut self) -> Result<(), String> {

@@ -198,3 +198,41 @@ fn a_target_with_tables_that_are_not_parleys_is_left_alone() {
     let tables = table_names(&Connection::open(&target).unwrap());
     assert_eq!(tables, ["invoices"], "nothing was created in it");
 }
+
+/// The migrations of both databases make the same schema: tables,
+/// columns of the same kind and nullability, keys, indexes and unique
+/// rules, whatever they are called.
+#[test]
+fn both_databases_have_one_schema() {
+    let Some(server) = testing::postgres_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("schema.sqlite3");
+    migrate::apply(&mut connection::open_writer(&path).unwrap()).unwrap();
+    let pg = testing::fresh_postgres(&server).unwrap();
+    let found = schema_differences(&format!("sqlite://{}", path.display()), &pg.url).expect("both read");
+    assert!(found.is_empty(), "the schemas differ:\n{}", found.join("\n"));
+}
+
+#[test]
+fn index_definitions_read_alike_from_both_databases() {
+    use super::catalog::Index;
+    let sqlite = Index::from_definition(
+        "messages",
+        true,
+        "CREATE UNIQUE INDEX messages_client_message\n    ON messages (conversation_id, sender_type, COALESCE(sender_id, 0), client_message_id)\n    WHERE client_message_id IS NOT NULL",
+    );
+    let postgres = Index::from_definition(
+        "messages",
+        true,
+        "CREATE UNIQUE INDEX messages_client_message ON public.messages USING btree (conversation_id, sender_type, COALESCE(sender_id, (0)::bigint), client_message_id) WHERE (client_message_id IS NOT NULL)",
+    );
+    assert_eq!(sqlite, postgres);
+    let s = Index::from_definition("c", false, "CREATE INDEX c_idle ON conversations (last_message_at DESC, id) WHERE status <> 'closed'");
+    let p = Index::from_definition(
+        "c",
+        false,
+        "CREATE INDEX c_idle ON public.conversations USING btree (last_message_at DESC, id) WHERE (status <> 'closed'::text)",
+    );
+    assert_eq!(s, p);
+    assert_eq!(s.unwrap().columns, ["last_message_atdesc", "id"]);
+}

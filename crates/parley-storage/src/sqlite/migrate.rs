@@ -2,6 +2,13 @@
 //!
 //! Each migration runs in its own transaction together with the version
 //! bump, so a crash mid-way leaves the previous version intact.
+//!
+//! A migration that makes a table again (SQLite cannot drop a column's
+//! constraint) starts with the line [`FOREIGN_KEYS_OFF`]: it then runs
+//! with foreign keys off, as SQLite's own procedure for such changes
+//! requires (with them on, dropping the old table would cascade to the
+//! rows that refer to it), and every foreign key is checked before it
+//! commits.
 
 use rusqlite::Connection;
 
@@ -22,14 +29,44 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (12, include_str!("../../migrations/sqlite/0012_verification_tests.sql")),
     (13, include_str!("../../migrations/sqlite/0013_server_keys.sql")),
     (14, include_str!("../../migrations/sqlite/0014_operator_only_routing.sql")),
+    (15, include_str!("../../migrations/sqlite/0015_one_schema.sql")),
 ];
+
+/// The first line of a migration that must run with foreign keys off.
+const FOREIGN_KEYS_OFF: &str = "-- parley: foreign keys off";
 
 /// The version a database is at once every migration of this build ran.
 pub(crate) fn latest() -> u32 {
     MIGRATIONS.last().map_or(0, |m| m.0)
 }
 
+/// Runs one migration and its version bump in one transaction; with
+/// `check_keys`, refuses to commit while any foreign key is broken.
+fn run_one(conn: &mut Connection, version: u32, sql: &str, check_keys: bool) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(sql)?;
+    if check_keys {
+        let broken: i64 = tx.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0))?;
+        if broken > 0 {
+            return Err(rusqlite::Error::SqlInputError {
+                error: rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+                msg: format!("{broken} rows would be left referring to rows that are gone"),
+                sql: String::new(),
+                offset: -1,
+            });
+        }
+    }
+    tx.pragma_update(None, "user_version", version)?;
+    tx.commit()
+}
+
 pub(crate) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {
+    apply_until(conn, latest())
+}
+
+/// Applies the migrations up to `last` (tests start a database from an
+/// earlier release's schema with it).
+pub(crate) fn apply_until(conn: &mut Connection, last: u32) -> Result<Vec<u32>, OpenError> {
     // SQLite's message without the migration's whole text, which
     // rusqlite appends to a syntax or schema error.
     let fail = |version: u32, e: rusqlite::Error| {
@@ -48,12 +85,57 @@ pub(crate) fn apply(conn: &mut Connection) -> Result<Vec<u32>, OpenError> {
         });
     }
     let mut applied = Vec::new();
-    for &(version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
-        let tx = conn.transaction().map_err(|e| fail(version, e))?;
-        tx.execute_batch(sql).map_err(|e| fail(version, e))?;
-        tx.pragma_update(None, "user_version", version).map_err(|e| fail(version, e))?;
-        tx.commit().map_err(|e| fail(version, e))?;
+    for &(version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current && m.0 <= last) {
+        let keys_off = sql.starts_with(FOREIGN_KEYS_OFF);
+        if keys_off {
+            // Only outside a transaction does this take effect.
+            conn.pragma_update(None, "foreign_keys", false).map_err(|e| fail(version, e))?;
+        }
+        let ran = run_one(conn, version, sql, keys_off).map_err(|e| fail(version, e));
+        if keys_off {
+            conn.pragma_update(None, "foreign_keys", true).map_err(|e| fail(version, e))?;
+        }
+        ran?;
         applied.push(version);
     }
     Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Making the operators table again keeps every operator and every
+    /// row that refers to one, and leaves emails unique whatever their
+    /// case.
+    #[test]
+    fn the_operators_made_again_keep_their_rows_and_what_refers_to_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::sqlite::connection::open_writer(&dir.path().join("old.sqlite3")).unwrap();
+        apply_until(&mut conn, 14).unwrap();
+        conn.execute_batch(
+            "INSERT INTO tenants (id, slug, name, created_at) VALUES (1, 'acme', 'Acme', 1);
+             INSERT INTO sites (id, tenant_id, name, domains, created_at) VALUES (1, 1, 'Site', '[]', 1);
+             INSERT INTO operators (id, tenant_id, email, name, password_hash, role, created_at)
+                 VALUES (1, 1, 'Ann@Example.com', 'Ann', 'h', 'admin', 1), (2, 1, 'bob@example.com', 'Bob', 'h', 'agent', 1);
+             INSERT INTO operator_sites (tenant_id, operator_id, site_id) VALUES (1, 2, 1);
+             INSERT INTO operator_tokens (tenant_id, operator_id, kind, token_hash, created_at, expires_at)
+                 VALUES (1, 1, 'login', x'01', 1, 2), (1, 2, 'login', x'02', 1, 2);",
+        )
+        .unwrap();
+        assert_eq!(apply(&mut conn).unwrap(), (15..=latest()).collect::<Vec<_>>());
+        let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+        assert_eq!(count("SELECT count(*) FROM operators"), 2);
+        assert_eq!(count("SELECT count(*) FROM operator_sites"), 1, "no cascade");
+        assert_eq!(count("SELECT count(*) FROM operator_tokens"), 2, "no cascade");
+        assert_eq!(count("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+        assert_eq!(count("PRAGMA foreign_keys"), 1, "on again");
+        let duplicate = conn.execute(
+            "INSERT INTO operators (tenant_id, email, name, password_hash, role, created_at) VALUES (1, 'ann@example.COM', 'A', 'h', 'agent', 1)",
+            [],
+        );
+        assert!(duplicate.is_err(), "an email is unique whatever its case");
+        let orphan = conn.execute("INSERT INTO operator_sites (tenant_id, operator_id, site_id) VALUES (1, 99, 1)", []);
+        assert!(orphan.is_err(), "the references hold on the new table");
+    }
 }
