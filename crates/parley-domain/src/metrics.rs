@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -97,7 +97,7 @@ impl Metrics {
         let streams_open = Gauge::default();
         registry.register("http_requests", "HTTP requests by route template, method and status", requests.clone());
         registry.register("http_request_duration_seconds", "HTTP request latency by route template and method", latency.clone());
-        registry.register("messages_created", "Messages created, by sender type", messages.clone());
+        registry.register("messages_created", "Messages this instance added, by sender type (operator-only notes aside)", messages.clone());
         registry.register("webhook_attempts", "Webhook delivery attempts, by outcome", attempts.clone());
         registry.register("sweeps", "Completed automation passes", sweeps.clone());
         registry.register("webhook_queue_depth", "Webhook deliveries waiting for an attempt", queue_depth.clone());
@@ -144,11 +144,6 @@ impl Metrics {
         })
     }
 
-    /// `sender` is `visitor`, `operator` or `system`.
-    pub fn message_created(&self, sender: &str) {
-        self.inner.messages.get_or_create(&vec![("sender", sender.to_owned())]).inc();
-    }
-
     /// `outcome` is `delivered`, `retry`, `failed` or `endpoint_disabled`.
     pub fn webhook_attempt(&self, outcome: &str) {
         self.inner.attempts.get_or_create(&vec![("outcome", outcome.to_owned())]).inc();
@@ -171,6 +166,13 @@ impl Metrics {
         self.inner.open_conversations.set(i64::try_from(open).unwrap_or(i64::MAX));
         let now = self.clock.now();
         self.inner.feed_held_back.set(held_back.map_or(0.0, |since| now.since(since).as_secs_f64()));
+        // Counted by the storage where every message is added, after its
+        // commit (a repeat that added nothing counts for nothing); taken
+        // as they stand, never lowered.
+        let created = self.db.messages_created();
+        for (sender, count) in [("visitor", created.visitor), ("operator", created.operator), ("system", created.system)] {
+            self.inner.messages.get_or_create(&vec![("sender", sender.to_owned())]).inner().fetch_max(count, Ordering::Relaxed);
+        }
         let mut text = String::new();
         encode(&mut text, &self.inner.registry).map_err(|_| DomainError::Unavailable("metrics could not be encoded"))?;
         Ok(text)

@@ -6,7 +6,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use parley_domain::store::StoreError;
+use parley_domain::store::{MessageCounts, StoreError};
 use tokio::sync::Notify;
 
 use crate::sql::Effects;
@@ -54,6 +54,8 @@ pub(crate) struct Signals {
     installations_generation: AtomicU64,
     /// Woken after every commit that appended to the feed.
     feed: Arc<Notify>,
+    /// Messages committed by this instance.
+    messages: Mutex<MessageCounts>,
 }
 
 impl Signals {
@@ -69,6 +71,13 @@ impl Signals {
         if effects.feed_appended {
             self.feed.notify_one();
         }
+        if effects.messages != MessageCounts::default() {
+            self.messages.lock().unwrap_or_else(|p| p.into_inner()).merge(effects.messages);
+        }
+    }
+
+    pub(crate) fn messages_created(&self) -> MessageCounts {
+        *self.messages.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn feed(&self) -> Arc<Notify> {

@@ -127,10 +127,40 @@ pub trait Backend: Send + Sync + 'static {
     /// installation token resolves to (an installation enabled or disabled,
     /// …), so cached resolutions know when they are stale.
     fn installations_generation(&self) -> u64;
+    /// Messages this instance has committed since it started, by sender:
+    /// counted where every message is added, after its commit, so a unit
+    /// rolled back or a repeat that added nothing counts for nothing.
+    fn messages_created(&self) -> MessageCounts;
     /// Makes this instance the one that runs `task`, if no other instance
     /// sharing the database is running it: `None` when one is. The
     /// returned guard gives the task up when dropped.
     fn lead(&self, task: &'static str) -> Pin<Box<dyn Future<Output = StoreResult<Option<Lead>>> + Send + '_>>;
+}
+
+/// Messages committed, by sender; operator-only notes are not counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MessageCounts {
+    pub visitor: u64,
+    pub operator: u64,
+    pub system: u64,
+}
+
+impl MessageCounts {
+    /// One more message of `kind`.
+    pub fn add(&mut self, kind: crate::model::SenderKind) {
+        match kind {
+            crate::model::SenderKind::Visitor => self.visitor += 1,
+            crate::model::SenderKind::Operator => self.operator += 1,
+            crate::model::SenderKind::System => self.system += 1,
+        }
+    }
+
+    /// The counts of two units committed together.
+    pub fn merge(&mut self, other: MessageCounts) {
+        self.visitor += other.visitor;
+        self.operator += other.operator;
+        self.system += other.system;
+    }
 }
 
 /// The right to run a task that runs in one instance at a time, given up
@@ -229,6 +259,10 @@ impl Database {
 
     pub fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
         self.backend.deliveries_signal()
+    }
+
+    pub fn messages_created(&self) -> MessageCounts {
+        self.backend.messages_created()
     }
 
     pub fn installations_generation(&self) -> u64 {

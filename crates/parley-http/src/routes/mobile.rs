@@ -166,7 +166,6 @@ async fn reply(
     JsonBody(input): JsonBody<Reply>,
 ) -> Result<Json<MobileMessageResponse>, ApiError> {
     let (message, details) = s.inbox.reply(&session, ConversationId(id), input.body, input.client_message_id).await?;
-    s.metrics.message_created("operator");
     Ok(Json(MobileMessageResponse { message: (&message).into(), conversation: (&details).into() }))
 }
 

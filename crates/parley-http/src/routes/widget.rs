@@ -110,7 +110,6 @@ async fn open_conversation(
     JsonBody(input): JsonBody<OpenConversationInput>,
 ) -> Result<(StatusCode, Json<WidgetConversationResponse>), ApiError> {
     let (conversation, messages) = s.widget.open_conversation(&caller, input).await?;
-    s.metrics.message_created("visitor");
     Ok((
         StatusCode::CREATED,
         Json(WidgetConversationResponse { conversation: (&conversation).into(), messages: self::messages(&messages) }),
@@ -186,6 +185,5 @@ async fn post_message(
     JsonBody(input): JsonBody<NewVisitorMessage>,
 ) -> Result<(StatusCode, Json<WidgetMessageCreateResponse>), ApiError> {
     let (message, conversation) = s.widget.post_message(&caller, input.into_input(public_id)).await?;
-    s.metrics.message_created("visitor");
     Ok((StatusCode::CREATED, Json(WidgetMessageCreateResponse { message: (&message).into(), conversation: (&conversation).into() })))
 }

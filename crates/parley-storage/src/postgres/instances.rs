@@ -85,9 +85,15 @@ fn names(effects: &Effects) -> impl Iterator<Item = &'static str> {
         .filter_map(|(set, name)| set.then_some(name))
 }
 
-/// The effect another instance announced by `name`.
+/// The effect another instance announced by `name` (its messages are its
+/// own to count).
 fn named(name: &str) -> Effects {
-    Effects { deliveries_added: u64::from(name == DELIVERIES), installations_changed: name == INSTALLATIONS, feed_appended: name == FEED }
+    Effects {
+        deliveries_added: u64::from(name == DELIVERIES),
+        installations_changed: name == INSTALLATIONS,
+        feed_appended: name == FEED,
+        ..Effects::default()
+    }
 }
 
 enum Request {
@@ -237,7 +243,7 @@ async fn serve(
     within(client.batch_execute(&format!("LISTEN {CHANNEL}"))).await?;
     // What others said while nobody listened is lost: act as if they had
     // said everything.
-    signals.after_commit(Effects { deliveries_added: 1, installations_changed: true, feed_appended: true });
+    signals.after_commit(Effects { deliveries_added: 1, installations_changed: true, feed_appended: true, ..Effects::default() });
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -250,6 +250,10 @@ impl Backend for PgBackend {
         self.signals.installations_generation()
     }
 
+    fn messages_created(&self) -> parley_domain::store::MessageCounts {
+        self.signals.messages_created()
+    }
+
     fn lead(&self, task: &'static str) -> Pin<Box<dyn Future<Output = StoreResult<Option<Lead>>> + Send + '_>> {
         Box::pin(async move {
             let key = crate::locks::named(task);

@@ -462,6 +462,9 @@ impl ConversationsWrite for Tx<'_> {
         }
         let args = scoped!(scope; m.conversation_id, m.sender.kind.as_str(), m.sender.operator_id, &m.sender.name, &m.body, m.internal, m.created_at, &m.client_message_id);
         let id = self.insert(&INSERT_MESSAGE, &args)?;
+        if !m.internal {
+            self.effects.messages.add(m.sender.kind);
+        }
         Ok(Message {
             id: MessageId(id),
             tenant_id: scope.tenant,

@@ -38,7 +38,7 @@ pub(crate) use stmt::statements;
 pub(crate) use webhooks::plan_queries as webhooks_plan_queries;
 
 use parley_domain::model::ConversationId;
-use parley_domain::store::{StoreError, StoreResult};
+use parley_domain::store::{MessageCounts, StoreError, StoreResult};
 
 /// What a backend's connection does for the operations: run a statement
 /// and hand each row to `each` (which answers whether it wants more).
@@ -94,6 +94,9 @@ pub struct Effects {
     pub installations_changed: bool,
     /// Entries were appended to the feed: the instance's follower reads.
     pub feed_appended: bool,
+    /// Messages added (for `/metrics`): counted by this instance only,
+    /// never announced to the others.
+    pub messages: MessageCounts,
 }
 
 impl Effects {
@@ -102,6 +105,7 @@ impl Effects {
         self.deliveries_added += other.deliveries_added;
         self.installations_changed |= other.installations_changed;
         self.feed_appended |= other.feed_appended;
+        self.messages.merge(other.messages);
     }
 }
 

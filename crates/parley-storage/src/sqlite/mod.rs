@@ -123,6 +123,10 @@ impl Backend for SqliteBackend {
         self.signals.installations_generation()
     }
 
+    fn messages_created(&self) -> parley_domain::store::MessageCounts {
+        self.signals.messages_created()
+    }
+
     /// One process owns an SQLite database (several instances need
     /// PostgreSQL), so it always leads.
     fn lead(&self, _task: &'static str) -> Pin<Box<dyn Future<Output = StoreResult<Option<Lead>>> + Send + '_>> {

@@ -1,5 +1,6 @@
 //! `GET /metrics`: present, in the Prometheus text format, and counting.
 
+use parley_domain::model::Role;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -77,6 +78,25 @@ async fn metrics_count_requests_messages_attempts_and_state() {
     assert_eq!(sample(&after, latency), 1.0);
     assert!(after.contains("# TYPE parley_http_request_duration_seconds histogram"));
     assert!(!after.contains(&f.token) && !after.contains(&public_id), "tokens and ids never appear in labels");
+
+    // A message is counted once it is committed, wherever it was sent
+    // from: a repeat that added nothing counts for nothing, a note is not
+    // a message to the visitor.
+    for _ in 0..2 {
+        let body = json!({"token": f.token, "body": "sent twice", "client_message_id": "c-1"});
+        let (status, _) = app.post(&format!("/api/widget/conversations/{public_id}/messages"), body).await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let id = list["conversations"][0]["id"].as_i64().unwrap();
+    let reply = json!({"body": "an answer", "client_message_id": "r-1"});
+    for _ in 0..2 {
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/messages"), &admin, Some(reply.clone())).await;
+    }
+    app.transfer_with_note(&admin, id, json!(app.operator(&f, "bea@acme.example.com", Role::Admin, &[]).await), "a note").await;
+    let text = scrape_metrics(&app).await;
+    assert_eq!(sample(&text, "parley_messages_created_total{sender=\"visitor\"}"), 3.0, "{text}");
+    assert_eq!(sample(&text, "parley_messages_created_total{sender=\"operator\"}"), 1.0, "the note is not counted");
 }
 
 #[tokio::test]

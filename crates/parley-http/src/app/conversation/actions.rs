@@ -88,7 +88,7 @@ pub async fn reply(
         Ok(body) => body,
         Err(m) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, format!("The reply {m}.")).await,
     };
-    let done = s.inbox.reply(&who.session, id, body, client_id(&form)).await.map(|_| s.metrics.message_created("operator"));
+    let done = s.inbox.reply(&who.session, id, body, client_id(&form)).await.map(drop);
     settle(&s, &who, id, (Which::Reply, LATEST), text, done).await
 }
 
