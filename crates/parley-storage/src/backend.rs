@@ -54,8 +54,8 @@ pub(crate) struct Signals {
     installations_generation: AtomicU64,
     /// Woken after every commit that appended to the feed.
     feed: Arc<Notify>,
-    /// Messages committed by this instance.
-    messages: Mutex<MessageCounts>,
+    /// Messages committed by this instance: visitor, operator, system.
+    messages: [AtomicU64; 3],
 }
 
 impl Signals {
@@ -71,13 +71,17 @@ impl Signals {
         if effects.feed_appended {
             self.feed.notify_one();
         }
-        if effects.messages != MessageCounts::default() {
-            self.messages.lock().unwrap_or_else(|p| p.into_inner()).merge(effects.messages);
+        let m = effects.messages;
+        for (counter, n) in self.messages.iter().zip([m.visitor, m.operator, m.system]) {
+            if n > 0 {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
         }
     }
 
     pub(crate) fn messages_created(&self) -> MessageCounts {
-        *self.messages.lock().unwrap_or_else(|p| p.into_inner())
+        let [visitor, operator, system] = self.messages.each_ref().map(|c| c.load(Ordering::Relaxed));
+        MessageCounts { visitor, operator, system }
     }
 
     pub(crate) fn feed(&self) -> Arc<Notify> {
