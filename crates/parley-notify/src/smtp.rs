@@ -49,7 +49,10 @@ impl EmailSender for SmtpMailer {
                 .map_err(|e| SendError::transient(format!("could not build the message: {e}")))?;
             self.transport.send(message).await.map(|_| ()).map_err(|e| {
                 let reason = format!("SMTP: {e}");
-                if refuses_recipient(e.status().map(u16::from), &e.to_string()) {
+                // The server's own words, without lettre's "permanent
+                // error (550): " before them.
+                let reply = std::error::Error::source(&e).map(|s| s.to_string()).unwrap_or_default();
+                if refuses_recipient(e.status().map(u16::from), &reply) {
                     SendError::permanent(reason)
                 } else {
                     SendError::transient(reason)
@@ -88,17 +91,27 @@ fn refuses_recipient(code: Option<u16>, text: &str) -> bool {
         && matches!(enhanced_code(text), Some((1, 1) | (1, 2) | (1, 3) | (1, 6) | (1, 10) | (2, 1) | (4, 1)))
 }
 
-/// The subject and detail of the first enhanced status code `5.S.D` in
-/// a reply, as servers write it: alone, or in brackets or after `#`
-/// (qmail's `(#5.1.1)`).
-fn enhanced_code(text: &str) -> Option<(u16, u16)> {
-    text.split(|c: char| !(c.is_ascii_digit() || c == '.')).find_map(|word| {
-        let mut parts = word.split('.');
-        match (parts.next(), parts.next(), parts.next(), parts.next()) {
-            (Some("5"), Some(subject), Some(detail), None) => Some((subject.parse().ok()?, detail.parse().ok()?)),
-            _ => None,
-        }
-    })
+/// The subject and detail of the reply's enhanced status code `5.S.D`,
+/// read only where servers put it: as the reply text's first word
+/// (RFC 2034), or as qmail's `(#5.S.D)` at its end. A code anywhere else
+/// is not one: replies echo the address, and `5.1.1@example.com` in a
+/// relay refusal must not make the relay's problem the visitor's.
+fn enhanced_code(reply: &str) -> Option<(u16, u16)> {
+    let reply = reply.trim();
+    let first = reply.split_whitespace().next().unwrap_or_default();
+    let qmail = reply.trim_end_matches('.').strip_suffix(')').and_then(|s| s.rsplit_once("(#")).map(|(_, code)| code);
+    parse_enhanced(first).or_else(|| qmail.and_then(parse_enhanced))
+}
+
+/// `5.S.D` with one to three digits in each part and nothing else.
+fn parse_enhanced(word: &str) -> Option<(u16, u16)> {
+    let number =
+        |part: &str| (!part.is_empty() && part.len() <= 3 && part.bytes().all(|b| b.is_ascii_digit())).then(|| part.parse().ok()).flatten();
+    let mut parts = word.split('.');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some("5"), Some(subject), Some(detail), None) => Some((number(subject)?, number(detail)?)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -107,13 +120,13 @@ mod tests {
 
     #[test]
     fn only_refusals_of_the_recipient_itself_are_for_good() {
-        assert!(refuses_recipient(Some(550), "permanent error (550): 5.1.1 no such mailbox"));
+        assert!(refuses_recipient(Some(550), "5.1.1 no such mailbox"));
         assert!(refuses_recipient(Some(553), "sorry, no mailbox here by that name. (#5.1.1)"), "qmail's form");
         assert!(refuses_recipient(Some(550), "5.4.1 Recipient address rejected: Access denied"), "Exchange's unknown recipient");
         assert!(!refuses_recipient(Some(553), "mailbox name not allowed"), "no code: it may be Parley's own sender");
         assert!(!refuses_recipient(Some(550), "relay not permitted"), "Exim's relay refusal");
         assert!(!refuses_recipient(Some(553), "sorry, that domain isn't in my list of allowed rcpthosts (#5.7.1)"));
-        assert!(!refuses_recipient(Some(550), "permanent error (550): 5.7.1 relaying denied"), "policy, not the address");
+        assert!(!refuses_recipient(Some(550), "5.7.1 relaying denied"), "policy, not the address");
         assert!(!refuses_recipient(Some(553), "5.1.7 bad sender address syntax"), "the sender, not the recipient");
         assert!(refuses_recipient(Some(550), "5.2.1 mailbox disabled"));
         assert!(refuses_recipient(Some(556), "5.1.10 recipient address has null MX"));
@@ -124,6 +137,18 @@ mod tests {
         }
         assert!(!refuses_recipient(Some(421), "4.3.2 try later"));
         assert!(!refuses_recipient(None, "connection refused"));
+    }
+
+    #[test]
+    fn an_address_echoed_in_a_refusal_is_not_its_code() {
+        assert!(!refuses_recipient(Some(550), "relay not permitted for 5.1.1@example.com"));
+        assert!(!refuses_recipient(Some(550), "<5.1.1@example.com>: relay access denied"));
+        assert!(!refuses_recipient(Some(553), "5.7.1 <5.1.1@example.com>: sender rejected"));
+        assert!(!refuses_recipient(Some(550), "no such user 5.1.1 here"), "a code in the middle is not one");
+        assert!(!refuses_recipient(Some(550), "5.1.1x unknown"), "strict digits");
+        assert!(!refuses_recipient(Some(550), "5.01234.1 unknown"));
+        assert!(refuses_recipient(Some(550), "  5.1.1   <ann@example.com>: Recipient address rejected"));
+        assert!(refuses_recipient(Some(553), "sorry, no mailbox here by that name. (#5.1.1)."));
     }
 
     #[test]

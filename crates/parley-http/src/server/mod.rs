@@ -15,8 +15,9 @@
 //! - At most `max_connections` connections are open at once. At the cap the
 //!   loop accepts the next waiting connection only once a slot frees, and
 //!   frees one for it: a connection without a whole request for over two
-//!   seconds, the one whose client sent nothing for longest first
-//!   ([`overload`]). Others wait in the kernel's backlog, instead of
+//!   seconds that is not an upload at a usable pace (unless such uploads
+//!   fill over half the slots), the one whose client sent nothing for
+//!   longest first ([`overload`]). Others wait in the kernel's backlog, instead of
 //!   failing on a full file table.
 //! - On shutdown the listener closes, idle connections close at once, busy
 //!   ones finish their request, and whatever is still open when the drain
@@ -66,7 +67,7 @@ pub struct ServerSettings {
 pub async fn serve(listener: TcpListener, router: Router, settings: ServerSettings, shutdown: CancellationToken) {
     let slots = Arc::new(Semaphore::new(settings.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
-    let open = Connections::new();
+    let open = Connections::new(settings.max_connections.max(1));
     let mut connections = JoinSet::new();
     loop {
         // Reap finished connections so the set stays as large as what is open.

@@ -13,6 +13,13 @@
 //! is whole and being answered (a slow handler, a live stream, a long
 //! poll) is never a candidate.
 //!
+//! Uploads at a usable pace are protected only while they are not the
+//! crowd: once more than half the slots are bodies still coming in after
+//! two seconds, those are candidates too, whatever their pace. Otherwise a
+//! client trickling bodies just above the pace, request after request,
+//! could hold every slot; this way half of them always serve whole
+//! requests.
+//!
 //! Each connection reports what it is doing through a [`Phase`] that the
 //! request and response bodies move along: waiting for a request head,
 //! waiting for the rest of a body its handler is reading, or answering.
@@ -41,6 +48,13 @@ pub(super) const STALLED_AFTER: Duration = Duration::from_secs(2);
 /// bodies to hold connections (who still meets the body timeout).
 pub(super) const MIN_BODY_RATE: u64 = 256;
 
+/// Body bytes a connection is allowed behind [`MIN_BODY_RATE`] at most,
+/// about one TCP segment: bodies come in chunks, and an upload just above
+/// the pace is, between two of them, briefly below it, by about a chunk.
+/// No connection is allowed more than it has sent, so a body that stalls
+/// after its first few bytes is a candidate as soon as a silent socket.
+const BODY_SLACK: u64 = 1500;
+
 /// Waiting for a request head (a new connection, or one between requests).
 const WAITING: u8 = 0;
 /// The handler waits for the rest of the request body.
@@ -57,7 +71,8 @@ pub(super) struct Phase {
     /// Milliseconds after `epoch` when the client last sent something
     /// the handler took (or the state began).
     progress: AtomicU64,
-    /// Body bytes the handler took since the state began.
+    /// Body bytes the handler took since the request's head: what came
+    /// at once, before the handler first had to wait, counts as well.
     received: AtomicU64,
 }
 
@@ -77,7 +92,6 @@ impl Phase {
         let now = millis(self.epoch);
         self.since.store(now, Ordering::Relaxed);
         self.progress.store(now, Ordering::Relaxed);
-        self.received.store(0, Ordering::Relaxed);
         self.state.store(state, Ordering::Release);
     }
 
@@ -89,6 +103,7 @@ impl Phase {
 
     /// A request head has arrived: the handler has the request.
     pub(super) fn head_received(&self) {
+        self.received.store(0, Ordering::Relaxed);
         self.set(ANSWERING);
     }
 
@@ -109,20 +124,40 @@ impl Phase {
         }
     }
 
-    /// Whether, at `now` (milliseconds after the epoch), the connection may
-    /// be closed to make room: without a whole request for more than
-    /// [`STALLED_AFTER`], and, if its body is coming in, slower than
-    /// [`MIN_BODY_RATE`]. Returns when its client last sent something.
-    fn candidate(&self, now: u64) -> Option<u64> {
+    /// What the connection is, at `now` (milliseconds after the epoch),
+    /// to making room, with when its client last sent something.
+    fn standing(&self, now: u64) -> Option<(Standing, u64)> {
         let state = self.state.load(Ordering::Acquire);
         let (since, progress) = self.stalled_since()?;
         let waited = now.saturating_sub(since);
         if waited <= STALLED_AFTER.as_millis() as u64 {
             return None;
         }
-        let slow = self.received.load(Ordering::Relaxed).saturating_mul(1000) < MIN_BODY_RATE.saturating_mul(waited);
-        (state == WAITING || slow).then_some(progress)
+        let received = self.received.load(Ordering::Relaxed);
+        let received = received.saturating_add(received.min(BODY_SLACK));
+        let slow = received.saturating_mul(1000) < MIN_BODY_RATE.saturating_mul(waited);
+        let standing = if state == WAITING || slow { Standing::Stalled } else { Standing::Uploading };
+        Some((standing, progress))
     }
+
+    /// Whether, at `now`, the connection may be closed to make room
+    /// whatever the others do: without a whole request for more than
+    /// [`STALLED_AFTER`], and, if its body is coming in, slower than
+    /// [`MIN_BODY_RATE`]. Returns when its client last sent something.
+    #[cfg(test)]
+    fn candidate(&self, now: u64) -> Option<u64> {
+        self.standing(now).filter(|(standing, _)| *standing == Standing::Stalled).map(|(_, progress)| progress)
+    }
+}
+
+/// A connection without a whole request for over [`STALLED_AFTER`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Standing {
+    /// No head yet, or a body slower than [`MIN_BODY_RATE`]: always a
+    /// candidate.
+    Stalled,
+    /// A body coming in at a usable pace: a candidate only in a crowd.
+    Uploading,
 }
 
 fn millis(epoch: Instant) -> u64 {
@@ -135,6 +170,8 @@ type Table = HashMap<u64, (Arc<Phase>, Option<AbortHandle>)>;
 /// The open connections, to find the one to close.
 #[derive(Clone)]
 pub(super) struct Connections {
+    /// Connections open at once, at most.
+    cap: usize,
     epoch: Instant,
     next: Arc<AtomicU64>,
     open: Arc<Mutex<Table>>,
@@ -160,8 +197,8 @@ impl Drop for Registered {
 }
 
 impl Connections {
-    pub(super) fn new() -> Self {
-        Self { epoch: Instant::now(), next: Arc::default(), open: Arc::default() }
+    pub(super) fn new(cap: usize) -> Self {
+        Self { cap, epoch: Instant::now(), next: Arc::default(), open: Arc::default() }
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
@@ -184,17 +221,29 @@ impl Connections {
         }
     }
 
-    /// Closes, among the candidates (see [`Phase::candidate`]), the one
+    /// Closes, among the candidates (see the module's comment), the one
     /// whose client has sent nothing for longest; returns whether one was
     /// closed.
     pub(super) fn close_oldest_stalled(&self) -> bool {
         let now = millis(self.epoch);
-        let oldest = self
-            .lock()
-            .iter()
-            .filter_map(|(id, (phase, abort))| Some((phase.candidate(now)?, *id, abort.as_ref()?)))
-            .min_by_key(|(progress, id, _)| (*progress, *id))
-            .map(|(_, _, abort)| abort.clone());
+        let oldest = {
+            let open = self.lock();
+            let standing: Vec<_> = open
+                .iter()
+                .filter_map(|(id, (phase, abort))| {
+                    let (standing, progress) = phase.standing(now)?;
+                    Some((standing, progress, *id, abort.as_ref()?))
+                })
+                .collect();
+            let uploads = standing.iter().filter(|(standing, ..)| *standing == Standing::Uploading).count();
+            let crowded = uploads > self.cap / 2;
+            standing
+                .into_iter()
+                .filter(|(standing, ..)| crowded || *standing == Standing::Stalled)
+                // The stalled first, then the silent longest.
+                .min_by_key(|(standing, progress, id, _)| (*standing != Standing::Stalled, *progress, *id))
+                .map(|(.., abort)| abort.clone())
+        };
         // Aborted outside the lock: the task's end takes it to leave.
         oldest.map(|abort| abort.abort()).is_some()
     }
@@ -288,7 +337,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_oldest_connection_without_a_whole_request_is_closed_first() {
-        let connections = Connections::new();
+        let connections = Connections::new(8);
         let mut tasks = Vec::new();
         let mut phases = Vec::new();
         for _ in 0..3 {
@@ -342,7 +391,7 @@ mod tests {
     /// reset by the bytes that trickle in, until it is whole.
     #[tokio::test(start_paused = true)]
     async fn only_the_servers_waits_on_the_client_count() {
-        let connections = Connections::new();
+        let connections = Connections::new(8);
         let (phase, _registered) = connections.register();
         phase.head_received();
         let chunk = || Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"x")))));
@@ -371,7 +420,7 @@ mod tests {
     /// an upload still coming in goes after a socket that sends nothing.
     #[tokio::test(start_paused = true)]
     async fn a_client_that_still_sends_is_closed_after_one_that_does_not() {
-        let connections = Connections::new();
+        let connections = Connections::new(8);
         let (uploading, upload) = connections.register();
         uploading.head_received();
         uploading.waiting_for_body();
@@ -393,7 +442,73 @@ mod tests {
         tokio::task::yield_now().await;
         assert!(stall_task.is_finished() && !upload_task.is_finished(), "the silent one first, though the upload started earlier");
         assert!(!connections.close_oldest_stalled(), "an upload at a usable pace is never closed for this");
-        tokio::time::advance(Duration::from_secs(10)).await;
+        tokio::time::advance(Duration::from_secs(20)).await;
         assert!(connections.close_oldest_stalled(), "once it falls below the pace, it may be");
+    }
+
+    /// Connections that wait forever, with how to close them.
+    fn open_many(connections: &Connections, n: usize) -> Vec<(Arc<Phase>, tokio::task::JoinHandle<()>)> {
+        (0..n)
+            .map(|_| {
+                let (phase, registered) = connections.register();
+                let id = registered.id();
+                let task = tokio::spawn(async move {
+                    let _registered = registered;
+                    std::future::pending::<()>().await;
+                });
+                connections.closes_with(id, task.abort_handle());
+                (phase, task)
+            })
+            .collect()
+    }
+
+    /// An upload just above the pace, in chunks a second apart, keeps its
+    /// place however often room is looked for.
+    #[tokio::test(start_paused = true)]
+    async fn an_upload_in_chunks_just_above_the_pace_is_never_closed() {
+        let connections = Connections::new(8);
+        let open = open_many(&connections, 1);
+        let (upload, task) = &open[0];
+        upload.head_received();
+        upload.progressed(1_460);
+        upload.waiting_for_body();
+        for _ in 0..30 {
+            for _ in 0..4 {
+                tokio::time::advance(Duration::from_millis(250)).await;
+                assert!(!connections.close_oldest_stalled());
+            }
+            upload.progressed(300);
+        }
+        tokio::task::yield_now().await;
+        assert!(!task.is_finished());
+    }
+
+    /// Uploads at a usable pace may hold at most half the slots against
+    /// newcomers: past that, the one silent longest goes, stalled
+    /// connections before any of them.
+    #[tokio::test(start_paused = true)]
+    async fn uploads_that_fill_over_half_the_slots_make_room_too() {
+        let connections = Connections::new(4);
+        let open = open_many(&connections, 4);
+        for (phase, _) in &open[..3] {
+            phase.head_received();
+            phase.waiting_for_body();
+        }
+        tokio::time::advance(Duration::from_secs(3)).await;
+        for (phase, _) in &open[..3] {
+            phase.progressed(1_000);
+        }
+        assert!(connections.close_oldest_stalled());
+        tokio::task::yield_now().await;
+        assert!(open[3].1.is_finished(), "the one without a head goes first");
+        assert!(open[..3].iter().all(|(_, task)| !task.is_finished()));
+        tokio::time::advance(Duration::from_millis(100)).await;
+        open[0].0.progressed(1_000);
+        open[1].0.progressed(1_000);
+        assert!(connections.close_oldest_stalled(), "three uploads in four slots: a crowd");
+        tokio::task::yield_now().await;
+        assert!(open[2].1.is_finished(), "the upload silent longest");
+        assert!(!open[0].1.is_finished() && !open[1].1.is_finished());
+        assert!(!connections.close_oldest_stalled(), "two in four are not over half");
     }
 }

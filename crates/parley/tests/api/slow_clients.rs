@@ -188,6 +188,41 @@ async fn stalled_bodies_at_the_cap_make_room_for_health() {
     child.kill().await.ok();
 }
 
+/// Bodies trickled just above the pace an upload keeps its place at,
+/// on every slot, cannot keep a newcomer out: past half the slots they
+/// make room as stalled ones do.
+#[tokio::test]
+async fn trickled_bodies_on_every_slot_make_room_for_health() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, base) = under_file_limit(&dir, "serve", &[]).await;
+    let addr = base.trim_start_matches("http://").to_owned();
+    let head = "POST /api/v1/mobile/login HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
+    let mut trickles = Vec::new();
+    for _ in 0..140 {
+        let addr = addr.clone();
+        trickles.push(tokio::spawn(async move {
+            let mut s = TcpStream::connect(&addr).await.expect("connect");
+            let _ = s.write_all(head.as_bytes()).await;
+            // 400 bytes a second, for longer than the test lasts.
+            for _ in 0..200 {
+                if s.write_all(&[b' '; 100]).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let client = http_client();
+    let res = tokio::time::timeout(Duration::from_secs(10), client.get(format!("{base}/health")).send())
+        .await
+        .expect("/health answers within seconds, not after the body timeout")
+        .expect("request");
+    assert_eq!(res.status(), StatusCode::OK);
+    trickles.iter().for_each(|t| t.abort());
+    child.kill().await.ok();
+}
+
 /// Sends `GET path` on a new connection from the loopback address `from`
 /// and returns it with the status of its answer (the head only: a
 /// stream's answer goes on).
