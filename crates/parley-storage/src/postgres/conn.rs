@@ -175,8 +175,11 @@ impl PgConn {
         if let Some(s) = self.prepared.get(&key) {
             return Ok(s.clone());
         }
-        let types: Vec<Type> = stmt.params.iter().map(|t| pg_type(*t)).collect();
-        let prepared = self.link.run(|c| c.prepare_typed(stmt.text(Dialect::Postgres), &types))?;
+        // Each entry point has checked the text (`Stmt::text`), so this is
+        // never the empty fallback.
+        let text = stmt.text(Dialect::Postgres).unwrap_or_default();
+        let types: Vec<Type> = stmt.types().map(pg_type).collect();
+        let prepared = self.link.run(|c| c.prepare_typed(text, &types))?;
         self.prepared.insert(key, prepared.clone());
         Ok(prepared)
     }
@@ -454,6 +457,7 @@ impl Conn for PgConn {
     }
 
     fn query(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], each: &mut dyn FnMut(&dyn Row) -> StoreResult<bool>) -> StoreResult<()> {
+        stmt.text(Dialect::Postgres)?;
         let Answer::Rows(rows) = self.trip(Some((stmt, args, Ask::Rows)), None)? else {
             return Err(StoreError::Internal(format!("{}: no rows came back", stmt.name)));
         };
@@ -466,6 +470,7 @@ impl Conn for PgConn {
     }
 
     fn execute(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<u64> {
+        stmt.text(Dialect::Postgres)?;
         match self.trip(Some((stmt, args, Ask::Changed)), None)? {
             Answer::Changed(n) => Ok(n),
             _ => Err(StoreError::Internal(format!("{}: no count came back", stmt.name))),
@@ -473,11 +478,13 @@ impl Conn for PgConn {
     }
 
     fn defer(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], counts_deliveries: bool) -> StoreResult<Option<u64>> {
+        stmt.text(Dialect::Postgres)?;
         self.deferred.push(Deferred { stmt, args: args.iter().map(Owned::of).collect(), counts_deliveries });
         Ok(None)
     }
 
     fn prepare(&mut self, stmt: &'static Stmt) -> StoreResult<()> {
+        stmt.text(Dialect::Postgres)?;
         self.statement(stmt).map(|_| ()).map_err(|e| self.mark_failed(map(e)))
     }
 }

@@ -7,7 +7,7 @@ use parley_domain::store::{MessagePage, StoreError, StoreResult};
 use parley_domain::verification::Method;
 
 use super::tenancy::{TENANT_COLS, tenant};
-use super::{Arg, Row, Stmt, Tx, args, statements};
+use super::{Params, Row, Tx, statements};
 
 pub(super) const VISITOR_COLS: &str = "v.id AS v_id, v.tenant_id AS v_tenant_id, v.site_id AS v_site_id, v.uuid AS v_uuid, v.name AS v_name, \
      v.email AS v_email, v.phone AS v_phone, v.last_url AS v_last_url, v.verified_at AS v_verified_at, \
@@ -101,29 +101,17 @@ pub(super) fn message(r: &dyn Row) -> StoreResult<Message> {
     })
 }
 
-/// The visibility rule of `ConversationScope`, bound as ?1 to ?4 (see
-/// `scope_args`): tenant, site (or null), operator (or null), and whether
-/// that operator is an admin. An agent sees only the sites it is a member
-/// of, read from the membership table at query time.
-pub(super) const SCOPE: &str = "c.tenant_id = ?1 AND (?2 IS NULL OR c.site_id = ?2)
-     AND (?3 IS NULL OR ?4 OR c.site_id IN (SELECT os.site_id FROM operator_sites os WHERE os.operator_id = ?3 AND os.tenant_id = ?1))";
+/// The visibility rule of `ConversationScope`, a statement's `scope`
+/// parameter, which binds four (see its `Param`): `:tenant`, `:site` (or
+/// null), `:operator` (or null), and `:admin`, whether that operator is
+/// an admin. An agent sees only the sites it is a member of, read from the
+/// membership table at query time.
+pub(super) const SCOPE: &str = "c.tenant_id = :tenant AND (:site IS NULL OR c.site_id = :site)
+     AND (:operator IS NULL OR :admin OR c.site_id IN (
+         SELECT os.site_id FROM operator_sites os WHERE os.operator_id = :operator AND os.tenant_id = :tenant))";
 
-pub(super) fn scope_args(s: ConversationScope) -> [Arg<'static>; 4] {
-    [Arg::from(s.tenant), Arg::from(s.site), Arg::from(s.operator.map(|(o, _)| o)), Arg::from(matches!(s.operator, Some((_, Role::Admin))))]
-}
-
-/// The scope's four arguments followed by others, as one array (no
-/// allocation: the widget's poll goes through here).
-macro_rules! scoped {
-    ($scope:expr; $($rest:expr),* $(,)?) => {{
-        let [tenant, site, operator, admin] = $crate::sql::conversations::scope_args($scope);
-        [tenant, site, operator, admin, $($crate::sql::Arg::from($rest)),*]
-    }};
-}
-pub(super) use scoped;
-
-/// Binds ?5 (`'all'`, `'open'` or a status).
-const STATUS_FILTER: &str = "(?5 = 'all' OR (?5 = 'open' AND c.status <> 'closed') OR c.status = ?5)";
+/// Binds `:status` (`'all'`, `'open'` or a status).
+const STATUS_FILTER: &str = "(:status = 'all' OR (:status = 'open' AND c.status <> 'closed') OR c.status = :status)";
 
 fn filter_arg(f: StatusFilter) -> &'static str {
     match f {
@@ -139,9 +127,10 @@ fn poll(order: &str) -> String {
     format!(
         "SELECT {CONVERSATION_COLS}, {MESSAGE_COLS}
          FROM conversations c
-         LEFT JOIN messages m ON m.conversation_id = c.id AND m.tenant_id = c.tenant_id AND m.id > ?7 AND (?6 OR m.internal = FALSE)
-         WHERE {SCOPE} AND c.public_id = ?5
-         ORDER BY m.id {order} LIMIT ?8"
+         LEFT JOIN messages m ON m.conversation_id = c.id AND m.tenant_id = c.tenant_id
+             AND m.id > :after AND (:include_internal OR m.internal = FALSE)
+         WHERE {SCOPE} AND c.public_id = :public_id
+         ORDER BY m.id {order} LIMIT :limit"
     )
 }
 
@@ -150,11 +139,11 @@ fn poll(order: &str) -> String {
 const MESSAGES_FROM: &str = "FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id";
 
 fn visitor_by_uuid() -> String {
-    format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.uuid = ?3")
+    format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = :tenant AND v.site_id = :site AND v.uuid = :uuid")
 }
 
 fn visitor_by_id() -> String {
-    format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = ?1 AND v.site_id = ?2 AND v.id = ?3")
+    format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = :tenant AND v.site_id = :site AND v.id = :id")
 }
 
 fn conversation_where(condition: &str) -> String {
@@ -173,100 +162,115 @@ fn conversation_and_visitor(condition: &str) -> String {
 }
 
 statements! {
-    VISITOR_BY_UUID[Int, Int, Text](_) => visitor_by_uuid(),
-    VISITOR_BY_UUID_LOCKED[Int, Int, Text](d) => d.locked(visitor_by_uuid()),
-    VISITOR[Int, Int, Int](_) => visitor_by_id(),
-    VISITOR_LOCKED[Int, Int, Int](d) => d.locked(visitor_by_id()),
-    CONVERSATION_BY_PUBLIC_ID[Int, Int, Int, Bool, Text](_) => conversation_where("c.public_id = ?5"),
-    CONVERSATION_BY_PUBLIC_ID_LOCKED[Int, Int, Int, Bool, Text](d) => d.locked(conversation_where("c.public_id = ?5")),
-    CONVERSATION_AND_VISITOR_BY_PUBLIC_ID[Int, Int, Int, Bool, Text](_) => conversation_and_visitor("c.public_id = ?5"),
-    CONVERSATION_AND_VISITOR_BY_PUBLIC_ID_LOCKED[Int, Int, Int, Bool, Text](d) =>
-        d.locked(conversation_and_visitor("c.public_id = ?5")),
-    CONVERSATION[Int, Int, Int, Bool, Int](_) => conversation_where("c.id = ?5"),
-    CONVERSATION_LOCKED[Int, Int, Int, Bool, Int](d) => d.locked(conversation_where("c.id = ?5")),
-    CONVERSATION_DETAILS[Int, Int, Int, Bool, Int](_) =>
-        format!("SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS} {DETAILS_FROM} WHERE {SCOPE} AND c.id = ?5"),
-    CONVERSATIONS[Int, Int, Int, Bool, Text, Int, Int](_) => format!(
+    VISITOR_BY_UUID<'a>(tenant: TenantId, site: SiteId, uuid: &'a str) locked VISITOR_BY_UUID_LOCKED => |_| visitor_by_uuid(),
+    VISITOR(tenant: TenantId, site: SiteId, id: VisitorId) locked VISITOR_LOCKED => |_| visitor_by_id(),
+    CONVERSATION_BY_PUBLIC_ID<'a>(scope: ConversationScope, public_id: &'a str) locked CONVERSATION_BY_PUBLIC_ID_LOCKED => |_|
+        conversation_where("c.public_id = :public_id"),
+    CONVERSATION_AND_VISITOR_BY_PUBLIC_ID<'a>(scope: ConversationScope, public_id: &'a str)
+        locked CONVERSATION_AND_VISITOR_BY_PUBLIC_ID_LOCKED => |_| conversation_and_visitor("c.public_id = :public_id"),
+    CONVERSATION(scope: ConversationScope, id: ConversationId) locked CONVERSATION_LOCKED => |_| conversation_where("c.id = :id"),
+    CONVERSATION_DETAILS(scope: ConversationScope, id: ConversationId) => |_|
+        format!("SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS} {DETAILS_FROM} WHERE {SCOPE} AND c.id = :id"),
+    CONVERSATIONS<'a>(scope: ConversationScope, status: &'a str, limit: u32, offset: u64) => |_| format!(
         "SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS} {DETAILS_FROM}
          WHERE {SCOPE} AND {STATUS_FILTER}
-         ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?6 OFFSET ?7"
+         ORDER BY c.last_message_at DESC, c.id DESC LIMIT :limit OFFSET :offset"
     ),
-    COUNT_CONVERSATIONS[Int, Int, Int, Bool, Text](_) => format!("SELECT COUNT(*) AS n FROM conversations c WHERE {SCOPE} AND {STATUS_FILTER}"),
-    MESSAGES_AFTER[Int, Int, Int, Bool, Int, Bool, Int, Int](_) => format!(
+    COUNT_CONVERSATIONS<'a>(scope: ConversationScope, status: &'a str) => |_|
+        format!("SELECT COUNT(*) AS n FROM conversations c WHERE {SCOPE} AND {STATUS_FILTER}"),
+    MESSAGES_AFTER(scope: ConversationScope, conversation: ConversationId, include_internal: bool, after: MessageId, limit: u32) => |_| format!(
         "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
-         WHERE {SCOPE} AND m.conversation_id = ?5 AND (?6 OR m.internal = FALSE) AND m.id > ?7 ORDER BY m.id ASC LIMIT ?8"
+         WHERE {SCOPE} AND m.conversation_id = :conversation AND (:include_internal OR m.internal = FALSE) AND m.id > :after
+         ORDER BY m.id ASC LIMIT :limit"
     ),
-    MESSAGES_LATEST[Int, Int, Int, Bool, Int, Bool, Int](_) => format!(
+    MESSAGES_LATEST(scope: ConversationScope, conversation: ConversationId, include_internal: bool, limit: u32) => |_| format!(
         "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
-         WHERE {SCOPE} AND m.conversation_id = ?5 AND (?6 OR m.internal = FALSE) ORDER BY m.id DESC LIMIT ?7"
+         WHERE {SCOPE} AND m.conversation_id = :conversation AND (:include_internal OR m.internal = FALSE) ORDER BY m.id DESC LIMIT :limit"
     ),
     /// A sender's earlier message of this client id (see the unique
     /// index `messages_client_message`).
-    CLIENT_MESSAGE[Int, Int, Int, Bool, Int, Text, Int, Text](_) => format!(
+    CLIENT_MESSAGE<'a>(
+        scope: ConversationScope, conversation: ConversationId, sender_type: &'a str, sender_id: i64, client_message_id: &'a str,
+    ) => |_| format!(
         "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
-         WHERE {SCOPE} AND m.conversation_id = ?5 AND m.sender_type = ?6 AND COALESCE(m.sender_id, 0) = ?7
-           AND m.client_message_id = ?8"
+         WHERE {SCOPE} AND m.conversation_id = :conversation AND m.sender_type = :sender_type
+           AND COALESCE(m.sender_id, 0) = :sender_id AND m.client_message_id = :client_message_id"
     ),
     /// The first message of one of the visitor's conversations, opened
     /// with this client id (a later message with the same id belongs to
     /// its own conversation and opens nothing).
-    VISITOR_CLIENT_MESSAGE[Int, Int, Int, Bool, Int, Text](_) => format!(
+    VISITOR_CLIENT_MESSAGE<'a>(scope: ConversationScope, visitor: VisitorId, client_message_id: &'a str) => |_| format!(
         "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
-         WHERE {SCOPE} AND c.visitor_id = ?5 AND m.sender_type = 'visitor' AND m.client_message_id = ?6
+         WHERE {SCOPE} AND c.visitor_id = :visitor AND m.sender_type = 'visitor' AND m.client_message_id = :client_message_id
            AND m.id = (SELECT MIN(f.id) FROM messages f WHERE f.conversation_id = c.id)
          ORDER BY m.id LIMIT 1"
     ),
-    POLL_AFTER[Int, Int, Int, Bool, Text, Bool, Int, Int](_) => poll("ASC"),
-    POLL_LATEST[Int, Int, Int, Bool, Text, Bool, Int, Int](_) => poll("DESC"),
-    COUNT_OPEN_CONVERSATIONS[](_) => "SELECT COUNT(*) AS n FROM conversations WHERE status <> 'closed'".into(),
-    IDLE_CONVERSATIONS[Int, Int](d) => d.claim(format!(
+    /// `after` is a message id, or -1 for the latest messages.
+    POLL_AFTER<'a>(scope: ConversationScope, public_id: &'a str, include_internal: bool, after: i64, limit: u32) => |_| poll("ASC"),
+    POLL_LATEST<'a>(scope: ConversationScope, public_id: &'a str, include_internal: bool, after: i64, limit: u32) => |_| poll("DESC"),
+    COUNT_OPEN_CONVERSATIONS() => |_| "SELECT COUNT(*) AS n FROM conversations WHERE status <> 'closed'".into(),
+    IDLE_CONVERSATIONS(cutoff: Timestamp, limit: u32) => |d| d.claim(format!(
         "SELECT {CONVERSATION_COLS}, {TENANT_COLS} FROM conversations c JOIN tenants t ON t.id = c.tenant_id
-         WHERE c.status <> 'closed' AND c.last_message_at < ?1 ORDER BY c.last_message_at LIMIT ?2"
+         WHERE c.status <> 'closed' AND c.last_message_at < :cutoff ORDER BY c.last_message_at LIMIT :limit"
     ), "c"),
-    INSERT_VISITOR[Int, Int, Text, Text, Text, Text, Text, Int](_) => "INSERT INTO visitors
+    INSERT_VISITOR<'a>(
+        tenant: TenantId, site: SiteId, uuid: &'a str, name: Option<&'a str>, email: Option<&'a str>, phone: Option<&'a str>,
+        last_url: Option<&'a str>, created_at: Timestamp,
+    ) => |_| "INSERT INTO visitors
          (tenant_id, site_id, uuid, name, email, phone, last_url, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+         VALUES (:tenant, :site, :uuid, :name, :email, :phone, :last_url, :created_at, :created_at)
          ON CONFLICT (site_id, uuid) DO NOTHING RETURNING id".into(),
-    UPDATE_VISITOR_PROFILE[Int, Int, Int, Text, Text, Text, Text, Int](_) =>
-        "UPDATE visitors SET name = ?4, email = ?5, phone = ?6, last_url = ?7, updated_at = ?8
-         WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3".into(),
-    INSERT_CONVERSATION[Text, Int, Int, Int, Int, Text, Text, Int](_) => "INSERT INTO conversations
+    UPDATE_VISITOR_PROFILE<'a>(
+        tenant: TenantId, site: SiteId, id: VisitorId, name: Option<&'a str>, email: Option<&'a str>, phone: Option<&'a str>,
+        last_url: Option<&'a str>, at: Timestamp,
+    ) => |_| "UPDATE visitors SET name = :name, email = :email, phone = :phone, last_url = :last_url, updated_at = :at
+         WHERE tenant_id = :tenant AND site_id = :site AND id = :id".into(),
+    INSERT_CONVERSATION<'a>(
+        public_id: &'a str, tenant: TenantId, site: SiteId, installation: InstallationId, visitor: VisitorId,
+        subject: Option<&'a str>, start_url: Option<&'a str>, created_at: Timestamp,
+    ) => |_| "INSERT INTO conversations
          (public_id, tenant_id, site_id, installation_id, visitor_id, status, subject, start_url, created_at, last_message_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, 'unassigned', ?6, ?7, ?8, ?8
-         WHERE EXISTS (SELECT 1 FROM installations WHERE id = ?4 AND tenant_id = ?2 AND site_id = ?3)
-           AND EXISTS (SELECT 1 FROM visitors WHERE id = ?5 AND tenant_id = ?2 AND site_id = ?3)
+         SELECT :public_id, :tenant, :site, :installation, :visitor, 'unassigned', :subject, :start_url, :created_at, :created_at
+         WHERE EXISTS (SELECT 1 FROM installations WHERE id = :installation AND tenant_id = :tenant AND site_id = :site)
+           AND EXISTS (SELECT 1 FROM visitors WHERE id = :visitor AND tenant_id = :tenant AND site_id = :site)
          RETURNING id".into(),
-    UPDATE_CONVERSATION[Int, Int, Int, Bool, Int, Text, Int, Int, Int, Int](_) => format!(
-        "UPDATE conversations AS c SET status = ?6, assignee_id = ?7, last_message_at = ?8, closed_at = ?9, verified_at = ?10
-         WHERE {SCOPE} AND c.id = ?5
-           AND (?7 IS NULL OR EXISTS (SELECT 1 FROM operators o WHERE o.id = ?7 AND o.tenant_id = ?1))"
+    UPDATE_CONVERSATION<'a>(
+        scope: ConversationScope, id: ConversationId, status: &'a str, assignee: Option<OperatorId>, last_message_at: Timestamp,
+        closed_at: Option<Timestamp>, verified_at: Option<Timestamp>,
+    ) => |_| format!(
+        "UPDATE conversations AS c SET status = :status, assignee_id = :assignee, last_message_at = :last_message_at,
+             closed_at = :closed_at, verified_at = :verified_at
+         WHERE {SCOPE} AND c.id = :id
+           AND (:assignee IS NULL OR EXISTS (SELECT 1 FROM operators o WHERE o.id = :assignee AND o.tenant_id = :tenant))"
     ),
     /// Taken before a message insert on PostgreSQL: ids come from a
     /// sequence, and the lock makes the next id in a conversation wait for
     /// the commit of the one before, so ids increase in commit order.
-    LOCK_CONVERSATION[Int, Int, Int, Bool, Int](d) => d.locked(format!("SELECT c.id AS c_id FROM conversations c WHERE {SCOPE} AND c.id = ?5")),
-    INSERT_MESSAGE[Int, Int, Int, Bool, Int, Text, Int, Text, Text, Bool, Int, Text](_) => format!(
+    LOCK_CONVERSATION(scope: ConversationScope, id: ConversationId) => |d|
+        d.locked(format!("SELECT c.id AS c_id FROM conversations c WHERE {SCOPE} AND c.id = :id")),
+    INSERT_MESSAGE<'a>(
+        scope: ConversationScope, conversation: ConversationId, sender_type: &'a str, sender_id: Option<OperatorId>,
+        sender_name: Option<&'a str>, body: &'a str, internal: bool, created_at: Timestamp, client_message_id: Option<&'a str>,
+    ) => |_| format!(
         "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at, client_message_id)
-         SELECT ?1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12
-         WHERE EXISTS (SELECT 1 FROM conversations c WHERE {SCOPE} AND c.id = ?5)
+         SELECT :tenant, :conversation, :sender_type, :sender_id, :sender_name, :body, :internal, :created_at, :client_message_id
+         WHERE EXISTS (SELECT 1 FROM conversations c WHERE {SCOPE} AND c.id = :conversation)
          RETURNING id"
     ),
 }
 
 impl ConversationsRead for Tx<'_> {
     fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>> {
-        let stmt = self.locking(&VISITOR_BY_UUID, &VISITOR_BY_UUID_LOCKED);
-        self.one(stmt, args![scope.tenant, scope.site, uuid], visitor)
+        self.one(self.locking(VISITOR_BY_UUID { tenant: scope.tenant, site: scope.site, uuid }), visitor)
     }
 
     fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>> {
-        let stmt = self.locking(&VISITOR, &VISITOR_LOCKED);
-        self.one(stmt, args![scope.tenant, scope.site, id], visitor)
+        self.one(self.locking(VISITOR { tenant: scope.tenant, site: scope.site, id }), visitor)
     }
 
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>> {
-        let stmt = self.locking(&CONVERSATION_BY_PUBLIC_ID, &CONVERSATION_BY_PUBLIC_ID_LOCKED);
-        Ok(self.conversation_row(stmt, &scoped!(scope; public_id), |_| Ok(()))?.map(|(c, ())| c))
+        let params = self.locking(CONVERSATION_BY_PUBLIC_ID { scope, public_id });
+        Ok(self.conversation_row(params, |_| Ok(()))?.map(|(c, ())| c))
     }
 
     fn conversation_and_visitor_by_public_id(
@@ -274,17 +278,15 @@ impl ConversationsRead for Tx<'_> {
         scope: ConversationScope,
         public_id: &str,
     ) -> StoreResult<Option<(Conversation, Visitor)>> {
-        let stmt = self.locking(&CONVERSATION_AND_VISITOR_BY_PUBLIC_ID, &CONVERSATION_AND_VISITOR_BY_PUBLIC_ID_LOCKED);
-        self.conversation_row(stmt, &scoped!(scope; public_id), visitor)
+        self.conversation_row(self.locking(CONVERSATION_AND_VISITOR_BY_PUBLIC_ID { scope, public_id }), visitor)
     }
 
     fn conversation(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<Conversation>> {
-        let stmt = self.locking(&CONVERSATION, &CONVERSATION_LOCKED);
-        Ok(self.conversation_row(stmt, &scoped!(scope; id), |_| Ok(()))?.map(|(c, ())| c))
+        Ok(self.conversation_row(self.locking(CONVERSATION { scope, id }), |_| Ok(()))?.map(|(c, ())| c))
     }
 
     fn conversation_details(&mut self, scope: ConversationScope, id: ConversationId) -> StoreResult<Option<ConversationDetails>> {
-        self.one(&CONVERSATION_DETAILS, &scoped!(scope; id), details)
+        self.one(CONVERSATION_DETAILS { scope, id }, details)
     }
 
     fn conversations(
@@ -294,18 +296,22 @@ impl ConversationsRead for Tx<'_> {
         offset: u64,
         limit: u32,
     ) -> StoreResult<Vec<ConversationDetails>> {
-        self.all(&CONVERSATIONS, &scoped!(scope; filter_arg(filter), limit, offset), details)
+        self.all(CONVERSATIONS { scope, status: filter_arg(filter), limit, offset }, details)
     }
 
     fn count_conversations(&mut self, scope: ConversationScope, filter: StatusFilter) -> StoreResult<u64> {
-        self.count(&COUNT_CONVERSATIONS, &scoped!(scope; filter_arg(filter)))
+        self.count(COUNT_CONVERSATIONS { scope, status: filter_arg(filter) })
     }
 
     fn messages(&mut self, scope: ConversationScope, conversation: ConversationId, page: MessagePage) -> StoreResult<Vec<Message>> {
         match page.after_id {
-            Some(after) => self.all(&MESSAGES_AFTER, &scoped!(scope; conversation, page.include_internal, after, page.limit), message),
+            Some(after) => {
+                let params = MESSAGES_AFTER { scope, conversation, include_internal: page.include_internal, after, limit: page.limit };
+                self.all(params, message)
+            }
             None => {
-                let mut latest = self.all(&MESSAGES_LATEST, &scoped!(scope; conversation, page.include_internal, page.limit), message)?;
+                let params = MESSAGES_LATEST { scope, conversation, include_internal: page.include_internal, limit: page.limit };
+                let mut latest = self.all(params, message)?;
                 latest.reverse();
                 Ok(latest)
             }
@@ -320,12 +326,11 @@ impl ConversationsRead for Tx<'_> {
         client_message_id: &str,
     ) -> StoreResult<Option<Message>> {
         let sender_id = sender.operator_id.map_or(0, |id| id.0);
-        self.one(&CLIENT_MESSAGE, &scoped!(scope; conversation, sender.kind.as_str(), sender_id, client_message_id), message)
+        self.one(CLIENT_MESSAGE { scope, conversation, sender_type: sender.kind.as_str(), sender_id, client_message_id }, message)
     }
 
     fn visitor_client_message(&mut self, scope: SiteScope, visitor: VisitorId, client_message_id: &str) -> StoreResult<Option<Message>> {
-        let scope: ConversationScope = scope.into();
-        self.one(&VISITOR_CLIENT_MESSAGE, &scoped!(scope; visitor, client_message_id), message)
+        self.one(VISITOR_CLIENT_MESSAGE { scope: scope.into(), visitor, client_message_id }, message)
     }
 
     fn conversation_with_messages(
@@ -334,13 +339,10 @@ impl ConversationsRead for Tx<'_> {
         public_id: &str,
         page: MessagePage,
     ) -> StoreResult<Option<(Conversation, Vec<Message>)>> {
-        let (stmt, after) = match page.after_id {
-            Some(after) => (&POLL_AFTER, after.0),
-            None => (&POLL_LATEST, -1),
-        };
+        let (include_internal, limit) = (page.include_internal, page.limit);
         let mut found: Option<Conversation> = None;
         let mut messages = Vec::new();
-        self.each(stmt, &scoped!(scope; public_id, page.include_internal, after, page.limit), &mut |r| {
+        let mut each = |r: &dyn Row| {
             if found.is_none() {
                 found = Some(conversation(r)?);
             }
@@ -348,7 +350,11 @@ impl ConversationsRead for Tx<'_> {
                 messages.push(message(r)?);
             }
             Ok(true)
-        })?;
+        };
+        match page.after_id {
+            Some(after) => self.each(POLL_AFTER { scope, public_id, include_internal, after: after.0, limit }, &mut each)?,
+            None => self.each(POLL_LATEST { scope, public_id, include_internal, after: -1, limit }, &mut each)?,
+        }
         if page.after_id.is_none() {
             messages.reverse();
         }
@@ -356,7 +362,7 @@ impl ConversationsRead for Tx<'_> {
     }
 
     fn count_open_conversations(&mut self) -> StoreResult<u64> {
-        self.count(&COUNT_OPEN_CONVERSATIONS, args![])
+        self.count(COUNT_OPEN_CONVERSATIONS {})
     }
 }
 
@@ -365,11 +371,10 @@ impl Tx<'_> {
     /// conversation remembered as locked when a write unit read it.
     fn conversation_row<T>(
         &mut self,
-        stmt: &'static Stmt,
-        args: &[Arg<'_>],
+        params: impl Params,
         with: impl Fn(&dyn Row) -> StoreResult<T>,
     ) -> StoreResult<Option<(Conversation, T)>> {
-        let found = self.one(stmt, args, |r| Ok((conversation(r)?, with(r)?)))?;
+        let found = self.one(params, |r| Ok((conversation(r)?, with(r)?)))?;
         if let Some((c, _)) = &found {
             self.note_locked(c.id);
         }
@@ -385,7 +390,7 @@ impl Tx<'_> {
 
 impl ConversationsWrite for Tx<'_> {
     fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>> {
-        let found = self.all(&IDLE_CONVERSATIONS, args![cutoff, limit], |r| Ok((tenant(r)?, conversation(r)?)))?;
+        let found = self.all(IDLE_CONVERSATIONS { cutoff, limit }, |r| Ok((tenant(r)?, conversation(r)?)))?;
         for (_, c) in &found {
             self.note_locked(c.id);
         }
@@ -394,11 +399,17 @@ impl ConversationsWrite for Tx<'_> {
 
     fn insert_visitor(&mut self, scope: SiteScope, v: &NewVisitor) -> StoreResult<Visitor> {
         let p = &v.profile;
-        let inserted = self.one(
-            &INSERT_VISITOR,
-            args![scope.tenant, scope.site, &v.uuid, &p.name, &p.email, &p.phone, &p.last_url, v.created_at],
-            |r| r.i64("id"),
-        )?;
+        let params = INSERT_VISITOR {
+            tenant: scope.tenant,
+            site: scope.site,
+            uuid: &v.uuid,
+            name: p.name.as_deref(),
+            email: p.email.as_deref(),
+            phone: p.phone.as_deref(),
+            last_url: p.last_url.as_deref(),
+            created_at: v.created_at,
+        };
+        let inserted = self.one(params, |r| r.i64("id"))?;
         let Some(id) = inserted else {
             // A unit running beside this one (PostgreSQL) registered the
             // same visitor first: it is the one.
@@ -419,15 +430,30 @@ impl ConversationsWrite for Tx<'_> {
     }
 
     fn update_visitor_profile(&mut self, scope: SiteScope, id: VisitorId, p: &VisitorProfile, at: Timestamp) -> StoreResult<()> {
-        self.exec(&UPDATE_VISITOR_PROFILE, args![scope.tenant, scope.site, id, &p.name, &p.email, &p.phone, &p.last_url, at])?;
+        self.exec(UPDATE_VISITOR_PROFILE {
+            tenant: scope.tenant,
+            site: scope.site,
+            id,
+            name: p.name.as_deref(),
+            email: p.email.as_deref(),
+            phone: p.phone.as_deref(),
+            last_url: p.last_url.as_deref(),
+            at,
+        })?;
         Ok(())
     }
 
     fn insert_conversation(&mut self, scope: SiteScope, c: &NewConversation) -> StoreResult<Conversation> {
-        let id = ConversationId(self.insert(
-            &INSERT_CONVERSATION,
-            args![&c.public_id, scope.tenant, scope.site, c.installation_id, c.visitor_id, &c.subject, &c.start_url, c.created_at],
-        )?);
+        let id = ConversationId(self.insert(INSERT_CONVERSATION {
+            public_id: &c.public_id,
+            tenant: scope.tenant,
+            site: scope.site,
+            installation: c.installation_id,
+            visitor: c.visitor_id,
+            subject: c.subject.as_deref(),
+            start_url: c.start_url.as_deref(),
+            created_at: c.created_at,
+        })?);
         // Nobody else can see the new row before this unit commits.
         self.note_locked(id);
         Ok(Conversation {
@@ -448,8 +474,16 @@ impl ConversationsWrite for Tx<'_> {
     }
 
     fn update_conversation(&mut self, scope: ConversationScope, c: &Conversation) -> StoreResult<()> {
-        let args = scoped!(scope; c.id, c.status.as_str(), c.assignee_id, c.last_message_at, c.closed_at, c.verified_at);
-        if self.exec(&UPDATE_CONVERSATION, &args)? != 1 {
+        let params = UPDATE_CONVERSATION {
+            scope,
+            id: c.id,
+            status: c.status.as_str(),
+            assignee: c.assignee_id,
+            last_message_at: c.last_message_at,
+            closed_at: c.closed_at,
+            verified_at: c.verified_at,
+        };
+        if self.exec(params)? != 1 {
             return Err(StoreError::Internal("update refused: conversation not in scope".into()));
         }
         Ok(())
@@ -457,11 +491,20 @@ impl ConversationsWrite for Tx<'_> {
 
     fn insert_message(&mut self, scope: ConversationScope, m: &NewMessage) -> StoreResult<Message> {
         if self.dialect().locks_rows() && !self.locked.contains(&m.conversation_id) {
-            self.one(&LOCK_CONVERSATION, &scoped!(scope; m.conversation_id), |_| Ok(()))?;
+            self.one(LOCK_CONVERSATION { scope, id: m.conversation_id }, |_| Ok(()))?;
             self.note_locked(m.conversation_id);
         }
-        let args = scoped!(scope; m.conversation_id, m.sender.kind.as_str(), m.sender.operator_id, &m.sender.name, &m.body, m.internal, m.created_at, &m.client_message_id);
-        let id = self.insert(&INSERT_MESSAGE, &args)?;
+        let id = self.insert(INSERT_MESSAGE {
+            scope,
+            conversation: m.conversation_id,
+            sender_type: m.sender.kind.as_str(),
+            sender_id: m.sender.operator_id,
+            sender_name: m.sender.name.as_deref(),
+            body: &m.body,
+            internal: m.internal,
+            created_at: m.created_at,
+            client_message_id: m.client_message_id.as_deref(),
+        })?;
         if !m.internal {
             self.effects.messages.add(m.sender.kind);
         }

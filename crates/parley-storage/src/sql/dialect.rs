@@ -1,9 +1,8 @@
 //! What really differs between SQLite and PostgreSQL, and nothing else.
 //!
-//! Statements are written once, with SQLite's numbered `?N` parameters
-//! (the PostgreSQL connection renumbers them `$N` when it prepares a
-//! statement), `RETURNING`, `TRUE`/`FALSE` and typed parameters, which
-//! both databases read alike. The few fragments below are spelled
+//! Statements are written once, with named parameters (`:tenant`, which
+//! become `?N` on SQLite and `$N` on PostgreSQL), `RETURNING`,
+//! `TRUE`/`FALSE` and typed parameters, which both databases read alike. The few fragments below are spelled
 //! differently by each; a statement that needs one builds its text from
 //! the connection's dialect, once per process (see `Stmt`).
 
@@ -24,31 +23,9 @@ impl Dialect {
         }
     }
 
-    /// Statements number their parameters `?N`; PostgreSQL wants `$N`.
-    pub(crate) fn parameters(self, sql: String) -> String {
-        match self {
-            Dialect::Sqlite => sql,
-            Dialect::Postgres => {
-                let mut out = String::with_capacity(sql.len());
-                let mut quoted = false;
-                let mut chars = sql.chars().peekable();
-                while let Some(c) = chars.next() {
-                    if c == '\'' {
-                        quoted = !quoted;
-                    }
-                    if c == '?' && !quoted && chars.peek().is_some_and(char::is_ascii_digit) {
-                        out.push('$');
-                    } else {
-                        out.push(c);
-                    }
-                }
-                out
-            }
-        }
-    }
-
-    /// The `n`th parameter of a statement whose text is built at run time
-    /// (`parley db copy`'s, from the catalog).
+    /// The `n`th parameter: what a statement's named parameters become
+    /// (see `Stmt`), and how `parley db copy` numbers those of the
+    /// statements it builds from the catalog.
     pub fn placeholder(self, n: usize) -> String {
         match self {
             Dialect::Sqlite => format!("?{n}"),
@@ -92,12 +69,12 @@ impl Dialect {
         self == Dialect::Postgres
     }
 
-    /// A statement that holds a lock named by the number `?1` until the
-    /// commit, for checks that span rows no single row lock covers.
+    /// A statement that holds a lock named by the number `:number` until
+    /// the commit, for checks that span rows no single row lock covers.
     pub fn transaction_lock(self) -> &'static str {
         match self {
-            Dialect::Sqlite => "SELECT ?1 AS locked",
-            Dialect::Postgres => "SELECT pg_advisory_xact_lock(?1) IS NULL AS locked",
+            Dialect::Sqlite => "SELECT :number AS locked",
+            Dialect::Postgres => "SELECT pg_advisory_xact_lock(:number) IS NULL AS locked",
         }
     }
 

@@ -5,7 +5,7 @@ use parley_domain::model::LoginFailureId;
 use parley_domain::store::StoreResult;
 use parley_domain::store::ops::LoginsWrite;
 
-use super::{Tx, args, statements};
+use super::{Tx, statements};
 
 /// The lock standing for a sign-in key.
 fn lock_number(key: &str) -> i64 {
@@ -13,11 +13,13 @@ fn lock_number(key: &str) -> i64 {
 }
 
 statements! {
-    FAILURES[Text, Int, Int](_) => "SELECT at FROM login_failures WHERE key = ?1 AND at > ?2 ORDER BY at LIMIT ?3".into(),
-    INSERT_FAILURE[Text, Int](_) => "INSERT INTO login_failures (key, at) VALUES (?1, ?2) RETURNING id".into(),
-    DELETE_FAILURE[Int](_) => "DELETE FROM login_failures WHERE id = ?1".into(),
-    CLEAR_FAILURES[Text](_) => "DELETE FROM login_failures WHERE key = ?1".into(),
-    PRUNE_FAILURES[Int, Int](_) => "DELETE FROM login_failures WHERE id IN (SELECT id FROM login_failures WHERE at < ?1 ORDER BY at LIMIT ?2)".into(),
+    FAILURES<'a>(key: &'a str, since: Timestamp, limit: u32) => |_|
+        "SELECT at FROM login_failures WHERE key = :key AND at > :since ORDER BY at LIMIT :limit".into(),
+    INSERT_FAILURE<'a>(key: &'a str, at: Timestamp) => |_| "INSERT INTO login_failures (key, at) VALUES (:key, :at) RETURNING id".into(),
+    DELETE_FAILURE(id: LoginFailureId) => |_| "DELETE FROM login_failures WHERE id = :id".into(),
+    CLEAR_FAILURES<'a>(key: &'a str) => |_| "DELETE FROM login_failures WHERE key = :key".into(),
+    PRUNE_FAILURES(cutoff: Timestamp, limit: u32) => |_|
+        "DELETE FROM login_failures WHERE id IN (SELECT id FROM login_failures WHERE at < :cutoff ORDER BY at LIMIT :limit)".into(),
 }
 
 impl LoginsWrite for Tx<'_> {
@@ -34,24 +36,24 @@ impl LoginsWrite for Tx<'_> {
     }
 
     fn login_failures(&mut self, key: &str, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>> {
-        self.all(&FAILURES, args![key, since, limit], |r| r.ts("at"))
+        self.all(FAILURES { key, since, limit }, |r| r.ts("at"))
     }
 
     fn insert_login_failure(&mut self, key: &str, at: Timestamp) -> StoreResult<LoginFailureId> {
-        Ok(LoginFailureId(self.insert(&INSERT_FAILURE, args![key, at])?))
+        Ok(LoginFailureId(self.insert(INSERT_FAILURE { key, at })?))
     }
 
     fn delete_login_failure(&mut self, id: LoginFailureId) -> StoreResult<()> {
-        self.exec(&DELETE_FAILURE, args![id])?;
+        self.exec(DELETE_FAILURE { id })?;
         Ok(())
     }
 
     fn clear_login_failures(&mut self, key: &str) -> StoreResult<()> {
-        self.exec(&CLEAR_FAILURES, args![key])?;
+        self.exec(CLEAR_FAILURES { key })?;
         Ok(())
     }
 
     fn prune_login_failures(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<usize> {
-        self.exec(&PRUNE_FAILURES, args![cutoff, limit])
+        self.exec(PRUNE_FAILURES { cutoff, limit })
     }
 }

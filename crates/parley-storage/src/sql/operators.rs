@@ -8,7 +8,7 @@ use parley_domain::store::ops::{OperatorsRead, OperatorsWrite};
 use parley_domain::store::{StoreError, StoreResult};
 
 use super::tenancy::{TENANT_COLS, tenant};
-use super::{Row, Tx, args, id_list, statements};
+use super::{IdList, Row, Tx, statements};
 
 const OPERATOR_COLS: &str = "o.id AS o_id, o.tenant_id AS o_tenant_id, o.email AS o_email, o.name AS o_name, \
      o.role AS o_role, o.active AS o_active, o.created_at AS o_created_at";
@@ -27,60 +27,76 @@ fn operator(r: &dyn Row) -> StoreResult<Operator> {
 }
 
 statements! {
-    SESSION[Bytes](_) => format!(
+    SESSION<'a>(token_hash: &'a [u8]) => |_| format!(
         "SELECT {OPERATOR_COLS}, {TENANT_COLS}, tok.id AS tok_id, tok.kind AS tok_kind, tok.expires_at AS tok_expires_at,
              tok.last_used_at AS tok_last_used_at
          FROM operator_tokens tok
          JOIN operators o ON o.id = tok.operator_id AND o.tenant_id = tok.tenant_id
          JOIN tenants t ON t.id = tok.tenant_id
-         WHERE tok.token_hash = ?1 AND tok.revoked_at IS NULL"
+         WHERE tok.token_hash = :token_hash AND tok.revoked_at IS NULL"
     ),
-    TOKEN_HOLDS[Bytes, Int, Int, Int, Text](_) =>
+    TOKEN_HOLDS<'a>(token_hash: &'a [u8], now: Timestamp, tenant: TenantId, operator: OperatorId, role: &'a str) => |_|
         "SELECT tok.id AS held FROM operator_tokens tok
          JOIN operators o ON o.id = tok.operator_id AND o.tenant_id = tok.tenant_id
-         WHERE tok.token_hash = ?1 AND tok.revoked_at IS NULL AND tok.expires_at > ?2
-           AND tok.tenant_id = ?3 AND o.id = ?4 AND o.role = ?5 AND o.active = TRUE".into(),
+         WHERE tok.token_hash = :token_hash AND tok.revoked_at IS NULL AND tok.expires_at > :now
+           AND tok.tenant_id = :tenant AND o.id = :operator AND o.role = :role AND o.active = TRUE".into(),
     /// Emails are unique whatever their case, and found the same way.
-    LOGIN_OPERATOR[Text](_) => format!("SELECT {OPERATOR_COLS}, o.password_hash AS o_password_hash FROM operators o WHERE lower(o.email) = lower(?1)"),
-    OPERATORS[Int](_) => format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 ORDER BY o.id"),
-    OPERATOR[Int, Int](_) => format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 AND o.id = ?2"),
-    OPERATOR_BY_EMAIL[Int, Text](_) => format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = ?1 AND lower(o.email) = lower(?2)"),
-    OPERATOR_SITES[Int, Int](_) => "SELECT site_id FROM operator_sites WHERE tenant_id = ?1 AND operator_id = ?2 ORDER BY site_id".into(),
-    TENANT_MEMBERSHIPS[Int](_) => "SELECT operator_id, site_id FROM operator_sites WHERE tenant_id = ?1 ORDER BY operator_id, site_id".into(),
-    INSERT_OPERATOR[Int, Text, Text, Text, Text, Int](_) => "INSERT INTO operators (tenant_id, email, name, password_hash, role, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id".into(),
+    LOGIN_OPERATOR<'a>(email: &'a str) => |_|
+        format!("SELECT {OPERATOR_COLS}, o.password_hash AS o_password_hash FROM operators o WHERE lower(o.email) = lower(:email)"),
+    OPERATORS(tenant: TenantId) => |_| format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = :tenant ORDER BY o.id"),
+    OPERATOR(tenant: TenantId, id: OperatorId) => |_|
+        format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = :tenant AND o.id = :id"),
+    OPERATOR_BY_EMAIL<'a>(tenant: TenantId, email: &'a str) => |_|
+        format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = :tenant AND lower(o.email) = lower(:email)"),
+    OPERATOR_SITES(tenant: TenantId, operator: OperatorId) => |_|
+        "SELECT site_id FROM operator_sites WHERE tenant_id = :tenant AND operator_id = :operator ORDER BY site_id".into(),
+    TENANT_MEMBERSHIPS(tenant: TenantId) => |_|
+        "SELECT operator_id, site_id FROM operator_sites WHERE tenant_id = :tenant ORDER BY operator_id, site_id".into(),
+    INSERT_OPERATOR<'a>(tenant: TenantId, email: &'a str, name: &'a str, password_hash: &'a str, role: &'a str, created_at: Timestamp) => |_|
+        "INSERT INTO operators (tenant_id, email, name, password_hash, role, created_at)
+         VALUES (:tenant, :email, :name, :password_hash, :role, :created_at) RETURNING id".into(),
     /// Only sites of the operator's tenant are added; the caller compares
     /// the count with the sites it asked for.
-    ADD_MEMBERSHIPS[Int, Int, Text](d) => format!(
+    ADD_MEMBERSHIPS<'a>(tenant: TenantId, operator: OperatorId, sites: &'a IdList) => |d| format!(
         "INSERT INTO operator_sites (tenant_id, operator_id, site_id)
-         SELECT ?1, ?2, s.id FROM sites s WHERE s.tenant_id = ?1 AND s.id IN ({})",
-        d.id_list("?3")
+         SELECT :tenant, :operator, s.id FROM sites s WHERE s.tenant_id = :tenant AND s.id IN ({})",
+        d.id_list(":sites")
     ),
-    CLEAR_MEMBERSHIPS[Int, Int](_) => "DELETE FROM operator_sites WHERE tenant_id = ?1 AND operator_id = ?2".into(),
-    UPDATE_OPERATOR[Int, Int, Text, Text, Bool, Text](_) => "UPDATE operators SET name = COALESCE(?3, name), role = COALESCE(?4, role),
-             active = COALESCE(?5, active), password_hash = COALESCE(?6, password_hash)
-         WHERE tenant_id = ?1 AND id = ?2".into(),
-    INSERT_TOKEN[Int, Int, Text, Bytes, Text, Int, Int](_) =>
-        "INSERT INTO operator_tokens (tenant_id, operator_id, kind, token_hash, device_name, created_at, expires_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM operators WHERE id = ?2 AND tenant_id = ?1)
+    CLEAR_MEMBERSHIPS(tenant: TenantId, operator: OperatorId) => |_|
+        "DELETE FROM operator_sites WHERE tenant_id = :tenant AND operator_id = :operator".into(),
+    UPDATE_OPERATOR<'a>(
+        tenant: TenantId, id: OperatorId, name: Option<&'a str>, role: Option<&'a str>, active: Option<bool>,
+        password_hash: Option<&'a str>,
+    ) => |_| "UPDATE operators SET name = COALESCE(:name, name), role = COALESCE(:role, role),
+             active = COALESCE(:active, active), password_hash = COALESCE(:password_hash, password_hash)
+         WHERE tenant_id = :tenant AND id = :id".into(),
+    INSERT_TOKEN<'a>(
+        tenant: TenantId, operator: OperatorId, kind: &'a str, token_hash: &'a [u8], device_name: Option<&'a str>,
+        created_at: Timestamp, expires_at: Timestamp,
+    ) => |_| "INSERT INTO operator_tokens (tenant_id, operator_id, kind, token_hash, device_name, created_at, expires_at)
+         SELECT :tenant, :operator, :kind, :token_hash, :device_name, :created_at, :expires_at
+         WHERE EXISTS (SELECT 1 FROM operators WHERE id = :operator AND tenant_id = :tenant)
          RETURNING id".into(),
     /// Live and expired ones alike (the list says which), newest first;
     /// revoked ones are gone.
-    PERSONAL_TOKENS[Int, Int](_) => "SELECT id, device_name, created_at, expires_at, last_used_at FROM operator_tokens
-         WHERE tenant_id = ?1 AND operator_id = ?2 AND kind = 'personal' AND revoked_at IS NULL ORDER BY id DESC".into(),
-    REVOKE_PERSONAL_TOKEN[Int, Int, Int, Int](_) => "UPDATE operator_tokens SET revoked_at = ?4
-         WHERE tenant_id = ?1 AND operator_id = ?2 AND id = ?3 AND kind = 'personal' AND revoked_at IS NULL".into(),
+    PERSONAL_TOKENS(tenant: TenantId, operator: OperatorId) => |_|
+        "SELECT id, device_name, created_at, expires_at, last_used_at FROM operator_tokens
+         WHERE tenant_id = :tenant AND operator_id = :operator AND kind = 'personal' AND revoked_at IS NULL ORDER BY id DESC".into(),
+    REVOKE_PERSONAL_TOKEN(tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) => |_|
+        "UPDATE operator_tokens SET revoked_at = :at
+         WHERE tenant_id = :tenant AND operator_id = :operator AND id = :token AND kind = 'personal' AND revoked_at IS NULL".into(),
     /// At most once a minute per token, whichever instance gets there.
-    TOUCH_TOKEN[Int, Int, Int](_) => "UPDATE operator_tokens SET last_used_at = ?3
-         WHERE tenant_id = ?1 AND id = ?2 AND (last_used_at IS NULL OR last_used_at < ?3 - 60000)".into(),
-    REVOKE_TOKEN[Int, Int, Int](_) => "UPDATE operator_tokens SET revoked_at = ?3 WHERE tenant_id = ?1 AND id = ?2 AND revoked_at IS NULL".into(),
-    REVOKE_OPERATOR_TOKENS[Int, Int, Int](_) =>
-        "UPDATE operator_tokens SET revoked_at = ?3 WHERE tenant_id = ?1 AND operator_id = ?2 AND revoked_at IS NULL".into(),
+    TOUCH_TOKEN(tenant: TenantId, token: TokenId, at: Timestamp) => |_| "UPDATE operator_tokens SET last_used_at = :at
+         WHERE tenant_id = :tenant AND id = :token AND (last_used_at IS NULL OR last_used_at < :at - 60000)".into(),
+    REVOKE_TOKEN(tenant: TenantId, token: TokenId, at: Timestamp) => |_|
+        "UPDATE operator_tokens SET revoked_at = :at WHERE tenant_id = :tenant AND id = :token AND revoked_at IS NULL".into(),
+    REVOKE_OPERATOR_TOKENS(tenant: TenantId, operator: OperatorId, at: Timestamp) => |_|
+        "UPDATE operator_tokens SET revoked_at = :at WHERE tenant_id = :tenant AND operator_id = :operator AND revoked_at IS NULL".into(),
 }
 
 impl Tx<'_> {
     fn with_sites(&mut self, mut op: Operator) -> StoreResult<Operator> {
-        op.site_ids = self.all(&OPERATOR_SITES, args![op.tenant_id, op.id], |r| Ok(SiteId(r.i64("site_id")?)))?;
+        op.site_ids = self.all(OPERATOR_SITES { tenant: op.tenant_id, operator: op.id }, |r| Ok(SiteId(r.i64("site_id")?)))?;
         Ok(op)
     }
 
@@ -92,7 +108,7 @@ impl Tx<'_> {
         if wanted.is_empty() {
             return Ok(());
         }
-        let added = self.exec(&ADD_MEMBERSHIPS, args![tenant, operator, &id_list(wanted.iter().copied())])?;
+        let added = self.exec(ADD_MEMBERSHIPS { tenant, operator, sites: &IdList::new(wanted.iter().copied()) })?;
         if added != wanted.len() {
             return Err(StoreError::Internal(format!("a site of {sites:?} is not in tenant {}", tenant.0)));
         }
@@ -102,7 +118,7 @@ impl Tx<'_> {
 
 impl OperatorsRead for Tx<'_> {
     fn session(&mut self, token_hash: &[u8]) -> StoreResult<Option<Session>> {
-        let found = self.one(&SESSION, args![token_hash], |r| {
+        let found = self.one(SESSION { token_hash }, |r| {
             Ok(Session {
                 operator: operator(r)?,
                 tenant: tenant(r)?,
@@ -120,21 +136,24 @@ impl OperatorsRead for Tx<'_> {
     }
 
     fn token_holds(&mut self, token_hash: &[u8], scope: OperatorScope, now: Timestamp) -> StoreResult<bool> {
-        let found = self.one(&TOKEN_HOLDS, args![token_hash, now, scope.tenant, scope.operator, scope.role.as_str()], |r| r.i64("held"))?;
+        let found = self
+            .one(TOKEN_HOLDS { token_hash, now, tenant: scope.tenant, operator: scope.operator, role: scope.role.as_str() }, |r| {
+                r.i64("held")
+            })?;
         Ok(found.is_some())
     }
 
     fn login_operator(&mut self, email: &str) -> StoreResult<Option<(Operator, String)>> {
-        let Some((op, hash)) = self.one(&LOGIN_OPERATOR, args![email], |r| Ok((operator(r)?, r.string("o_password_hash")?)))? else {
+        let Some((op, hash)) = self.one(LOGIN_OPERATOR { email }, |r| Ok((operator(r)?, r.string("o_password_hash")?)))? else {
             return Ok(None);
         };
         Ok(Some((self.with_sites(op)?, hash)))
     }
 
     fn operators(&mut self, tenant: TenantId) -> StoreResult<Vec<Operator>> {
-        let mut list = self.all(&OPERATORS, args![tenant], operator)?;
+        let mut list = self.all(OPERATORS { tenant }, operator)?;
         let mut sites: HashMap<i64, Vec<SiteId>> = HashMap::new();
-        for (op, site) in self.all(&TENANT_MEMBERSHIPS, args![tenant], |r| Ok((r.i64("operator_id")?, SiteId(r.i64("site_id")?))))? {
+        for (op, site) in self.all(TENANT_MEMBERSHIPS { tenant }, |r| Ok((r.i64("operator_id")?, SiteId(r.i64("site_id")?))))? {
             sites.entry(op).or_default().push(site);
         }
         for op in &mut list {
@@ -144,7 +163,7 @@ impl OperatorsRead for Tx<'_> {
     }
 
     fn operator(&mut self, tenant: TenantId, id: OperatorId) -> StoreResult<Option<Operator>> {
-        match self.one(&OPERATOR, args![tenant, id], operator)? {
+        match self.one(OPERATOR { tenant, id }, operator)? {
             Some(op) => Ok(Some(self.with_sites(op)?)),
             None => Ok(None),
         }
@@ -156,7 +175,7 @@ impl OperatorsRead for Tx<'_> {
             // name) waits for another doing the same for this operator.
             self.transaction_lock(crate::locks::named(&format!("personal tokens of {}", operator.0)))?;
         }
-        self.all(&PERSONAL_TOKENS, args![tenant, operator], |r| {
+        self.all(PERSONAL_TOKENS { tenant, operator }, |r| {
             Ok(PersonalToken {
                 id: TokenId(r.i64("id")?),
                 name: r.text("device_name")?.unwrap_or_default(),
@@ -168,7 +187,7 @@ impl OperatorsRead for Tx<'_> {
     }
 
     fn operator_by_email(&mut self, tenant: TenantId, email: &str) -> StoreResult<Option<Operator>> {
-        match self.one(&OPERATOR_BY_EMAIL, args![tenant, email], operator)? {
+        match self.one(OPERATOR_BY_EMAIL { tenant, email }, operator)? {
             Some(op) => Ok(Some(self.with_sites(op)?)),
             None => Ok(None),
         }
@@ -177,8 +196,14 @@ impl OperatorsRead for Tx<'_> {
 
 impl OperatorsWrite for Tx<'_> {
     fn insert_operator(&mut self, tenant: TenantId, o: &NewOperator) -> StoreResult<Operator> {
-        let id =
-            OperatorId(self.insert(&INSERT_OPERATOR, args![tenant, &o.email, &o.name, &o.password_hash, o.role.as_str(), o.created_at])?);
+        let id = OperatorId(self.insert(INSERT_OPERATOR {
+            tenant,
+            email: &o.email,
+            name: &o.name,
+            password_hash: &o.password_hash,
+            role: o.role.as_str(),
+            created_at: o.created_at,
+        })?);
         self.add_memberships(tenant, id, &o.site_ids)?;
         Ok(Operator {
             id,
@@ -193,35 +218,49 @@ impl OperatorsWrite for Tx<'_> {
     }
 
     fn update_operator(&mut self, tenant: TenantId, id: OperatorId, ch: &OperatorChanges) -> StoreResult<()> {
-        self.exec(&UPDATE_OPERATOR, args![tenant, id, &ch.name, ch.role.map(Role::as_str), ch.active, &ch.password_hash])?;
+        self.exec(UPDATE_OPERATOR {
+            tenant,
+            id,
+            name: ch.name.as_deref(),
+            role: ch.role.map(Role::as_str),
+            active: ch.active,
+            password_hash: ch.password_hash.as_deref(),
+        })?;
         if let Some(sites) = &ch.site_ids {
-            self.exec(&CLEAR_MEMBERSHIPS, args![tenant, id])?;
+            self.exec(CLEAR_MEMBERSHIPS { tenant, operator: id })?;
             self.add_memberships(tenant, id, sites)?;
         }
         Ok(())
     }
 
     fn insert_operator_token(&mut self, tenant: TenantId, t: &NewOperatorToken) -> StoreResult<TokenId> {
-        let args = args![tenant, t.operator_id, t.kind.as_str(), &t.token_hash, &t.device_name, t.created_at, t.expires_at];
-        Ok(TokenId(self.insert(&INSERT_TOKEN, args)?))
+        Ok(TokenId(self.insert(INSERT_TOKEN {
+            tenant,
+            operator: t.operator_id,
+            kind: t.kind.as_str(),
+            token_hash: &t.token_hash,
+            device_name: t.device_name.as_deref(),
+            created_at: t.created_at,
+            expires_at: t.expires_at,
+        })?))
     }
 
     fn revoke_personal_token(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<bool> {
-        Ok(self.exec(&REVOKE_PERSONAL_TOKEN, args![tenant, operator, token, at])? == 1)
+        Ok(self.exec(REVOKE_PERSONAL_TOKEN { tenant, operator, token, at })? == 1)
     }
 
     fn touch_token(&mut self, tenant: TenantId, token: TokenId, at: Timestamp) -> StoreResult<()> {
-        self.exec(&TOUCH_TOKEN, args![tenant, token, at])?;
+        self.exec(TOUCH_TOKEN { tenant, token, at })?;
         Ok(())
     }
 
     fn revoke_token(&mut self, tenant: TenantId, token: TokenId, at: Timestamp) -> StoreResult<()> {
-        self.exec(&REVOKE_TOKEN, args![tenant, token, at])?;
+        self.exec(REVOKE_TOKEN { tenant, token, at })?;
         Ok(())
     }
 
     fn revoke_operator_tokens(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()> {
-        self.exec(&REVOKE_OPERATOR_TOKENS, args![tenant, operator, at])?;
+        self.exec(REVOKE_OPERATOR_TOKENS { tenant, operator, at })?;
         Ok(())
     }
 }

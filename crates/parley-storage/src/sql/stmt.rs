@@ -1,65 +1,225 @@
-//! Statements: written once, their text built once per dialect.
+//! Statements: written once with named parameters, their text built once
+//! per dialect, their arguments a struct the compiler checks.
 
 use std::sync::OnceLock;
 
 use parley_domain::store::{StoreError, StoreResult};
 
-use super::{Arg, Dialect, Ty};
+use super::arg::{Bound, MAX_PARAMS, Param};
+use super::{Dialect, Ty};
+
+/// One declared parameter: its name and what it binds. Most bind one
+/// value, named `:name` in the text; a value of several parts (a
+/// conversation scope) binds each under its part's own name.
+#[derive(Debug)]
+pub struct Decl {
+    name: &'static str,
+    types: &'static [Ty],
+    parts: Option<&'static [&'static str]>,
+}
+
+impl Decl {
+    pub const fn of<T: Param + ?Sized>(name: &'static str) -> Self {
+        Self { name, types: T::TYPES, parts: T::PARTS }
+    }
+
+    /// The names the text uses for this parameter's values, in binding
+    /// order.
+    fn names(&self) -> impl Iterator<Item = &'static str> {
+        let parts = self.parts.unwrap_or(std::slice::from_ref(&self.name));
+        parts.iter().copied()
+    }
+}
 
 /// A statement whose text may depend on the dialect. Its text is built
 /// the first time a connection of that dialect uses it and kept for the
 /// life of the process, so shared fragments (column lists, the scope
 /// rule) cost nothing per call.
 ///
-/// Its parameters' types are declared: PostgreSQL prepares it with them
-/// (it cannot infer `?1` in `?1 IS NULL` or in an `INSERT … SELECT ?1`),
-/// and every call checks its arguments against them on both databases,
-/// so a mismatch fails the SQLite tests too.
+/// Its parameters are declared by name and type: the text names them
+/// (`:tenant`), the dialect numbers them (`?1`, `$1`) in declared order,
+/// and PostgreSQL prepares the statement with their types (it cannot
+/// infer one in `:site IS NULL` or in an `INSERT … SELECT :tenant`). The
+/// arguments are the fields of the struct of the same name (see
+/// [`statements!`]), so a swapped or mistyped argument does not compile.
 pub struct Stmt {
     pub name: &'static str,
-    pub params: &'static [Ty],
+    decls: &'static [Decl],
     build: fn(Dialect) -> String,
-    texts: [OnceLock<String>; 2],
+    texts: [OnceLock<Result<String, String>>; 2],
 }
 
 impl Stmt {
-    pub const fn new(name: &'static str, params: &'static [Ty], build: fn(Dialect) -> String) -> Self {
-        Self { name, params, build, texts: [OnceLock::new(), OnceLock::new()] }
+    /// Refuses, at compile time, a statement with more parameters than
+    /// [`Bound`] holds.
+    pub const fn new(name: &'static str, decls: &'static [Decl], build: fn(Dialect) -> String) -> Self {
+        let mut count = 0;
+        let mut i = 0;
+        while i < decls.len() {
+            count += decls[i].types.len();
+            i += 1;
+        }
+        assert!(count <= MAX_PARAMS, "a statement with more parameters than MAX_PARAMS");
+        Self { name, decls, build, texts: [OnceLock::new(), OnceLock::new()] }
     }
 
-    /// Refuses arguments that do not match the declared parameters.
-    pub fn check(&self, args: &[Arg<'_>]) -> StoreResult<()> {
-        let fits = args.len() == self.params.len() && args.iter().zip(self.params).all(|(a, t)| a.ty() == *t);
-        if fits {
-            Ok(())
-        } else {
-            let got: Vec<Ty> = args.iter().map(|a| a.ty()).collect();
-            Err(StoreError::Internal(format!("statement {}: parameters {:?} bound as {got:?}", self.name, self.params)))
+    /// The parameters' types, in binding order.
+    pub fn types(&self) -> impl Iterator<Item = Ty> + '_ {
+        self.decls.iter().flat_map(|d| d.types.iter().copied())
+    }
+
+    /// The text for `dialect`, its parameters numbered. A text that names
+    /// a parameter it does not declare (or leaves one unused) is refused
+    /// here, and the tests build every statement's text for both dialects.
+    pub fn text(&'static self, dialect: Dialect) -> StoreResult<&'static str> {
+        self.texts[dialect.index()]
+            .get_or_init(|| number(&(self.build)(dialect), self.decls, dialect))
+            .as_deref()
+            .map_err(|e| StoreError::Internal(format!("statement {}: {e}", self.name)))
+    }
+}
+
+/// `sql` with each `:name` replaced by the dialect's placeholder of that
+/// parameter's position. Quoted text and `::` casts are left alone.
+fn number(sql: &str, decls: &[Decl], dialect: Dialect) -> Result<String, String> {
+    let names: Vec<&str> = decls.iter().flat_map(Decl::names).collect();
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(format!("parameter :{name} declared twice"));
         }
     }
-
-    pub fn text(&'static self, dialect: Dialect) -> &'static str {
-        self.texts[dialect.index()].get_or_init(|| dialect.parameters((self.build)(dialect)))
+    let mut used = vec![false; names.len()];
+    let mut out = String::with_capacity(sql.len());
+    let mut quote = None;
+    let mut chars = sql.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        match (quote, c) {
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, ':') if chars.peek().is_some_and(|(_, n)| *n == ':') => {
+                out.push(':');
+                chars.next();
+            }
+            (None, ':') => {
+                let start = at + 1;
+                let mut end = start;
+                while let Some((i, n)) = chars.peek().copied()
+                    && (n.is_ascii_alphanumeric() || n == '_')
+                {
+                    end = i + 1;
+                    chars.next();
+                }
+                let name = &sql[start..end];
+                let position = names.iter().position(|n| *n == name).ok_or_else(|| format!("undeclared parameter :{name}"))?;
+                used[position] = true;
+                out.push_str(&dialect.placeholder(position + 1));
+                continue;
+            }
+            (None, '?' | '$') if chars.peek().is_some_and(|(_, n)| n.is_ascii_digit()) => {
+                return Err("a numbered parameter: name it".into());
+            }
+            _ => {}
+        }
+        out.push(c);
     }
+    match names.iter().zip(&used).find(|(_, used)| !**used) {
+        Some((name, _)) => Err(format!("parameter :{name} declared but not used")),
+        None => Ok(out),
+    }
+}
+
+/// The arguments of one statement: the struct [`statements!`] declares
+/// with it.
+pub trait Params {
+    fn stmt(&self) -> &'static Stmt;
+    /// Its variant that locks the rows it reads (see `Tx::locking`).
+    fn locked(&self) -> &'static Stmt {
+        self.stmt()
+    }
+    fn bind<'a>(&'a self, to: &mut Bound<'a>);
 }
 
 /// Declares an aggregate's statements and the list of them all (`ALL`),
-/// which the tests prepare on every backend:
+/// which the tests prepare on every backend. Each statement is a static
+/// [`Stmt`] and a struct of the same name holding its arguments:
 ///
 /// ```ignore
 /// statements! {
-///     TENANT_BY_ID[Int](_d) => format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.id = ?1"),
+///     /// Why it is written this way.
+///     OPERATOR(tenant: TenantId, id: OperatorId) => |_| format!("SELECT {OPERATOR_COLS} FROM operators o WHERE o.tenant_id = :tenant AND o.id = :id"),
+///     BY_EMAIL<'a>(email: &'a str) locked BY_EMAIL_LOCKED => |_| "SELECT … WHERE email = :email".into(),
 /// }
+/// // …
+/// tx.one(OPERATOR { tenant, id }, operator)
 /// ```
+///
+/// A struct that borrows declares its lifetime (`<'a>`); `locked NAME`
+/// declares the same statement with its rows locked, for write units.
 macro_rules! statements {
-    ($($(#[$doc:meta])* $name:ident [$($ty:ident),*] ($d:pat) => $build:expr,)*) => {
+    ($($(#[$doc:meta])* $name:ident $(<$lt:lifetime>)? ( $($p:ident : $ty:ty),* $(,)? ) $(locked $locked:ident)? => $build:expr,)*) => {
         $(
             $(#[$doc])*
-            pub(crate) static $name: $crate::sql::Stmt =
-                $crate::sql::Stmt::new(stringify!($name), &[$($crate::sql::Ty::$ty),*], |$d: $crate::sql::Dialect| -> String { $build });
+            #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+            pub(crate) struct $name $(<$lt>)? { $(pub(crate) $p: $ty),* }
+
+            impl $(<$lt>)? $name $(<$lt>)? {
+                const DECLS: &'static [$crate::sql::Decl] = &[$($crate::sql::Decl::of::<$ty>(stringify!($p))),*];
+            }
+
+            $(#[$doc])*
+            #[allow(non_upper_case_globals)]
+            pub(crate) static $name: $crate::sql::Stmt = $crate::sql::Stmt::new(stringify!($name), $name::DECLS, $build);
+
+            $(
+                #[allow(non_upper_case_globals)]
+                pub(crate) static $locked: $crate::sql::Stmt =
+                    $crate::sql::Stmt::new(stringify!($locked), $name::DECLS, |d| d.locked(($build)(d)));
+            )?
+
+            impl $(<$lt>)? $crate::sql::Params for $name $(<$lt>)? {
+                fn stmt(&self) -> &'static $crate::sql::Stmt {
+                    &$name
+                }
+                $(
+                    fn locked(&self) -> &'static $crate::sql::Stmt {
+                        &$locked
+                    }
+                )?
+                #[allow(unused_variables)]
+                fn bind<'b>(&'b self, to: &mut $crate::sql::Bound<'b>) {
+                    $($crate::sql::Param::bind(&self.$p, to);)*
+                }
+            }
         )*
         /// Every statement of this file.
-        pub(crate) static ALL: &[&$crate::sql::Stmt] = &[$(&$name),*];
+        pub(crate) static ALL: &[&$crate::sql::Stmt] = &[$(&$name, $(&$locked,)?)*];
     };
 }
 pub(crate) use statements;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decls() -> &'static [Decl] {
+        const DECLS: &[Decl] = &[Decl::of::<i64>("tenant"), Decl::of::<Option<&str>>("site_name")];
+        DECLS
+    }
+
+    #[test]
+    fn names_become_the_dialects_numbers() {
+        let sql = "SELECT ':tenant', x::text FROM t WHERE a = :tenant AND b = :site_name OR c = :tenant";
+        assert_eq!(number(sql, decls(), Dialect::Sqlite).unwrap(), "SELECT ':tenant', x::text FROM t WHERE a = ?1 AND b = ?2 OR c = ?1");
+        assert_eq!(number(sql, decls(), Dialect::Postgres).unwrap(), "SELECT ':tenant', x::text FROM t WHERE a = $1 AND b = $2 OR c = $1");
+    }
+
+    #[test]
+    fn a_wrong_name_is_refused() {
+        assert!(number("SELECT :tenant, :site", decls(), Dialect::Sqlite).unwrap_err().contains(":site"));
+        assert!(number("SELECT :tenant", decls(), Dialect::Sqlite).unwrap_err().contains("not used"));
+        assert!(number("SELECT :tenant, :site_name, ?3", decls(), Dialect::Sqlite).unwrap_err().contains("numbered"));
+        let twice: &[Decl] = &[Decl::of::<i64>("a"), Decl::of::<i64>("a")];
+        assert!(number("SELECT :a", twice, Dialect::Sqlite).unwrap_err().contains("twice"));
+    }
+}

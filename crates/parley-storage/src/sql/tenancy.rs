@@ -5,7 +5,7 @@ use parley_domain::model::*;
 use parley_domain::store::StoreResult;
 use parley_domain::store::ops::{TenancyRead, TenancyWrite};
 
-use super::{Row, Tx, args, statements};
+use super::{Row, Tx, statements};
 
 pub(super) const TENANT_COLS: &str = "t.id AS t_id, t.slug AS t_slug, t.name AS t_name, t.created_at AS t_created_at";
 
@@ -67,81 +67,103 @@ const CONTEXT_FROM: &str = "FROM installations i
      JOIN tenants t ON t.id = i.tenant_id";
 
 statements! {
-    INSTALLATION_BY_TOKEN[Text](_) => format!("SELECT {TENANT_COLS}, {SITE_COLS}, {INSTALLATION_COLS} {CONTEXT_FROM} WHERE i.token = ?1"),
-    STALE_CANDIDATES[Int, Int](d) => d.claim(format!(
+    INSTALLATION_BY_TOKEN<'a>(token: &'a str) => |_|
+        format!("SELECT {TENANT_COLS}, {SITE_COLS}, {INSTALLATION_COLS} {CONTEXT_FROM} WHERE i.token = :token"),
+    STALE_CANDIDATES(cutoff: Timestamp, limit: u32) => |d| d.claim(format!(
         "SELECT {TENANT_COLS}, {SITE_COLS}, {INSTALLATION_COLS} {CONTEXT_FROM}
-         WHERE i.heartbeat_status = 'healthy' AND i.last_seen_at < ?1
-         ORDER BY i.last_seen_at LIMIT ?2"
+         WHERE i.heartbeat_status = 'healthy' AND i.last_seen_at < :cutoff
+         ORDER BY i.last_seen_at LIMIT :limit"
     ), "i"),
-    TENANT_BY_SLUG[Text](_) => format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.slug = ?1"),
-    TENANT[Int](_) => format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.id = ?1"),
-    SITES[Int](_) => format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = ?1 ORDER BY s.id"),
-    SITE[Int, Int](_) => format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = ?1 AND s.id = ?2"),
-    INSTALLATIONS[Int, Int](_) => format!("SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.site_id = ?2 ORDER BY i.id"),
-    INSTALLATION[Int, Int](_) => format!("SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = ?1 AND i.id = ?2"),
-    INSERT_TENANT[Text, Text, Int](_) => "INSERT INTO tenants (slug, name, created_at) VALUES (?1, ?2, ?3) RETURNING id".into(),
-    INSERT_SITE[Int, Text, Text, Text, Text, Text, Text, Text, Int](_) => "INSERT INTO sites
+    TENANT_BY_SLUG<'a>(slug: &'a str) => |_| format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.slug = :slug"),
+    TENANT(id: TenantId) => |_| format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.id = :id"),
+    SITES(tenant: TenantId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant ORDER BY s.id"),
+    SITE(tenant: TenantId, id: SiteId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant AND s.id = :id"),
+    INSTALLATIONS(tenant: TenantId, site: SiteId) => |_|
+        format!("SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = :tenant AND i.site_id = :site ORDER BY i.id"),
+    INSTALLATION(tenant: TenantId, id: InstallationId) => |_|
+        format!("SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = :tenant AND i.id = :id"),
+    INSERT_TENANT<'a>(slug: &'a str, name: &'a str, created_at: Timestamp) => |_|
+        "INSERT INTO tenants (slug, name, created_at) VALUES (:slug, :name, :created_at) RETURNING id".into(),
+    INSERT_SITE<'a>(
+        tenant: TenantId, name: &'a str, domains: &'a str, title: &'a str, greeting: &'a str, accent_color: &'a str,
+        privacy_text: &'a str, privacy_url: Option<&'a str>, created_at: Timestamp,
+    ) => |_| "INSERT INTO sites
          (tenant_id, name, domains, widget_title, widget_greeting, accent_color, privacy_text, privacy_url, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id".into(),
-    INSERT_INSTALLATION[Int, Int, Text, Text, Text, Int](_) => "INSERT INTO installations (tenant_id, site_id, token, name, installation_type, created_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM sites WHERE id = ?2 AND tenant_id = ?1)
+         VALUES (:tenant, :name, :domains, :title, :greeting, :accent_color, :privacy_text, :privacy_url, :created_at) RETURNING id".into(),
+    INSERT_INSTALLATION<'a>(
+        tenant: TenantId, site: SiteId, token: &'a str, name: &'a str, installation_type: &'a str, created_at: Timestamp,
+    ) => |_| "INSERT INTO installations (tenant_id, site_id, token, name, installation_type, created_at)
+         SELECT :tenant, :site, :token, :name, :installation_type, :created_at
+         WHERE EXISTS (SELECT 1 FROM sites WHERE id = :site AND tenant_id = :tenant)
          RETURNING id".into(),
-    SET_INSTALLATION_ENABLED[Int, Int, Bool](_) => "UPDATE installations SET enabled = ?3 WHERE tenant_id = ?1 AND id = ?2".into(),
-    SET_HEARTBEAT_STATUS[Int, Int, Int, Text](_) => "UPDATE installations SET heartbeat_status = ?4 WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3".into(),
-    RECORD_HEARTBEAT[Int, Int, Int, Int, Text, Text, Text, Text](_) => "UPDATE installations SET last_seen_at = ?4, heartbeat_status = ?5,
-             widget_version = COALESCE(?6, widget_version),
-             page_host = COALESCE(?7, page_host),
-             reported_type = COALESCE(?8, reported_type)
-         WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3".into(),
+    SET_INSTALLATION_ENABLED(tenant: TenantId, id: InstallationId, enabled: bool) => |_|
+        "UPDATE installations SET enabled = :enabled WHERE tenant_id = :tenant AND id = :id".into(),
+    SET_HEARTBEAT_STATUS<'a>(tenant: TenantId, site: SiteId, id: InstallationId, status: &'a str) => |_|
+        "UPDATE installations SET heartbeat_status = :status WHERE tenant_id = :tenant AND site_id = :site AND id = :id".into(),
+    RECORD_HEARTBEAT<'a>(
+        tenant: TenantId, site: SiteId, id: InstallationId, at: Timestamp, status: &'a str,
+        version: Option<&'a str>, page_host: Option<&'a str>, installation_type: Option<&'a str>,
+    ) => |_| "UPDATE installations SET last_seen_at = :at, heartbeat_status = :status,
+             widget_version = COALESCE(:version, widget_version),
+             page_host = COALESCE(:page_host, page_host),
+             reported_type = COALESCE(:installation_type, reported_type)
+         WHERE tenant_id = :tenant AND site_id = :site AND id = :id".into(),
 }
 
 impl TenancyRead for Tx<'_> {
     fn installation_by_token(&mut self, token: &str) -> StoreResult<Option<InstallationContext>> {
-        self.one(&INSTALLATION_BY_TOKEN, args![token], context)
+        self.one(INSTALLATION_BY_TOKEN { token }, context)
     }
 
     fn tenant_by_slug(&mut self, slug: &str) -> StoreResult<Option<Tenant>> {
-        self.one(&TENANT_BY_SLUG, args![slug], tenant)
+        self.one(TENANT_BY_SLUG { slug }, tenant)
     }
 
     fn tenant(&mut self, id: TenantId) -> StoreResult<Option<Tenant>> {
-        self.one(&TENANT, args![id], tenant)
+        self.one(TENANT { id }, tenant)
     }
 
     fn sites(&mut self, tenant: TenantId) -> StoreResult<Vec<Site>> {
-        self.all(&SITES, args![tenant], site)
+        self.all(SITES { tenant }, site)
     }
 
     fn site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>> {
-        self.one(&SITE, args![tenant, id], site)
+        self.one(SITE { tenant, id }, site)
     }
 
     fn installations(&mut self, scope: SiteScope) -> StoreResult<Vec<Installation>> {
-        self.all(&INSTALLATIONS, args![scope.tenant, scope.site], installation)
+        self.all(INSTALLATIONS { tenant: scope.tenant, site: scope.site }, installation)
     }
 
     fn installation(&mut self, tenant: TenantId, id: InstallationId) -> StoreResult<Option<Installation>> {
-        self.one(&INSTALLATION, args![tenant, id], installation)
+        self.one(INSTALLATION { tenant, id }, installation)
     }
 }
 
 impl TenancyWrite for Tx<'_> {
     fn stale_candidates(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<InstallationContext>> {
-        self.all(&STALE_CANDIDATES, args![cutoff, limit], context)
+        self.all(STALE_CANDIDATES { cutoff, limit }, context)
     }
 
     fn insert_tenant(&mut self, t: &NewTenant) -> StoreResult<Tenant> {
-        let id = self.insert(&INSERT_TENANT, args![&t.slug, &t.name, t.created_at])?;
+        let id = self.insert(INSERT_TENANT { slug: &t.slug, name: &t.name, created_at: t.created_at })?;
         Ok(Tenant { id: TenantId(id), slug: t.slug.clone(), name: t.name.clone(), created_at: t.created_at })
     }
 
     fn insert_site(&mut self, tenant: TenantId, s: &NewSite) -> StoreResult<Site> {
         let domains = serde_json::to_string(&s.domains).map_err(|e| parley_domain::StoreError::Internal(e.to_string()))?;
         let a = &s.appearance;
-        let id = self.insert(
-            &INSERT_SITE,
-            args![tenant, &s.name, &domains, &a.title, &a.greeting, &a.accent_color, &a.privacy_text, &a.privacy_url, s.created_at],
-        )?;
+        let id = self.insert(INSERT_SITE {
+            tenant,
+            name: &s.name,
+            domains: &domains,
+            title: &a.title,
+            greeting: &a.greeting,
+            accent_color: &a.accent_color,
+            privacy_text: &a.privacy_text,
+            privacy_url: a.privacy_url.as_deref(),
+            created_at: s.created_at,
+        })?;
         Ok(Site {
             id: SiteId(id),
             tenant_id: tenant,
@@ -153,8 +175,14 @@ impl TenancyWrite for Tx<'_> {
     }
 
     fn insert_installation(&mut self, scope: SiteScope, i: &NewInstallation) -> StoreResult<Installation> {
-        let id =
-            self.insert(&INSERT_INSTALLATION, args![scope.tenant, scope.site, &i.token, &i.name, &i.installation_type, i.created_at])?;
+        let id = self.insert(INSERT_INSTALLATION {
+            tenant: scope.tenant,
+            site: scope.site,
+            token: &i.token,
+            name: &i.name,
+            installation_type: &i.installation_type,
+            created_at: i.created_at,
+        })?;
         Ok(Installation {
             id: InstallationId(id),
             tenant_id: scope.tenant,
@@ -173,21 +201,27 @@ impl TenancyWrite for Tx<'_> {
     }
 
     fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()> {
-        self.exec(&SET_INSTALLATION_ENABLED, args![tenant, id, enabled])?;
+        self.exec(SET_INSTALLATION_ENABLED { tenant, id, enabled })?;
         self.effects.installations_changed = true;
         Ok(())
     }
 
     fn set_heartbeat_status(&mut self, scope: SiteScope, id: InstallationId, status: InstallationStatus) -> StoreResult<()> {
-        self.exec(&SET_HEARTBEAT_STATUS, args![scope.tenant, scope.site, id, status.as_str()])?;
+        self.exec(SET_HEARTBEAT_STATUS { tenant: scope.tenant, site: scope.site, id, status: status.as_str() })?;
         Ok(())
     }
 
     fn record_heartbeat(&mut self, scope: SiteScope, id: InstallationId, h: &Heartbeat, status: InstallationStatus) -> StoreResult<()> {
-        self.exec(
-            &RECORD_HEARTBEAT,
-            args![scope.tenant, scope.site, id, h.at, status.as_str(), &h.version, &h.page_host, &h.installation_type],
-        )?;
+        self.exec(RECORD_HEARTBEAT {
+            tenant: scope.tenant,
+            site: scope.site,
+            id,
+            at: h.at,
+            status: status.as_str(),
+            version: h.version.as_deref(),
+            page_host: h.page_host.as_deref(),
+            installation_type: h.installation_type.as_deref(),
+        })?;
         Ok(())
     }
 }

@@ -8,7 +8,7 @@ use parley_domain::store::ops::{VerificationRead, VerificationWrite};
 use parley_domain::verification::channels::Channel;
 use parley_domain::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge, TestCount};
 
-use super::{Row, Tx, args, statements};
+use super::{Row, Tx, statements};
 
 const CHALLENGE_COLS: &str = "ch.id AS ch_id, ch.tenant_id AS ch_tenant_id, ch.site_id AS ch_site_id, \
      ch.conversation_id AS ch_conversation_id, ch.visitor_id AS ch_visitor_id, ch.method AS ch_method, ch.target AS ch_target, \
@@ -36,64 +36,76 @@ fn challenge_where(condition: &str) -> String {
     format!("SELECT {CHALLENGE_COLS} FROM verification_challenges ch WHERE {condition}")
 }
 
-const BY_SCOPE: &str = "ch.tenant_id = ?1 AND ch.site_id = ?2 AND ch.conversation_id = ?3 AND ch.id = ?4";
+const BY_SCOPE: &str = "ch.tenant_id = :tenant AND ch.site_id = :site AND ch.conversation_id = :conversation AND ch.id = :id";
 
+/// When challenges were made after `:since`, newest first, at most
+/// `:limit`.
 fn times(filter: &str) -> String {
-    format!("SELECT created_at FROM verification_challenges WHERE {filter} ORDER BY created_at DESC LIMIT ?3")
+    format!("SELECT created_at FROM verification_challenges WHERE {filter} AND created_at > :since ORDER BY created_at DESC LIMIT :limit")
 }
 
 statements! {
-    CHALLENGE[Int, Int, Int, Int](_) => challenge_where(BY_SCOPE),
-    CHALLENGE_LOCKED[Int, Int, Int, Int](d) => d.locked(challenge_where(BY_SCOPE)),
+    CHALLENGE(tenant: TenantId, site: SiteId, conversation: ConversationId, id: ChallengeId) locked CHALLENGE_LOCKED => |_|
+        challenge_where(BY_SCOPE),
     /// Unscoped: a magic link's id and long code are the capability.
-    CHALLENGE_BY_ID[Int](_) => challenge_where("ch.id = ?1"),
-    CHALLENGE_BY_ID_LOCKED[Int](d) => d.locked(challenge_where("ch.id = ?1")),
-    TIMES_CONVERSATION[Int, Int, Int, Int](_) => times("tenant_id = ?1 AND conversation_id = ?4 AND created_at > ?2"),
-    TIMES_TENANT[Int, Int, Int](_) => times("tenant_id = ?1 AND created_at > ?2"),
-    TIMES_TENANT_SMS[Int, Int, Int](_) => times("tenant_id = ?1 AND method = 'sms_otp' AND created_at > ?2"),
+    CHALLENGE_BY_ID(id: ChallengeId) locked CHALLENGE_BY_ID_LOCKED => |_| challenge_where("ch.id = :id"),
+    TIMES_CONVERSATION(tenant: TenantId, conversation: ConversationId, since: Timestamp, limit: u32) => |_|
+        times("tenant_id = :tenant AND conversation_id = :conversation"),
+    TIMES_TENANT(tenant: TenantId, since: Timestamp, limit: u32) => |_| times("tenant_id = :tenant"),
+    TIMES_TENANT_SMS(tenant: TenantId, since: Timestamp, limit: u32) => |_| times("tenant_id = :tenant AND method = 'sms_otp'"),
     /// Protects the number's owner, whichever tenant sends.
-    TIMES_PHONE[Text, Int, Int](_) => times("method = 'sms_otp' AND target = ?1 AND created_at > ?2"),
-    TIMES_EMAIL[Text, Int, Int](_) => times("method IN ('email_otp', 'magic_link') AND lower(target) = ?1 AND created_at > ?2"),
-    TEST_TIMES_TENANT[Int, Int, Int](_) =>
-        "SELECT created_at FROM verification_tests WHERE tenant_id = ?1 AND created_at > ?2 ORDER BY created_at DESC LIMIT ?3".into(),
+    TIMES_PHONE<'a>(number: &'a str, since: Timestamp, limit: u32) => |_| times("method = 'sms_otp' AND target = :number"),
+    TIMES_EMAIL<'a>(address: &'a str, since: Timestamp, limit: u32) => |_|
+        times("method IN ('email_otp', 'magic_link') AND lower(target) = :address"),
+    TEST_TIMES_TENANT(tenant: TenantId, since: Timestamp, limit: u32) => |_| "SELECT created_at FROM verification_tests
+         WHERE tenant_id = :tenant AND created_at > :since ORDER BY created_at DESC LIMIT :limit".into(),
     /// Protects the recipient, whichever tenant sends.
-    TEST_TIMES_RECIPIENT[Text, Int, Int](_) =>
-        "SELECT created_at FROM verification_tests WHERE recipient = ?1 AND created_at > ?2 ORDER BY created_at DESC LIMIT ?3".into(),
-    INSERT_TEST_SEND[Int, Text, Text, Int](_) =>
-        "INSERT INTO verification_tests (tenant_id, channel, recipient, created_at) VALUES (?1, ?2, ?3, ?4)".into(),
-    SANDBOX_OUTBOX[Int, Int](_) =>
-        "SELECT channel, recipient, subject, body, created_at FROM sandbox_outbox WHERE tenant_id = ?1 ORDER BY id DESC LIMIT ?2".into(),
-    SUPERSEDE_CHALLENGES[Int, Int, Int](_) => "UPDATE verification_challenges SET status = 'superseded'
-         WHERE tenant_id = ?1 AND site_id = ?2 AND conversation_id = ?3 AND status = 'active'".into(),
-    INSERT_CHALLENGE[Int, Int, Int, Int, Text, Text, Bytes, Bytes, Int, Int](_) => "INSERT INTO verification_challenges
+    TEST_TIMES_RECIPIENT<'a>(recipient: &'a str, since: Timestamp, limit: u32) => |_| "SELECT created_at FROM verification_tests
+         WHERE recipient = :recipient AND created_at > :since ORDER BY created_at DESC LIMIT :limit".into(),
+    INSERT_TEST_SEND<'a>(tenant: TenantId, channel: &'a str, recipient: &'a str, at: Timestamp) => |_|
+        "INSERT INTO verification_tests (tenant_id, channel, recipient, created_at) VALUES (:tenant, :channel, :recipient, :at)".into(),
+    SANDBOX_OUTBOX(tenant: TenantId, limit: u32) => |_| "SELECT channel, recipient, subject, body, created_at FROM sandbox_outbox
+         WHERE tenant_id = :tenant ORDER BY id DESC LIMIT :limit".into(),
+    SUPERSEDE_CHALLENGES(tenant: TenantId, site: SiteId, conversation: ConversationId) => |_|
+        "UPDATE verification_challenges SET status = 'superseded'
+         WHERE tenant_id = :tenant AND site_id = :site AND conversation_id = :conversation AND status = 'active'".into(),
+    INSERT_CHALLENGE<'a>(
+        tenant: TenantId, site: SiteId, conversation: ConversationId, visitor: VisitorId, method: &'a str, target: &'a str,
+        code_salt: &'a [u8], code_hash: &'a [u8], created_at: Timestamp, expires_at: Timestamp,
+    ) => |_| "INSERT INTO verification_challenges
              (tenant_id, site_id, conversation_id, visitor_id, method, target, code_salt, code_hash, status, created_at, expires_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'active', ?9, ?10
-         WHERE EXISTS (SELECT 1 FROM conversations WHERE id = ?3 AND tenant_id = ?1 AND site_id = ?2 AND visitor_id = ?4)
+         SELECT :tenant, :site, :conversation, :visitor, :method, :target, :code_salt, :code_hash, 'active', :created_at, :expires_at
+         WHERE EXISTS (SELECT 1 FROM conversations
+                       WHERE id = :conversation AND tenant_id = :tenant AND site_id = :site AND visitor_id = :visitor)
          RETURNING id".into(),
-    UPDATE_CHALLENGE[Int, Int, Int, Text, Int, Int](_) => "UPDATE verification_challenges SET status = ?4, attempts = ?5, completed_at = ?6
-         WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3".into(),
-    MARK_VISITOR_VERIFIED[Int, Int, Int, Int, Text, Text](_) =>
-        "UPDATE visitors SET verified_at = ?4, verified_method = ?5, verified_target = ?6, updated_at = ?4
-         WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3".into(),
-    MARK_CONVERSATION_VERIFIED[Int, Int, Int, Int, Text](_) =>
-        "UPDATE conversations SET verified_at = ?4, verified_method = ?5 WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3".into(),
-    CLEAR_VISITOR_VERIFICATION[Int, Int, Int](_) => "UPDATE visitors SET verified_at = NULL, verified_method = NULL, verified_target = NULL
-         WHERE tenant_id = ?1 AND site_id = ?2 AND id = ?3".into(),
-    CLEAR_CONVERSATIONS_VERIFICATION[Int, Int, Int](_) =>
-        "UPDATE conversations SET verified_at = NULL, verified_method = NULL WHERE tenant_id = ?1 AND site_id = ?2 AND visitor_id = ?3".into(),
-    INSERT_OUTBOX_MESSAGE[Int, Text, Text, Text, Text, Int](_) =>
-        "INSERT INTO sandbox_outbox (tenant_id, channel, recipient, subject, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)".into(),
+    UPDATE_CHALLENGE<'a>(tenant: TenantId, site: SiteId, id: ChallengeId, status: &'a str, attempts: u32, completed_at: Option<Timestamp>) => |_|
+        "UPDATE verification_challenges SET status = :status, attempts = :attempts, completed_at = :completed_at
+         WHERE tenant_id = :tenant AND site_id = :site AND id = :id".into(),
+    MARK_VISITOR_VERIFIED<'a>(tenant: TenantId, site: SiteId, visitor: VisitorId, at: Timestamp, method: &'a str, target: &'a str) => |_|
+        "UPDATE visitors SET verified_at = :at, verified_method = :method, verified_target = :target, updated_at = :at
+         WHERE tenant_id = :tenant AND site_id = :site AND id = :visitor".into(),
+    MARK_CONVERSATION_VERIFIED<'a>(tenant: TenantId, site: SiteId, conversation: ConversationId, at: Timestamp, method: &'a str) => |_|
+        "UPDATE conversations SET verified_at = :at, verified_method = :method
+         WHERE tenant_id = :tenant AND site_id = :site AND id = :conversation".into(),
+    CLEAR_VISITOR_VERIFICATION(tenant: TenantId, site: SiteId, visitor: VisitorId) => |_|
+        "UPDATE visitors SET verified_at = NULL, verified_method = NULL, verified_target = NULL
+         WHERE tenant_id = :tenant AND site_id = :site AND id = :visitor".into(),
+    CLEAR_CONVERSATIONS_VERIFICATION(tenant: TenantId, site: SiteId, visitor: VisitorId) => |_|
+        "UPDATE conversations SET verified_at = NULL, verified_method = NULL
+         WHERE tenant_id = :tenant AND site_id = :site AND visitor_id = :visitor".into(),
+    INSERT_OUTBOX_MESSAGE<'a>(
+        tenant: TenantId, channel: &'a str, recipient: &'a str, subject: Option<&'a str>, body: &'a str, created_at: Timestamp,
+    ) => |_| "INSERT INTO sandbox_outbox (tenant_id, channel, recipient, subject, body, created_at)
+         VALUES (:tenant, :channel, :recipient, :subject, :body, :created_at)".into(),
 }
 
 impl VerificationRead for Tx<'_> {
     fn challenge(&mut self, scope: SiteScope, conversation: ConversationId, id: ChallengeId) -> StoreResult<Option<Challenge>> {
-        let stmt = self.locking(&CHALLENGE, &CHALLENGE_LOCKED);
-        self.one(stmt, args![scope.tenant, scope.site, conversation, id], challenge)
+        self.one(self.locking(CHALLENGE { tenant: scope.tenant, site: scope.site, conversation, id }), challenge)
     }
 
     fn challenge_by_id(&mut self, id: ChallengeId) -> StoreResult<Option<Challenge>> {
-        let stmt = self.locking(&CHALLENGE_BY_ID, &CHALLENGE_BY_ID_LOCKED);
-        self.one(stmt, args![id], challenge)
+        self.one(self.locking(CHALLENGE_BY_ID { id }), challenge)
     }
 
     fn challenge_times(&mut self, tenant: TenantId, count: &ChallengeCount, since: Timestamp, limit: u32) -> StoreResult<Vec<Timestamp>> {
@@ -106,11 +118,11 @@ impl VerificationRead for Tx<'_> {
         }
         let created = |r: &dyn Row| r.ts("created_at");
         match count {
-            ChallengeCount::Conversation(c) => self.all(&TIMES_CONVERSATION, args![tenant, since, limit, *c], created),
-            ChallengeCount::Tenant => self.all(&TIMES_TENANT, args![tenant, since, limit], created),
-            ChallengeCount::TenantSms => self.all(&TIMES_TENANT_SMS, args![tenant, since, limit], created),
-            ChallengeCount::Phone(number) => self.all(&TIMES_PHONE, args![number, since, limit], created),
-            ChallengeCount::Email(address) => self.all(&TIMES_EMAIL, args![address, since, limit], created),
+            ChallengeCount::Conversation(c) => self.all(TIMES_CONVERSATION { tenant, conversation: *c, since, limit }, created),
+            ChallengeCount::Tenant => self.all(TIMES_TENANT { tenant, since, limit }, created),
+            ChallengeCount::TenantSms => self.all(TIMES_TENANT_SMS { tenant, since, limit }, created),
+            ChallengeCount::Phone(number) => self.all(TIMES_PHONE { number, since, limit }, created),
+            ChallengeCount::Email(address) => self.all(TIMES_EMAIL { address, since, limit }, created),
         }
     }
 
@@ -121,13 +133,13 @@ impl VerificationRead for Tx<'_> {
         }
         let created = |r: &dyn Row| r.ts("created_at");
         match count {
-            TestCount::Tenant => self.all(&TEST_TIMES_TENANT, args![tenant, since, limit], created),
-            TestCount::Recipient(to) => self.all(&TEST_TIMES_RECIPIENT, args![to, since, limit], created),
+            TestCount::Tenant => self.all(TEST_TIMES_TENANT { tenant, since, limit }, created),
+            TestCount::Recipient(recipient) => self.all(TEST_TIMES_RECIPIENT { recipient, since, limit }, created),
         }
     }
 
     fn sandbox_outbox(&mut self, tenant: TenantId, limit: u32) -> StoreResult<Vec<OutboxMessage>> {
-        self.all(&SANDBOX_OUTBOX, args![tenant, limit], |r| {
+        self.all(SANDBOX_OUTBOX { tenant, limit }, |r| {
             Ok(OutboxMessage {
                 channel: if r.string("channel")? == "sms" { "sms" } else { "email" },
                 recipient: r.string("recipient")?,
@@ -141,27 +153,25 @@ impl VerificationRead for Tx<'_> {
 
 impl VerificationWrite for Tx<'_> {
     fn insert_test_send(&mut self, tenant: TenantId, channel: Channel, recipient: &str, at: Timestamp) -> StoreResult<()> {
-        self.exec(&INSERT_TEST_SEND, args![tenant, channel.as_str(), recipient, at])?;
+        self.exec(INSERT_TEST_SEND { tenant, channel: channel.as_str(), recipient, at })?;
         Ok(())
     }
 
     fn insert_challenge(&mut self, scope: SiteScope, c: &NewChallenge) -> StoreResult<ChallengeId> {
-        self.exec(&SUPERSEDE_CHALLENGES, args![scope.tenant, scope.site, c.conversation_id])?;
-        let id = self.insert(
-            &INSERT_CHALLENGE,
-            args![
-                scope.tenant,
-                scope.site,
-                c.conversation_id,
-                c.visitor_id,
-                c.method.as_str(),
-                &c.target,
-                &c.code_salt,
-                &c.code_hash,
-                c.created_at,
-                c.expires_at
-            ],
-        )?;
+        let (tenant, site, conversation) = (scope.tenant, scope.site, c.conversation_id);
+        self.exec(SUPERSEDE_CHALLENGES { tenant, site, conversation })?;
+        let id = self.insert(INSERT_CHALLENGE {
+            tenant,
+            site,
+            conversation,
+            visitor: c.visitor_id,
+            method: c.method.as_str(),
+            target: &c.target,
+            code_salt: &c.code_salt,
+            code_hash: &c.code_hash,
+            created_at: c.created_at,
+            expires_at: c.expires_at,
+        })?;
         Ok(ChallengeId(id))
     }
 
@@ -173,7 +183,7 @@ impl VerificationWrite for Tx<'_> {
         attempts: u32,
         completed_at: Option<Timestamp>,
     ) -> StoreResult<()> {
-        self.exec(&UPDATE_CHALLENGE, args![scope.tenant, scope.site, id, status.as_str(), attempts, completed_at])?;
+        self.exec(UPDATE_CHALLENGE { tenant: scope.tenant, site: scope.site, id, status: status.as_str(), attempts, completed_at })?;
         Ok(())
     }
 
@@ -186,19 +196,28 @@ impl VerificationWrite for Tx<'_> {
         target: &str,
         at: Timestamp,
     ) -> StoreResult<()> {
-        self.exec(&MARK_VISITOR_VERIFIED, args![scope.tenant, scope.site, visitor, at, method.as_str(), target])?;
-        self.exec(&MARK_CONVERSATION_VERIFIED, args![scope.tenant, scope.site, conversation, at, method.as_str()])?;
+        let (tenant, site, method) = (scope.tenant, scope.site, method.as_str());
+        self.exec(MARK_VISITOR_VERIFIED { tenant, site, visitor, at, method, target })?;
+        self.exec(MARK_CONVERSATION_VERIFIED { tenant, site, conversation, at, method })?;
         Ok(())
     }
 
     fn clear_verification(&mut self, scope: SiteScope, visitor: VisitorId) -> StoreResult<()> {
-        self.exec(&CLEAR_VISITOR_VERIFICATION, args![scope.tenant, scope.site, visitor])?;
-        self.exec(&CLEAR_CONVERSATIONS_VERIFICATION, args![scope.tenant, scope.site, visitor])?;
+        let (tenant, site) = (scope.tenant, scope.site);
+        self.exec(CLEAR_VISITOR_VERIFICATION { tenant, site, visitor })?;
+        self.exec(CLEAR_CONVERSATIONS_VERIFICATION { tenant, site, visitor })?;
         Ok(())
     }
 
     fn insert_outbox_message(&mut self, tenant: TenantId, m: &OutboxMessage) -> StoreResult<()> {
-        self.exec(&INSERT_OUTBOX_MESSAGE, args![tenant, m.channel, &m.recipient, &m.subject, &m.body, m.created_at])?;
+        self.exec(INSERT_OUTBOX_MESSAGE {
+            tenant,
+            channel: m.channel,
+            recipient: &m.recipient,
+            subject: m.subject.as_deref(),
+            body: &m.body,
+            created_at: m.created_at,
+        })?;
         Ok(())
     }
 }

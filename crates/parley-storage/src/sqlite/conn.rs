@@ -36,7 +36,7 @@ impl Conn for SqliteConn<'_> {
     }
 
     fn query(&mut self, stmt: &'static Stmt, args: &[Arg<'_>], each: &mut dyn FnMut(&dyn Row) -> StoreResult<bool>) -> StoreResult<()> {
-        let mut prepared = self.conn.prepare_cached(stmt.text(Dialect::Sqlite)).map_err(map)?;
+        let mut prepared = self.conn.prepare_cached(stmt.text(Dialect::Sqlite)?).map_err(map)?;
         let mut rows = prepared.query(rusqlite::params_from_iter(args.iter())).map_err(map)?;
         while let Some(row) = rows.next().map_err(map)? {
             if !each(&SqliteRow { row, hint: Cell::new(0) })? {
@@ -47,13 +47,13 @@ impl Conn for SqliteConn<'_> {
     }
 
     fn execute(&mut self, stmt: &'static Stmt, args: &[Arg<'_>]) -> StoreResult<u64> {
-        let mut prepared = self.conn.prepare_cached(stmt.text(Dialect::Sqlite)).map_err(map)?;
+        let mut prepared = self.conn.prepare_cached(stmt.text(Dialect::Sqlite)?).map_err(map)?;
         let n = prepared.execute(rusqlite::params_from_iter(args.iter())).map_err(map)?;
         Ok(n as u64)
     }
 
     fn prepare(&mut self, stmt: &'static Stmt) -> StoreResult<()> {
-        self.conn.prepare(stmt.text(Dialect::Sqlite)).map(|_| ()).map_err(map)
+        self.conn.prepare(stmt.text(Dialect::Sqlite)?).map(|_| ()).map_err(map)
     }
 }
 

@@ -157,17 +157,17 @@ mod plans {
         let dir = tempfile::tempdir().expect("temporary folder");
         let mut conn = super::connection::open_writer(&dir.path().join("plan.sqlite3")).expect("open");
         super::migrate::apply(&mut conn).expect("migrate");
-        let p = plan(&conn, q::DUE_DELIVERIES.text(Dialect::Sqlite), &[0, 16]);
+        let p = plan(&conn, q::DUE_DELIVERIES.text(Dialect::Sqlite).expect("text"), &[0, 16]);
         assert!(p.first().is_some_and(|p| p.starts_with("SCAN w")), "endpoints first: {p:?}");
         assert!(!p.iter().any(|p| p.starts_with("SCAN d")), "no scan of the deliveries: {p:?}");
         assert!(p.iter().any(|p| p.contains("webhook_deliveries_endpoint_due")), "the per-endpoint index: {p:?}");
 
-        let p = plan(&conn, q::NEXT_DELIVERY_DUE.text(Dialect::Sqlite), &[]);
+        let p = plan(&conn, q::NEXT_DELIVERY_DUE.text(Dialect::Sqlite).expect("text"), &[]);
         assert!(!p.iter().any(|p| p.starts_with("SCAN d")), "no scan of the deliveries: {p:?}");
         assert!(p.iter().any(|p| p.contains("COVERING INDEX webhook_deliveries_endpoint_due")), "the per-endpoint index: {p:?}");
 
         // The health report's lag, which anyone may ask for.
-        let p = plan(&conn, q::OLDEST_DUE_DELIVERY.text(Dialect::Sqlite), &[0]);
+        let p = plan(&conn, q::OLDEST_DUE_DELIVERY.text(Dialect::Sqlite).expect("text"), &[0]);
         assert!(!p.iter().any(|p| p.starts_with("SCAN d")), "no scan of the deliveries: {p:?}");
         assert!(p.iter().any(|p| p.contains("webhook_deliveries_endpoint_due")), "the per-endpoint index: {p:?}");
 
