@@ -12,6 +12,52 @@ use postgres::Client;
 
 use crate::postgres::migrate;
 
+/// 2026-01-01T00:00:00Z: tests start here and move the clock by hand.
+pub const START: parley_domain::Timestamp = parley_domain::Timestamp::from_millis(1_767_225_600_000);
+
+/// A fresh, empty database of the backend under test: a PostgreSQL
+/// database when `PARLEY_TEST_DATABASE_URL` names a server, else an SQLite
+/// file `file` in `dir`. Keep the guard as long as the database is used.
+pub async fn fresh_database(dir: &std::path::Path, file: &str) -> (String, Option<TestDatabase>) {
+    match postgres_url() {
+        Some(server) => {
+            let db = tokio::task::spawn_blocking(move || fresh_postgres(&server))
+                .await
+                .expect("blocking task")
+                .expect("a fresh PostgreSQL database");
+            (db.url.clone(), Some(db))
+        }
+        None => (format!("sqlite://{}/{file}", dir.display()), None),
+    }
+}
+
+/// "postgres" or "sqlite": the backend the suites run on.
+pub fn backend() -> &'static str {
+    if postgres_url().is_some() { "postgres" } else { "sqlite" }
+}
+
+/// Ends every connection to the PostgreSQL database at `url` from the
+/// server side (a restart, a proxy dropping them), as `psql` does; returns
+/// how many.
+pub fn terminate_connections(url: &str) -> i64 {
+    let url = url.to_owned();
+    // Its own thread: the blocking client runs a runtime of its own, which
+    // may not start inside the test's.
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect to terminate");
+        let row = client
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) AS killed FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .expect("terminate");
+        row.get::<_, i64>("killed")
+    })
+    .join()
+    .expect("terminating thread")
+}
+
 /// The server the suites run against, if one was given.
 pub fn postgres_url() -> Option<String> {
     std::env::var("PARLEY_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty())

@@ -20,13 +20,68 @@ pub fn positive_id(v: &Value) -> Option<i64> {
     (f.fract() == 0.0 && (1.0..9_223_372_036_854_775_808.0).contains(&f)).then_some(f as i64)
 }
 
+/// The bad items of a list named in an answer; the rest are counted.
+const MAX_ITEM_PROBLEMS: usize = 10;
+
 /// Marks a field that failed; its message is already recorded.
 #[derive(Debug)]
 pub struct Invalid(());
 
-/// A request input read from named fields.
+/// A request input read from named fields. Request types derive it
+/// (`#[derive(FromFields)]`, beside `utoipa::ToSchema`), so one struct
+/// is both what the server reads and what the document states; only
+/// inputs whose fields depend on each other are read by hand.
 pub trait FromFields: Sized {
+    /// Each field's name and how a form spells it (see `Shape`): the
+    /// derive states it from the fields' types, a hand-written reader
+    /// must state it itself.
+    const FIELDS: &'static [(&'static str, Shape)];
+
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid>;
+}
+
+/// How a field's value is written in JSON, and so how a form (where every
+/// value is text) must be turned into it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Text,
+    Number,
+    Bool,
+    /// A list: a form gives it comma-separated or as a repeated field.
+    List,
+}
+
+/// A type a request field is read as: the check it passes and what it
+/// becomes. `read` answers `None` for a field left out, `null` or, for
+/// text that may be blank, blank; the derive turns that into "is
+/// required" where the field is not an `Option`.
+pub trait Field: Sized {
+    /// Stated by every type, so that a number or a list is never read
+    /// from a form as text by a forgotten default.
+    const SHAPE: Shape;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid>;
+}
+
+/// A type a list's items are read as.
+pub trait Item: Sized {
+    fn item(v: &Value) -> Result<Self, String>;
+}
+
+impl<T: Item> Field for Vec<T> {
+    const SHAPE: Shape = Shape::List;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional_list(name, T::item)
+    }
+}
+
+impl Field for bool {
+    const SHAPE: Shape = Shape::Bool;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional_bool(name)
+    }
 }
 
 /// Where the fields come from.
@@ -85,6 +140,15 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A field that must be given: `read`'s "not given" becomes "is
+    /// required".
+    pub fn present<T>(&mut self, name: &str, read: Result<Option<T>, Invalid>) -> Result<T, Invalid> {
+        match read? {
+            Some(v) => Ok(v),
+            None => self.fail(name, "is required"),
+        }
+    }
+
     pub fn required<T>(&mut self, name: &str, check: impl FnOnce(&str) -> Result<T, String>) -> Result<T, Invalid> {
         match self.string(name)? {
             None => self.fail(name, "is required"),
@@ -96,23 +160,6 @@ impl<'a> Fields<'a> {
         match self.string(name)? {
             None => Ok(None),
             Some(s) => check(s).map(Some).or_else(|m| self.fail(name, m)),
-        }
-    }
-
-    /// For checks that may themselves answer "not given" (blank text).
-    pub fn optional_text(
-        &mut self,
-        name: &str,
-        check: impl FnOnce(&str) -> Result<Option<String>, String>,
-    ) -> Result<Option<String>, Invalid> {
-        Ok(self.optional(name, check)?.flatten())
-    }
-
-    pub fn required_bool(&mut self, name: &str) -> Result<bool, Invalid> {
-        match self.get(name) {
-            Some(Given::Json(Value::Bool(b))) => Ok(*b),
-            None => self.fail(name, "is required"),
-            Some(_) => self.fail(name, "must be true or false"),
         }
     }
 
@@ -146,13 +193,6 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub fn required_id(&mut self, name: &str) -> Result<i64, Invalid> {
-        match self.optional_id(name)? {
-            Some(id) => Ok(id),
-            None => self.fail(name, "is required"),
-        }
-    }
-
     /// A JSON array whose items each pass `check`; `None` when absent.
     pub fn optional_list<T>(&mut self, name: &str, mut check: impl FnMut(&Value) -> Result<T, String>) -> Result<Option<Vec<T>>, Invalid> {
         match self.get(name) {
@@ -169,8 +209,14 @@ impl<'a> Fields<'a> {
                 if problems.is_empty() {
                     return Ok(Some(out));
                 }
-                for p in problems {
+                // A long list of bad items is named by its first few: the
+                // answer stays small whatever the body holds.
+                let more = problems.len().saturating_sub(MAX_ITEM_PROBLEMS);
+                for p in problems.into_iter().take(MAX_ITEM_PROBLEMS) {
                     self.errors.add(name, p);
+                }
+                if more > 0 {
+                    self.errors.add(name, format!("and {more} more items"));
                 }
                 Err(Invalid(()))
             }

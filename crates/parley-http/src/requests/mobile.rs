@@ -1,17 +1,16 @@
 //! The operator mobile API's requests.
-#![allow(dead_code)]
 
 use parley_domain::auth::LoginInput;
 use parley_domain::feed::Cursor;
 use parley_domain::inbox::PageRequest;
-use parley_domain::model::{MessageId, OperatorId, StatusFilter};
-use parley_domain::validate;
+use parley_domain::model::{OperatorId, StatusFilter};
 use utoipa::{IntoParams, ToSchema};
 
 use super::schema;
-use crate::extract::{Fields, FromFields, Invalid};
+use super::values::{AfterId, Bounded};
+use crate::extract::FromFields;
 
-#[derive(ToSchema)]
+#[derive(ToSchema, FromFields)]
 pub struct MobileLoginRequest {
     email: schema::Email,
     password: schema::Password,
@@ -25,13 +24,9 @@ pub struct MobileLoginRequest {
     device_id: Option<schema::Token>,
 }
 
-impl FromFields for LoginInput {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let email = f.required("email", validate::email);
-        let password = f.required("password", |s| validate::PASSWORD.check(s).map(|()| s.to_owned()));
-        let device_name = f.optional_text("device_name", validate::name);
-        let device_mark = f.optional("device_id", validate::token);
-        Ok(Self { email: email?, password: password?, device_name: device_name?, device_mark: device_mark? })
+impl From<MobileLoginRequest> for LoginInput {
+    fn from(r: MobileLoginRequest) -> Self {
+        Self { email: r.email.0, password: r.password.0, device_name: r.device_name.map(|n| n.0), device_mark: r.device_id.map(|d| d.0) }
     }
 }
 
@@ -40,7 +35,7 @@ pub struct ConversationListQuery;
 
 impl IntoParams for ConversationListQuery {
     fn into_params(in_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
-        let mut params = PageQuery::into_params(in_);
+        let mut params = PageParams::into_params(in_);
         params.push(schema::query(
             "status",
             false,
@@ -51,55 +46,50 @@ impl IntoParams for ConversationListQuery {
     }
 }
 
+/// The inbox's query.
+#[derive(FromFields)]
 pub struct ConversationListParams {
-    pub page: PageRequest,
-    pub status: StatusFilter,
+    pub page: Option<PageNumber>,
+    pub per_page: Option<PerPage>,
+    pub status: Option<StatusFilter>,
 }
 
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct PageQuery {
-    /// From 1; default 1.
-    #[param(minimum = 1, maximum = 1000000)]
-    page: Option<u32>,
-    /// 1 to 100; default 20.
-    #[param(minimum = 1, maximum = 100)]
-    per_page: Option<u32>,
+impl ConversationListParams {
+    pub fn page(&self) -> PageRequest {
+        page_request(self.page, self.per_page)
+    }
+
+    pub fn status(&self) -> StatusFilter {
+        self.status.unwrap_or(StatusFilter::All)
+    }
 }
+
+/// A page number: from 1.
+pub type PageNumber = Bounded<1, 1_000_000>;
+/// A page's size: 1 to 100.
+pub type PerPage = Bounded<1, 100>;
 
 /// A plain listing query: `page` and `per_page`.
+#[derive(IntoParams, FromFields)]
+#[into_params(parameter_in = Query)]
 pub struct PageParams {
-    pub page: PageRequest,
+    /// From 1; default 1.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000000)]
+    pub page: Option<PageNumber>,
+    /// 1 to 100; default 20.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub per_page: Option<PerPage>,
 }
 
-impl FromFields for PageParams {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self { page: page_request(f)? })
+impl PageParams {
+    pub fn page(&self) -> PageRequest {
+        page_request(self.page, self.per_page)
     }
 }
 
-/// A query integer from `min` to `max`, written in digits.
-fn bounded(s: &str, min: u32, max: u32) -> Result<u32, String> {
-    match s.parse::<u32>() {
-        Ok(n) if (min..=max).contains(&n) && s.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
-        _ => Err(format!("must be an integer from {min} to {max}")),
-    }
-}
-
-/// Reads `page` and `per_page` of a listing query.
-pub fn page_request(f: &mut Fields<'_>) -> Result<PageRequest, Invalid> {
-    let page = f.optional("page", |s| bounded(s, 1, 1_000_000));
-    let per_page = f.optional("per_page", |s| bounded(s, 1, 100));
-    Ok(PageRequest { page: page?.unwrap_or(1), per_page: per_page?.unwrap_or(20) })
-}
-
-impl FromFields for ConversationListParams {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let page = page_request(f);
-        let status =
-            f.optional("status", |s| StatusFilter::parse(s).ok_or_else(|| "must be one of unassigned, assigned, closed, open".to_owned()));
-        Ok(Self { page: page?, status: status?.unwrap_or(StatusFilter::All) })
-    }
+/// A page request, with the defaults of what was left out.
+fn page_request(page: Option<PageNumber>, per_page: Option<PerPage>) -> PageRequest {
+    PageRequest { page: page.map_or(1, |p| p.0), per_page: per_page.map_or(20, |p| p.0) }
 }
 
 /// The query of an operator's catch-up.
@@ -130,18 +120,17 @@ impl IntoParams for OperatorEventsQuery {
     }
 }
 
+#[derive(FromFields)]
 pub struct OperatorEventsParams {
     pub after: Option<Cursor>,
-    pub wait: std::time::Duration,
+    pub wait: Option<Bounded<0, 30>>,
     pub last_event_id: Option<Cursor>,
 }
 
-impl FromFields for OperatorEventsParams {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let after = f.optional("after", super::widget::cursor);
-        let wait = f.optional("wait", |s| bounded(s, 0, 30));
-        let last_event_id = f.optional("last_event_id", super::widget::cursor);
-        Ok(Self { after: after?, wait: std::time::Duration::from_secs(u64::from(wait?.unwrap_or(0))), last_event_id: last_event_id? })
+impl OperatorEventsParams {
+    /// How long a long poll may wait: none when not said.
+    pub fn wait(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(u64::from(self.wait.map_or(0, |w| w.0)))
     }
 }
 
@@ -154,74 +143,33 @@ impl IntoParams for OperatorMessagesQuery {
     }
 }
 
+#[derive(FromFields)]
 pub struct OperatorMessagesParams {
-    pub after_id: Option<MessageId>,
+    pub after_id: Option<AfterId>,
 }
 
-impl FromFields for OperatorMessagesParams {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self { after_id: f.optional("after_id", super::widget::after_id)? })
-    }
-}
-
-#[derive(ToSchema)]
+#[derive(ToSchema, FromFields)]
 pub struct MobileMessageRequest {
     /// At most 5,000 characters, not blank.
-    body: schema::MessageBody,
+    pub body: schema::MessageBody,
     /// The client's id for this reply: a repeat answers the first
     /// request's message and creates nothing.
-    client_message_id: Option<schema::ClientMessageId>,
-}
-
-pub struct Reply {
-    pub body: String,
-    pub client_message_id: Option<String>,
-}
-
-impl FromFields for Reply {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let body = f.required("body", validate::message_body);
-        let client_message_id = f.optional("client_message_id", validate::client_message_id);
-        Ok(Self { body: body?, client_message_id: client_message_id? })
-    }
+    pub client_message_id: Option<schema::ClientMessageId>,
 }
 
 /// Leave the body out (or send `{}`) to take the conversation yourself.
-#[derive(ToSchema)]
+#[derive(ToSchema, FromFields)]
 pub struct AssignRequest {
     /// The operator to assign; the caller when absent.
     #[schema(schema_with = schema::optional_operator_id)]
-    operator_id: Option<i64>,
-}
-
-pub struct Assign {
     pub operator_id: Option<OperatorId>,
 }
 
-impl FromFields for Assign {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self { operator_id: f.optional_id("operator_id")?.map(OperatorId) })
-    }
-}
-
-#[derive(ToSchema)]
+#[derive(ToSchema, FromFields)]
 pub struct TransferRequest {
     /// The operator who takes over.
     #[schema(schema_with = schema::operator_id)]
-    operator_id: i64,
-    /// For operators only; never shown to the visitor. At most 5,000 characters.
-    note: Option<schema::Note>,
-}
-
-pub struct Transfer {
     pub operator_id: OperatorId,
-    pub note: Option<String>,
-}
-
-impl FromFields for Transfer {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let operator_id = f.required_id("operator_id");
-        let note = f.optional_text("note", |s| validate::optional(&validate::NOTE, s));
-        Ok(Self { operator_id: OperatorId(operator_id?), note: note? })
-    }
+    /// For operators only; never shown to the visitor. At most 5,000 characters.
+    pub note: Option<schema::Note>,
 }

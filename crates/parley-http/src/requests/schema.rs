@@ -8,6 +8,8 @@
 
 use parley_domain::validate::{self, Rule};
 use serde_json::Value;
+
+use crate::extract::{Field, Fields, Invalid, Item, Shape};
 use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 use utoipa::openapi::{Array, KnownFormat, SchemaFormat};
 
@@ -85,14 +87,17 @@ pub fn ids(nullable: bool) -> Array {
     ArrayBuilder::new().schema_type(t).items(id(false)).build()
 }
 
-/// Named string types of the document, one per rule: request fields use
-/// them as their types (`Option<Email>` for an optional email), so each
-/// field keeps its own description and the rule is stated once, under
-/// `components.schemas`.
+/// The text fields of requests, one type per rule: a request declares a
+/// field by its type (`Option<Email>` for an optional email), which both
+/// reads it (the rule's check, and what the value becomes) and documents
+/// it (a named schema under `components.schemas`, stated once). A check
+/// that answers `None` (blank text where blank means not given) reads as
+/// a field left out.
 macro_rules! rule_types {
-    ($($(#[$doc:meta])* $name:ident => $rule:expr;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident($out:ty) => $rule:expr, $check:expr;)*) => {$(
         $(#[$doc])*
-        pub struct $name;
+        #[derive(Debug)]
+        pub struct $name(pub $out);
 
         impl utoipa::PartialSchema for $name {
             fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
@@ -102,28 +107,52 @@ macro_rules! rule_types {
         }
 
         impl utoipa::ToSchema for $name {}
+
+        impl Field for $name {
+            const SHAPE: Shape = Shape::Text;
+
+            fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+                let check: fn(&str) -> validate::Check<Option<$out>> = $check;
+                Ok(f.optional(name, check)?.flatten().map($name))
+            }
+        }
     )*};
 }
 
+/// Text that passes `rule`, kept as sent.
+fn as_sent(rule: &Rule, s: &str) -> validate::Check<Option<String>> {
+    rule.check(s)?;
+    Ok(Some(s.to_owned()))
+}
+
 rule_types! {
-    Token => validate::TOKEN;
-    VisitorUuid => validate::VISITOR_UUID;
-    RequiredName => validate::REQUIRED_NAME;
-    Name => validate::NAME;
-    ShortText => validate::SHORT_TEXT;
-    LongText => validate::LONG_TEXT;
-    Note => validate::NOTE;
-    MessageBody => validate::MESSAGE_BODY;
-    ClientMessageId => validate::CLIENT_MESSAGE_ID;
-    Email => validate::EMAIL;
-    Phone => validate::PHONE;
-    PageUrl => validate::PAGE_URL;
-    Domain => validate::DOMAIN;
-    Colour => validate::COLOUR;
-    Password => validate::PASSWORD;
-    NewPassword => validate::NEW_PASSWORD;
-    Code => validate::CODE;
-    VisitorCursor => validate::VISITOR_CURSOR;
+    Token(String) => validate::TOKEN, |s| validate::token(s).map(Some);
+    VisitorUuid(String) => validate::VISITOR_UUID, |s| validate::visitor_uuid(s).map(Some);
+    RequiredName(String) => validate::REQUIRED_NAME, |s| validate::required_name(s).map(Some);
+    /// Blank counts as not given.
+    Name(String) => validate::NAME, validate::name;
+    ShortText(String) => validate::SHORT_TEXT, |s| validate::optional(&validate::SHORT_TEXT, s);
+    LongText(String) => validate::LONG_TEXT, |s| validate::optional(&validate::LONG_TEXT, s);
+    Note(String) => validate::NOTE, |s| validate::optional(&validate::NOTE, s);
+    MessageBody(String) => validate::MESSAGE_BODY, |s| validate::message_body(s).map(Some);
+    ClientMessageId(String) => validate::CLIENT_MESSAGE_ID, |s| validate::client_message_id(s).map(Some);
+    Email(String) => validate::EMAIL, |s| validate::email(s).map(Some);
+    Phone(String) => validate::PHONE, |s| validate::phone(s).map(Some);
+    PageUrl(validate::PageUrl) => validate::PAGE_URL, |s| validate::page_url(s).map(Some);
+    Domain(String) => validate::DOMAIN, |s| validate::domain(s).map(Some);
+    Colour(String) => validate::COLOUR, |s| validate::colour(s).map(Some);
+    Password(String) => validate::PASSWORD, |s| as_sent(&validate::PASSWORD, s);
+    NewPassword(String) => validate::NEW_PASSWORD, |s| validate::new_password(s).map(Some);
+    Code(String) => validate::CODE, |s| validate::code(s).map(Some);
+    /// Checked for its shape only: it is opened against its conversation
+    /// once that is known.
+    VisitorCursor(String) => validate::VISITOR_CURSOR, |s| as_sent(&validate::VISITOR_CURSOR, s);
+}
+
+impl Item for Domain {
+    fn item(v: &Value) -> Result<Self, String> {
+        v.as_str().ok_or_else(|| "must be a string".to_owned()).and_then(validate::domain).map(Domain)
+    }
 }
 
 macro_rules! fields {
@@ -141,6 +170,9 @@ fields! {
     operator_id => id(false);
     optional_operator_id => id(true);
     challenge_id => id(false);
+    /// A page URL's rule, kept whole: a webhook's address keeps its
+    /// fragment, so `PageUrl`'s description would not hold.
+    webhook_url => rule(&validate::PAGE_URL, false);
     site_ids => ids(true);
     /// Event kinds, at least one.
     event_kinds => {

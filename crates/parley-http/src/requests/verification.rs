@@ -1,34 +1,33 @@
 //! Verification requests.
-#![allow(dead_code)]
 
+use parley_domain::model::ChallengeId;
 use parley_domain::validate;
 use parley_domain::verification::Method;
 use utoipa::ToSchema;
 
 use super::schema;
-use crate::extract::{Fields, FromFields, Invalid};
+use super::values::Text;
+use crate::extract::{Fields, FromFields, Invalid, Shape};
 
-/// Documented by hand in `routes::openapi` (`VerificationStartRequest`):
+/// Read by hand, since which `target` is valid depends on `method`, and
+/// documented by hand in `routes::openapi` (`VerificationStartRequest`):
 /// which target a method takes, and which methods this service offers.
 #[derive(ToSchema)]
 pub struct VerificationStartRequest {
     /// The installation token.
-    token: schema::Token,
+    #[schema(value_type = schema::Token)]
+    pub token: String,
     /// `email_otp`, `sms_otp` or `magic_link`.
-    method: String,
+    #[schema(value_type = String)]
+    pub method: Method,
     /// Email address (email_otp, magic_link) or E.164 phone (sms_otp);
     /// defaults to the visitor's own.
-    target: Option<String>,
-}
-
-/// A start before its conversation is known from the path.
-pub struct Start {
-    pub token: String,
-    pub method: Method,
     pub target: Option<String>,
 }
 
-impl FromFields for Start {
+impl FromFields for VerificationStartRequest {
+    const FIELDS: &'static [(&'static str, Shape)] = &[("token", Shape::Text), ("method", Shape::Text), ("target", Shape::Text)];
+
     fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
         let token = f.required("token", validate::token);
         let method = f.required("method", |s| Method::parse(s).ok_or_else(|| "must be one of email_otp, sms_otp, magic_link".to_owned()));
@@ -41,27 +40,18 @@ impl FromFields for Start {
     }
 }
 
-#[derive(ToSchema)]
+#[derive(ToSchema, FromFields)]
 pub struct VerificationConfirmRequest {
-    token: schema::Token,
+    pub token: schema::Token,
     /// The `id` of the challenge from start.
     #[schema(schema_with = schema::challenge_id)]
-    challenge_id: i64,
+    pub challenge_id: ChallengeId,
     /// The 6-digit code, or the code of the magic link.
-    code: schema::Code,
+    pub code: schema::Code,
 }
 
-pub struct Confirm {
-    pub token: String,
-    pub challenge_id: i64,
-    pub code: String,
-}
-
-impl FromFields for Confirm {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let token = f.required("token", validate::token);
-        let challenge_id = f.required_id("challenge_id");
-        let code = f.required("code", validate::code);
-        Ok(Self { token: token?, challenge_id: challenge_id?, code: code? })
-    }
+/// The query of a magic link's page: its code, compared as sent.
+#[derive(FromFields)]
+pub struct LinkCode {
+    pub code: Text,
 }

@@ -1,16 +1,14 @@
 //! The widget's requests.
-#![allow(dead_code)]
 
-use parley_domain::feed::Cursor;
-use parley_domain::model::MessageId;
-use parley_domain::validate::{self, PageUrl};
+use parley_domain::validate;
 use parley_domain::widget::{OpenConversationInput, PingInput, PostMessageInput, VisitorInput};
 use utoipa::{IntoParams, ToSchema};
 
 use super::schema;
-use crate::extract::{Fields, FromFields, Invalid};
+use super::values::{Accepted, AfterId};
+use crate::extract::FromFields;
 
-#[derive(ToSchema)]
+#[derive(ToSchema, FromFields)]
 pub struct WidgetPingRequest {
     /// The installation token.
     token: schema::Token,
@@ -22,17 +20,18 @@ pub struct WidgetPingRequest {
     version: Option<schema::ShortText>,
 }
 
-impl FromFields for PingInput {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let token = f.required("token", validate::token);
-        let current_url = f.optional("current_url", validate::page_url);
-        let installation_type = f.optional_text("installation_type", |s| validate::optional(&validate::SHORT_TEXT, s));
-        let version = f.optional_text("version", |s| validate::optional(&validate::SHORT_TEXT, s));
-        Ok(Self { token: token?, current_url: current_url?, installation_type: installation_type?, version: version? })
+impl From<WidgetPingRequest> for PingInput {
+    fn from(r: WidgetPingRequest) -> Self {
+        Self {
+            token: r.token.0,
+            current_url: r.current_url.map(|u| u.0),
+            installation_type: r.installation_type.map(|t| t.0),
+            version: r.version.map(|v| v.0),
+        }
     }
 }
 
-#[derive(ToSchema)]
+#[derive(ToSchema, FromFields)]
 pub struct WidgetVisitorRequest {
     token: schema::Token,
     /// Visitor identifier chosen by the client: 1 to 128 printable characters.
@@ -45,19 +44,20 @@ pub struct WidgetVisitorRequest {
     current_url: Option<schema::PageUrl>,
 }
 
-impl FromFields for VisitorInput {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let token = f.required("token", validate::token);
-        let uuid = f.required("uuid", validate::visitor_uuid);
-        let name = f.optional_text("name", validate::name);
-        let email = f.optional("email", validate::email);
-        let phone = f.optional("phone", validate::phone);
-        let current_url = f.optional("current_url", validate::page_url);
-        Ok(Self { token: token?, uuid: uuid?, name: name?, email: email?, phone: phone?, current_url: current_url? })
+impl From<WidgetVisitorRequest> for VisitorInput {
+    fn from(r: WidgetVisitorRequest) -> Self {
+        Self {
+            token: r.token.0,
+            uuid: r.uuid.0,
+            name: r.name.map(|n| n.0),
+            email: r.email.map(|e| e.0),
+            phone: r.phone.map(|p| p.0),
+            current_url: r.current_url.map(|u| u.0),
+        }
     }
 }
 
-#[derive(ToSchema)]
+#[derive(ToSchema, FromFields)]
 pub struct WidgetConversationRequest {
     token: schema::Token,
     /// The visitor's `uuid`.
@@ -66,7 +66,8 @@ pub struct WidgetConversationRequest {
     message: schema::MessageBody,
     /// Must be `true`.
     #[schema(schema_with = schema::always_true)]
-    privacy_accepted: bool,
+    #[allow(dead_code, reason = "read to refuse anything but true; nothing else is in it")]
+    privacy_accepted: Accepted,
     /// At most 255 characters; blank counts as not given.
     subject: Option<schema::Name>,
     current_url: Option<schema::PageUrl>,
@@ -75,32 +76,20 @@ pub struct WidgetConversationRequest {
     client_message_id: Option<schema::ClientMessageId>,
 }
 
-impl FromFields for OpenConversationInput {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let token = f.required("token", validate::token);
-        let visitor_uuid = f.required("visitor_uuid", validate::visitor_uuid);
-        let message = f.required("message", validate::message_body);
-        let privacy = match f.required_bool("privacy_accepted") {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(f.reject("privacy_accepted", "must be true to open a conversation")),
-            Err(e) => Err(e),
-        };
-        let subject = f.optional_text("subject", validate::name);
-        let current_url = f.optional("current_url", validate::page_url);
-        let client_message_id = f.optional("client_message_id", validate::client_message_id);
-        privacy?;
-        Ok(Self {
-            token: token?,
-            visitor_uuid: visitor_uuid?,
-            message: message?,
-            subject: subject?,
-            current_url: current_url?,
-            client_message_id: client_message_id?,
-        })
+impl From<WidgetConversationRequest> for OpenConversationInput {
+    fn from(r: WidgetConversationRequest) -> Self {
+        Self {
+            token: r.token.0,
+            visitor_uuid: r.visitor_uuid.0,
+            message: r.message.0,
+            subject: r.subject.map(|s| s.0),
+            current_url: r.current_url.map(|u| u.0),
+            client_message_id: r.client_message_id.map(|c| c.0),
+        }
     }
 }
 
-#[derive(ToSchema)]
+#[derive(ToSchema, FromFields)]
 pub struct WidgetMessageCreateRequest {
     token: schema::Token,
     /// At most 5,000 characters, not blank.
@@ -111,33 +100,16 @@ pub struct WidgetMessageCreateRequest {
     client_message_id: Option<schema::ClientMessageId>,
 }
 
-/// A visitor message before its conversation is known from the path.
-pub struct NewVisitorMessage {
-    pub token: String,
-    pub body: String,
-    pub current_url: Option<PageUrl>,
-    pub client_message_id: Option<String>,
-}
-
-impl NewVisitorMessage {
+impl WidgetMessageCreateRequest {
+    /// The message, once its conversation is known from the path.
     pub fn into_input(self, public_id: String) -> PostMessageInput {
         PostMessageInput {
-            token: self.token,
+            token: self.token.0,
             public_id,
-            body: self.body,
-            current_url: self.current_url,
-            client_message_id: self.client_message_id,
+            body: self.body.0,
+            current_url: self.current_url.map(|u| u.0),
+            client_message_id: self.client_message_id.map(|c| c.0),
         }
-    }
-}
-
-impl FromFields for NewVisitorMessage {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let token = f.required("token", validate::token);
-        let body = f.required("body", validate::message_body);
-        let current_url = f.optional("current_url", validate::page_url);
-        let client_message_id = f.optional("client_message_id", validate::client_message_id);
-        Ok(Self { token: token?, body: body?, current_url: current_url?, client_message_id: client_message_id? })
     }
 }
 
@@ -158,17 +130,10 @@ impl IntoParams for MessagesQuery {
     }
 }
 
+#[derive(FromFields)]
 pub struct MessagesParams {
-    pub token: String,
-    pub after_id: Option<MessageId>,
-}
-
-impl FromFields for MessagesParams {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let token = f.required("token", validate::token);
-        let after_id = f.optional("after_id", after_id);
-        Ok(Self { token: token?, after_id: after_id? })
-    }
+    pub token: schema::Token,
+    pub after_id: Option<AfterId>,
 }
 
 /// The query of a conversation's stream.
@@ -188,25 +153,11 @@ impl IntoParams for StreamQuery {
     }
 }
 
+#[derive(FromFields)]
 pub struct StreamParams {
-    pub token: String,
+    pub token: schema::Token,
     /// A visitor's cursor, sealed: opened once the conversation is known.
-    pub last_event_id: Option<String>,
-}
-
-impl FromFields for StreamParams {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        let token = f.required("token", validate::token);
-        // Checked for its shape here, opened against its conversation by
-        // the stream.
-        let last_event_id = f.optional("last_event_id", |s| validate::VISITOR_CURSOR.check(s).map(|()| s.to_owned()));
-        Ok(Self { token: token?, last_event_id: last_event_id? })
-    }
-}
-
-/// A cursor in a query.
-pub(crate) fn cursor(s: &str) -> Result<Cursor, String> {
-    s.parse::<Cursor>().map_err(|_| "must be a cursor this service returned".to_owned())
+    pub last_event_id: Option<schema::VisitorCursor>,
 }
 
 /// The query of the installation health: an optional page URL.
@@ -223,20 +174,7 @@ impl IntoParams for HealthQuery {
     }
 }
 
+#[derive(FromFields)]
 pub struct HealthParams {
-    pub current_url: Option<PageUrl>,
-}
-
-impl FromFields for HealthParams {
-    fn from_fields(f: &mut Fields<'_>) -> Result<Self, Invalid> {
-        Ok(Self { current_url: f.optional("current_url", validate::page_url)? })
-    }
-}
-
-/// An `after_id` query value: a non-negative integer, in digits.
-pub fn after_id(s: &str) -> Result<MessageId, String> {
-    match s.parse::<i64>() {
-        Ok(n) if n >= 0 && s.bytes().all(|b| b.is_ascii_digit()) => Ok(MessageId(n)),
-        _ => Err("must be a non-negative integer".into()),
-    }
+    pub current_url: Option<schema::PageUrl>,
 }

@@ -3,9 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use parley_domain::admin::{NewInstallationInput, NewOperatorInput, OperatorPatch};
 use parley_domain::model::{InstallationId, OperatorId, SiteId};
-use parley_domain::tenancy::NewSiteInput;
 use utoipa_axum::routes;
 
 use super::Mount;
@@ -39,9 +37,9 @@ async fn list_sites(State(s): State<AppState>, Authenticated(session): Authentic
 async fn create_site(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
-    JsonBody(input): JsonBody<NewSiteInput>,
+    JsonBody(input): JsonBody<SiteCreateRequest>,
 ) -> Result<(StatusCode, Json<SiteResponse>), ApiError> {
-    let site = s.admin.create_site(&session, input).await?;
+    let site = s.admin.create_site(&session, input.into()).await?;
     Ok((StatusCode::CREATED, Json(SiteResponse { site: (&site).into() })))
 }
 
@@ -71,9 +69,9 @@ async fn create_installation(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
     PathId(id): PathId,
-    JsonBody(input): JsonBody<NewInstallationInput>,
+    JsonBody(input): JsonBody<InstallationCreateRequest>,
 ) -> Result<(StatusCode, Json<InstallationCreatedResponse>), ApiError> {
-    let (installation, site) = s.admin.create_installation(&session, SiteId(id), input).await?;
+    let (installation, site) = s.admin.create_installation(&session, SiteId(id), input.into()).await?;
     let embed_snippet = s.admin.embed_snippet(&installation);
     let installation = installation_view(&s, &site, &installation);
     Ok((StatusCode::CREATED, Json(InstallationCreatedResponse { installation, embed_snippet })))
@@ -87,7 +85,7 @@ async fn update_installation(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
     PathId(id): PathId,
-    JsonBody(input): JsonBody<InstallationPatch>,
+    JsonBody(input): JsonBody<InstallationPatchRequest>,
 ) -> Result<Json<InstallationResponse>, ApiError> {
     let (installation, site) = s.admin.set_installation_enabled(&session, InstallationId(id), input.enabled).await?;
     Ok(Json(InstallationResponse { installation: installation_view(&s, &site, &installation) }))
@@ -108,9 +106,9 @@ async fn list_operators(State(s): State<AppState>, Authenticated(session): Authe
 async fn create_operator(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
-    JsonBody(input): JsonBody<NewOperatorInput>,
+    JsonBody(input): JsonBody<OperatorCreateRequest>,
 ) -> Result<(StatusCode, Json<OperatorResponse>), ApiError> {
-    let operator = s.admin.create_operator(&session, input).await?;
+    let operator = s.admin.create_operator(&session, input.into()).await?;
     Ok((StatusCode::CREATED, Json(OperatorResponse { operator: (&operator).into() })))
 }
 
@@ -123,8 +121,8 @@ async fn update_operator(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
     PathId(id): PathId,
-    JsonBody(input): JsonBody<OperatorPatch>,
+    JsonBody(input): JsonBody<OperatorPatchRequest>,
 ) -> Result<Json<OperatorResponse>, ApiError> {
-    let operator = s.admin.update_operator(&session, OperatorId(id), input).await?;
+    let operator = s.admin.update_operator(&session, OperatorId(id), input.into()).await?;
     Ok(Json(OperatorResponse { operator: (&operator).into() }))
 }

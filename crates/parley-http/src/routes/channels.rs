@@ -10,7 +10,7 @@ use super::openapi::{AdminReadErrors, ChannelTestErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody};
-use crate::requests::admin::{ChannelTest, ChannelTestRequest};
+use crate::requests::admin::ChannelTestRequest;
 use crate::views::admin::*;
 
 pub fn routes(api: Mount) -> Mount {
@@ -37,7 +37,7 @@ async fn channels(State(s): State<AppState>, Authenticated(session): Authenticat
 async fn send_test(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
-    JsonBody(input): JsonBody<ChannelTest>,
+    JsonBody(input): JsonBody<ChannelTestRequest>,
 ) -> Result<Json<ChannelTestResponse>, ApiError> {
     let sent = s.verification.send_test(&session, input.channel, input.to).await?;
     Ok(Json(ChannelTestResponse { test: (&sent).into() }))

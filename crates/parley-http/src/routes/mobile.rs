@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use parley_domain::DomainError;
-use parley_domain::auth::{LoginInput, SignIn};
+use parley_domain::auth::SignIn;
 use parley_domain::model::ConversationId;
 use utoipa_axum::routes;
 
@@ -63,9 +63,9 @@ async fn events(
     let scope = session.operator.scope();
     if !stream::wants_stream(&headers) {
         // Only a poll that may wait holds anything while it does.
-        let waits = q.after.is_some() && !q.wait.is_zero();
+        let waits = q.after.is_some() && !q.wait().is_zero();
         let slot = if waits { Some(s.streams.take(caller.key())?) } else { None };
-        let page = stream::long_poll(&s, slot, q.after, q.wait, token, SignIn::Mobile, scope).await?;
+        let page = stream::long_poll(&s, slot, q.after, q.wait(), token, SignIn::Mobile, scope).await?;
         let body = OperatorEventsResponse { events: page.items.iter().map(Into::into).collect(), cursor: page.cursor.to_string() };
         return Ok(Json(body).into_response());
     }
@@ -80,9 +80,9 @@ async fn events(
 async fn login(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
-    JsonBody(input): JsonBody<LoginInput>,
+    JsonBody(input): JsonBody<MobileLoginRequest>,
 ) -> Result<Json<MobileLoginResponse>, ApiError> {
-    let outcome = s.auth.login(caller.key(), input, SignIn::Mobile).await?;
+    let outcome = s.auth.login(caller.key(), input.into(), SignIn::Mobile).await?;
     let session = &outcome.session;
     Ok(Json(MobileLoginResponse {
         token: outcome.token,
@@ -120,7 +120,7 @@ async fn list_conversations(
     Authenticated(session): Authenticated,
     QueryFields(q): QueryFields<ConversationListParams>,
 ) -> Result<Json<MobileConversationListResponse>, ApiError> {
-    let (list, meta, cursor) = s.inbox.list(&session, q.status, q.page).await?;
+    let (list, meta, cursor) = s.inbox.list(&session, q.status(), q.page()).await?;
     Ok(Json(MobileConversationListResponse {
         conversations: list.iter().map(Into::into).collect(),
         meta: ConversationListMetaView::new(meta, &cursor),
@@ -151,7 +151,7 @@ async fn list_messages(
     PathId(id): PathId,
     QueryFields(q): QueryFields<OperatorMessagesParams>,
 ) -> Result<Json<MobileMessagesResponse>, ApiError> {
-    let list = s.inbox.messages(&session, ConversationId(id), q.after_id).await?;
+    let list = s.inbox.messages(&session, ConversationId(id), q.after_id.map(|a| a.0)).await?;
     Ok(Json(MobileMessagesResponse { messages: list.iter().map(Into::into).collect() }))
 }
 
@@ -163,9 +163,9 @@ async fn reply(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
     PathId(id): PathId,
-    JsonBody(input): JsonBody<Reply>,
+    JsonBody(input): JsonBody<MobileMessageRequest>,
 ) -> Result<Json<MobileMessageResponse>, ApiError> {
-    let (message, details) = s.inbox.reply(&session, ConversationId(id), input.body, input.client_message_id).await?;
+    let (message, details) = s.inbox.reply(&session, ConversationId(id), input.body.0, input.client_message_id.map(|c| c.0)).await?;
     Ok(Json(MobileMessageResponse { message: (&message).into(), conversation: (&details).into() }))
 }
 
@@ -177,7 +177,7 @@ async fn assign(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
     PathId(id): PathId,
-    OptionalJsonBody(input): OptionalJsonBody<Assign>,
+    OptionalJsonBody(input): OptionalJsonBody<AssignRequest>,
 ) -> Result<Json<MobileConversationResponse>, ApiError> {
     let target = input.and_then(|a| a.operator_id);
     let details = s.inbox.assign(&session, ConversationId(id), target).await?;
@@ -192,9 +192,9 @@ async fn transfer(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
     PathId(id): PathId,
-    JsonBody(input): JsonBody<Transfer>,
+    JsonBody(input): JsonBody<TransferRequest>,
 ) -> Result<Json<MobileConversationResponse>, ApiError> {
-    let details = s.inbox.transfer(&session, ConversationId(id), input.operator_id, input.note).await?;
+    let details = s.inbox.transfer(&session, ConversationId(id), input.operator_id, input.note.map(|n| n.0)).await?;
     Ok(Json(MobileConversationResponse { conversation: (&details).into() }))
 }
 

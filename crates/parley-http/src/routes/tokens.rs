@@ -4,7 +4,6 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use parley_domain::auth::NewPersonalToken;
 use parley_domain::model::TokenId;
 use utoipa_axum::routes;
 
@@ -40,9 +39,9 @@ async fn list_tokens(
 async fn create_token(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
-    JsonBody(input): JsonBody<NewPersonalToken>,
+    JsonBody(input): JsonBody<PersonalTokenCreateRequest>,
 ) -> Result<(StatusCode, Json<PersonalTokenResponse>), ApiError> {
-    let (token, secret) = s.auth.create_personal_token(&session, input).await?;
+    let (token, secret) = s.auth.create_personal_token(&session, input.into()).await?;
     Ok((StatusCode::CREATED, Json(PersonalTokenResponse { token: PersonalTokenView::new(&token, Some(secret)) })))
 }
 

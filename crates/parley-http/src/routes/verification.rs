@@ -34,7 +34,7 @@ async fn start(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
     axum::extract::Path(public_id): axum::extract::Path<String>,
-    JsonBody(input): JsonBody<Start>,
+    JsonBody(input): JsonBody<VerificationStartRequest>,
 ) -> Result<(StatusCode, Json<VerificationStartResponse>), ApiError> {
     let started =
         s.verification.start(&caller, StartInput { token: input.token, public_id, method: input.method, target: input.target }).await?;
@@ -49,26 +49,11 @@ async fn confirm(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
     axum::extract::Path(public_id): axum::extract::Path<String>,
-    JsonBody(input): JsonBody<Confirm>,
+    JsonBody(input): JsonBody<VerificationConfirmRequest>,
 ) -> Result<Json<VerificationConfirmResponse>, ApiError> {
-    let input = ConfirmInput {
-        token: input.token,
-        public_id,
-        challenge_id: parley_domain::model::ChallengeId(input.challenge_id),
-        code: input.code,
-    };
+    let input = ConfirmInput { token: input.token.0, public_id, challenge_id: input.challenge_id, code: input.code.0 };
     let verified = s.verification.confirm(&caller, input).await?;
     Ok(Json((&verified).into()))
-}
-
-pub struct LinkCode {
-    code: String,
-}
-
-impl crate::extract::FromFields for LinkCode {
-    fn from_fields(f: &mut crate::extract::Fields<'_>) -> Result<Self, crate::extract::Invalid> {
-        Ok(Self { code: f.required("code", |s| Ok(s.to_owned()))? })
-    }
 }
 
 fn page(status: StatusCode, title: &str, body: &str) -> (StatusCode, Html<String>) {
@@ -100,7 +85,7 @@ async fn link(id: Result<PathId, ApiError>, code: Result<QueryFields<LinkCode>, 
         "<p>Confirm that this email address is yours to finish the verification in your chat.</p>\
          <form method=\"post\" action=\"/verify/{id}\"><input type=\"hidden\" name=\"code\" value=\"{code}\">\
          <button type=\"submit\">Confirm my email address</button></form>",
-        code = escape(&q.code)
+        code = escape(&q.code.0)
     );
     page(StatusCode::OK, "Confirm your email address", &form)
 }

@@ -4,7 +4,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use parley_domain::model::WebhookId;
-use parley_domain::webhooks::service::NewWebhookInput;
 use utoipa_axum::routes;
 
 use super::Mount;
@@ -40,9 +39,9 @@ async fn list_webhooks(State(s): State<AppState>, Authenticated(session): Authen
 async fn create_webhook(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
-    JsonBody(input): JsonBody<WebhookCreate>,
+    JsonBody(input): JsonBody<WebhookCreateRequest>,
 ) -> Result<(StatusCode, Json<WebhookResponse>), ApiError> {
-    let webhook = s.webhooks.create(&session, NewWebhookInput { url: input.url, events: input.events }).await?;
+    let webhook = s.webhooks.create(&session, input.into()).await?;
     Ok((StatusCode::CREATED, Json(WebhookResponse { webhook: WebhookView::new(&webhook, true) })))
 }
 
@@ -75,7 +74,7 @@ async fn rotate_secret(
 
 /// The endpoint's deliveries, newest first, each with its attempts.
 #[utoipa::path(get, path = "/admin/webhooks/{id}/deliveries", operation_id = "admin_list_deliveries", tag = "admin",
-    security(("bearer" = [])), params(("id" = i64, Path), crate::requests::mobile::PageQuery),
+    security(("bearer" = [])), params(("id" = i64, Path), crate::requests::mobile::PageParams),
     responses((status = 200, body = DeliveryListResponse), AdminReadErrors))]
 async fn list_deliveries(
     State(s): State<AppState>,
@@ -83,7 +82,7 @@ async fn list_deliveries(
     PathId(id): PathId,
     QueryFields(q): QueryFields<PageParams>,
 ) -> Result<Json<DeliveryListResponse>, ApiError> {
-    let (list, meta) = s.webhooks.deliveries(&session, WebhookId(id), q.page).await?;
+    let (list, meta) = s.webhooks.deliveries(&session, WebhookId(id), q.page()).await?;
     Ok(Json(DeliveryListResponse { deliveries: list.iter().map(Into::into).collect(), meta: meta.into() }))
 }
 
@@ -110,7 +109,7 @@ async fn send_test(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
     PathId(id): PathId,
-    JsonBody(input): JsonBody<WebhookTest>,
+    JsonBody(input): JsonBody<WebhookTestRequest>,
 ) -> Result<(StatusCode, Json<DeliveryResponse>), ApiError> {
     let delivery = s.webhooks.send_test(&session, WebhookId(id), input.event).await?;
     Ok((StatusCode::ACCEPTED, Json(DeliveryResponse { delivery: (&delivery).into() })))

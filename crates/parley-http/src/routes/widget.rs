@@ -7,7 +7,7 @@ use axum::response::Response;
 use axum::response::sse::Event;
 use parley_domain::events::EventKind;
 use parley_domain::feed::FeedItem;
-use parley_domain::widget::{OpenConversationInput, PingInput, Synced, VisitorInput};
+use parley_domain::widget::Synced;
 use utoipa_axum::routes;
 
 use super::Mount;
@@ -53,7 +53,7 @@ async fn installation_health(
     Path(token): Path<String>,
     QueryFields(q): QueryFields<HealthParams>,
 ) -> Result<Json<InstallationHealthResponse>, ApiError> {
-    let health = s.widget.installation_health(&token, q.current_url).await?;
+    let health = s.widget.installation_health(&token, q.current_url.map(|u| u.0)).await?;
     let ctx = &health.context;
     Ok(Json(InstallationHealthResponse {
         tenant: (&ctx.tenant).into(),
@@ -71,9 +71,9 @@ async fn installation_health(
 async fn ping(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
-    JsonBody(input): JsonBody<PingInput>,
+    JsonBody(input): JsonBody<WidgetPingRequest>,
 ) -> Result<Json<WidgetPingResponse>, ApiError> {
-    let ctx = s.widget.ping(&caller, input).await?;
+    let ctx = s.widget.ping(&caller, input.into()).await?;
     Ok(Json(WidgetPingResponse {
         installation: InstallationView::new(&ctx.installation, &s.verification.methods()),
         site: (&ctx.site).into(),
@@ -90,9 +90,9 @@ async fn ping(
 async fn sync_visitor(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
-    JsonBody(input): JsonBody<VisitorInput>,
+    JsonBody(input): JsonBody<WidgetVisitorRequest>,
 ) -> Result<(StatusCode, Json<WidgetVisitorResponse>), ApiError> {
-    let (visitor, synced) = s.widget.sync_visitor(&caller, input).await?;
+    let (visitor, synced) = s.widget.sync_visitor(&caller, input.into()).await?;
     let status = match synced {
         Synced::Created => StatusCode::CREATED,
         Synced::Updated => StatusCode::OK,
@@ -107,9 +107,9 @@ async fn sync_visitor(
 async fn open_conversation(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
-    JsonBody(input): JsonBody<OpenConversationInput>,
+    JsonBody(input): JsonBody<WidgetConversationRequest>,
 ) -> Result<(StatusCode, Json<WidgetConversationResponse>), ApiError> {
-    let (conversation, messages) = s.widget.open_conversation(&caller, input).await?;
+    let (conversation, messages) = s.widget.open_conversation(&caller, input.into()).await?;
     Ok((
         StatusCode::CREATED,
         Json(WidgetConversationResponse { conversation: (&conversation).into(), messages: self::messages(&messages) }),
@@ -127,7 +127,7 @@ async fn list_messages(
     Path(public_id): Path<String>,
     QueryFields(q): QueryFields<MessagesParams>,
 ) -> Result<Json<WidgetMessagesResponse>, ApiError> {
-    let (conversation, list, cursor) = s.widget.messages(&caller, &q.token, public_id, q.after_id).await?;
+    let (conversation, list, cursor) = s.widget.messages(&caller, &q.token.0, public_id, q.after_id.map(|a| a.0)).await?;
     let cursor = s.feed.visitor_cursor_text(conversation.id, cursor);
     Ok(Json(WidgetMessagesResponse { conversation: (&conversation).into(), messages: messages(&list), cursor }))
 }
@@ -153,9 +153,9 @@ async fn events(
     QueryFields(q): QueryFields<StreamParams>,
 ) -> Result<Response, ApiError> {
     let slot = s.streams.take(caller.key())?;
-    let reader = s.widget.stream_reader(&caller, &q.token, public_id).await?;
-    let holder = Holder::Visitor { caller, token: q.token };
-    stream::open(&s, slot, &headers, q.last_event_id.as_deref(), reader, holder, widget_event).await
+    let reader = s.widget.stream_reader(&caller, &q.token.0, public_id).await?;
+    let holder = Holder::Visitor { caller, token: q.token.0 };
+    stream::open(&s, slot, &headers, q.last_event_id.as_ref().map(|c| c.0.as_str()), reader, holder, widget_event).await
 }
 
 /// What a visitor's stream shows of an entry: its messages (never a
@@ -182,7 +182,7 @@ async fn post_message(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
     Path(public_id): Path<String>,
-    JsonBody(input): JsonBody<NewVisitorMessage>,
+    JsonBody(input): JsonBody<WidgetMessageCreateRequest>,
 ) -> Result<(StatusCode, Json<WidgetMessageCreateResponse>), ApiError> {
     let (message, conversation) = s.widget.post_message(&caller, input.into_input(public_id)).await?;
     Ok((StatusCode::CREATED, Json(WidgetMessageCreateResponse { message: (&message).into(), conversation: (&conversation).into() })))

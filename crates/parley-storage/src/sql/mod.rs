@@ -32,7 +32,7 @@ pub use dialect::Dialect;
 pub use row::Row;
 pub(crate) use row::find_column;
 pub(crate) use stmt::statements;
-pub use stmt::{Decl, Params, Stmt};
+pub use stmt::{Decl, Lockable, Params, Stmt};
 #[cfg(test)]
 pub(crate) use webhooks::plan_queries as webhooks_plan_queries;
 
@@ -142,7 +142,7 @@ impl<'c> Tx<'c> {
 
     /// The statement of `params`, locking the rows it reads inside a
     /// write unit (declared with `locked`, see [`statements!`]).
-    fn locking<P: Params>(&self, params: P) -> Locking<P> {
+    fn locking<P: Lockable>(&self, params: P) -> Locking<P> {
         Locking { params, writing: self.writing }
     }
 
@@ -224,7 +224,7 @@ struct Locking<P> {
     writing: bool,
 }
 
-impl<P: Params> Params for Locking<P> {
+impl<P: Lockable> Params for Locking<P> {
     fn stmt(&self) -> &'static Stmt {
         if self.writing { self.params.locked() } else { self.params.stmt() }
     }

@@ -20,6 +20,13 @@ pub struct Decl {
 
 impl Decl {
     pub const fn of<T: Param + ?Sized>(name: &'static str) -> Self {
+        // Each name the text uses is one value of one type: a parameter of
+        // several parts names as many as it binds.
+        let names = match T::PARTS {
+            Some(parts) => parts.len(),
+            None => 1,
+        };
+        assert!(names == T::TYPES.len(), "a parameter's parts and types differ in number");
         Self { name, types: T::TYPES, parts: T::PARTS }
     }
 
@@ -81,6 +88,9 @@ impl Stmt {
 
 /// `sql` with each `:name` replaced by the dialect's placeholder of that
 /// parameter's position. Quoted text and `::` casts are left alone.
+/// Anything else that a database could read as a parameter (`?`, `$`,
+/// `@`) and comments (which could hide a name, or a quote) are refused:
+/// statements here have neither.
 fn number(sql: &str, decls: &[Decl], dialect: Dialect) -> Result<String, String> {
     let names: Vec<&str> = decls.iter().flat_map(Decl::names).collect();
     for (i, name) in names.iter().enumerate() {
@@ -116,9 +126,9 @@ fn number(sql: &str, decls: &[Decl], dialect: Dialect) -> Result<String, String>
                 out.push_str(&dialect.placeholder(position + 1));
                 continue;
             }
-            (None, '?' | '$') if chars.peek().is_some_and(|(_, n)| n.is_ascii_digit()) => {
-                return Err("a numbered parameter: name it".into());
-            }
+            (None, '?' | '$' | '@') => return Err(format!("{c} outside quotes: parameters are named (:name)")),
+            (None, '-') if chars.peek().is_some_and(|(_, n)| *n == '-') => return Err("a comment in a statement".into()),
+            (None, '/') if chars.peek().is_some_and(|(_, n)| *n == '*') => return Err("a comment in a statement".into()),
             _ => {}
         }
         out.push(c);
@@ -133,11 +143,14 @@ fn number(sql: &str, decls: &[Decl], dialect: Dialect) -> Result<String, String>
 /// with it.
 pub trait Params {
     fn stmt(&self) -> &'static Stmt;
-    /// Its variant that locks the rows it reads (see `Tx::locking`).
-    fn locked(&self) -> &'static Stmt {
-        self.stmt()
-    }
     fn bind<'a>(&'a self, to: &mut Bound<'a>);
+}
+
+/// A statement declared with a variant that locks the rows it reads
+/// (`locked NAME` in [`statements!`]): only these can be run through
+/// `Tx::locking`, so a read meant to lock cannot silently not lock.
+pub trait Lockable: Params {
+    fn locked(&self) -> &'static Stmt;
 }
 
 /// Declares an aggregate's statements and the list of them all (`ALL`),
@@ -157,6 +170,14 @@ pub trait Params {
 /// A struct that borrows declares its lifetime (`<'a>`); `locked NAME`
 /// declares the same statement with its rows locked, for write units.
 macro_rules! statements {
+    (@lockable $name:ident ($($lt:lifetime)?) $locked:ident) => {
+        impl $(<$lt>)? $crate::sql::Lockable for $name $(<$lt>)? {
+            fn locked(&self) -> &'static $crate::sql::Stmt {
+                &$locked
+            }
+        }
+    };
+    (@lockable $name:ident ($($lt:lifetime)?)) => {};
     ($($(#[$doc:meta])* $name:ident $(<$lt:lifetime>)? ( $($p:ident : $ty:ty),* $(,)? ) $(locked $locked:ident)? => $build:expr,)*) => {
         $(
             $(#[$doc])*
@@ -177,15 +198,12 @@ macro_rules! statements {
                     $crate::sql::Stmt::new(stringify!($locked), $name::DECLS, |d| d.locked(($build)(d)));
             )?
 
+            $crate::sql::statements!(@lockable $name ($($lt)?) $($locked)?);
+
             impl $(<$lt>)? $crate::sql::Params for $name $(<$lt>)? {
                 fn stmt(&self) -> &'static $crate::sql::Stmt {
                     &$name
                 }
-                $(
-                    fn locked(&self) -> &'static $crate::sql::Stmt {
-                        &$locked
-                    }
-                )?
                 #[allow(unused_variables)]
                 fn bind<'b>(&'b self, to: &mut $crate::sql::Bound<'b>) {
                     $($crate::sql::Param::bind(&self.$p, to);)*
@@ -218,7 +236,15 @@ mod tests {
     fn a_wrong_name_is_refused() {
         assert!(number("SELECT :tenant, :site", decls(), Dialect::Sqlite).unwrap_err().contains(":site"));
         assert!(number("SELECT :tenant", decls(), Dialect::Sqlite).unwrap_err().contains("not used"));
-        assert!(number("SELECT :tenant, :site_name, ?3", decls(), Dialect::Sqlite).unwrap_err().contains("numbered"));
+        assert!(number("SELECT :tenant, :site_name, ?3", decls(), Dialect::Sqlite).unwrap_err().contains("named"));
+        assert!(number("SELECT :tenant, :site_name, $1", decls(), Dialect::Sqlite).unwrap_err().contains("named"));
+        assert!(number("SELECT :tenant, :site_name, @x", decls(), Dialect::Sqlite).unwrap_err().contains("named"));
+        assert!(number("SELECT :tenant -- :site_name", decls(), Dialect::Sqlite).unwrap_err().contains("comment"));
+        assert!(number("SELECT :tenant /* :site_name */", decls(), Dialect::Sqlite).unwrap_err().contains("comment"));
+        assert_eq!(
+            number("SELECT \"a:b\", :tenant, :site_name, 1 - 2", decls(), Dialect::Sqlite).unwrap(),
+            "SELECT \"a:b\", ?1, ?2, 1 - 2"
+        );
         let twice: &[Decl] = &[Decl::of::<i64>("a"), Decl::of::<i64>("a")];
         assert!(number("SELECT :a", twice, Dialect::Sqlite).unwrap_err().contains("twice"));
     }

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use parley::{Application, Config, Mode};
 use parley_domain::model::{Role, SiteId, SiteScope, WidgetAppearance};
 use parley_domain::tenancy::{NewSiteInput, NewTenantInput, Tenancy};
-use parley_domain::{Database, ManualClock, Timestamp};
+use parley_domain::{Database, ManualClock};
 use parley_storage::testing::TestDatabase;
+pub use parley_storage::testing::{START, backend, fresh_database, terminate_connections};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -23,9 +24,6 @@ pub const PASSWORD: &str = "a long test password";
 
 /// Both prefixes the contract publishes; every route test runs under each.
 pub const PREFIXES: [&str; 2] = ["/api", "/api/v1"];
-
-/// 2026-01-01T00:00:00Z: tests start here and move the clock by hand.
-pub const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
 
 pub struct TestApp {
     pub base: String,
@@ -44,22 +42,6 @@ pub struct TestApp {
     _database: Option<TestDatabase>,
 }
 
-/// A fresh, empty database of the backend under test: a PostgreSQL
-/// database when `PARLEY_TEST_DATABASE_URL` names a server, else an SQLite
-/// file in `dir`. Keep the guard as long as the database is used.
-pub async fn fresh_database(dir: &std::path::Path, file: &str) -> (String, Option<TestDatabase>) {
-    match parley_storage::testing::postgres_url() {
-        Some(server) => {
-            let db = tokio::task::spawn_blocking(move || parley_storage::testing::fresh_postgres(&server))
-                .await
-                .expect("blocking task")
-                .expect("a fresh PostgreSQL database");
-            (db.url.clone(), Some(db))
-        }
-        None => (format!("sqlite://{}/{file}", dir.display()), None),
-    }
-}
-
 /// Runs `sql` on the database at `url`, the way an administrator would
 /// outside Parley.
 pub async fn run_sql(url: &str, sql: &str) {
@@ -70,11 +52,6 @@ pub async fn run_sql(url: &str, sql: &str) {
     })
     .await
     .expect("blocking task");
-}
-
-/// "postgres" or "sqlite": the backend the suite runs on.
-pub fn backend() -> &'static str {
-    if parley_storage::testing::postgres_url().is_some() { "postgres" } else { "sqlite" }
 }
 
 /// One tenant with one site and one installation.
@@ -385,28 +362,6 @@ pub fn event(id: &str) -> parley_domain::events::OutboxEvent {
         occurred_at: START,
         payload: "{}".into(),
     }
-}
-
-/// Ends every connection to the PostgreSQL database at `url` from the
-/// server side (a restart, a proxy dropping them), as `psql` does; returns
-/// how many.
-pub fn terminate_connections(url: &str) -> i64 {
-    let url = url.to_owned();
-    // Its own thread: the blocking client runs a runtime of its own, which
-    // may not start inside the test's.
-    std::thread::spawn(move || {
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect to terminate");
-        let row = client
-            .query_one(
-                "SELECT count(pg_terminate_backend(pid)) AS killed FROM pg_stat_activity
-                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .expect("terminate");
-        row.get::<_, i64>("killed")
-    })
-    .join()
-    .expect("terminating thread")
 }
 
 /// How a token ends: its own logout, or an admin's request (a new

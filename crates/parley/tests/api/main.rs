@@ -26,8 +26,6 @@ mod openapi;
 mod sandbox;
 mod slow_clients;
 mod smtp_sink;
-mod storage;
-mod storage_conformance;
 mod streams;
 mod verification;
 mod verification_channels;

@@ -12,7 +12,7 @@ use crate::AppState;
 use crate::app::error::PageError;
 use crate::app::form::CheckedForm;
 use crate::app::session::WebSession;
-use crate::requests::admin::ChannelTest;
+use crate::requests::admin::ChannelTestRequest;
 
 const HERE: &str = "/app/integrations/verification";
 
@@ -88,7 +88,7 @@ fn render(s: &AppState, who: &WebSession, status: StatusCode, done: Option<&str>
 /// Sends the test and answers a redirect, so a reload sends no second
 /// message.
 pub async fn send_test(State(s): State<AppState>, Admin(who): Admin, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
-    let sent = match read::<ChannelTest>(&form, &[], &[]) {
+    let sent = match read::<ChannelTestRequest>(&form) {
         Ok(input) => s.verification.send_test(&who.session, input.channel, input.to).await,
         Err(e) => Err(e),
     };

@@ -2,13 +2,12 @@
 //! its health and what to fix, enable and disable, and the *try it* page
 //! that embeds the widget on Parley itself.
 
+use crate::requests::admin::{InstallationCreateRequest, SiteCreateRequest};
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
-use parley_domain::admin::NewInstallationInput;
 use parley_domain::model::{Installation, InstallationId, InstallationStatus, Site, SiteId};
-use parley_domain::tenancy::NewSiteInput;
 
 use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
 use crate::AppState;
@@ -162,8 +161,8 @@ fn installation(s: &AppState, who: &WebSession, site: &Site, i: &Installation) -
 }
 
 pub async fn create_site(State(s): State<AppState>, Admin(who): Admin, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
-    let created = match read::<NewSiteInput>(&form, &["domains"], &[]) {
-        Ok(input) => s.admin.create_site(&who.session, input).await.map(|_| ()),
+    let created = match read::<SiteCreateRequest>(&form) {
+        Ok(input) => s.admin.create_site(&who.session, input.into()).await.map(|_| ()),
         Err(e) => Err(e),
     };
     match created {
@@ -182,8 +181,8 @@ pub async fn create_installation(
     CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
     let site = SiteId(site);
-    let created = match read::<NewInstallationInput>(&form, &[], &[]) {
-        Ok(input) => s.admin.create_installation(&who.session, site, input).await.map(|(i, _)| i.id),
+    let created = match read::<InstallationCreateRequest>(&form) {
+        Ok(input) => s.admin.create_installation(&who.session, site, input.into()).await.map(|(i, _)| i.id),
         Err(e) => Err(e),
     };
     match created {

@@ -1,11 +1,11 @@
 //! Personal access tokens for trying the mobile API: made with a name and
 //! an expiry, shown once, listed with their last use, revoked.
 
+use crate::requests::admin::PersonalTokenCreateRequest;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
-use parley_domain::auth::NewPersonalToken;
 use parley_domain::model::{PersonalToken, TokenId};
 
 use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
@@ -103,8 +103,8 @@ async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'
 /// Makes a token and shows it in this answer, once; nothing keeps it to
 /// show again.
 pub async fn create(State(s): State<AppState>, Admin(who): Admin, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
-    let made = match read::<NewPersonalToken>(&form, &[], &["expires_in_days"]) {
-        Ok(input) => s.auth.create_personal_token(&who.session, input).await,
+    let made = match read::<PersonalTokenCreateRequest>(&form) {
+        Ok(input) => s.auth.create_personal_token(&who.session, input.into()).await,
         Err(e) => Err(e),
     };
     match made {

@@ -9,7 +9,6 @@ use maud::{Markup, html};
 use parley_domain::events::EventKind;
 use parley_domain::inbox::PageRequest;
 use parley_domain::model::{DeliveryId, WebhookId};
-use parley_domain::webhooks::service::NewWebhookInput;
 use parley_domain::webhooks::{Delivery, DeliveryStatus, Webhook, signing};
 
 use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
@@ -19,7 +18,7 @@ use crate::app::form::CheckedForm;
 use crate::app::layout::when;
 use crate::app::path::{Id, Ids};
 use crate::app::session::WebSession;
-use crate::requests::admin::{WebhookCreate, WebhookTest};
+use crate::requests::admin::{WebhookCreateRequest, WebhookTestRequest};
 
 const HERE: &str = "/app/integrations/webhooks";
 /// Deliveries a page of the log shows.
@@ -141,8 +140,8 @@ fn guide() -> Markup {
 
 /// Registers an endpoint and shows it with its secret, this once.
 pub async fn create(State(s): State<AppState>, Admin(who): Admin, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
-    let made = match read::<WebhookCreate>(&form, &["events"], &[]) {
-        Ok(input) => s.webhooks.create(&who.session, NewWebhookInput { url: input.url, events: input.events }).await,
+    let made = match read::<WebhookCreateRequest>(&form) {
+        Ok(input) => s.webhooks.create(&who.session, input.into()).await,
         Err(e) => Err(e),
     };
     match made {
@@ -320,7 +319,7 @@ pub async fn send_test(
     CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
     let id = WebhookId(id);
-    let sent = match read::<WebhookTest>(&form, &[], &[]) {
+    let sent = match read::<WebhookTestRequest>(&form) {
         Ok(input) => s.webhooks.send_test(&who.session, id, input.event).await.map(|_| ()),
         Err(e) => Err(e),
     };

@@ -17,7 +17,7 @@ use parley_domain::store::{MessagePage, OutboxMessage, StoreResult, WriteTx};
 use parley_domain::verification::{ChallengeCount, ChallengeStatus, Method, NewChallenge};
 use parley_domain::webhooks::NewWebhook;
 
-use crate::helpers::*;
+use crate::harness::*;
 
 /// One tenant's rows: two sites, an agent of the first, a visitor, a
 /// conversation with a message on each site, a challenge, an endpoint with
@@ -52,7 +52,7 @@ impl Side {
     }
 }
 
-async fn side(app: &TestApp, slug: &str) -> Side {
+async fn side(app: &TestStore, slug: &str) -> Side {
     let f = app.fixture(slug, &[]).await;
     let second = app.site(slug, f.scope.tenant, &[]).await;
     let (site1, site2) = (f.scope, second.scope);
@@ -155,8 +155,8 @@ async fn side(app: &TestApp, slug: &str) -> Side {
 }
 
 /// Two tenants, alike.
-async fn world() -> (TestApp, Side, Side) {
-    let app = TestApp::spawn().await;
+async fn world() -> (TestStore, Side, Side) {
+    let app = TestStore::new().await;
     let a = side(&app, "acme").await;
     let b = side(&app, "globex").await;
     (app, a, b)
@@ -303,7 +303,7 @@ async fn tenant_reads_see_their_tenant_only() {
 /// when it was refused. One write per unit: on PostgreSQL a refused
 /// statement aborts the rest of its transaction, which would hide what a
 /// later write in the same unit did.
-async fn attempt<T: Send + 'static>(app: &TestApp, op: impl FnOnce(&mut dyn WriteTx) -> StoreResult<T> + Send + 'static) -> Option<T> {
+async fn attempt<T: Send + 'static>(app: &TestStore, op: impl FnOnce(&mut dyn WriteTx) -> StoreResult<T> + Send + 'static) -> Option<T> {
     app.db.write(move |tx| Ok(op(tx).ok())).await.ok().flatten()
 }
 
@@ -512,7 +512,7 @@ async fn a_server_key_is_kept_by_the_first_to_make_it() {
         keys.push(*load.await.unwrap().key(parley_domain::keys::Purpose::VisitorCursor));
     }
     assert!(keys.windows(2).all(|w| w[0] == w[1]), "one secret for all");
-    let app = TestApp::spawn().await;
+    let app = TestStore::new().await;
     let kept = app
         .db
         .write(|tx| {
@@ -531,10 +531,29 @@ async fn a_server_key_is_kept_by_the_first_to_make_it() {
 #[tokio::test]
 async fn a_token_holds_for_its_own_operator_until_it_ends() {
     let (app, a, b) = world().await;
-    let admin = app.login("admin@acme.example.com").await;
-    let (_, me) = app.authed(reqwest::Method::GET, "/api/mobile/me", &admin, None).await;
-    let id = OperatorId(me["user"]["id"].as_i64().unwrap());
-    let digest = parley_domain::password::token_digest(&admin);
+    let digest = parley_domain::password::token_digest("a bearer token");
+    let tenant = a.tenant;
+    let (id, token) = {
+        let digest = digest.clone();
+        app.db
+            .write(move |tx| {
+                let admin = tx.operator_by_email(tenant, "admin@acme.example.com")?.expect("the admin");
+                let token = tx.insert_operator_token(
+                    tenant,
+                    &NewOperatorToken {
+                        operator_id: admin.id,
+                        kind: TokenKind::Login,
+                        token_hash: digest,
+                        device_name: None,
+                        created_at: START,
+                        expires_at: START.plus(Duration::from_secs(30 * 86_400)),
+                    },
+                )?;
+                Ok((admin.id, token))
+            })
+            .await
+            .unwrap()
+    };
     let scope = OperatorScope { tenant: a.tenant, operator: id, role: Role::Admin };
     let holds = |scope: OperatorScope, now: parley_domain::Timestamp| {
         let (app, digest) = (&app, digest.clone());
@@ -545,6 +564,6 @@ async fn a_token_holds_for_its_own_operator_until_it_ends() {
     assert!(!holds(OperatorScope { role: Role::Agent, ..scope }, START).await, "another role");
     assert!(!holds(OperatorScope { operator: a.agent, ..scope }, START).await, "another operator");
     assert!(!holds(scope, START.plus(Duration::from_secs(31 * 86_400))).await, "expired");
-    app.authed(reqwest::Method::POST, "/api/mobile/logout", &admin, None).await;
+    app.db.write(move |tx| Ok(tx.revoke_token(tenant, token, START)?)).await.unwrap();
     assert!(!holds(scope, START).await, "revoked");
 }

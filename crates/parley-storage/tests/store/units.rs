@@ -1,16 +1,17 @@
-//! The storage interface driven directly: batching, isolation of failing
-//! units, and scoping.
+//! Units of work: batching, isolation of failing units, what a close
+//! keeps, deferred writes, file permissions, and ids under concurrency.
 
 use parley_domain::DomainError;
 use parley_domain::model::NewTenant;
+use parley_domain::webhooks::NewWebhook;
 
-use crate::helpers::*;
+use crate::harness::*;
 
 /// Many units submitted at once share commits; a failing unit rolls back
 /// alone and the others are kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failing_unit_in_a_batch_rolls_back_alone() {
-    let app = TestApp::spawn().await;
+    let app = TestStore::new().await;
     let mut handles = Vec::new();
     for n in 0..200 {
         let db = app.db.clone();
@@ -38,7 +39,7 @@ async fn a_failing_unit_in_a_batch_rolls_back_alone() {
 /// A unit that panics fails alone and the writer keeps working.
 #[tokio::test]
 async fn a_panicking_unit_does_not_stop_the_writer() {
-    let app = TestApp::spawn().await;
+    let app = TestStore::new().await;
     let result: Result<(), _> = app.db.write(|_| panic!("boom")).await;
     assert!(result.is_err());
     let ok = app.db.write(|tx| Ok(tx.insert_tenant(&NewTenant { slug: "after".into(), name: "n".into(), created_at: START })?)).await;
@@ -53,8 +54,8 @@ async fn close_commits_every_accepted_write() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let app = TestApp::spawn().await;
-    let url = app.database_url.clone();
+    let app = TestStore::new().await;
+    let url = app.url.clone();
     let taken = Arc::new(AtomicUsize::new(0));
     let mut handles = Vec::new();
     for n in 0..100 {
@@ -84,16 +85,25 @@ async fn close_commits_every_accepted_write() {
     reopened.close().await;
 }
 
-/// A server whose tenant `acme` has a webhook endpoint, so an event
+/// A store whose tenant `acme` has a webhook endpoint, so an event
 /// recorded for it also makes a delivery.
-async fn with_an_endpoint() -> (TestApp, parley_domain::model::TenantId) {
-    let app = TestApp::with().var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true").start().await;
+async fn with_an_endpoint() -> (TestStore, parley_domain::model::TenantId) {
+    let app = TestStore::new().await;
     let f = app.fixture("acme", &[]).await;
-    let admin = app.login("admin@acme.example.com").await;
-    let (status, _) =
-        app.authed(reqwest::Method::POST, "/api/admin/webhooks", &admin, Some(serde_json::json!({"url": "http://127.0.0.1:9/hook"}))).await;
-    assert_eq!(status, reqwest::StatusCode::CREATED);
-    (app, f.scope.tenant)
+    let tenant = f.scope.tenant;
+    app.db
+        .write(move |tx| {
+            let webhook = NewWebhook { url: "http://127.0.0.1:9/hook".into(), events: None, secret: "s".repeat(32), created_at: START };
+            Ok(tx.insert_webhook(tenant, &webhook)?)
+        })
+        .await
+        .expect("endpoint");
+    (app, tenant)
+}
+
+/// Deliveries waiting for an attempt, across tenants.
+async fn pending(app: &TestStore) -> u64 {
+    app.db.read(|r| Ok(r.outbox_stats()?.pending)).await.expect("stats")
 }
 
 /// An event recorded by a unit that then fails is rolled back with it: no
@@ -109,9 +119,8 @@ async fn a_rolled_back_change_emits_nothing() {
         })
         .await;
     assert!(result.is_err());
-    assert!(app.events("acme").await.is_empty(), "no event");
-    let (_, health) = app.get("/health").await;
-    assert_eq!(health["checks"]["webhooks"]["pending"], 0, "no delivery");
+    assert!(app.db.read(move |r| Ok(r.recent_events(tenant, 10)?)).await.unwrap().is_empty(), "no event");
+    assert_eq!(pending(&app).await, 0, "no delivery");
 }
 
 /// A write the unit does not wait for (PostgreSQL sends it with the next
@@ -144,13 +153,12 @@ async fn a_refused_deferred_write_fails_its_unit_and_keeps_nothing() {
     assert!(!kept, "the unit's other write is rolled back");
     let events = app.db.read(move |r| Ok(r.recent_events(tenant, 10)?)).await.unwrap();
     assert_eq!(events.iter().filter(|e| e.event_id == "evt_first").count(), 1);
-    let (_, health) = app.get("/health").await;
-    assert_eq!(health["checks"]["webhooks"]["pending"], 1, "one delivery, for the first event only");
+    assert_eq!(pending(&app).await, 1, "one delivery, for the first event only");
 }
 
 /// The database holds visitor details and webhook secrets: the folder
 /// Parley creates is 0700 and the files 0600, and an older, world-readable
-/// database is tightened at the next start.
+/// database is tightened when it is opened again.
 #[tokio::test]
 async fn database_files_are_private_to_the_service() {
     use std::os::unix::fs::PermissionsExt;
@@ -159,19 +167,19 @@ async fn database_files_are_private_to_the_service() {
     let url = format!("sqlite://{}/parley.sqlite3", data.display());
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
 
-    let app = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
-    app.fixture("acme", &[]).await;
+    let db = parley_storage::open(&url, Default::default()).await.unwrap();
+    db.write(|tx| Ok(tx.insert_tenant(&NewTenant { slug: "acme".into(), name: "n".into(), created_at: START })?)).await.unwrap();
     assert_eq!(mode(&data), 0o700);
     for file in ["parley.sqlite3", "parley.sqlite3-wal", "parley.sqlite3-shm"] {
         assert_eq!(mode(&data.join(file)), 0o600, "{file}");
     }
-    app.stop().await;
+    db.close().await;
 
-    let db = data.join("parley.sqlite3");
-    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let app = TestApp::with().var("PARLEY_DATABASE_URL", &url).start().await;
-    assert_eq!(mode(&db), 0o600, "tightened at start");
-    app.stop().await;
+    let file = data.join("parley.sqlite3");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let db = parley_storage::open(&url, Default::default()).await.unwrap();
+    assert_eq!(mode(&file), 0o600, "tightened when opened");
+    db.close().await;
 }
 
 /// Every statement of the storage layer prepares on the backend under
@@ -192,12 +200,12 @@ async fn after_id_polling_never_skips_a_message_committed_concurrently() {
     use parley_domain::model::{ConversationScope, MessageId, NewMessage, Sender, SenderKind};
     use parley_domain::store::MessagePage;
 
-    let app = TestApp::spawn().await;
+    let app = TestStore::new().await;
     let f = app.fixture("acme", &[]).await;
-    let public_id = app.open_conversation("/api", &f.token, "visitor-1", "hello").await;
-    let scope = ConversationScope::from(f.scope);
-    let pid = public_id.clone();
-    let conversation = app.db.read(move |r| Ok(r.conversation_by_public_id(scope, &pid)?.expect("conversation").id)).await.unwrap();
+    let site = f.scope;
+    let scope = ConversationScope::from(site);
+    let opened = app.db.write(move |tx| Ok(open_conversation(tx, site, "visitor-1", "hello")?)).await.unwrap();
+    let (conversation, public_id) = (opened.id, opened.public_id);
 
     let (writers, per_writer) = (8, 40);
     let mut handles = Vec::new();
@@ -248,4 +256,78 @@ async fn after_id_polling_never_skips_a_message_committed_concurrently() {
     }
     let seen = tokio::time::timeout(std::time::Duration::from_secs(30), poller).await.expect("the poller saw every message").unwrap();
     assert_eq!(seen.len(), writers * per_writer + 1, "the first message and every concurrent one, none skipped");
+}
+
+/// Every pooled connection killed at once (a server restart, a proxy
+/// dropping idle connections): the next units still succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn units_succeed_after_every_connection_is_killed() {
+    use parley_domain::model::{ConversationScope, NewMessage, Sender, SenderKind};
+
+    if backend() != "postgres" {
+        return; // SQLite has no connection to lose
+    }
+    let app = TestStore::new().await;
+    let f = app.fixture("acme", &[]).await;
+    let site = f.scope;
+    let scope = ConversationScope::from(site);
+    let opened = app.db.write(move |tx| Ok(open_conversation(tx, site, "ann", "hi")?)).await.unwrap();
+    let (conversation, public_id) = (opened.id, opened.public_id);
+    let post = |n: String| {
+        let db = app.db.clone();
+        async move {
+            db.write(move |tx| {
+                let message = NewMessage {
+                    conversation_id: conversation,
+                    sender: Sender { kind: SenderKind::Visitor, name: None, operator_id: None },
+                    body: n,
+                    internal: false,
+                    created_at: START,
+                    client_message_id: None,
+                };
+                Ok(tx.insert_message(scope, &message)?)
+            })
+            .await
+        }
+    };
+    // Warm every connection of the pool (4).
+    let warm: Vec<_> = (0..16).map(|n| tokio::spawn(post(format!("warm {n}")))).collect();
+    for w in warm {
+        assert!(w.await.unwrap().is_ok());
+    }
+    let killed = terminate_connections(&app.url);
+    assert!(killed > 0, "the pool's connections were killed");
+    for n in 0..12 {
+        let written = post(format!("after {n}")).await;
+        assert!(written.is_ok(), "a write after the kill: {written:?}");
+    }
+    for _ in 0..12 {
+        let (pid, page) = (public_id.clone(), parley_domain::store::MessagePage { after_id: None, limit: 100, include_internal: true });
+        let read = app.db.read(move |r| Ok(r.conversation_with_messages(scope, &pid, page)?.map(|(_, list)| list.len()))).await;
+        assert_eq!(read.ok().flatten(), Some(1 + 16 + 12), "a read after the kill sees every write");
+    }
+}
+
+/// A unit whose only statements are held back sends BEGIN, them and its
+/// COMMIT in one round trip. On a connection that died while idle the
+/// server refuses the BEGIN, so nothing of the unit ran: it is sent again
+/// on a new connection and succeeds, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_only_unit_survives_a_dead_idle_connection() {
+    if backend() != "postgres" {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = fresh_database(dir.path(), "unused.sqlite3").await;
+    let db = parley_storage::open(&url, parley_storage::Options { pool: 1, ..Default::default() }).await.unwrap();
+    let tenant =
+        db.write(|tx| Ok(tx.insert_tenant(&NewTenant { slug: "acme".into(), name: "n".into(), created_at: START })?.id)).await.unwrap();
+    // The pool's one connection (it has just written) and, once it has
+    // connected, the instance's listener.
+    assert!(terminate_connections(&url) >= 1, "the pool's connection was killed");
+    let written = db.write(move |tx| Ok(tx.insert_event(tenant, &event("evt_after_kill"))?)).await;
+    assert!(written.is_ok(), "{written:?}");
+    let stored = db.read(move |r| Ok(r.recent_events(tenant, 10)?.into_iter().filter(|e| e.event_id == "evt_after_kill").count())).await;
+    assert_eq!(stored.unwrap(), 1);
+    db.close().await;
 }

@@ -1,0 +1,183 @@
+//! Field types that are not text under a rule: ids, enumerations and
+//! bounded numbers, each with the check it passes and the message a bad
+//! value gets. Their schemas are named on the field (`schema_with`),
+//! since the document shows them inline.
+
+use parley_domain::auth::MAX_PERSONAL_TOKEN_DAYS;
+use parley_domain::events::EventKind;
+use parley_domain::feed::Cursor;
+use parley_domain::model::{ChallengeId, MessageId, OperatorId, Role, SiteId, StatusFilter};
+use parley_domain::validate;
+use serde_json::Value;
+
+use crate::extract::{Field, Fields, Invalid, Item, Shape, positive_id};
+
+impl Field for Role {
+    const SHAPE: Shape = Shape::Text;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| Role::parse(s).ok_or_else(|| "must be admin or agent".into()))
+    }
+}
+
+impl Item for SiteId {
+    fn item(v: &Value) -> Result<Self, String> {
+        positive_id(v).map(SiteId).ok_or_else(|| "must be a positive integer id".into())
+    }
+}
+
+impl Field for OperatorId {
+    const SHAPE: Shape = Shape::Number;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        Ok(f.optional_id(name)?.map(OperatorId))
+    }
+}
+
+impl Field for ChallengeId {
+    const SHAPE: Shape = Shape::Number;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        Ok(f.optional_id(name)?.map(ChallengeId))
+    }
+}
+
+/// A kind partners can subscribe to, or why `name` is none.
+fn webhook_kind(name: &str) -> Result<EventKind, String> {
+    EventKind::parse_webhook(name).ok_or_else(|| {
+        let kinds: Vec<&str> = EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect();
+        format!("{name:?} is not one of {}", kinds.join(", "))
+    })
+}
+
+impl Field for EventKind {
+    const SHAPE: Shape = Shape::Text;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, webhook_kind)
+    }
+}
+
+impl Item for EventKind {
+    fn item(v: &Value) -> Result<Self, String> {
+        webhook_kind(v.as_str().ok_or_else(|| "must be a string".to_owned())?)
+    }
+}
+
+/// The kinds a webhook receives: at least one (all are had by leaving
+/// the field out).
+#[derive(Debug)]
+pub struct EventKinds(pub Vec<EventKind>);
+
+impl Field for EventKinds {
+    const SHAPE: Shape = Shape::List;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        match Vec::<EventKind>::read(f, name)? {
+            Some(list) if list.is_empty() => Err(f.reject(name, "must name at least one kind, or be left out for all")),
+            other => Ok(other.map(EventKinds)),
+        }
+    }
+}
+
+/// `true`, the only answer that lets a conversation open.
+#[derive(Debug)]
+pub struct Accepted;
+
+impl Field for Accepted {
+    const SHAPE: Shape = Shape::Bool;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        match f.optional_bool(name)? {
+            None => Ok(None),
+            Some(true) => Ok(Some(Accepted)),
+            Some(false) => Err(f.reject(name, "must be true to open a conversation")),
+        }
+    }
+}
+
+/// Days a personal token lives: 1 to 365.
+#[derive(Debug)]
+pub struct TokenDays(pub u32);
+
+impl Field for TokenDays {
+    const SHAPE: Shape = Shape::Number;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        Ok(f.optional_integer(name, 1, MAX_PERSONAL_TOKEN_DAYS)?.map(TokenDays))
+    }
+}
+
+/// A query integer from `MIN` to `MAX`, written in digits.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounded<const MIN: u32, const MAX: u32>(pub u32);
+
+impl<const MIN: u32, const MAX: u32> Field for Bounded<MIN, MAX> {
+    const SHAPE: Shape = Shape::Text;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| match s.parse::<u32>() {
+            Ok(n) if (MIN..=MAX).contains(&n) && s.bytes().all(|b| b.is_ascii_digit()) => Ok(Bounded(n)),
+            _ => Err(format!("must be an integer from {MIN} to {MAX}")),
+        })
+    }
+}
+
+/// An `after_id` query value: a non-negative integer, in digits.
+#[derive(Debug, Clone, Copy)]
+pub struct AfterId(pub MessageId);
+
+impl Field for AfterId {
+    const SHAPE: Shape = Shape::Text;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| match s.parse::<i64>() {
+            Ok(n) if n >= 0 && s.bytes().all(|b| b.is_ascii_digit()) => Ok(AfterId(MessageId(n))),
+            _ => Err("must be a non-negative integer".into()),
+        })
+    }
+}
+
+/// An operator's feed cursor in a query.
+impl Field for Cursor {
+    const SHAPE: Shape = Shape::Text;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| s.parse::<Cursor>().map_err(|_| "must be a cursor this service returned".to_owned()))
+    }
+}
+
+/// Any text: checked where it is used (a link's code is compared, not
+/// parsed).
+#[derive(Debug)]
+pub struct Text(pub String);
+
+impl Field for Text {
+    const SHAPE: Shape = Shape::Text;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| Ok(Text(s.to_owned())))
+    }
+}
+
+/// An inbox filter.
+impl Field for StatusFilter {
+    const SHAPE: Shape = Shape::Text;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| StatusFilter::parse(s).ok_or_else(|| "must be one of unassigned, assigned, closed, open".to_owned()))
+    }
+}
+
+/// A webhook's address as sent (its host is checked later, when it is
+/// resolved): http or https, under the page URL rule, its fragment kept.
+#[derive(Debug)]
+pub struct WebhookUrl(pub String);
+
+impl Field for WebhookUrl {
+    const SHAPE: Shape = Shape::Text;
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| validate::PAGE_URL.check(s).map(|()| WebhookUrl(s.to_owned())))
+    }
+}
