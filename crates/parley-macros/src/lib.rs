@@ -18,7 +18,11 @@ use proc_macro::TokenStream;
 use quote::quote;
 use syn::{Data, DeriveInput, Fields, GenericArgument, PathArguments, Type, parse_macro_input};
 
-#[proc_macro_derive(FromFields)]
+/// With `#[fields(query)]` on the struct, the type is a query: it is also
+/// documented as the query's parameters (`utoipa::IntoParams`), each with
+/// its field's doc comment as its description and its type's schema
+/// (`Field::schema`).
+#[proc_macro_derive(FromFields, attributes(fields))]
 pub fn derive_from_fields(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     match expand(&input) {
@@ -36,6 +40,8 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         return Err(syn::Error::new_spanned(name, "FromFields reads structs with named fields"));
     };
     refuse_renaming(&input.attrs)?;
+    let query = is_query(&input.attrs)?;
+    let mut params = Vec::new();
     let mut reads = Vec::new();
     let mut shapes = Vec::new();
     let mut inits = Vec::new();
@@ -55,10 +61,28 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             quote! { let #ident = #read; let #ident = __fields.present(#key, #ident); }
         });
         shapes.push(quote! { (#key, <#ty as crate::extract::Field>::SHAPE) });
+        let description = doc(&field.attrs);
+        let required = !optional;
+        params.push(quote! {
+            crate::requests::schema::query(#key, #required, #description, <#ty as crate::extract::Field>::schema())
+        });
         inits.push(quote! { #ident: #ident? });
     }
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let into_params = query.then(|| {
+        quote! {
+            impl #impl_generics utoipa::IntoParams for #name #ty_generics #where_clause {
+                fn into_params(
+                    _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
+                ) -> Vec<utoipa::openapi::path::Parameter> {
+                    vec![#(#params),*]
+                }
+            }
+        }
+    });
     Ok(quote! {
+        #into_params
+
         impl #impl_generics crate::extract::FromFields for #name #ty_generics #where_clause {
             const FIELDS: &'static [(&'static str, crate::extract::Shape)] = &[#(#shapes),*];
 
@@ -92,6 +116,38 @@ fn refuse_renaming(attrs: &[syn::Attribute]) -> syn::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether the struct says `#[fields(query)]`.
+fn is_query(attrs: &[syn::Attribute]) -> syn::Result<bool> {
+    let mut query = false;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("fields")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("query") {
+                query = true;
+                Ok(())
+            } else {
+                Err(meta.error("FromFields knows only #[fields(query)]"))
+            }
+        })?;
+    }
+    Ok(query)
+}
+
+/// A field's doc comment as one line of text: its lines joined by spaces.
+fn doc(attrs: &[syn::Attribute]) -> String {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value().trim().to_owned()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    lines.join(" ")
 }
 
 /// `T` of a field typed `Option<T>`.

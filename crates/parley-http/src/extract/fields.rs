@@ -60,16 +60,29 @@ pub trait Field: Sized {
     /// from a form as text by a forgotten default.
     const SHAPE: Shape;
 
+    /// What the document shows for it as a query parameter (a body shows
+    /// its type's `ToSchema`, or the field's `schema_with`).
+    fn schema() -> Schema;
+
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid>;
 }
+
+/// A schema of the document.
+pub type Schema = utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
 
 /// A type a list's items are read as.
 pub trait Item: Sized {
     fn item(v: &Value) -> Result<Self, String>;
+
+    fn item_schema() -> Schema;
 }
 
 impl<T: Item> Field for Vec<T> {
     const SHAPE: Shape = Shape::List;
+
+    fn schema() -> Schema {
+        utoipa::openapi::schema::ArrayBuilder::new().items(T::item_schema()).build().into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional_list(name, T::item)
@@ -78,6 +91,10 @@ impl<T: Item> Field for Vec<T> {
 
 impl Field for bool {
     const SHAPE: Shape = Shape::Bool;
+
+    fn schema() -> Schema {
+        utoipa::openapi::schema::ObjectBuilder::new().schema_type(utoipa::openapi::schema::Type::Boolean).build().into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional_bool(name)

@@ -106,9 +106,7 @@ impl From<OperatorPatchRequest> for OperatorPatch {
 
 #[derive(ToSchema, FromFields)]
 pub struct WebhookCreateRequest {
-    /// http or https; its host must resolve, and not to an address inside
-    /// the network (unless the service allows private targets), or the
-    /// answer is 422.
+    /// Described by `schema::webhook_url`.
     #[schema(schema_with = schema::webhook_url)]
     pub url: WebhookUrl,
     /// Kinds to receive, at least one; all kinds when absent.

@@ -4,7 +4,7 @@ use parley_domain::auth::LoginInput;
 use parley_domain::feed::Cursor;
 use parley_domain::inbox::PageRequest;
 use parley_domain::model::{OperatorId, StatusFilter};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 use super::schema;
 use super::values::{AfterId, Bounded};
@@ -30,27 +30,15 @@ impl From<MobileLoginRequest> for LoginInput {
     }
 }
 
-/// The inbox query: a page and a status filter.
-pub struct ConversationListQuery;
-
-impl IntoParams for ConversationListQuery {
-    fn into_params(in_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
-        let mut params = PageParams::into_params(in_);
-        params.push(schema::query(
-            "status",
-            false,
-            "`unassigned`, `assigned`, `closed`, or `open` (unassigned or assigned); all when absent.",
-            schema::one_of(&["unassigned", "assigned", "closed", "open"], false),
-        ));
-        params
-    }
-}
-
-/// The inbox's query.
+/// The inbox's query: a page and a status filter.
 #[derive(FromFields)]
+#[fields(query)]
 pub struct ConversationListParams {
+    /// From 1; default 1.
     pub page: Option<PageNumber>,
+    /// 1 to 100; default 20.
     pub per_page: Option<PerPage>,
+    /// `unassigned`, `assigned`, `closed`, or `open` (unassigned or assigned); all when absent.
     pub status: Option<StatusFilter>,
 }
 
@@ -70,14 +58,12 @@ pub type PageNumber = Bounded<1, 1_000_000>;
 pub type PerPage = Bounded<1, 100>;
 
 /// A plain listing query: `page` and `per_page`.
-#[derive(IntoParams, FromFields)]
-#[into_params(parameter_in = Query)]
+#[derive(FromFields)]
+#[fields(query)]
 pub struct PageParams {
     /// From 1; default 1.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000000)]
     pub page: Option<PageNumber>,
     /// 1 to 100; default 20.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub per_page: Option<PerPage>,
 }
 
@@ -93,37 +79,14 @@ fn page_request(page: Option<PageNumber>, per_page: Option<PerPage>) -> PageRequ
 }
 
 /// The query of an operator's catch-up.
-pub struct OperatorEventsQuery;
-
-impl IntoParams for OperatorEventsQuery {
-    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
-        vec![
-            schema::query(
-                "after",
-                false,
-                "A `cursor` from an earlier answer, an event or `meta.cursor` of the inbox. Without it, no events and the current cursor.",
-                schema::cursor(),
-            ),
-            schema::query(
-                "wait",
-                false,
-                "Seconds (0 to 30) to hold the request while no event has come; default 0.",
-                schema::bounded_integer(0, 30),
-            ),
-            schema::query(
-                "last_event_id",
-                false,
-                "With `Accept: text/event-stream`: replay every event after this cursor, then go live (a `Last-Event-ID` header wins over it; `after` is read the same way). Without either, only what happens from now.",
-                schema::cursor(),
-            ),
-        ]
-    }
-}
-
 #[derive(FromFields)]
+#[fields(query)]
 pub struct OperatorEventsParams {
+    /// A `cursor` from an earlier answer, an event or `meta.cursor` of the inbox. Without it, no events and the current cursor.
     pub after: Option<Cursor>,
+    /// Seconds (0 to 30) to hold the request while no event has come; default 0.
     pub wait: Option<Bounded<0, 30>>,
+    /// With `Accept: text/event-stream`: replay every event after this cursor, then go live (a `Last-Event-ID` header wins over it; `after` is read the same way). Without either, only what happens from now.
     pub last_event_id: Option<Cursor>,
 }
 
@@ -135,16 +98,10 @@ impl OperatorEventsParams {
 }
 
 /// The query of an operator's message poll.
-pub struct OperatorMessagesQuery;
-
-impl IntoParams for OperatorMessagesQuery {
-    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
-        vec![schema::query("after_id", false, "Only messages with a larger id. Without it, the latest 100.", schema::after_id())]
-    }
-}
-
 #[derive(FromFields)]
+#[fields(query)]
 pub struct OperatorMessagesParams {
+    /// Only messages with a larger id. Without it, the latest 100.
     pub after_id: Option<AfterId>,
 }
 

@@ -6,9 +6,9 @@
 //! shows): the fields' names and whether each is required are declared
 //! once, and a text field's type carries its rule to both. A `From` impl
 //! turns it into the domain's input, with the defaults of the fields left
-//! out. The web app's forms are read into the same types. Queries are
-//! read by derived types too, but documented by hand-written `IntoParams`
-//! beside them.
+//! out. The web app's forms are read into the same types. A query is a
+//! derived type marked `#[fields(query)]`, which also documents it as the
+//! route's parameters.
 
 pub mod admin;
 pub mod mobile;

@@ -9,7 +9,7 @@
 use parley_domain::validate::{self, Rule};
 use serde_json::Value;
 
-use crate::extract::{Field, Fields, Invalid, Item, Shape};
+use crate::extract::{Field, Fields, Invalid, Item, Schema, Shape};
 use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 use utoipa::openapi::{Array, KnownFormat, SchemaFormat};
 
@@ -111,6 +111,10 @@ macro_rules! rule_types {
         impl Field for $name {
             const SHAPE: Shape = Shape::Text;
 
+            fn schema() -> Schema {
+                self::rule(&$rule, false).into()
+            }
+
             fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
                 let check: fn(&str) -> validate::Check<Option<$out>> = $check;
                 Ok(f.optional(name, check)?.flatten().map($name))
@@ -150,6 +154,10 @@ rule_types! {
 }
 
 impl Item for Domain {
+    fn item_schema() -> Schema {
+        rule(&validate::DOMAIN, false).into()
+    }
+
     fn item(v: &Value) -> Result<Self, String> {
         v.as_str().ok_or_else(|| "must be a string".to_owned()).and_then(validate::domain).map(Domain)
     }
@@ -171,8 +179,11 @@ fields! {
     optional_operator_id => id(true);
     challenge_id => id(false);
     /// A page URL's rule, kept whole: a webhook's address keeps its
-    /// fragment, so `PageUrl`'s description would not hold.
-    webhook_url => rule(&validate::PAGE_URL, false);
+    /// fragment, so `PageUrl`'s description would not hold. The field's
+    /// description is here, since `schema_with` drops a doc comment.
+    webhook_url => ObjectBuilder::from(rule(&validate::PAGE_URL, false)).description(Some(
+        "http or https; its host must resolve, and not to an address inside the network (unless the service allows private targets), or the answer is 422.",
+    ));
     site_ids => ids(true);
     /// Event kinds, at least one.
     event_kinds => {

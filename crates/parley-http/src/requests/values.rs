@@ -10,10 +10,15 @@ use parley_domain::model::{ChallengeId, MessageId, OperatorId, Role, SiteId, Sta
 use parley_domain::validate;
 use serde_json::Value;
 
-use crate::extract::{Field, Fields, Invalid, Item, Shape, positive_id};
+use super::schema;
+use crate::extract::{Field, Fields, Invalid, Item, Schema, Shape, positive_id};
 
 impl Field for Role {
     const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::one_of(&["admin", "agent"], false).into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, |s| Role::parse(s).ok_or_else(|| "must be admin or agent".into()))
@@ -21,6 +26,10 @@ impl Field for Role {
 }
 
 impl Item for SiteId {
+    fn item_schema() -> Schema {
+        schema::id(false).into()
+    }
+
     fn item(v: &Value) -> Result<Self, String> {
         positive_id(v).map(SiteId).ok_or_else(|| "must be a positive integer id".into())
     }
@@ -29,6 +38,10 @@ impl Item for SiteId {
 impl Field for OperatorId {
     const SHAPE: Shape = Shape::Number;
 
+    fn schema() -> Schema {
+        schema::id(false).into()
+    }
+
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         Ok(f.optional_id(name)?.map(OperatorId))
     }
@@ -36,6 +49,10 @@ impl Field for OperatorId {
 
 impl Field for ChallengeId {
     const SHAPE: Shape = Shape::Number;
+
+    fn schema() -> Schema {
+        schema::id(false).into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         Ok(f.optional_id(name)?.map(ChallengeId))
@@ -53,12 +70,20 @@ fn webhook_kind(name: &str) -> Result<EventKind, String> {
 impl Field for EventKind {
     const SHAPE: Shape = Shape::Text;
 
+    fn schema() -> Schema {
+        schema::event_kind().into()
+    }
+
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, webhook_kind)
     }
 }
 
 impl Item for EventKind {
+    fn item_schema() -> Schema {
+        schema::event_kind().into()
+    }
+
     fn item(v: &Value) -> Result<Self, String> {
         webhook_kind(v.as_str().ok_or_else(|| "must be a string".to_owned())?)
     }
@@ -71,6 +96,10 @@ pub struct EventKinds(pub Vec<EventKind>);
 
 impl Field for EventKinds {
     const SHAPE: Shape = Shape::List;
+
+    fn schema() -> Schema {
+        schema::event_kinds().into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         match Vec::<EventKind>::read(f, name)? {
@@ -86,6 +115,10 @@ pub struct Accepted;
 
 impl Field for Accepted {
     const SHAPE: Shape = Shape::Bool;
+
+    fn schema() -> Schema {
+        schema::always_true().into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         match f.optional_bool(name)? {
@@ -103,6 +136,10 @@ pub struct TokenDays(pub u32);
 impl Field for TokenDays {
     const SHAPE: Shape = Shape::Number;
 
+    fn schema() -> Schema {
+        schema::bounded_integer(1, i64::from(MAX_PERSONAL_TOKEN_DAYS)).into()
+    }
+
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         Ok(f.optional_integer(name, 1, MAX_PERSONAL_TOKEN_DAYS)?.map(TokenDays))
     }
@@ -114,6 +151,10 @@ pub struct Bounded<const MIN: u32, const MAX: u32>(pub u32);
 
 impl<const MIN: u32, const MAX: u32> Field for Bounded<MIN, MAX> {
     const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::bounded_integer(i64::from(MIN), i64::from(MAX)).into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, |s| match s.parse::<u32>() {
@@ -130,6 +171,10 @@ pub struct AfterId(pub MessageId);
 impl Field for AfterId {
     const SHAPE: Shape = Shape::Text;
 
+    fn schema() -> Schema {
+        schema::after_id().into()
+    }
+
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, |s| match s.parse::<i64>() {
             Ok(n) if n >= 0 && s.bytes().all(|b| b.is_ascii_digit()) => Ok(AfterId(MessageId(n))),
@@ -141,6 +186,10 @@ impl Field for AfterId {
 /// An operator's feed cursor in a query.
 impl Field for Cursor {
     const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::cursor().into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, |s| s.parse::<Cursor>().map_err(|_| "must be a cursor this service returned".to_owned()))
@@ -155,6 +204,10 @@ pub struct Text(pub String);
 impl Field for Text {
     const SHAPE: Shape = Shape::Text;
 
+    fn schema() -> Schema {
+        utoipa::openapi::schema::ObjectBuilder::new().schema_type(utoipa::openapi::schema::Type::String).build().into()
+    }
+
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, |s| Ok(Text(s.to_owned())))
     }
@@ -163,6 +216,10 @@ impl Field for Text {
 /// An inbox filter.
 impl Field for StatusFilter {
     const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::one_of(&["unassigned", "assigned", "closed", "open"], false).into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, |s| StatusFilter::parse(s).ok_or_else(|| "must be one of unassigned, assigned, closed, open".to_owned()))
@@ -176,6 +233,10 @@ pub struct WebhookUrl(pub String);
 
 impl Field for WebhookUrl {
     const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::webhook_url().into()
+    }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, |s| validate::PAGE_URL.check(s).map(|()| WebhookUrl(s.to_owned())))

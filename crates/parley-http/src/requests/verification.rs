@@ -52,6 +52,8 @@ pub struct VerificationConfirmRequest {
 
 /// The query of a magic link's page: its code, compared as sent.
 #[derive(FromFields)]
+#[fields(query)]
 pub struct LinkCode {
+    /// The link's code
     pub code: Text,
 }

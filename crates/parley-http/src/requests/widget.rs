@@ -1,8 +1,7 @@
 //! The widget's requests.
 
-use parley_domain::validate;
 use parley_domain::widget::{OpenConversationInput, PingInput, PostMessageInput, VisitorInput};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 use super::schema;
 use super::values::{Accepted, AfterId};
@@ -113,68 +112,30 @@ impl WidgetMessageCreateRequest {
     }
 }
 
-/// The query of a message poll: `token` and `after_id`.
-pub struct MessagesQuery;
-
-impl IntoParams for MessagesQuery {
-    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
-        vec![
-            schema::query("token", true, "The installation token.", schema::rule(&validate::TOKEN, false)),
-            schema::query(
-                "after_id",
-                false,
-                "Only messages with a larger id (incremental polling). Without it, the latest 100.",
-                schema::after_id(),
-            ),
-        ]
-    }
-}
-
+/// The query of a message poll.
 #[derive(FromFields)]
+#[fields(query)]
 pub struct MessagesParams {
+    /// The installation token.
     pub token: schema::Token,
+    /// Only messages with a larger id (incremental polling). Without it, the latest 100.
     pub after_id: Option<AfterId>,
 }
 
 /// The query of a conversation's stream.
-pub struct StreamQuery;
-
-impl IntoParams for StreamQuery {
-    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
-        vec![
-            schema::query("token", true, "The installation token.", schema::rule(&validate::TOKEN, false)),
-            schema::query(
-                "last_event_id",
-                false,
-                "Replay every event after this cursor (`cursor` of the messages, or an event's `id`), then go live. A `Last-Event-ID` header wins over it. Without either, only what happens from now.",
-                schema::rule(&validate::VISITOR_CURSOR, false),
-            ),
-        ]
-    }
-}
-
 #[derive(FromFields)]
+#[fields(query)]
 pub struct StreamParams {
+    /// The installation token.
     pub token: schema::Token,
-    /// A visitor's cursor, sealed: opened once the conversation is known.
+    /// Replay every event after this cursor (`cursor` of the messages, or an event's `id`), then go live. A `Last-Event-ID` header wins over it. Without either, only what happens from now.
     pub last_event_id: Option<schema::VisitorCursor>,
 }
 
 /// The query of the installation health: an optional page URL.
-pub struct HealthQuery;
-
-impl IntoParams for HealthQuery {
-    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
-        vec![schema::query(
-            "current_url",
-            false,
-            "A page URL to check against the site's domains: an absolute http(s) URL.",
-            schema::rule(&validate::PAGE_URL, false),
-        )]
-    }
-}
-
 #[derive(FromFields)]
+#[fields(query)]
 pub struct HealthParams {
+    /// A page URL to check against the site's domains: an absolute http(s) URL.
     pub current_url: Option<schema::PageUrl>,
 }

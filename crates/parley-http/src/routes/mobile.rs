@@ -43,7 +43,7 @@ pub fn routes(api: Mount) -> Mount {
 /// `reset` event and the stream ends. It ends too when the token expires
 /// or is revoked.
 #[utoipa::path(get, path = "/mobile/events", operation_id = "mobile_events", tag = "mobile",
-    security(("bearer" = [])), params(OperatorEventsQuery),
+    security(("bearer" = [])), params(OperatorEventsParams),
     responses(
         (status = 200, description = "The events (JSON), or the stream (with `Accept: text/event-stream`)", content(
             (OperatorEventsResponse = "application/json"),
@@ -113,7 +113,7 @@ async fn me(Authenticated(session): Authenticated) -> Json<MobileMeResponse> {
 
 /// The conversations visible to the operator, most recent activity first.
 #[utoipa::path(get, path = "/mobile/conversations", operation_id = "mobile_list_conversations", tag = "mobile",
-    security(("bearer" = [])), params(ConversationListQuery),
+    security(("bearer" = [])), params(ConversationListParams),
     responses((status = 200, body = MobileConversationListResponse), OperatorReadErrors))]
 async fn list_conversations(
     State(s): State<AppState>,
@@ -143,7 +143,7 @@ async fn get_conversation(
 /// Messages of a conversation, operator-only notes included; `after_id`
 /// polling as in the widget.
 #[utoipa::path(get, path = "/mobile/conversations/{id}/messages", operation_id = "mobile_list_messages", tag = "mobile",
-    security(("bearer" = [])), params(("id" = i64, Path), OperatorMessagesQuery),
+    security(("bearer" = [])), params(("id" = i64, Path), OperatorMessagesParams),
     responses((status = 200, body = MobileMessagesResponse), OperatorReadErrors))]
 async fn list_messages(
     State(s): State<AppState>,

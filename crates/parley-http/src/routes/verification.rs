@@ -69,7 +69,7 @@ fn page(status: StatusCode, title: &str, body: &str) -> (StatusCode, Html<String
 /// The magic link opens this page. It changes nothing: mail scanners fetch
 /// links before people do, so the confirmation is the button's POST.
 #[utoipa::path(get, path = "/verify/{id}", operation_id = "verification_link", tag = "verification",
-    params(("id" = i64, Path, description = "Challenge id"), ("code" = String, Query, description = "The link's code")),
+    params(("id" = i64, Path, description = "Challenge id"), LinkCode),
     responses(
         (status = 200, description = "A page with a button that confirms", content_type = "text/html"),
         (status = 404, description = "Not a valid link", content_type = "text/html")))]

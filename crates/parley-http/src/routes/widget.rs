@@ -46,7 +46,7 @@ async fn config(
 /// How the installation is doing, with warnings a partner can act on.
 /// Answers for disabled installations too, and from any origin.
 #[utoipa::path(get, path = "/widget/installations/{token}/health", operation_id = "widget_installation_health", tag = "widget",
-    params(("token" = String, Path, description = "Installation token"), HealthQuery),
+    params(("token" = String, Path, description = "Installation token"), HealthParams),
     responses((status = 200, body = InstallationHealthResponse), ReadErrors))]
 async fn installation_health(
     State(s): State<AppState>,
@@ -119,7 +119,7 @@ async fn open_conversation(
 /// Messages of a conversation, oldest first, at most 100: those after
 /// `after_id`, or the latest ones.
 #[utoipa::path(get, path = "/widget/conversations/{public_id}/messages", operation_id = "widget_list_messages", tag = "widget",
-    params(("public_id" = String, Path, description = "Conversation public id"), MessagesQuery),
+    params(("public_id" = String, Path, description = "Conversation public id"), MessagesParams),
     responses((status = 200, body = WidgetMessagesResponse), ReadErrors))]
 async fn list_messages(
     State(s): State<AppState>,
@@ -140,7 +140,7 @@ async fn list_messages(
 /// ends: reload the messages and follow from their `cursor`. A
 /// `: keep-alive` comment comes between events.
 #[utoipa::path(get, path = "/widget/conversations/{public_id}/events", operation_id = "widget_events", tag = "widget",
-    params(("public_id" = String, Path, description = "Conversation public id"), StreamQuery),
+    params(("public_id" = String, Path, description = "Conversation public id"), StreamParams),
     responses(
         (status = 200, description = "The stream: each event as `WidgetStreamEvent` states it", content_type = "text/event-stream",
             body = crate::views::stream::WidgetStreamEvent),
