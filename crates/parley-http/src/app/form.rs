@@ -1,10 +1,13 @@
 //! Reading a submitted form (`application/x-www-form-urlencoded`).
 
 use axum::extract::{FromRequest, Request};
+use parley_domain::DomainError;
+use serde_json::{Map, Value};
 
 use super::error::PageError;
 use super::{cookies, csrf};
-use crate::extract::RawBody;
+use crate::error::ApiError;
+use crate::extract::{Fields, FromFields, RawBody, Shape};
 
 /// The fields of a form, in order; of a repeated name the first counts.
 pub struct Form(Vec<(String, String)>);
@@ -17,6 +20,46 @@ impl Form {
     /// Every field, in order, repeated names included.
     pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Reads the form into the request type `T`, by the API's rules:
+    /// empty fields are left out, a list field is split at commas and white
+    /// space (or, repeated, collected into one), a number field is read as
+    /// the JSON number it spells and a true/false one as the JSON boolean.
+    /// What each field is comes from `T` itself (`FromFields::FIELDS`).
+    pub fn read<T: FromFields>(&self) -> Result<T, DomainError> {
+        let shape = |name: &str| T::FIELDS.iter().find(|(n, _)| *n == name).map_or(Shape::Text, |(_, s)| *s);
+        let mut map = Map::new();
+        for (name, value) in self.pairs() {
+            if name == csrf::FIELD {
+                continue;
+            }
+            if shape(name) == Shape::List {
+                let items =
+                    value.split([',', '\n', '\r', ' ']).map(str::trim).filter(|s| !s.is_empty()).map(|s| Value::String(s.to_owned()));
+                let entry = map.entry(name.to_owned()).or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(list) = entry {
+                    list.extend(items);
+                }
+            } else if !value.trim().is_empty() && !map.contains_key(name) {
+                let typed = match shape(name) {
+                    Shape::Number => value.trim().parse::<u64>().ok().map(Value::from),
+                    Shape::Bool => match value.trim() {
+                        "true" => Some(Value::Bool(true)),
+                        "false" => Some(Value::Bool(false)),
+                        _ => None,
+                    },
+                    Shape::Text | Shape::List => None,
+                };
+                map.insert(name.to_owned(), typed.unwrap_or_else(|| Value::String(value.to_owned())));
+            }
+        }
+        let mut fields = Fields::new(&map);
+        let parsed = T::from_fields(&mut fields);
+        fields.finish(parsed).map_err(|e| match e {
+            ApiError::Domain(d) => d,
+            _ => DomainError::invalid("form", "could not be read"),
+        })
     }
 }
 

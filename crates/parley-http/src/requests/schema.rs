@@ -163,6 +163,11 @@ impl Item for Domain {
     }
 }
 
+/// The roles' names, as the domain spells them.
+fn roles() -> Vec<&'static str> {
+    parley_domain::model::Role::ALL.iter().map(|r| r.as_str()).collect()
+}
+
 macro_rules! fields {
     ($($(#[$doc:meta])* $name:ident => $body:expr;)*) => {$(
         $(#[$doc])*
@@ -173,8 +178,8 @@ macro_rules! fields {
 }
 
 fields! {
-    role => one_of(&["admin", "agent"], false);
-    optional_role => one_of(&["admin", "agent"], true);
+    role => one_of(&roles(), false);
+    optional_role => one_of(&roles(), true);
     operator_id => id(false);
     optional_operator_id => id(true);
     challenge_id => id(false);

@@ -17,7 +17,7 @@ impl Field for Role {
     const SHAPE: Shape = Shape::Text;
 
     fn schema() -> Schema {
-        schema::one_of(&["admin", "agent"], false).into()
+        schema::role().into()
     }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {

@@ -6,14 +6,14 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use parley_domain::DomainError;
-use parley_domain::model::{ConversationId, OperatorId};
-use parley_domain::validate;
+use parley_domain::model::ConversationId;
 
+use super::forms::{HandOverForm, NoteForm, ReplyForm, TakeForm};
 use super::view::LATEST;
 use super::{Conversation, Problem, Which, path, render};
 use crate::AppState;
 use crate::app::error::PageError;
-use crate::app::form::{CheckedForm, Form};
+use crate::app::form::CheckedForm;
 use crate::app::session::WebSession;
 use crate::error::sentence;
 
@@ -71,10 +71,14 @@ async fn settle_action<T>(s: &AppState, who: &WebSession, id: ConversationId, do
     settle(s, who, id, (Which::Actions, "actions"), "", done.map(drop)).await
 }
 
-/// The form's client message id when it is a valid one; a browser never
-/// sends another, and without one a repeat is simply a second message.
-fn client_id(form: &Form) -> Option<String> {
-    form.get("client_message_id").and_then(|v| validate::client_message_id(v).ok())
+/// What a refused form says about `field`, in a sentence that names it
+/// as the page does (`what`): "The reply must not be empty."
+fn said(e: &DomainError, field: &str, what: &str) -> String {
+    let first = match e {
+        DomainError::Validation(errors) => errors.fields().get(field).and_then(|m| m.first()).map(String::as_str),
+        _ => None,
+    };
+    format!("{what} {}.", first.unwrap_or("could not be read"))
 }
 
 pub async fn reply(
@@ -84,11 +88,11 @@ pub async fn reply(
     CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
     let text = form.get("body").unwrap_or_default();
-    let body = match validate::message_body(text) {
-        Ok(body) => body,
-        Err(m) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, format!("The reply {m}.")).await,
+    let reply = match form.read::<ReplyForm>() {
+        Ok(reply) => reply,
+        Err(e) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, said(&e, "body", "The reply")).await,
     };
-    let done = s.inbox.reply(&who.session, id, body, client_id(&form)).await.map(drop);
+    let done = s.inbox.reply(&who.session, id, reply.body.0, reply.client_message_id.map(|c| c.0)).await.map(drop);
     settle(&s, &who, id, (Which::Reply, LATEST), text, done).await
 }
 
@@ -99,11 +103,11 @@ pub async fn note(
     CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
     let text = form.get("body").unwrap_or_default();
-    let body = match validate::optional(&validate::NOTE, text).and_then(|b| b.ok_or_else(|| "is required".to_owned())) {
-        Ok(body) => body,
-        Err(m) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Note, text, format!("The note {m}.")).await,
+    let note = match form.read::<NoteForm>() {
+        Ok(note) => note,
+        Err(e) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Note, text, said(&e, "body", "The note")).await,
     };
-    let done = s.inbox.note(&who.session, id, body, client_id(&form)).await.map(drop);
+    let done = s.inbox.note(&who.session, id, note.body.0, note.client_message_id.map(|c| c.0)).await.map(drop);
     settle(&s, &who, id, (Which::Note, LATEST), text, done).await
 }
 
@@ -116,14 +120,14 @@ pub async fn hand_over(
 ) -> Result<Response, PageError> {
     let text = form.get("note").unwrap_or_default();
     let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    let Some(target) = operator_id(form.get("operator_id")) else {
+    let hand_over = match form.read::<HandOverForm>() {
+        Ok(hand_over) => hand_over,
+        Err(e) => return refused(&s, &who, id, unprocessable, Which::HandOver, text, said(&e, "note", "The note")).await,
+    };
+    let Some(target) = hand_over.operator_id else {
         return refused(&s, &who, id, unprocessable, Which::HandOver, text, "Choose an operator.".to_owned()).await;
     };
-    let note = match validate::optional(&validate::NOTE, text) {
-        Ok(note) => note,
-        Err(m) => return refused(&s, &who, id, unprocessable, Which::HandOver, text, format!("The note {m}.")).await,
-    };
-    let done = s.inbox.hand_over(&who.session, id, target, note).await.map(drop);
+    let done = s.inbox.hand_over(&who.session, id, target.0, hand_over.note.map(|n| n.0)).await.map(drop);
     settle(&s, &who, id, (Which::HandOver, "actions"), text, done).await
 }
 
@@ -135,7 +139,8 @@ pub async fn take(
     Conversation(id): Conversation,
     CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
-    let seen = operator_id(form.get("seen"));
+    // Every field of a take is read quietly: it cannot be refused.
+    let seen = form.read::<TakeForm>().ok().and_then(|t| t.seen).map(|s| s.0);
     let done = s.inbox.take(&who.session, id, seen).await;
     settle_action(&s, &who, id, done).await
 }
@@ -158,11 +163,6 @@ pub async fn reopen(
 ) -> Result<Response, PageError> {
     let done = s.inbox.reopen(&who.session, id).await;
     settle_action(&s, &who, id, done).await
-}
-
-/// An operator id of a form field; anything else is none.
-fn operator_id(value: Option<&str>) -> Option<OperatorId> {
-    value.and_then(|v| v.parse::<i64>().ok()).filter(|v| *v > 0).map(OperatorId)
 }
 
 #[cfg(test)]

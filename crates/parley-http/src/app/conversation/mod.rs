@@ -8,6 +8,7 @@
 //! `view` renders the page, `actions` answers its forms.
 
 mod actions;
+mod forms;
 mod view;
 
 use axum::extract::{FromRequestParts, State};

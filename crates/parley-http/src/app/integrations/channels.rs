@@ -7,7 +7,7 @@ use axum::response::Response;
 use maud::html;
 use parley_domain::verification::channels::{Channel, Provider};
 
-use super::common::{Admin, Refused, back, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
+use super::common::{Admin, Refused, back, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
 use crate::app::form::CheckedForm;
@@ -88,7 +88,7 @@ fn render(s: &AppState, who: &WebSession, status: StatusCode, done: Option<&str>
 /// Sends the test and answers a redirect, so a reload sends no second
 /// message.
 pub async fn send_test(State(s): State<AppState>, Admin(who): Admin, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
-    let sent = match read::<ChannelTestRequest>(&form) {
+    let sent = match form.read::<ChannelTestRequest>() {
         Ok(input) => s.verification.send_test(&who.session, input.channel, input.to).await,
         Err(e) => Err(e),
     };

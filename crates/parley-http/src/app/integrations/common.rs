@@ -9,7 +9,6 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use parley_domain::DomainError;
 use parley_domain::model::Role;
-use serde_json::{Map, Value};
 
 use crate::AppState;
 use crate::app::error::PageError;
@@ -18,7 +17,6 @@ use crate::app::layout::{minutes_or_seconds, page, respond};
 use crate::app::session::WebSession;
 use crate::app::{assets, csrf};
 use crate::error::{ApiError, sentence};
-use crate::extract::{Fields, FromFields, Shape};
 
 /// A signed-in admin; an agent gets a 403 page.
 pub struct Admin(pub WebSession);
@@ -123,45 +121,6 @@ pub fn back(to: &str) -> Response {
 /// A form's address opened as a page: the overview.
 pub async fn to_overview() -> Response {
     back("/app/integrations")
-}
-
-/// Reads a form into the admin API's request type `T`, by its rules:
-/// empty fields are left out, a list field is split at commas and white
-/// space (or, repeated, collected into one), a number field is read as
-/// the JSON number it spells and a true/false one as the JSON boolean.
-/// What each field is comes from `T` itself (`FromFields::FIELDS`).
-pub fn read<T: FromFields>(form: &Form) -> Result<T, DomainError> {
-    let shape = |name: &str| T::FIELDS.iter().find(|(n, _)| *n == name).map_or(Shape::Text, |(_, s)| *s);
-    let mut map = Map::new();
-    for (name, value) in form.pairs() {
-        if name == csrf::FIELD {
-            continue;
-        }
-        if shape(name) == Shape::List {
-            let items = value.split([',', '\n', '\r', ' ']).map(str::trim).filter(|s| !s.is_empty()).map(|s| Value::String(s.to_owned()));
-            let entry = map.entry(name.to_owned()).or_insert_with(|| Value::Array(Vec::new()));
-            if let Value::Array(list) = entry {
-                list.extend(items);
-            }
-        } else if !value.trim().is_empty() && !map.contains_key(name) {
-            let typed = match shape(name) {
-                Shape::Number => value.trim().parse::<u64>().ok().map(Value::from),
-                Shape::Bool => match value.trim() {
-                    "true" => Some(Value::Bool(true)),
-                    "false" => Some(Value::Bool(false)),
-                    _ => None,
-                },
-                Shape::Text | Shape::List => None,
-            };
-            map.insert(name.to_owned(), typed.unwrap_or_else(|| Value::String(value.to_owned())));
-        }
-    }
-    let mut fields = Fields::new(&map);
-    let parsed = T::from_fields(&mut fields);
-    fields.finish(parsed).map_err(|e| match e {
-        ApiError::Domain(d) => d,
-        _ => DomainError::invalid("form", "could not be read"),
-    })
 }
 
 /// What to say beside a form the domain refused, and with which status:

@@ -9,7 +9,7 @@ use axum::response::Response;
 use maud::{Markup, html};
 use parley_domain::model::{Installation, InstallationId, InstallationStatus, Site, SiteId};
 
-use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
+use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
 use crate::app::form::CheckedForm;
@@ -161,7 +161,7 @@ fn installation(s: &AppState, who: &WebSession, site: &Site, i: &Installation) -
 }
 
 pub async fn create_site(State(s): State<AppState>, Admin(who): Admin, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
-    let created = match read::<SiteCreateRequest>(&form) {
+    let created = match form.read::<SiteCreateRequest>() {
         Ok(input) => s.admin.create_site(&who.session, input.into()).await.map(|_| ()),
         Err(e) => Err(e),
     };
@@ -181,7 +181,7 @@ pub async fn create_installation(
     CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
     let site = SiteId(site);
-    let created = match read::<InstallationCreateRequest>(&form) {
+    let created = match form.read::<InstallationCreateRequest>() {
         Ok(input) => s.admin.create_installation(&who.session, site, input.into()).await.map(|(i, _)| i.id),
         Err(e) => Err(e),
     };

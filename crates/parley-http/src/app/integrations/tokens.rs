@@ -8,7 +8,7 @@ use axum::response::Response;
 use maud::html;
 use parley_domain::model::{PersonalToken, TokenId};
 
-use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
+use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
 use crate::app::form::CheckedForm;
@@ -103,7 +103,7 @@ async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'
 /// Makes a token and shows it in this answer, once; nothing keeps it to
 /// show again.
 pub async fn create(State(s): State<AppState>, Admin(who): Admin, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
-    let made = match read::<PersonalTokenCreateRequest>(&form) {
+    let made = match form.read::<PersonalTokenCreateRequest>() {
         Ok(input) => s.auth.create_personal_token(&who.session, input.into()).await,
         Err(e) => Err(e),
     };

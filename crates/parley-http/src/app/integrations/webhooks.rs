@@ -11,7 +11,7 @@ use parley_domain::inbox::PageRequest;
 use parley_domain::model::{DeliveryId, WebhookId};
 use parley_domain::webhooks::{Delivery, DeliveryStatus, Webhook, signing};
 
-use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, read, refusal, token_field, typed};
+use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::AppState;
 use crate::app::error::PageError;
 use crate::app::form::CheckedForm;
@@ -140,7 +140,7 @@ fn guide() -> Markup {
 
 /// Registers an endpoint and shows it with its secret, this once.
 pub async fn create(State(s): State<AppState>, Admin(who): Admin, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
-    let made = match read::<WebhookCreateRequest>(&form) {
+    let made = match form.read::<WebhookCreateRequest>() {
         Ok(input) => s.webhooks.create(&who.session, input.into()).await,
         Err(e) => Err(e),
     };
@@ -319,7 +319,7 @@ pub async fn send_test(
     CheckedForm(form): CheckedForm,
 ) -> Result<Response, PageError> {
     let id = WebhookId(id);
-    let sent = match read::<WebhookTestRequest>(&form) {
+    let sent = match form.read::<WebhookTestRequest>() {
         Ok(input) => s.webhooks.send_test(&who.session, id, input.event).await.map(|_| ()),
         Err(e) => Err(e),
     };
