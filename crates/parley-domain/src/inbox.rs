@@ -120,6 +120,28 @@ impl InboxService {
         self.db.read(move |r| r.conversation_details(scope, id)?.ok_or(DomainError::NotFound)).await
     }
 
+    /// Moves the caller's read marker in a conversation it sees to
+    /// `message` (never backwards): 404 for a conversation it does not
+    /// see, 422 for a message of another conversation.
+    pub async fn mark_read(&self, session: &Session, id: ConversationId, message: MessageId) -> Result<ReadMarker, DomainError> {
+        let scope: ConversationScope = session.operator.scope().into();
+        let now = self.clock.now();
+        self.db
+            .write(move |tx| {
+                tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                tx.mark_read(scope, id, message, now)?
+                    .ok_or_else(|| DomainError::invalid("message_id", "must be a message of this conversation"))
+            })
+            .await
+    }
+
+    /// How many open conversations the caller sees have messages from
+    /// their visitor it has not read: the badge of its devices.
+    pub async fn unread_conversations(&self, session: &Session) -> Result<u64, DomainError> {
+        let scope: ConversationScope = session.operator.scope().into();
+        self.db.read(move |r| Ok(r.unread_conversations(scope)?)).await
+    }
+
     /// What a page of the conversation shows: its details, its last
     /// `keep` messages (notes included, oldest first) and whether earlier
     /// ones were left out, and the operators it can be handed to (none

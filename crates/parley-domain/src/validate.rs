@@ -267,6 +267,26 @@ pub static VISITOR_CURSOR: Rule = Rule::new(
     "The `cursor` of the conversation's messages, or an event's `id`: opaque.",
 );
 
+/// A device's push token as APNs or FCM issue it: printable ASCII
+/// without spaces (APNs' are 64 hex digits, FCM's about 160 characters
+/// of base64 and punctuation), with room for longer ones.
+pub static PUSH_TOKEN: Rule = Rule::new(
+    "^[\\u0021-\\u007E]+$",
+    1,
+    4_096,
+    "is not a valid push token",
+    "The device's push token from APNs or FCM: 1 to 4,096 printable ASCII characters, no spaces.",
+);
+
+/// A language tag (BCP 47), such as `en`, `pt-BR` or `zh-Hant-TW`.
+pub static LOCALE: Rule = Rule::new(
+    "^[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*$",
+    2,
+    35,
+    "must be a language tag such as en or pt-BR",
+    "A language tag (BCP 47) such as `en` or `pt-BR`, at most 35 characters.",
+);
+
 /// An opaque public token or identifier.
 pub fn token(s: &str) -> Check<String> {
     TOKEN.check(s)?;
@@ -409,6 +429,8 @@ mod tests {
             &NEW_PASSWORD,
             &CODE,
             &VISITOR_CURSOR,
+            &PUSH_TOKEN,
+            &LOCALE,
         ] {
             assert!(Regex::new(rule.pattern).is_ok(), "{}", rule.pattern);
         }

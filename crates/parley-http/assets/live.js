@@ -28,12 +28,14 @@ function start(root) {
   let refreshing = false;
   let again = false;
 
-  markSeen();
   markUnread();
   localTimes(document);
   keepDrafts();
-  // Another tab of this browser read a conversation.
-  window.addEventListener("storage", (e) => e.key && e.key.startsWith("parley.seen.") && markUnread());
+  // Conversations read elsewhere (another tab, the phone) while this one
+  // was hidden: the inbox asks again when it is looked at.
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && kind === "inbox") refresh();
+  });
 
   // The page's own address: after a refused form the browser shows the
   // page at the form's address.
@@ -156,7 +158,6 @@ function start(root) {
         for (const id of regions) swap(id, fresh);
         const freshRoot = fresh.querySelector("[data-live]");
         if (freshRoot) root.dataset.last = freshRoot.dataset.last || "";
-        markSeen();
         markUnread();
       } while (again);
     } catch {
@@ -232,41 +233,12 @@ function start(root) {
     }
   }
 
-  // What this browser has seen of each conversation: the time of its
-  // last message when its page was last shown. The inbox marks the
-  // conversations that moved since (a closed one is never unread).
-  function markSeen() {
-    if (kind !== "conversation" || !root.dataset.last) return;
-    try {
-      localStorage.setItem("parley.seen." + conversation, root.dataset.last);
-    } catch {
-      // Storage may be refused (private windows): nothing is marked.
-    }
-  }
-
+  // Which conversations are unread is the server's (each operator's read
+  // marker, moved when a conversation's page is shown): the rows say so,
+  // and the title counts them.
   function markUnread() {
     if (kind !== "inbox") return;
-    let count = 0;
-    for (const row of document.querySelectorAll("a.conversation[data-id]")) {
-      let seen = null;
-      try {
-        seen = localStorage.getItem("parley.seen." + row.dataset.id);
-      } catch {
-        return;
-      }
-      const unread = row.dataset.status !== "closed" && (seen === null || seen < row.dataset.last);
-      if (unread) count += 1;
-      row.classList.toggle("unread", unread);
-      let label = row.querySelector(".unread-label");
-      if (unread && !label) {
-        label = document.createElement("span");
-        label.className = "unread-label";
-        label.textContent = "Unread";
-        row.prepend(label);
-      } else if (!unread && label) {
-        label.remove();
-      }
-    }
+    const count = document.querySelectorAll("a.conversation.unread[data-id]").length;
     // A tab in the background still says there is something to read.
     document.title = count ? "(" + count + ") " + title : title;
   }

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use axum::extract::FromRef;
 use parley_domain::admin::AdminService;
 use parley_domain::auth::AuthService;
+use parley_domain::devices::DevicesService;
 use parley_domain::feed::FeedService;
 use parley_domain::health::HealthService;
 use parley_domain::inbox::InboxService;
@@ -61,6 +62,7 @@ pub struct Services {
     pub inbox: InboxService,
     pub admin: AdminService,
     pub webhooks: WebhookService,
+    pub devices: DevicesService,
     pub verification: VerificationService,
     pub feed: FeedService,
     pub streams: stream::Streams,

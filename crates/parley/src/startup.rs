@@ -7,6 +7,7 @@ use std::sync::Arc;
 use parley_domain::admin::AdminService;
 use parley_domain::auth::{AuthService, DeviceMarks};
 use parley_domain::automation::{Automation, AutomationSettings};
+use parley_domain::devices::DevicesService;
 use parley_domain::feed::{CursorSeal, FeedService, FeedSettings, Hub};
 use parley_domain::health::{HealthService, HealthSettings};
 use parley_domain::inbox::InboxService;
@@ -202,6 +203,7 @@ impl Application {
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
             admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
             webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), allow_private, config.webhook_endpoints_per_tenant),
+            devices: DevicesService::new(db.clone(), Arc::clone(&clock), allow_private),
             metrics: metrics.clone(),
             proxies: TrustedProxies::new(config.trusted_proxies.clone()),
             web_app: WebAppSettings {

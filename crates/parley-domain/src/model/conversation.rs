@@ -95,4 +95,7 @@ pub struct ConversationDetails {
     pub visitor: Visitor,
     pub site: SiteRef,
     pub assignee: Option<OperatorRef>,
+    /// The visitor's messages after the reading operator's read marker
+    /// (all of them before it reads any); 0 when a visitor reads.
+    pub unread_count: u64,
 }

@@ -4,6 +4,7 @@
 //! and the HTTP layer chooses which of their fields a client sees.
 
 mod conversation;
+mod device;
 mod installation;
 mod message;
 mod operator;
@@ -12,6 +13,7 @@ mod tenant;
 mod visitor;
 
 pub use conversation::{Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, SiteRef, StatusFilter};
+pub use device::{Device, NewDevice, Platform, ReadMarker, WebPushKeys};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
 pub use message::{Message, NewMessage, Sender, SenderKind};
 pub use operator::{NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, PersonalToken, Role, Session, TokenKind};
@@ -45,7 +47,8 @@ macro_rules! for_each_id {
             DeliveryId,
             ChallengeId,
             TokenId,
-            LoginFailureId
+            LoginFailureId,
+            DeviceId
         );
     };
 }

@@ -357,14 +357,57 @@ pub trait SystemWrite: SystemRead {
     fn prune(&mut self, what: Prunable, cutoff: Timestamp, limit: u32) -> StoreResult<usize>;
 }
 
-/// Every read operation: what a read unit receives.
-pub trait ReadTx: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + FeedRead + SystemRead {}
+/// Operator notifications: the devices of sign-ins and read markers.
+pub trait NotificationsRead {
+    /// The operator's devices whose sign-in still holds at `now`, oldest
+    /// first.
+    fn devices(&mut self, tenant: TenantId, operator: OperatorId, now: Timestamp) -> StoreResult<Vec<Device>>;
+    /// Open conversations of the scope with messages from the visitor
+    /// after the scope's operator's read marker.
+    fn unread_conversations(&mut self, scope: ConversationScope) -> StoreResult<u64>;
+}
 
-impl<T> ReadTx for T where T: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + FeedRead + SystemRead {}
+pub trait NotificationsWrite: NotificationsRead {
+    /// Registers a device; a device holding the same push token (of any
+    /// operator) goes first, in the same unit.
+    fn insert_device(&mut self, tenant: TenantId, device: &NewDevice) -> StoreResult<Device>;
+    /// Removes one of the operator's devices; whether it was there.
+    fn delete_device(&mut self, tenant: TenantId, operator: OperatorId, device: DeviceId) -> StoreResult<bool>;
+    /// Moves the scope's operator's marker in a conversation of the scope
+    /// to `message` (never backwards). `None` when the message is not one
+    /// of that conversation's.
+    fn mark_read(
+        &mut self,
+        scope: ConversationScope,
+        conversation: ConversationId,
+        message: MessageId,
+        at: Timestamp,
+    ) -> StoreResult<Option<ReadMarker>>;
+}
+
+/// Every read operation: what a read unit receives.
+pub trait ReadTx:
+    TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + FeedRead + NotificationsRead + SystemRead
+{
+}
+
+impl<T> ReadTx for T where
+    T: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + FeedRead + NotificationsRead + SystemRead
+{
+}
 
 /// Every operation: what a write unit receives.
 pub trait WriteTx:
-    ReadTx + TenancyWrite + OperatorsWrite + LoginsWrite + ConversationsWrite + VerificationWrite + WebhooksWrite + FeedWrite + SystemWrite
+    ReadTx
+    + TenancyWrite
+    + OperatorsWrite
+    + LoginsWrite
+    + ConversationsWrite
+    + VerificationWrite
+    + WebhooksWrite
+    + FeedWrite
+    + NotificationsWrite
+    + SystemWrite
 {
 }
 
@@ -377,6 +420,7 @@ impl<T> WriteTx for T where
         + VerificationWrite
         + WebhooksWrite
         + FeedWrite
+        + NotificationsWrite
         + SystemWrite
 {
 }

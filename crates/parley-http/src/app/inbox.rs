@@ -77,8 +77,12 @@ fn row(d: &ConversationDetails) -> Markup {
         ConversationStatus::Closed => "Closed",
     };
     let last = c.last_message_at.to_rfc3339();
+    // The operator's own read marker, kept by the server (the mobile API
+    // counts from the same one); a closed conversation waits for nobody.
+    let unread = d.unread_count > 0 && c.status != ConversationStatus::Closed;
     html! {
-        a.conversation href={ "/app/conversations/" (c.id.0) "#latest" } data-status=(c.status.as_str()) data-id=(c.id.0) data-last=(last) {
+        a.conversation.unread[unread] href={ "/app/conversations/" (c.id.0) "#latest" } data-status=(c.status.as_str()) data-id=(c.id.0) data-last=(last) {
+            @if unread { span.unread-label { "Unread" } }
             span.who { (who) }
             span.site { (d.site.name) }
             span.status { (status) @if let Some(a) = &d.assignee { " · " (a.name) } }

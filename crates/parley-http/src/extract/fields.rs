@@ -141,6 +141,15 @@ impl<'a> Fields<'a> {
         Err(self.reject(name, message))
     }
 
+    /// A field's JSON value as sent, for a reader that takes an object
+    /// (`None` when absent, `null`, or in a query).
+    pub fn json(&self, name: &str) -> Option<&'a Value> {
+        match self.get(name)? {
+            Given::Json(v) => Some(v),
+            Given::Text(_) => None,
+        }
+    }
+
     /// Records a problem found by a rule that spans more than one check.
     pub fn reject(&mut self, name: &str, message: impl Into<String>) -> Invalid {
         self.errors.add(name, message);

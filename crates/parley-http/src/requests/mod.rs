@@ -11,6 +11,7 @@
 //! route's parameters.
 
 pub mod admin;
+pub mod devices;
 pub mod mobile;
 pub mod schema;
 pub mod values;

@@ -183,6 +183,7 @@ fields! {
     operator_id => id(false);
     optional_operator_id => id(true);
     challenge_id => id(false);
+    message_id => id(false);
     /// A page URL's rule, kept whole: a webhook's address keeps its
     /// fragment, so `PageUrl`'s description would not hold. The field's
     /// description is here, since `schema_with` drops a doc comment.

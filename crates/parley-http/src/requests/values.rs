@@ -242,3 +242,16 @@ impl Field for WebhookUrl {
         f.optional(name, |s| validate::PAGE_URL.check(s).map(|()| WebhookUrl(s.to_owned())))
     }
 }
+
+/// A message, by its id.
+impl Field for MessageId {
+    const SHAPE: Shape = Shape::Number;
+
+    fn schema() -> Schema {
+        schema::id(false).into()
+    }
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        Ok(f.optional_id(name)?.map(MessageId))
+    }
+}

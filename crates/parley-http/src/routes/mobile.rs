@@ -14,6 +14,7 @@ use super::openapi::{CatchupErrors, LoginErrors, OperatorErrors, OperatorReadErr
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields, bearer_token};
+use crate::requests::devices::ReadRequest;
 use crate::requests::mobile::*;
 use crate::stream;
 use crate::views::at;
@@ -29,6 +30,7 @@ pub fn routes(api: Mount) -> Mount {
         .routes(routes!(assign))
         .routes(routes!(transfer))
         .routes(routes!(close))
+        .routes(routes!(mark_read))
         .routes(routes!(events))
 }
 
@@ -107,8 +109,25 @@ async fn logout(State(s): State<AppState>, Authenticated(session): Authenticated
 #[utoipa::path(get, path = "/mobile/me", operation_id = "mobile_me", tag = "mobile",
     security(("bearer" = [])),
     responses((status = 200, body = MobileMeResponse), OperatorReadErrors))]
-async fn me(Authenticated(session): Authenticated) -> Json<MobileMeResponse> {
-    Json((&session).into())
+async fn me(State(s): State<AppState>, Authenticated(session): Authenticated) -> Result<Json<MobileMeResponse>, ApiError> {
+    let unread = s.inbox.unread_conversations(&session).await?;
+    Ok(Json(MobileMeResponse::new(&session, unread)))
+}
+
+/// Moves the caller's read marker in the conversation to `message_id`
+/// (never backwards); the conversation's `unread_count` and `me`'s
+/// `unread_conversations` count from it.
+#[utoipa::path(post, path = "/mobile/conversations/{id}/read", operation_id = "mobile_mark_read", tag = "mobile",
+    security(("bearer" = [])), params(("id" = i64, Path)), request_body = ReadRequest,
+    responses((status = 200, body = ReadMarkerResponse), OperatorErrors))]
+async fn mark_read(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    JsonBody(input): JsonBody<ReadRequest>,
+) -> Result<Json<ReadMarkerResponse>, ApiError> {
+    let marker = s.inbox.mark_read(&session, ConversationId(id), input.message_id).await?;
+    Ok(Json((&marker).into()))
 }
 
 /// The conversations visible to the operator, most recent activity first.

@@ -7,6 +7,7 @@
 
 mod admin;
 mod channels;
+mod devices;
 mod health;
 mod metrics;
 mod mobile;
@@ -91,6 +92,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = health::routes(mount);
     let mount = widget::routes(mount);
     let mount = mobile::routes(mount);
+    let mount = devices::routes(mount);
     let mount = admin::routes(mount);
     let mount = webhooks::routes(mount);
     let mount = tokens::routes(mount);

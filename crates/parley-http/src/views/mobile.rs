@@ -2,7 +2,7 @@
 
 use parley_domain::feed::{Cursor, FeedItem};
 use parley_domain::inbox::PageMeta;
-use parley_domain::model::{ConversationDetails, Message, Operator, Session, Visitor};
+use parley_domain::model::{ConversationDetails, Device, Message, Operator, ReadMarker, Session, Visitor};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -52,11 +52,14 @@ pub struct MobileLoginResponse {
 pub struct MobileMeResponse {
     pub user: UserView,
     pub tenant: TenantView,
+    /// Open conversations the operator sees whose visitor wrote after the
+    /// operator's read marker: the badge of its devices.
+    pub unread_conversations: u64,
 }
 
-impl From<&Session> for MobileMeResponse {
-    fn from(s: &Session) -> Self {
-        Self { user: (&s.operator).into(), tenant: (&s.tenant).into() }
+impl MobileMeResponse {
+    pub fn new(s: &Session, unread_conversations: u64) -> Self {
+        Self { user: (&s.operator).into(), tenant: (&s.tenant).into(), unread_conversations }
     }
 }
 
@@ -131,6 +134,10 @@ pub struct MobileConversationView {
     pub last_message_at: DateTime,
     pub verified: bool,
     pub created_at: DateTime,
+    /// The visitor's messages after the reading operator's read marker
+    /// (`POST mobile/conversations/{id}/read`); all of them before it
+    /// reads any.
+    pub unread_count: u64,
 }
 
 impl From<&ConversationDetails> for MobileConversationView {
@@ -148,6 +155,7 @@ impl From<&ConversationDetails> for MobileConversationView {
             last_message_at: at(c.last_message_at),
             verified: c.verified_at.is_some(),
             created_at: at(c.created_at),
+            unread_count: d.unread_count,
         }
     }
 }
@@ -272,4 +280,55 @@ pub struct MobileMessagesResponse {
 pub struct MobileMessageResponse {
     pub message: OperatorMessageView,
     pub conversation: MobileConversationView,
+}
+
+/// Where the operator's reading of a conversation stands.
+#[derive(Serialize, ToSchema)]
+pub struct ReadMarkerResponse {
+    pub conversation_id: i64,
+    /// The last message read; a marker never moves backwards.
+    pub message_id: i64,
+    /// The visitor's messages after it.
+    pub unread_count: u64,
+}
+
+impl From<&ReadMarker> for ReadMarkerResponse {
+    fn from(m: &ReadMarker) -> Self {
+        Self { conversation_id: m.conversation_id.0, message_id: m.message_id.0, unread_count: m.unread_count }
+    }
+}
+
+/// A device notifications go to; its push token is never shown.
+#[derive(Serialize, ToSchema)]
+pub struct DeviceView {
+    pub id: i64,
+    /// `ios`, `android` or `web`.
+    #[schema(value_type = crate::views::names::PlatformName)]
+    pub platform: &'static str,
+    pub name: Option<String>,
+    pub created_at: DateTime,
+    /// When a push last reached its provider; null before the first.
+    pub last_push_at: Option<DateTime>,
+}
+
+impl From<&Device> for DeviceView {
+    fn from(d: &Device) -> Self {
+        Self {
+            id: d.id.0,
+            platform: d.platform.as_str(),
+            name: d.name.clone(),
+            created_at: at(d.created_at),
+            last_push_at: d.last_push_at.map(at),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeviceResponse {
+    pub device: DeviceView,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeviceListResponse {
+    pub devices: Vec<DeviceView>,
 }

@@ -5,7 +5,7 @@
 
 use parley_domain::events::EventKind;
 use parley_domain::health::Status;
-use parley_domain::model::{ConversationStatus, InstallationStatus, Role, SenderKind};
+use parley_domain::model::{ConversationStatus, InstallationStatus, Platform, Role, SenderKind};
 use parley_domain::verification::Method;
 use parley_domain::webhooks::DeliveryStatus;
 use utoipa::openapi::RefOr;
@@ -38,6 +38,7 @@ names! {
     EventName => EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect(), "A webhook event kind.";
     StreamEventName => EventKind::STREAM.iter().map(|k| k.stream_name()).collect(), "A live event's kind.";
     MethodName => Method::ALL.iter().map(|m| m.as_str()).collect(), "A verification method.";
+    PlatformName => Platform::ALL.iter().map(|p| p.as_str()).collect(), "The push service a device is reached through.";
     HealthStatusName => Status::ALL.iter().map(|s| s.as_str()).collect(), "How a check or the whole service is doing.";
     TokenTypeName => vec!["Bearer"], "The kind of token.";
     VerificationStatusName => vec!["verified"], "The outcome of a confirmed verification.";

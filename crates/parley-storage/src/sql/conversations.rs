@@ -68,10 +68,29 @@ pub(super) fn details(r: &dyn Row) -> StoreResult<ConversationDetails> {
         visitor: visitor(r)?,
         site: SiteRef { id: SiteId(r.i64("s_id")?), name: r.string("s_name")? },
         assignee,
+        unread_count: r.u64("c_unread")?,
     })
 }
 
-pub(super) const DETAILS_COLS: &str = "s.id AS s_id, s.name AS s_name, a.id AS a_id, a.name AS a_name, a.email AS a_email";
+/// The visitor's messages of conversation `c` after the read marker of
+/// the operator `:operator` (all of them when it has none). A macro, so
+/// that the constants built from it stay constants.
+macro_rules! unread {
+    () => {
+        "(SELECT COUNT(*) FROM messages um WHERE um.conversation_id = c.id AND um.sender_type = 'visitor'
+           AND um.id > COALESCE((SELECT rm.message_id FROM read_markers rm
+                                 WHERE rm.operator_id = :operator AND rm.conversation_id = c.id), 0))"
+    };
+}
+pub(super) const UNREAD: &str = unread!();
+
+/// The details' columns; a visitor's scope (no `:operator`) reads no
+/// unread count.
+pub(super) const DETAILS_COLS: &str = concat!(
+    "s.id AS s_id, s.name AS s_name, a.id AS a_id, a.name AS a_name, a.email AS a_email, CASE WHEN :operator IS NULL THEN 0 ELSE ",
+    unread!(),
+    " END AS c_unread"
+);
 
 /// The conversation, its visitor, site and assignee, joined within the
 /// conversation's tenant.

@@ -21,6 +21,7 @@ mod stmt;
 mod conversations;
 mod feed;
 mod logins;
+mod notifications;
 mod operators;
 mod system;
 mod tenancy;
@@ -67,10 +68,20 @@ pub trait Conn {
 
 /// Every statement of every aggregate.
 pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
-    [conversations::ALL, feed::ALL, logins::ALL, operators::ALL, system::ALL, tenancy::ALL, verification::ALL, webhooks::ALL]
-        .into_iter()
-        .flatten()
-        .copied()
+    [
+        conversations::ALL,
+        feed::ALL,
+        logins::ALL,
+        notifications::ALL,
+        operators::ALL,
+        system::ALL,
+        tenancy::ALL,
+        verification::ALL,
+        webhooks::ALL,
+    ]
+    .into_iter()
+    .flatten()
+    .copied()
 }
 
 /// Prepares every statement on `conn`; returns how many there are.

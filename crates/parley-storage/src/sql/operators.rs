@@ -92,6 +92,11 @@ statements! {
         "UPDATE operator_tokens SET revoked_at = :at WHERE tenant_id = :tenant AND id = :token AND revoked_at IS NULL".into(),
     REVOKE_OPERATOR_TOKENS(tenant: TenantId, operator: OperatorId, at: Timestamp) => |_|
         "UPDATE operator_tokens SET revoked_at = :at WHERE tenant_id = :tenant AND operator_id = :operator AND revoked_at IS NULL".into(),
+    /// A device goes with the sign-in that registered it.
+    FORGET_TOKEN_DEVICES(tenant: TenantId, token: TokenId) => |_|
+        "DELETE FROM devices WHERE tenant_id = :tenant AND token_id = :token".into(),
+    FORGET_OPERATOR_DEVICES(tenant: TenantId, operator: OperatorId) => |_|
+        "DELETE FROM devices WHERE tenant_id = :tenant AND operator_id = :operator".into(),
 }
 
 impl Tx<'_> {
@@ -246,7 +251,11 @@ impl OperatorsWrite for Tx<'_> {
     }
 
     fn revoke_personal_token(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<bool> {
-        Ok(self.exec(REVOKE_PERSONAL_TOKEN { tenant, operator, token, at })? == 1)
+        let revoked = self.exec(REVOKE_PERSONAL_TOKEN { tenant, operator, token, at })? == 1;
+        if revoked {
+            self.exec(FORGET_TOKEN_DEVICES { tenant, token })?;
+        }
+        Ok(revoked)
     }
 
     fn touch_token(&mut self, tenant: TenantId, token: TokenId, at: Timestamp) -> StoreResult<()> {
@@ -256,11 +265,13 @@ impl OperatorsWrite for Tx<'_> {
 
     fn revoke_token(&mut self, tenant: TenantId, token: TokenId, at: Timestamp) -> StoreResult<()> {
         self.exec(REVOKE_TOKEN { tenant, token, at })?;
+        self.exec(FORGET_TOKEN_DEVICES { tenant, token })?;
         Ok(())
     }
 
     fn revoke_operator_tokens(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()> {
         self.exec(REVOKE_OPERATOR_TOKENS { tenant, operator, at })?;
+        self.exec(FORGET_OPERATOR_DEVICES { tenant, operator })?;
         Ok(())
     }
 }

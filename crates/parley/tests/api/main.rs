@@ -22,6 +22,7 @@ mod isolation;
 mod metrics;
 mod mobile_auth;
 mod mobile_inbox;
+mod notifications;
 mod openapi;
 mod sandbox;
 mod slow_clients;

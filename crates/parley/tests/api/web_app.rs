@@ -57,7 +57,7 @@ async fn the_status_filter_lists_only_its_conversations() {
     app.open_conversation("/api", &f.token, "v2", "second").await;
 
     let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
-    let count = |page: &Page| page.html.matches("class=\"conversation\"").count();
+    let count = |page: &Page| page.html.matches("<a class=\"conversation").count();
     assert_eq!(count(&browser.inbox("").await), 1, "open only");
     assert_eq!(count(&browser.inbox("?status=closed").await), 1);
     assert_eq!(count(&browser.inbox("?status=all").await), 2);

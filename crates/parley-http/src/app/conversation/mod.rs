@@ -88,5 +88,14 @@ async fn render(
     problem: Option<Problem>,
 ) -> Result<Response, PageError> {
     let t = s.inbox.transcript(&who.session, id, SHOWN).await?;
+    // Shown is read: the operator's marker moves to the newest message
+    // (the inbox, the badge and the mobile API count from it). A marker
+    // that could not move leaves the page as it is.
+    if t.details.unread_count > 0
+        && let Some(last) = t.messages.last()
+        && let Err(e) = s.inbox.mark_read(&who.session, id, last.id).await
+    {
+        tracing::warn!(error = %e, "a read marker could not be moved");
+    }
     Ok(respond(status, view::page(who, &t, problem.as_ref())))
 }

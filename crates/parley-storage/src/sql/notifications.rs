@@ -1,0 +1,128 @@
+//! Operator notifications: the devices sign-ins registered, and how far
+//! each operator has read each conversation.
+
+use parley_domain::Timestamp;
+use parley_domain::model::*;
+use parley_domain::store::StoreResult;
+use parley_domain::store::ops::{NotificationsRead, NotificationsWrite};
+
+use super::conversations::{SCOPE, UNREAD};
+use super::{Row, Tx, statements};
+
+/// A device's columns, as `d_…`; `table` is how the statement names the
+/// table (`d.` in a query, nothing in a `RETURNING`).
+fn device_cols(table: &str) -> String {
+    ["id", "operator_id", "platform", "name", "created_at", "last_push_at"].map(|c| format!("{table}{c} AS d_{c}")).join(", ")
+}
+
+fn device(r: &dyn Row) -> StoreResult<Device> {
+    Ok(Device {
+        id: DeviceId(r.i64("d_id")?),
+        operator_id: OperatorId(r.i64("d_operator_id")?),
+        platform: r.parsed("d_platform", Platform::parse)?,
+        name: r.text("d_name")?,
+        created_at: r.ts("d_created_at")?,
+        last_push_at: r.opt_ts("d_last_push_at")?,
+    })
+}
+
+statements! {
+    /// One push token is one device's, whoever registered it: the only
+    /// statement here that crosses tenants, so that a phone handed to
+    /// another account stops receiving the first one's pushes.
+    RELEASE_PUSH_TOKEN<'a>(push_token: &'a str) => |_| "DELETE FROM devices WHERE push_token = :push_token".into(),
+    INSERT_DEVICE<'a>(
+        tenant: TenantId, operator: OperatorId, token: TokenId, platform: &'a str, push_token: &'a str,
+        p256dh: Option<&'a str>, auth: Option<&'a str>, app_id: Option<&'a str>, name: Option<&'a str>, locale: Option<&'a str>,
+        created_at: Timestamp,
+    ) => |_| format!(
+        "INSERT INTO devices (tenant_id, operator_id, token_id, platform, push_token, web_p256dh, web_auth, app_id, name, locale, created_at)
+         SELECT :tenant, o.id, t.id, :platform, :push_token, :p256dh, :auth, :app_id, :name, :locale, :created_at
+         FROM operators o JOIN operator_tokens t ON t.operator_id = o.id AND t.tenant_id = o.tenant_id
+         WHERE o.tenant_id = :tenant AND o.id = :operator AND t.id = :token
+         RETURNING {}",
+        device_cols("")
+    ),
+    /// Only those whose sign-in still holds.
+    DEVICES(tenant: TenantId, operator: OperatorId, now: Timestamp) => |_| format!(
+        "SELECT {} FROM devices d JOIN operator_tokens t ON t.id = d.token_id AND t.tenant_id = d.tenant_id
+         WHERE d.tenant_id = :tenant AND d.operator_id = :operator AND t.revoked_at IS NULL AND t.expires_at > :now
+         ORDER BY d.id",
+        device_cols("d.")
+    ),
+    DELETE_DEVICE(tenant: TenantId, operator: OperatorId, id: DeviceId) => |_|
+        "DELETE FROM devices WHERE tenant_id = :tenant AND operator_id = :operator AND id = :id".into(),
+    UNREAD_CONVERSATIONS(scope: ConversationScope) => |_| format!(
+        "SELECT COUNT(*) AS n FROM conversations c WHERE {SCOPE} AND c.status <> 'closed' AND {UNREAD} > 0"
+    ),
+    /// A message of a conversation the scope sees.
+    MESSAGE_OF(scope: ConversationScope, conversation: ConversationId, message: MessageId) => |_| format!(
+        "SELECT m.id AS id FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
+         WHERE {SCOPE} AND c.id = :conversation AND m.id = :message"
+    ),
+    /// Never backwards: a marker further on stays.
+    MOVE_MARKER(tenant: TenantId, reader: OperatorId, conversation: ConversationId, message: MessageId, at: Timestamp) => |_|
+        "INSERT INTO read_markers (tenant_id, operator_id, conversation_id, message_id, updated_at)
+         VALUES (:tenant, :reader, :conversation, :message, :at)
+         ON CONFLICT (operator_id, conversation_id) DO UPDATE SET
+           message_id = CASE WHEN excluded.message_id > read_markers.message_id THEN excluded.message_id ELSE read_markers.message_id END,
+           updated_at = excluded.updated_at".into(),
+    MARKER(reader: OperatorId, conversation: ConversationId) => |_|
+        "SELECT rm.message_id AS message_id,
+                (SELECT COUNT(*) FROM messages um WHERE um.conversation_id = rm.conversation_id
+                   AND um.sender_type = 'visitor' AND um.id > rm.message_id) AS unread
+         FROM read_markers rm WHERE rm.operator_id = :reader AND rm.conversation_id = :conversation".into(),
+}
+
+impl NotificationsRead for Tx<'_> {
+    fn devices(&mut self, tenant: TenantId, operator: OperatorId, now: Timestamp) -> StoreResult<Vec<Device>> {
+        self.all(DEVICES { tenant, operator, now }, device)
+    }
+
+    fn unread_conversations(&mut self, scope: ConversationScope) -> StoreResult<u64> {
+        self.count(UNREAD_CONVERSATIONS { scope })
+    }
+}
+
+impl NotificationsWrite for Tx<'_> {
+    fn insert_device(&mut self, tenant: TenantId, d: &NewDevice) -> StoreResult<Device> {
+        self.exec(RELEASE_PUSH_TOKEN { push_token: &d.push_token })?;
+        let keys = d.web_keys.as_ref();
+        let params = INSERT_DEVICE {
+            tenant,
+            operator: d.operator_id,
+            token: d.token_id,
+            platform: d.platform.as_str(),
+            push_token: &d.push_token,
+            p256dh: keys.map(|k| k.p256dh.as_str()),
+            auth: keys.map(|k| k.auth.as_str()),
+            app_id: d.app_id.as_deref(),
+            name: d.name.as_deref(),
+            locale: d.locale.as_deref(),
+            created_at: d.created_at,
+        };
+        self.one(params, device)?
+            .ok_or_else(|| parley_domain::store::StoreError::Internal("INSERT_DEVICE: the sign-in is not in scope".into()))
+    }
+
+    fn delete_device(&mut self, tenant: TenantId, operator: OperatorId, id: DeviceId) -> StoreResult<bool> {
+        Ok(self.exec(DELETE_DEVICE { tenant, operator, id })? == 1)
+    }
+
+    fn mark_read(
+        &mut self,
+        scope: ConversationScope,
+        conversation: ConversationId,
+        message: MessageId,
+        at: Timestamp,
+    ) -> StoreResult<Option<ReadMarker>> {
+        let Some((reader, _)) = scope.operator else { return Ok(None) };
+        if self.one(MESSAGE_OF { scope, conversation, message }, |r| r.i64("id"))?.is_none() {
+            return Ok(None);
+        }
+        self.exec(MOVE_MARKER { tenant: scope.tenant, reader, conversation, message, at })?;
+        self.one(MARKER { reader, conversation }, |r| {
+            Ok(ReadMarker { conversation_id: conversation, message_id: MessageId(r.i64("message_id")?), unread_count: r.u64("unread")? })
+        })
+    }
+}
