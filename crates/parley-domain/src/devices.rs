@@ -58,6 +58,7 @@ impl DevicesService {
             operator_id: session.operator.id,
             token_id: session.token_id,
             platform: input.platform,
+            push_key: crate::password::token_digest(&input.push_token),
             push_token: input.push_token,
             web_keys: input.web_keys,
             app_id: input.app_id,
@@ -65,7 +66,9 @@ impl DevicesService {
             locale: input.locale,
             created_at: self.clock.now(),
         };
-        self.db.write(move |tx| Ok(tx.insert_device(tenant, &device)?)).await
+        // A sign-in that ended between its check and this write (a logout
+        // on another connection) registers nothing.
+        self.db.write(move |tx| tx.insert_device(tenant, &device)?.ok_or(DomainError::Unauthenticated)).await
     }
 
     /// The caller's devices whose sign-in still holds, oldest first.

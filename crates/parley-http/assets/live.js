@@ -31,10 +31,10 @@ function start(root) {
   markUnread();
   localTimes(document);
   keepDrafts();
-  // Conversations read elsewhere (another tab, the phone) while this one
-  // was hidden: the inbox asks again when it is looked at.
+  // Looked at again: the inbox learns what was read elsewhere (another
+  // tab, the phone), a conversation is read now that it is shown.
   document.addEventListener("visibilitychange", () => {
-    if (!document.hidden && kind === "inbox") refresh();
+    if (!document.hidden) refresh();
   });
 
   // The page's own address: after a refused form the browser shows the
@@ -148,7 +148,10 @@ function start(root) {
     try {
       do {
         again = false;
-        const response = await fetch(pageUrl, { credentials: "same-origin", headers: { Accept: "text/html" } });
+        // A tab nobody looks at refreshes without reading: the server
+        // moves the read marker only for a page that is shown.
+        const headers = document.hidden ? { Accept: "text/html", "X-Parley-Hidden": "1" } : { Accept: "text/html" };
+        const response = await fetch(pageUrl, { credentials: "same-origin", headers });
         if (response.redirected || response.status === 401) {
           location.assign(pageUrl);
           return;

@@ -59,6 +59,8 @@ pub struct NewDevice {
     /// APNs' device token, FCM's registration token, or a browser
     /// subscription's endpoint.
     pub push_token: String,
+    /// The push token's SHA-256: what makes it one device's.
+    pub push_key: Vec<u8>,
     /// A browser's keys; none for the other platforms.
     pub web_keys: Option<WebPushKeys>,
     pub app_id: Option<String>,

@@ -368,9 +368,10 @@ pub trait NotificationsRead {
 }
 
 pub trait NotificationsWrite: NotificationsRead {
-    /// Registers a device; a device holding the same push token (of any
-    /// operator) goes first, in the same unit.
-    fn insert_device(&mut self, tenant: TenantId, device: &NewDevice) -> StoreResult<Device>;
+    /// Registers a device for a sign-in that still holds; a device holding
+    /// the same push token (of any operator) is taken over. `None` when
+    /// the sign-in has ended meanwhile.
+    fn insert_device(&mut self, tenant: TenantId, device: &NewDevice) -> StoreResult<Option<Device>>;
     /// Removes one of the operator's devices; whether it was there.
     fn delete_device(&mut self, tenant: TenantId, operator: OperatorId, device: DeviceId) -> StoreResult<bool>;
     /// Moves the scope's operator's marker in a conversation of the scope

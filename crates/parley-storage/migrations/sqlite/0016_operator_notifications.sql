@@ -5,16 +5,18 @@
 --
 -- A device belongs to the sign-in (login token or web session) that
 -- registered it and goes with it. A push token is one device's, across
--- the whole service: registering it again moves it. For a browser, the
--- push token is its subscription's endpoint and the subscription's keys
--- sit beside it.
+-- the whole service: registering it again moves it. It is unique by its
+-- SHA-256 (`push_key`), since a browser's endpoint may be longer than an
+-- index entry can hold. For a browser, the push token is its
+-- subscription's endpoint and the subscription's keys sit beside it.
 CREATE TABLE IF NOT EXISTS devices (
     id           INTEGER PRIMARY KEY,
     tenant_id    INTEGER NOT NULL REFERENCES tenants(id),
     operator_id  INTEGER NOT NULL REFERENCES operators(id) ON DELETE CASCADE,
     token_id     INTEGER NOT NULL REFERENCES operator_tokens(id) ON DELETE CASCADE,
     platform     TEXT    NOT NULL,
-    push_token   TEXT    NOT NULL UNIQUE,
+    push_token   TEXT    NOT NULL,
+    push_key     BLOB    NOT NULL UNIQUE,
     web_p256dh   TEXT,
     web_auth     TEXT,
     app_id       TEXT,

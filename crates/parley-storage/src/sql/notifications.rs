@@ -27,19 +27,26 @@ fn device(r: &dyn Row) -> StoreResult<Device> {
 }
 
 statements! {
-    /// One push token is one device's, whoever registered it: the only
-    /// statement here that crosses tenants, so that a phone handed to
-    /// another account stops receiving the first one's pushes.
-    RELEASE_PUSH_TOKEN<'a>(push_token: &'a str) => |_| "DELETE FROM devices WHERE push_token = :push_token".into(),
-    INSERT_DEVICE<'a>(
-        tenant: TenantId, operator: OperatorId, token: TokenId, platform: &'a str, push_token: &'a str,
+    /// One push token is one device's, whoever registered it: registering
+    /// it again takes the row over (a new id, since it is a new device of
+    /// a new sign-in). The only statement here that reaches across
+    /// tenants, so that a phone signed in to another account stops
+    /// receiving the first one's pushes; the sign-in it attaches to must
+    /// be the caller's own and still hold.
+    REGISTER_DEVICE<'a>(
+        tenant: TenantId, operator: OperatorId, token: TokenId, platform: &'a str, push_token: &'a str, push_key: &'a [u8],
         p256dh: Option<&'a str>, auth: Option<&'a str>, app_id: Option<&'a str>, name: Option<&'a str>, locale: Option<&'a str>,
         created_at: Timestamp,
     ) => |_| format!(
-        "INSERT INTO devices (tenant_id, operator_id, token_id, platform, push_token, web_p256dh, web_auth, app_id, name, locale, created_at)
-         SELECT :tenant, o.id, t.id, :platform, :push_token, :p256dh, :auth, :app_id, :name, :locale, :created_at
+        "INSERT INTO devices (tenant_id, operator_id, token_id, platform, push_token, push_key, web_p256dh, web_auth, app_id, name, locale, created_at)
+         SELECT :tenant, o.id, t.id, :platform, :push_token, :push_key, :p256dh, :auth, :app_id, :name, :locale, :created_at
          FROM operators o JOIN operator_tokens t ON t.operator_id = o.id AND t.tenant_id = o.tenant_id
-         WHERE o.tenant_id = :tenant AND o.id = :operator AND t.id = :token
+         WHERE o.tenant_id = :tenant AND o.id = :operator AND t.id = :token AND t.revoked_at IS NULL AND t.expires_at > :created_at
+         ON CONFLICT (push_key) DO UPDATE SET
+           tenant_id = excluded.tenant_id, operator_id = excluded.operator_id, token_id = excluded.token_id,
+           platform = excluded.platform, push_token = excluded.push_token, web_p256dh = excluded.web_p256dh,
+           web_auth = excluded.web_auth, app_id = excluded.app_id, name = excluded.name, locale = excluded.locale,
+           created_at = excluded.created_at, last_push_at = NULL
          RETURNING {}",
         device_cols("")
     ),
@@ -85,15 +92,15 @@ impl NotificationsRead for Tx<'_> {
 }
 
 impl NotificationsWrite for Tx<'_> {
-    fn insert_device(&mut self, tenant: TenantId, d: &NewDevice) -> StoreResult<Device> {
-        self.exec(RELEASE_PUSH_TOKEN { push_token: &d.push_token })?;
+    fn insert_device(&mut self, tenant: TenantId, d: &NewDevice) -> StoreResult<Option<Device>> {
         let keys = d.web_keys.as_ref();
-        let params = INSERT_DEVICE {
+        let params = REGISTER_DEVICE {
             tenant,
             operator: d.operator_id,
             token: d.token_id,
             platform: d.platform.as_str(),
             push_token: &d.push_token,
+            push_key: &d.push_key,
             p256dh: keys.map(|k| k.p256dh.as_str()),
             auth: keys.map(|k| k.auth.as_str()),
             app_id: d.app_id.as_deref(),
@@ -101,8 +108,7 @@ impl NotificationsWrite for Tx<'_> {
             locale: d.locale.as_deref(),
             created_at: d.created_at,
         };
-        self.one(params, device)?
-            .ok_or_else(|| parley_domain::store::StoreError::Internal("INSERT_DEVICE: the sign-in is not in scope".into()))
+        self.one(params, device)
     }
 
     fn delete_device(&mut self, tenant: TenantId, operator: OperatorId, id: DeviceId) -> StoreResult<bool> {

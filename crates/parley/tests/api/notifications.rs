@@ -77,7 +77,7 @@ async fn read_markers_refuse_bad_input_and_other_scopes_and_store_nothing() {
     let f = app.fixture("acme", &[]).await;
     let second = app.site("acme", f.scope.tenant, &[]).await;
     app.operator(&f, "bea@acme.example.com", Role::Agent, &[second.scope.site]).await;
-    let other = app.fixture("globex", &[]).await;
+    app.fixture("globex", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     let bea = app.login("bea@acme.example.com").await;
     let outsider = app.login("admin@globex.example.com").await;
@@ -85,7 +85,6 @@ async fn read_markers_refuse_bad_input_and_other_scopes_and_store_nothing() {
     let elsewhere = app.open_conversation("/api", &f.token, "v2", "elsewhere").await;
     let (id, ids) = messages(&app, &admin, &public_id).await;
     let (_, others) = messages(&app, &admin, &elsewhere).await;
-    let _ = other;
 
     for (body, why) in [
         (json!({}), "missing"),
@@ -132,8 +131,7 @@ async fn a_device_belongs_to_its_sign_in_and_its_push_token_to_one_device() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
     app.operator(&f, "bea@acme.example.com", Role::Agent, &[f.scope.site]).await;
-    let other = app.fixture("globex", &[]).await;
-    let _ = other;
+    app.fixture("globex", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     let bea = app.login("bea@acme.example.com").await;
     let outsider = app.login("admin@globex.example.com").await;
@@ -178,6 +176,12 @@ async fn a_device_belongs_to_its_sign_in_and_its_push_token_to_one_device() {
     let again = app.post("/api/mobile/login", json!({"email": "bea@acme.example.com", "password": "another long password"})).await.1;
     let bea = again["token"].as_str().expect("token").to_owned();
     assert!(devices(&app, &bea).await.is_empty(), "{made}: removed with the old sign-ins");
+
+    // The longest push token fits, on both databases.
+    let (status, made) = register(&app, &admin, json!({"platform": "android", "push_token": "t".repeat(4096)})).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let long = made["device"]["id"].as_i64().expect("id");
+    app.authed(Method::DELETE, &format!("/api/mobile/devices/{long}"), &admin, None).await;
 
     // Removing one's own device.
     let (_, made) = register(&app, &admin, json!({"platform": "android", "push_token": "fcm:token-2"})).await;
@@ -258,6 +262,9 @@ async fn the_web_app_shows_and_moves_the_same_markers() {
     assert!(inbox.html.contains("<a class=\"conversation unread\""), "{}", inbox.html);
     assert!(inbox.html.contains("Unread"));
 
+    let hidden = browser.send(Method::GET, &format!("/app/conversations/{id}"), None, &[("x-parley-hidden", "1")]).await;
+    assert_eq!(hidden.status, StatusCode::OK);
+    assert_eq!(unread(&app, &admin, id).await, (json!(1), json!(1)), "a tab nobody looks at reads nothing");
     let page = browser.conversation(id).await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(unread(&app, &admin, id).await, (json!(0), json!(0)), "shown is read, for every client of the operator");

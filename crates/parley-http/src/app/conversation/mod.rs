@@ -12,8 +12,8 @@ mod forms;
 mod view;
 
 use axum::extract::{FromRequestParts, State};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use parley_domain::model::ConversationId;
 
@@ -76,10 +76,19 @@ impl Problem {
     }
 }
 
-pub async fn page(State(s): State<AppState>, who: WebSession, Conversation(id): Conversation) -> Result<Response, PageError> {
-    render(&s, &who, id, StatusCode::OK, None).await
+/// The page; showing it reads the conversation, but for the refresh of
+/// a tab nobody looks at (`X-Parley-Hidden`, sent by the page's script).
+pub async fn page(
+    State(s): State<AppState>,
+    who: WebSession,
+    Conversation(id): Conversation,
+    headers: HeaderMap,
+) -> Result<Response, PageError> {
+    let shown = !headers.contains_key("x-parley-hidden");
+    show(&s, &who, id, StatusCode::OK, None, shown).await
 }
 
+/// The page again after a form (the operator is looking at it).
 async fn render(
     s: &AppState,
     who: &WebSession,
@@ -87,11 +96,23 @@ async fn render(
     status: StatusCode,
     problem: Option<Problem>,
 ) -> Result<Response, PageError> {
+    show(s, who, id, status, problem, true).await
+}
+
+async fn show(
+    s: &AppState,
+    who: &WebSession,
+    id: ConversationId,
+    status: StatusCode,
+    problem: Option<Problem>,
+    shown: bool,
+) -> Result<Response, PageError> {
     let t = s.inbox.transcript(&who.session, id, SHOWN).await?;
     // Shown is read: the operator's marker moves to the newest message
     // (the inbox, the badge and the mobile API count from it). A marker
     // that could not move leaves the page as it is.
-    if t.details.unread_count > 0
+    if shown
+        && t.details.unread_count > 0
         && let Some(last) = t.messages.last()
         && let Err(e) = s.inbox.mark_read(&who.session, id, last.id).await
     {
