@@ -28,6 +28,11 @@ pub struct DeviceInput {
     pub locale: Option<String>,
 }
 
+/// Devices an operator may have at once: phones, tablets and browsers
+/// enough for anyone, few enough that a token cannot fan one push out to
+/// a crowd of endpoints.
+pub const MAX_DEVICES_PER_OPERATOR: usize = 20;
+
 #[derive(Clone)]
 pub struct DevicesService {
     db: Database,
@@ -58,7 +63,8 @@ impl DevicesService {
             operator_id: session.operator.id,
             token_id: session.token_id,
             platform: input.platform,
-            push_key: crate::password::token_digest(&input.push_token),
+            // Per platform: one provider's token cannot displace another's.
+            push_key: crate::password::token_digest(&format!("{}:{}", input.platform.as_str(), input.push_token)),
             push_token: input.push_token,
             web_keys: input.web_keys,
             app_id: input.app_id,
@@ -66,9 +72,23 @@ impl DevicesService {
             locale: input.locale,
             created_at: self.clock.now(),
         };
-        // A sign-in that ended between its check and this write (a logout
-        // on another connection) registers nothing.
-        self.db.write(move |tx| tx.insert_device(tenant, &device)?.ok_or(DomainError::Unauthenticated)).await
+        let now = device.created_at;
+        self.db
+            .write(move |tx| {
+                // Counted in the write, so registrations side by side cannot
+                // pass the cap; the device being registered again is not a
+                // new one.
+                if tx.other_devices(tenant, device.operator_id, &device.push_key, now)? >= MAX_DEVICES_PER_OPERATOR as u64 {
+                    return Err(DomainError::invalid(
+                        "push_token",
+                        format!("an operator may have at most {MAX_DEVICES_PER_OPERATOR} devices: remove one first"),
+                    ));
+                }
+                // A sign-in that ended between its check and this write (a
+                // logout on another connection) registers nothing.
+                tx.insert_device(tenant, &device)?.ok_or(DomainError::Unauthenticated)
+            })
+            .await
     }
 
     /// The caller's devices whose sign-in still holds, oldest first.

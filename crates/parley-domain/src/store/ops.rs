@@ -362,6 +362,9 @@ pub trait NotificationsRead {
     /// The operator's devices whose sign-in still holds at `now`, oldest
     /// first.
     fn devices(&mut self, tenant: TenantId, operator: OperatorId, now: Timestamp) -> StoreResult<Vec<Device>>;
+    /// The operator's devices whose sign-in holds at `now`, but the one
+    /// registered under `push_key`.
+    fn other_devices(&mut self, tenant: TenantId, operator: OperatorId, push_key: &[u8], now: Timestamp) -> StoreResult<u64>;
     /// Open conversations of the scope with messages from the visitor
     /// after the scope's operator's read marker.
     fn unread_conversations(&mut self, scope: ConversationScope) -> StoreResult<u64>;

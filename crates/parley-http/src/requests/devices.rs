@@ -93,6 +93,12 @@ fn subscription(v: &Value) -> Result<PushToken, String> {
     };
     let endpoint = v.get("endpoint").and_then(Value::as_str).ok_or("must have an endpoint")?;
     validate::PAGE_URL.check(endpoint).map_err(|m| format!("endpoint {m}"))?;
+    // A push service's address names no user and no fragment: one that
+    // does is not a browser's, and would dodge the one-device rule.
+    let parsed = url::Url::parse(endpoint).map_err(|_| "endpoint must be an absolute https URL".to_owned())?;
+    if !parsed.username().is_empty() || parsed.password().is_some() || parsed.fragment().is_some() {
+        return Err("endpoint must not carry credentials or a fragment".into());
+    }
     let keys = v.get("keys");
     let p256dh = key(keys.and_then(|k| k.get("p256dh")), 65, "p256dh")?;
     let auth = key(keys.and_then(|k| k.get("auth")), 16, "auth")?;

@@ -7,7 +7,7 @@ use parley_domain::model::DeviceId;
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{OperatorErrors, OperatorReadErrors};
+use super::openapi::{DeviceListErrors, DeviceRegisterErrors, DeviceRemoveErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody, PathId};
@@ -24,7 +24,7 @@ pub fn routes(api: Mount) -> Mount {
 /// moves to the new sign-in.
 #[utoipa::path(post, path = "/mobile/devices", operation_id = "mobile_register_device", tag = "mobile",
     security(("bearer" = [])), request_body = DeviceRegisterRequest,
-    responses((status = 201, body = DeviceResponse), OperatorErrors))]
+    responses((status = 201, body = DeviceResponse), DeviceRegisterErrors))]
 async fn register_device(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
@@ -36,7 +36,7 @@ async fn register_device(
 
 /// The operator's devices whose sign-in still holds, oldest first.
 #[utoipa::path(get, path = "/mobile/devices", operation_id = "mobile_list_devices", tag = "mobile",
-    security(("bearer" = [])), responses((status = 200, body = DeviceListResponse), OperatorReadErrors))]
+    security(("bearer" = [])), responses((status = 200, body = DeviceListResponse), DeviceListErrors))]
 async fn list_devices(State(s): State<AppState>, Authenticated(session): Authenticated) -> Result<Json<DeviceListResponse>, ApiError> {
     let list = s.devices.list(&session).await?;
     Ok(Json(DeviceListResponse { devices: list.iter().map(Into::into).collect() }))
@@ -45,7 +45,7 @@ async fn list_devices(State(s): State<AppState>, Authenticated(session): Authent
 /// Removes one of the operator's devices: it is notified no more.
 #[utoipa::path(delete, path = "/mobile/devices/{id}", operation_id = "mobile_remove_device", tag = "mobile",
     security(("bearer" = [])), params(("id" = i64, Path)),
-    responses((status = 204, description = "Removed"), OperatorErrors))]
+    responses((status = 204, description = "Removed"), DeviceRemoveErrors))]
 async fn remove_device(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,

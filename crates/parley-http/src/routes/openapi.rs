@@ -100,6 +100,39 @@ impl IntoResponses for OperatorReadErrors {
     }
 }
 
+/// Errors of registering a device.
+pub struct DeviceRegisterErrors;
+
+impl IntoResponses for DeviceRegisterErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            ("401", "`unauthenticated`: no valid bearer token, or its sign-in ended while registering"),
+            ("422", "`validation_failed`, with `fields`; also an operator with as many devices as it may have"),
+            UNAVAILABLE,
+        ]);
+        errors(&list)
+    }
+}
+
+/// Errors of listing the caller's devices.
+pub struct DeviceListErrors;
+
+impl IntoResponses for DeviceListErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[UNAUTHENTICATED, UNAVAILABLE])
+    }
+}
+
+/// Errors of removing a device.
+pub struct DeviceRemoveErrors;
+
+impl IntoResponses for DeviceRemoveErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[UNAUTHENTICATED, ("404", "`not_found`: no such device of this operator"), UNAVAILABLE])
+    }
+}
+
 /// Errors of the operator's catch-up.
 pub struct CatchupErrors;
 

@@ -28,8 +28,8 @@ fn device(r: &dyn Row) -> StoreResult<Device> {
 
 statements! {
     /// One push token is one device's, whoever registered it: registering
-    /// it again takes the row over (a new id, since it is a new device of
-    /// a new sign-in). The only statement here that reaches across
+    /// it again takes the row over (its id stays; everything else is the
+    /// new registration's). The only statement here that reaches across
     /// tenants, so that a phone signed in to another account stops
     /// receiving the first one's pushes; the sign-in it attaches to must
     /// be the caller's own and still hold.
@@ -50,6 +50,13 @@ statements! {
          RETURNING {}",
         device_cols("")
     ),
+    /// The sign-in a device is registered for, if it still holds; in a
+    /// write unit on PostgreSQL its row is locked, so that a logout or a
+    /// revocation running side by side waits for the registration and
+    /// then removes its device (or the registration sees it ended).
+    LIVE_SIGN_IN(tenant: TenantId, operator: OperatorId, token: TokenId, now: Timestamp) locked LIVE_SIGN_IN_LOCKED => |_|
+        "SELECT t.id AS id FROM operator_tokens t
+         WHERE t.tenant_id = :tenant AND t.operator_id = :operator AND t.id = :token AND t.revoked_at IS NULL AND t.expires_at > :now".into(),
     /// Only those whose sign-in still holds.
     DEVICES(tenant: TenantId, operator: OperatorId, now: Timestamp) => |_| format!(
         "SELECT {} FROM devices d JOIN operator_tokens t ON t.id = d.token_id AND t.tenant_id = d.tenant_id
@@ -57,6 +64,10 @@ statements! {
          ORDER BY d.id",
         device_cols("d.")
     ),
+    OTHER_DEVICES<'a>(tenant: TenantId, operator: OperatorId, push_key: &'a [u8], now: Timestamp) => |_|
+        "SELECT COUNT(*) AS n FROM devices d JOIN operator_tokens t ON t.id = d.token_id AND t.tenant_id = d.tenant_id
+         WHERE d.tenant_id = :tenant AND d.operator_id = :operator AND d.push_key <> :push_key
+           AND t.revoked_at IS NULL AND t.expires_at > :now".into(),
     DELETE_DEVICE(tenant: TenantId, operator: OperatorId, id: DeviceId) => |_|
         "DELETE FROM devices WHERE tenant_id = :tenant AND operator_id = :operator AND id = :id".into(),
     UNREAD_CONVERSATIONS(scope: ConversationScope) => |_| format!(
@@ -86,6 +97,10 @@ impl NotificationsRead for Tx<'_> {
         self.all(DEVICES { tenant, operator, now }, device)
     }
 
+    fn other_devices(&mut self, tenant: TenantId, operator: OperatorId, push_key: &[u8], now: Timestamp) -> StoreResult<u64> {
+        self.count(OTHER_DEVICES { tenant, operator, push_key, now })
+    }
+
     fn unread_conversations(&mut self, scope: ConversationScope) -> StoreResult<u64> {
         self.count(UNREAD_CONVERSATIONS { scope })
     }
@@ -93,6 +108,10 @@ impl NotificationsRead for Tx<'_> {
 
 impl NotificationsWrite for Tx<'_> {
     fn insert_device(&mut self, tenant: TenantId, d: &NewDevice) -> StoreResult<Option<Device>> {
+        let sign_in = LIVE_SIGN_IN { tenant, operator: d.operator_id, token: d.token_id, now: d.created_at };
+        if self.one(self.locking(sign_in), |r| r.i64("id"))?.is_none() {
+            return Ok(None);
+        }
         let keys = d.web_keys.as_ref();
         let params = REGISTER_DEVICE {
             tenant,

@@ -183,6 +183,19 @@ async fn a_device_belongs_to_its_sign_in_and_its_push_token_to_one_device() {
     let long = made["device"]["id"].as_i64().expect("id");
     app.authed(Method::DELETE, &format!("/api/mobile/devices/{long}"), &admin, None).await;
 
+    // At most twenty devices an operator.
+    for n in 0..20 {
+        let (status, body) = register(&app, &admin, json!({"platform": "android", "push_token": format!("fcm:many-{n}")})).await;
+        assert_eq!(status, StatusCode::CREATED, "{n}: {body}");
+    }
+    let (status, body) = register(&app, &admin, json!({"platform": "android", "push_token": "fcm:one-too-many"})).await;
+    assert_error(status, &body, StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    let (status, _) = register(&app, &admin, json!({"platform": "android", "push_token": "fcm:many-3"})).await;
+    assert_eq!(status, StatusCode::CREATED, "registering a device again is not a new one");
+    for d in devices(&app, &admin).await {
+        app.authed(Method::DELETE, &format!("/api/mobile/devices/{}", d["id"]), &admin, None).await;
+    }
+
     // Removing one's own device.
     let (_, made) = register(&app, &admin, json!({"platform": "android", "push_token": "fcm:token-2"})).await;
     let id = made["device"]["id"].as_i64().expect("id");
@@ -234,6 +247,8 @@ async fn bad_devices_are_refused_and_store_nothing() {
         (json!({"platform": "web", "push_token": bad_key}), "push_token"),
         (json!({"platform": "web", "push_token": subscription("http://push.example.com/x")}), "push_token"),
         (json!({"platform": "web", "push_token": subscription("https://127.0.0.1/push")}), "push_token"),
+        (json!({"platform": "web", "push_token": subscription("https://user:pw@push.example.com/x")}), "push_token"),
+        (json!({"platform": "web", "push_token": subscription("https://push.example.com/x#again")}), "push_token"),
         (json!({"platform": "ios", "push_token": APNS_TOKEN, "locale": "english please"}), "locale"),
         (json!({"platform": "ios", "push_token": APNS_TOKEN, "name": "x".repeat(256)}), "name"),
     ] {
@@ -265,6 +280,9 @@ async fn the_web_app_shows_and_moves_the_same_markers() {
     let hidden = browser.send(Method::GET, &format!("/app/conversations/{id}"), None, &[("x-parley-hidden", "1")]).await;
     assert_eq!(hidden.status, StatusCode::OK);
     assert_eq!(unread(&app, &admin, id).await, (json!(1), json!(1)), "a tab nobody looks at reads nothing");
+    let lured = browser.send(Method::GET, &format!("/app/conversations/{id}"), None, &[("sec-fetch-site", "cross-site")]).await;
+    assert_eq!(lured.status, StatusCode::OK);
+    assert_eq!(unread(&app, &admin, id).await, (json!(1), json!(1)), "a page another site opened reads nothing");
     let page = browser.conversation(id).await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(unread(&app, &admin, id).await, (json!(0), json!(0)), "shown is read, for every client of the operator");

@@ -77,14 +77,17 @@ impl Problem {
 }
 
 /// The page; showing it reads the conversation, but for the refresh of
-/// a tab nobody looks at (`X-Parley-Hidden`, sent by the page's script).
+/// a tab nobody looks at (`X-Parley-Hidden`, sent by the page's script)
+/// and for a page another site opened (`Sec-Fetch-Site: cross-site`):
+/// a link elsewhere must not be able to mark conversations read.
 pub async fn page(
     State(s): State<AppState>,
     who: WebSession,
     Conversation(id): Conversation,
     headers: HeaderMap,
 ) -> Result<Response, PageError> {
-    let shown = !headers.contains_key("x-parley-hidden");
+    let from_here = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).is_none_or(|site| matches!(site, "same-origin" | "none"));
+    let shown = from_here && !headers.contains_key("x-parley-hidden");
     show(&s, &who, id, StatusCode::OK, None, shown).await
 }
 
