@@ -47,6 +47,15 @@ async fn demo(dir: &Path) -> Demo {
     let (status, _) =
         app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/messages"), &mobile_token, Some(json!({"body": "hi"}))).await;
     assert_eq!(status, StatusCode::OK);
+    // A read marker and a device (its push key is bytes).
+    let (_, messages) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &mobile_token, None).await;
+    let first = messages["messages"][0]["id"].clone();
+    let (status, _) =
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/read"), &mobile_token, Some(json!({"message_id": first}))).await;
+    assert_eq!(status, StatusCode::OK);
+    let device = json!({"platform": "ios", "push_token": "740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad"});
+    let (status, _) = app.authed(Method::POST, "/api/mobile/devices", &mobile_token, Some(device)).await;
+    assert_eq!(status, StatusCode::CREATED);
     app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &mobile_token, None).await;
     let path = format!("/api/widget/conversations/{public_id}/verification/start");
     let (status, _) = app.post(&path, json!({"token": widget_token, "method": "email_otp", "target": "me@example.com"})).await;
