@@ -32,10 +32,21 @@ function start(root) {
   localTimes(document);
   keepDrafts();
   // Looked at again: the inbox learns what was read elsewhere (another
-  // tab, the phone), a conversation is read now that it is shown.
+  // tab, the phone), a conversation is read now that it is shown, and a
+  // reload put off while the tab was hidden happens.
+  let reloadWhenShown = false;
   document.addEventListener("visibilitychange", () => {
-    if (!document.hidden) refresh();
+    if (document.hidden) return;
+    if (reloadWhenShown) location.assign(pageUrl);
+    else refresh();
   });
+
+  // Loads the page again, but not in a tab nobody looks at: loading a
+  // conversation's page reads it.
+  function reload() {
+    if (document.hidden) reloadWhenShown = true;
+    else location.assign(pageUrl);
+  }
 
   // The page's own address: after a refused form the browser shows the
   // page at the form's address.
@@ -57,7 +68,7 @@ function start(root) {
       delay = 1000;
       status.hidden = true;
     });
-    source.addEventListener("reset", () => location.assign(pageUrl));
+    source.addEventListener("reset", reload);
     source.addEventListener("error", () => {
       // While the browser retries by itself the state is CONNECTING.
       // CLOSED means the answer was a refusal: a session that ended
@@ -71,9 +82,11 @@ function start(root) {
 
   async function recover() {
     try {
-      const probe = await fetch(pageUrl, { credentials: "same-origin", redirect: "manual" });
+      // Only asks whether the session holds: it shows nothing, so it
+      // reads nothing.
+      const probe = await fetch(pageUrl, { credentials: "same-origin", redirect: "manual", headers: { "X-Parley-Hidden": "1" } });
       if (probe.type === "opaqueredirect" || probe.status === 401) {
-        location.assign(pageUrl);
+        reload();
         return;
       }
     } catch {
@@ -153,7 +166,7 @@ function start(root) {
         const headers = document.hidden ? { Accept: "text/html", "X-Parley-Hidden": "1" } : { Accept: "text/html" };
         const response = await fetch(pageUrl, { credentials: "same-origin", headers });
         if (response.redirected || response.status === 401) {
-          location.assign(pageUrl);
+          reload();
           return;
         }
         if (!response.ok) return;

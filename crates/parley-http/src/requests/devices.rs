@@ -7,29 +7,19 @@ use parley_domain::model::{MessageId, Platform, WebPushKeys};
 use parley_domain::validate;
 use serde_json::Value;
 use utoipa::ToSchema;
-use utoipa::openapi::RefOr;
+use utoipa::openapi::{Ref, RefOr};
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 
 use super::schema;
 use crate::extract::{Fields, FromFields, Invalid, Shape};
 
-/// Read by hand: what `push_token` must be depends on `platform`.
-#[derive(ToSchema)]
+/// Read by hand, and documented by hand as one variant per kind of
+/// token: what `push_token` must be depends on `platform`.
 pub struct DeviceRegisterRequest {
-    /// `ios` (APNs), `android` (FCM) or `web` (Web Push).
-    #[schema(value_type = crate::views::names::PlatformName)]
     pub platform: Platform,
-    /// Described by `push_token_schema`.
-    #[schema(schema_with = push_token_schema)]
     pub push_token: PushToken,
-    /// The app's bundle or package id, if the installation serves several.
-    #[schema(value_type = Option<schema::Name>)]
     pub app_id: Option<String>,
-    /// How the device shows in the operator's list of devices.
-    #[schema(value_type = Option<schema::Name>)]
     pub name: Option<String>,
-    /// The device's language (BCP 47), for the text of its notifications.
-    #[schema(schema_with = locale_schema)]
     pub locale: Option<String>,
 }
 
@@ -41,32 +31,68 @@ pub struct PushToken {
     pub web_keys: Option<WebPushKeys>,
 }
 
-fn push_token_schema() -> RefOr<Schema> {
-    let key = |what: &str| {
-        ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).pattern(Some("^[A-Za-z0-9_-]+=*$")).description(Some(what))
-    };
-    let keys = ObjectBuilder::new()
-        .property("p256dh", key("The browser's P-256 public key, uncompressed (65 bytes), base64url."))
-        .required("p256dh")
-        .property("auth", key("The authentication secret (16 bytes), base64url."))
-        .required("auth");
-    let subscription = ObjectBuilder::new()
-        .description(Some("For `web`: the browser's PushSubscription as JSON (or that JSON as a string)."))
-        .property(
-            "endpoint",
-            ObjectBuilder::from(schema::rule(&validate::PAGE_URL, false)).description(Some("An https URL of the browser's push service.")),
-        )
-        .required("endpoint")
-        .property("keys", keys)
-        .required("keys");
-    let token = ObjectBuilder::from(schema::rule(&validate::PUSH_TOKEN, false)).description(Some(validate::PUSH_TOKEN.describe));
-    RefOr::T(Schema::OneOf(OneOfBuilder::new().item(token).item(subscription).build()))
+impl utoipa::PartialSchema for DeviceRegisterRequest {
+    fn schema() -> RefOr<Schema> {
+        let name = |what: &str| ObjectBuilder::from(schema::rule(&validate::NAME, true)).description(Some(what));
+        let mut locale = schema::rule(&validate::LOCALE, true);
+        locale.description = Some(validate::LOCALE.describe.to_owned());
+        let variant = |platforms: &[&str], token: RefOr<Schema>| {
+            ObjectBuilder::new()
+                .property("platform", schema::one_of(platforms, false))
+                .required("platform")
+                .property("push_token", token)
+                .required("push_token")
+                .property("app_id", name("The app's bundle or package id, if the installation serves several."))
+                .property("name", name("How the device shows in the operator's list of devices."))
+                .property("locale", locale.clone())
+                .build()
+        };
+        let subscription = RefOr::T(Schema::OneOf(
+            OneOfBuilder::new()
+                .item(Ref::from_schema_name("WebPushSubscription"))
+                .item(ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).description(Some("The subscription's JSON text.")))
+                .build(),
+        ));
+        let token = ObjectBuilder::from(schema::rule(&validate::PUSH_TOKEN, false)).description(Some(validate::PUSH_TOKEN.describe));
+        let one_of = OneOfBuilder::new()
+            .description(Some("A device to notify: APNs' or FCM's token for `ios` and `android`, the browser's subscription for `web`."))
+            .item(variant(&["ios", "android"], token.into()))
+            .item(variant(&["web"], subscription))
+            .build();
+        RefOr::T(Schema::OneOf(one_of))
+    }
 }
 
-fn locale_schema() -> utoipa::openapi::Object {
-    let mut s = schema::rule(&validate::LOCALE, true);
-    s.description = Some(validate::LOCALE.describe.to_owned());
-    s
+/// The browser's subscription and its keys are named schemas: nested in
+/// a union, inline objects trip strict client generators.
+impl ToSchema for DeviceRegisterRequest {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        let key = |what: &str| {
+            ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).pattern(Some("^[A-Za-z0-9_-]+=*$")).description(Some(what))
+        };
+        let keys = ObjectBuilder::new()
+            .description(Some("A browser subscription's keys (RFC 8291)."))
+            .property("p256dh", key("The browser's P-256 public key, uncompressed (65 bytes), base64url."))
+            .required("p256dh")
+            .property("auth", key("The authentication secret (16 bytes), base64url."))
+            .required("auth")
+            .build();
+        let endpoint = ObjectBuilder::from(schema::rule(&validate::PAGE_URL, false))
+            .description(Some("An https URL of the browser's push service, without credentials or a fragment."));
+        let subscription = ObjectBuilder::new()
+            .description(Some("The browser's PushSubscription, as its toJSON() gives it."))
+            .property("endpoint", endpoint)
+            .required("endpoint")
+            .property("keys", Ref::from_schema_name("WebPushKeys"))
+            .required("keys")
+            .build();
+        schemas.push(("WebPushKeys".to_owned(), subscription_part(keys)));
+        schemas.push(("WebPushSubscription".to_owned(), subscription_part(subscription)));
+    }
+}
+
+fn subscription_part(object: utoipa::openapi::Object) -> RefOr<Schema> {
+    RefOr::T(Schema::Object(object))
 }
 
 /// A base64url key of `len` bytes (padding tolerated, as some browsers
