@@ -1,4 +1,4 @@
-use super::{ConversationId, InstallationId, OperatorId, SiteId, TenantId, Visitor, VisitorId};
+use super::{ConversationId, InstallationId, MessageId, OperatorId, SiteId, TenantId, Visitor, VisitorId};
 use crate::clock::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,5 +97,15 @@ pub struct ConversationDetails {
     pub assignee: Option<OperatorRef>,
     /// The visitor's messages after the reading operator's read marker
     /// (all of them before it reads any); 0 when a visitor reads.
+    pub unread_count: u64,
+}
+
+/// Where an operator's reading of a conversation stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadMarker {
+    pub conversation_id: ConversationId,
+    /// The last message read: it never moves backwards.
+    pub message_id: MessageId,
+    /// The visitor's messages after it.
     pub unread_count: u64,
 }

@@ -1,6 +1,6 @@
-//! Where an operator is notified, and how far it has read.
+//! Where an operator is notified.
 
-use super::{ConversationId, DeviceId, MessageId, OperatorId, TokenId};
+use super::{DeviceId, OperatorId, TokenId};
 use crate::Timestamp;
 
 /// The push service a device is reached through.
@@ -67,14 +67,4 @@ pub struct NewDevice {
     pub name: Option<String>,
     pub locale: Option<String>,
     pub created_at: Timestamp,
-}
-
-/// Where an operator's reading of a conversation stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReadMarker {
-    pub conversation_id: ConversationId,
-    /// The last message read: it never moves backwards.
-    pub message_id: MessageId,
-    /// The visitor's messages after it.
-    pub unread_count: u64,
 }

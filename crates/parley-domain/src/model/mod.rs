@@ -12,8 +12,10 @@ mod site;
 mod tenant;
 mod visitor;
 
-pub use conversation::{Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, SiteRef, StatusFilter};
-pub use device::{Device, NewDevice, Platform, ReadMarker, WebPushKeys};
+pub use conversation::{
+    Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, ReadMarker, SiteRef, StatusFilter,
+};
+pub use device::{Device, NewDevice, Platform, WebPushKeys};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
 pub use message::{Message, NewMessage, Sender, SenderKind};
 pub use operator::{NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, PersonalToken, Role, Session, TokenKind};

@@ -7,8 +7,8 @@ use parley_domain::model::{MessageId, Platform, WebPushKeys};
 use parley_domain::validate;
 use serde_json::Value;
 use utoipa::ToSchema;
-use utoipa::openapi::{Ref, RefOr};
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::{Ref, RefOr};
 
 use super::schema;
 use crate::extract::{Fields, FromFields, Invalid, Shape};

@@ -26,6 +26,10 @@ fn device(r: &dyn Row) -> StoreResult<Device> {
     })
 }
 
+/// A sign-in (`t`) that still holds at `:now`: the rule of a device's
+/// life.
+const HOLDS: &str = "t.revoked_at IS NULL AND t.expires_at > :now";
+
 statements! {
     /// One push token is one device's, whoever registered it: registering
     /// it again takes the row over (its id stays; everything else is the
@@ -41,7 +45,7 @@ statements! {
         "INSERT INTO devices (tenant_id, operator_id, token_id, platform, push_token, push_key, web_p256dh, web_auth, app_id, name, locale, created_at)
          SELECT :tenant, o.id, t.id, :platform, :push_token, :push_key, :p256dh, :auth, :app_id, :name, :locale, :created_at
          FROM operators o JOIN operator_tokens t ON t.operator_id = o.id AND t.tenant_id = o.tenant_id
-         WHERE o.tenant_id = :tenant AND o.id = :operator AND t.id = :token AND t.revoked_at IS NULL AND t.expires_at > :created_at
+         WHERE o.tenant_id = :tenant AND o.id = :operator AND t.id = :token
          ON CONFLICT (push_key) DO UPDATE SET
            tenant_id = excluded.tenant_id, operator_id = excluded.operator_id, token_id = excluded.token_id,
            platform = excluded.platform, push_token = excluded.push_token, web_p256dh = excluded.web_p256dh,
@@ -54,20 +58,21 @@ statements! {
     /// write unit on PostgreSQL its row is locked, so that a logout or a
     /// revocation running side by side waits for the registration and
     /// then removes its device (or the registration sees it ended).
-    LIVE_SIGN_IN(tenant: TenantId, operator: OperatorId, token: TokenId, now: Timestamp) locked LIVE_SIGN_IN_LOCKED => |_|
+    LIVE_SIGN_IN(tenant: TenantId, operator: OperatorId, token: TokenId, now: Timestamp) locked LIVE_SIGN_IN_LOCKED => |_| format!(
         "SELECT t.id AS id FROM operator_tokens t
-         WHERE t.tenant_id = :tenant AND t.operator_id = :operator AND t.id = :token AND t.revoked_at IS NULL AND t.expires_at > :now".into(),
+         WHERE t.tenant_id = :tenant AND t.operator_id = :operator AND t.id = :token AND {HOLDS}"
+    ),
     /// Only those whose sign-in still holds.
     DEVICES(tenant: TenantId, operator: OperatorId, now: Timestamp) => |_| format!(
         "SELECT {} FROM devices d JOIN operator_tokens t ON t.id = d.token_id AND t.tenant_id = d.tenant_id
-         WHERE d.tenant_id = :tenant AND d.operator_id = :operator AND t.revoked_at IS NULL AND t.expires_at > :now
+         WHERE d.tenant_id = :tenant AND d.operator_id = :operator AND {HOLDS}
          ORDER BY d.id",
         device_cols("d.")
     ),
-    OTHER_DEVICES<'a>(tenant: TenantId, operator: OperatorId, push_key: &'a [u8], now: Timestamp) => |_|
+    OTHER_DEVICES<'a>(tenant: TenantId, operator: OperatorId, push_key: &'a [u8], now: Timestamp) => |_| format!(
         "SELECT COUNT(*) AS n FROM devices d JOIN operator_tokens t ON t.id = d.token_id AND t.tenant_id = d.tenant_id
-         WHERE d.tenant_id = :tenant AND d.operator_id = :operator AND d.push_key <> :push_key
-           AND t.revoked_at IS NULL AND t.expires_at > :now".into(),
+         WHERE d.tenant_id = :tenant AND d.operator_id = :operator AND d.push_key <> :push_key AND {HOLDS}"
+    ),
     DELETE_DEVICE(tenant: TenantId, operator: OperatorId, id: DeviceId) => |_|
         "DELETE FROM devices WHERE tenant_id = :tenant AND operator_id = :operator AND id = :id".into(),
     UNREAD_CONVERSATIONS(scope: ConversationScope) => |_| format!(
@@ -85,11 +90,12 @@ statements! {
          ON CONFLICT (operator_id, conversation_id) DO UPDATE SET
            message_id = CASE WHEN excluded.message_id > read_markers.message_id THEN excluded.message_id ELSE read_markers.message_id END,
            updated_at = excluded.updated_at".into(),
-    MARKER(reader: OperatorId, conversation: ConversationId) => |_|
-        "SELECT rm.message_id AS message_id,
-                (SELECT COUNT(*) FROM messages um WHERE um.conversation_id = rm.conversation_id
-                   AND um.sender_type = 'visitor' AND um.id > rm.message_id) AS unread
-         FROM read_markers rm WHERE rm.operator_id = :reader AND rm.conversation_id = :conversation".into(),
+    /// The marker, with the same count the conversations carry.
+    MARKER(operator: OperatorId, conversation: ConversationId) => |_| format!(
+        "SELECT rm.message_id AS message_id, {UNREAD} AS unread
+         FROM read_markers rm JOIN conversations c ON c.id = rm.conversation_id AND c.tenant_id = rm.tenant_id
+         WHERE rm.operator_id = :operator AND rm.conversation_id = :conversation"
+    ),
 }
 
 impl NotificationsRead for Tx<'_> {
@@ -146,7 +152,7 @@ impl NotificationsWrite for Tx<'_> {
             return Ok(None);
         }
         self.exec(MOVE_MARKER { tenant: scope.tenant, reader, conversation, message, at })?;
-        self.one(MARKER { reader, conversation }, |r| {
+        self.one(MARKER { operator: reader, conversation }, |r| {
             Ok(ReadMarker { conversation_id: conversation, message_id: MessageId(r.i64("message_id")?), unread_count: r.u64("unread")? })
         })
     }
