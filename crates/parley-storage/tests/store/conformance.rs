@@ -567,3 +567,94 @@ async fn a_token_holds_for_its_own_operator_until_it_ends() {
     app.db.write(move |tx| Ok(tx.revoke_token(tenant, token, START)?)).await.unwrap();
     assert!(!holds(scope, START).await, "revoked");
 }
+
+/// A sign-in of `operator` in `tenant`, as a login makes it.
+async fn sign_in(app: &TestStore, tenant: TenantId, operator: OperatorId, hash: &str) -> TokenId {
+    let token = NewOperatorToken {
+        operator_id: operator,
+        kind: TokenKind::Login,
+        token_hash: parley_domain::password::token_digest(hash),
+        device_name: None,
+        created_at: START,
+        expires_at: START.plus(Duration::from_secs(30 * 86_400)),
+    };
+    app.db.write(move |tx| Ok(tx.insert_operator_token(tenant, &token)?)).await.unwrap()
+}
+
+fn device(operator: OperatorId, token: TokenId, push: &str) -> NewDevice {
+    NewDevice {
+        operator_id: operator,
+        token_id: token,
+        platform: Platform::Ios,
+        push_token: push.into(),
+        push_key: parley_domain::password::token_digest(push),
+        web_keys: None,
+        app_id: None,
+        name: None,
+        locale: None,
+        created_at: START,
+    }
+}
+
+/// Devices and read markers: registered, listed, removed and moved only
+/// in their own tenant, for the operator's own sign-in, and for
+/// conversations the scope sees.
+#[tokio::test]
+async fn notifications_stay_in_their_scope() {
+    let (app, a, b) = world().await;
+    let (ta, tb, aa, ba) = (a.tenant, b.tenant, a.agent, b.agent);
+    let a_token = sign_in(&app, ta, aa, "acme agent").await;
+    let b_token = sign_in(&app, tb, ba, "globex agent").await;
+    let theirs = attempt(&app, move |tx| tx.insert_device(tb, &device(ba, b_token, "globex-phone"))).await.flatten().expect("registered");
+    assert!(
+        attempt(&app, move |tx| tx.insert_device(ta, &device(ba, b_token, "mallory-phone"))).await.flatten().is_none(),
+        "another tenant's operator and sign-in"
+    );
+    assert!(
+        attempt(&app, move |tx| tx.insert_device(ta, &device(aa, b_token, "mallory-phone"))).await.flatten().is_none(),
+        "one's own operator with another's sign-in"
+    );
+    assert_ne!(attempt(&app, move |tx| tx.delete_device(ta, ba, theirs.id)).await, Some(true), "another tenant's device");
+    assert_ne!(attempt(&app, move |tx| tx.delete_device(ta, aa, theirs.id)).await, Some(true), "another operator's device");
+
+    let agent = a.agent();
+    let (own, hidden, foreign) = (a.conv1.id, a.conv2.id, b.conv1.id);
+    let messages = |scope: ConversationScope, c: ConversationId| {
+        let app = &app;
+        async move { app.db.read(move |r| Ok(r.messages(scope, c, PAGE)?)).await.unwrap() }
+    };
+    let own_message = messages(agent, own).await[0].id;
+    let hidden_message = messages(a.admin(), hidden).await[0].id;
+    let foreign_message = messages(b.admin(), foreign).await[0].id;
+    for (conversation, message, why) in [
+        (hidden, hidden_message, "a conversation of a site the agent is not a member of"),
+        (foreign, foreign_message, "another tenant's conversation"),
+        (own, hidden_message, "a message of another conversation"),
+        (own, foreign_message, "another tenant's message"),
+    ] {
+        assert!(attempt(&app, move |tx| tx.mark_read(agent, conversation, message, START)).await.flatten().is_none(), "{why}");
+    }
+    let marked = attempt(&app, move |tx| tx.mark_read(agent, own, own_message, START)).await.flatten().expect("its own");
+    assert_eq!(marked.unread_count, 0);
+
+    app.db
+        .read(move |r| {
+            assert_eq!(r.devices(tb, ba, START)?, vec![theirs.clone()], "the device is where it was");
+            assert!(r.devices(ta, ba, START)?.is_empty(), "not listed under another tenant");
+            assert!(r.devices(ta, aa, START)?.is_empty(), "nothing was registered for the tenant that tried");
+            assert_eq!(r.unread_conversations(agent)?, 0, "the agent's one conversation is read, the other site's is not its");
+            let b_agent = ConversationScope { tenant: tb, site: None, operator: Some((ba, Role::Agent)) };
+            assert_eq!(r.unread_conversations(b_agent)?, 1, "the other tenant's markers did not move");
+            let admin = r.operator_by_email(ta, "admin@acme.example.com")?.expect("the admin");
+            let admin = ConversationScope { tenant: ta, site: None, operator: Some((admin.id, Role::Admin)) };
+            let details = r.conversation_details(admin, own)?.expect("conversation");
+            assert_eq!(details.unread_count, 1, "the admin's own marker did not move with the agent's");
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert!(
+        attempt(&app, move |tx| tx.insert_device(ta, &device(aa, a_token, "acme-phone"))).await.flatten().is_some(),
+        "its own operator and sign-in register"
+    );
+}
