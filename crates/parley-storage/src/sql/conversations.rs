@@ -190,10 +190,18 @@ statements! {
     CONVERSATION(scope: ConversationScope, id: ConversationId) locked CONVERSATION_LOCKED => |_| conversation_where("c.id = :id"),
     CONVERSATION_DETAILS(scope: ConversationScope, id: ConversationId) => |_|
         format!("SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS} {DETAILS_FROM} WHERE {SCOPE} AND c.id = :id"),
+    /// The page is chosen first, by id: the details (the unread count
+    /// above all, a count per conversation) are then read for its rows
+    /// only, where a sort over every conversation of the scope would
+    /// compute them for all of them.
     CONVERSATIONS<'a>(scope: ConversationScope, status: &'a str, limit: u32, offset: u64) => |_| format!(
-        "SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS} {DETAILS_FROM}
-         WHERE {SCOPE} AND {STATUS_FILTER}
-         ORDER BY c.last_message_at DESC, c.id DESC LIMIT :limit OFFSET :offset"
+        "SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS}
+         FROM (SELECT c.id AS page_id FROM conversations c
+               WHERE {SCOPE} AND {STATUS_FILTER}
+               ORDER BY c.last_message_at DESC, c.id DESC LIMIT :limit OFFSET :offset) page
+         {}
+         ORDER BY c.last_message_at DESC, c.id DESC",
+        DETAILS_FROM.replacen("FROM conversations c", "JOIN conversations c ON c.id = page.page_id", 1)
     ),
     COUNT_CONVERSATIONS<'a>(scope: ConversationScope, status: &'a str) => |_|
         format!("SELECT COUNT(*) AS n FROM conversations c WHERE {SCOPE} AND {STATUS_FILTER}"),
