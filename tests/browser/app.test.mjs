@@ -224,6 +224,56 @@ describe("the web app", () => {
     await visitor.context.close();
   });
 
+  it("keeps read markers on the server: read in one browser is read in another and on the phone, a hidden tab reads nothing", async () => {
+    const publicId = await visitorWrites("Marker Mia", "Are you open on Sundays?");
+    // The first browser can be hidden on demand, as a tab in the
+    // background is; the second stays as it is.
+    const first = await openContext(browser);
+    await first.context.addInitScript(() => {
+      window.__parleyHidden = false;
+      Object.defineProperty(Document.prototype, "hidden", { configurable: true, get: () => window.__parleyHidden });
+    });
+    await signIn(first.page, ADMIN);
+    await first.page.locator("h1", { hasText: "Inbox" }).waitFor();
+    const second = await operator(ADMIN);
+    await withStream(second.page, () => second.page.reload());
+    assert.match(await row(second.page, "Marker Mia").getAttribute("class"), /unread/, "unread before anyone reads it");
+
+    const id = await openConversation(first.page, "Marker Mia");
+    const unread = async () => (await asAdmin(`/api/v1/mobile/conversations/${id}`)).body.conversation.unread_count;
+    assert.equal(await unread(), 0, "shown in one browser is read for the phone too");
+    // The other browser learns it when it is looked at again.
+    await second.page.evaluate(() => document.dispatchEvent(new Event("visibilitychange")));
+    await second.page.waitForFunction(
+      () => ![...document.querySelectorAll("a.conversation")].some((a) => a.textContent.includes("Marker Mia") && a.classList.contains("unread")),
+      null,
+      { timeout: 5000 },
+    );
+
+    // Hidden, the page follows the visitor without reading.
+    await first.page.evaluate(() => {
+      window.__parleyHidden = true;
+    });
+    const more = await json(`/api/v1/widget/conversations/${publicId}/messages`, {
+      method: "POST",
+      body: JSON.stringify({ token: creds.widget_token, body: "Or on holidays?" }),
+    });
+    assert.equal(more.status, 201, JSON.stringify(more));
+    await first.page.locator("#messages li.visitor", { hasText: "Or on holidays?" }).waitFor({ timeout: 5000 });
+    assert.equal(await unread(), 1, "a tab nobody looks at reads nothing");
+    const shown = first.page.waitForResponse((r) => r.url().endsWith(`/app/conversations/${id}`) && r.request().headers()["x-parley-hidden"] === undefined);
+    await first.page.evaluate(() => {
+      window.__parleyHidden = false;
+      document.dispatchEvent(new Event("visibilitychange"));
+    });
+    await shown;
+    assert.equal(await unread(), 0, "looked at again, it is read");
+    assert.deepEqual(first.problems, []);
+    assert.deepEqual(second.problems, []);
+    await first.context.close();
+    await second.context.close();
+  });
+
   it("keeps the newest activity first, live, and keeps a draft across a reload until it is sent", async () => {
     const older = await visitorWrites("Older Olive", "First question");
     await visitorWrites("Newer Ned", "Second question");
