@@ -1,4 +1,4 @@
-//! Fresh databases for tests.
+//! Fresh databases and fixtures for tests.
 //!
 //! `PARLEY_TEST_DATABASE_URL=postgres://…` points the test suites at a
 //! PostgreSQL server; each test then gets a database of its own, copied
@@ -8,9 +8,63 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use parley_domain::model::{SiteScope, TenantId, WidgetAppearance};
+use parley_domain::tenancy::{NewSiteInput, NewTenantInput, Tenancy};
 use postgres::Client;
 
 use crate::postgres::migrate;
+
+/// The password of every test operator.
+pub const PASSWORD: &str = "a long test password";
+
+/// A test tenant `slug`, whose first admin is `admin@<slug>.example.com`.
+pub fn tenant_input(slug: &str) -> NewTenantInput {
+    NewTenantInput {
+        slug: slug.into(),
+        name: format!("{slug} Inc."),
+        admin_email: format!("admin@{slug}.example.com"),
+        admin_password: PASSWORD.into(),
+    }
+}
+
+/// A test site `name` listing `domains`.
+pub fn site_input(name: &str, domains: &[&str]) -> NewSiteInput {
+    NewSiteInput {
+        name: name.into(),
+        domains: domains.iter().map(|d| d.to_string()).collect(),
+        appearance: WidgetAppearance {
+            title: "Talk to us".into(),
+            greeting: "Hi!".into(),
+            accent_color: "#0f766e".into(),
+            privacy_text: "We keep your messages.".into(),
+            privacy_url: Some("https://example.com/privacy".into()),
+        },
+    }
+}
+
+/// One tenant with one site and one installation.
+#[derive(Clone, Debug)]
+pub struct Fixture {
+    pub slug: String,
+    pub scope: SiteScope,
+    /// The installation's token.
+    pub token: String,
+}
+
+/// A tenant `slug` with a site (listing `domains`) and one installation,
+/// made through the tenancy service.
+pub async fn fixture(tenancy: &Tenancy, slug: &str, domains: &[&str]) -> Fixture {
+    let (tenant, _) = tenancy.create_tenant(tenant_input(slug)).await.expect("tenant");
+    site(tenancy, &tenant.slug, tenant.id, domains).await
+}
+
+/// Another site (with its installation) of an existing tenant.
+pub async fn site(tenancy: &Tenancy, slug: &str, tenant: TenantId, domains: &[&str]) -> Fixture {
+    let site = tenancy.create_site(tenant, site_input(&format!("{slug} site"), domains)).await.expect("site");
+    let scope = SiteScope { tenant, site: site.id };
+    let installation = tenancy.create_installation(scope, "Main website".into(), "web".into()).await.expect("installation");
+    Fixture { slug: slug.into(), scope, token: installation.token }
+}
 
 /// 2026-01-01T00:00:00Z: tests start here and move the clock by hand.
 pub const START: parley_domain::Timestamp = parley_domain::Timestamp::from_millis(1_767_225_600_000);

@@ -12,20 +12,17 @@ use std::time::Duration;
 use parley_domain::admin::{AdminService, NewInstallationInput, NewOperatorInput};
 use parley_domain::auth::{AuthService, DeviceMarks, LoginInput, LoginOutcome, SignIn};
 use parley_domain::limits::{ClientKey, RateLimitSettings, RateLimits};
-use parley_domain::model::{Installation, Operator, Role, Session, Site, Tenant, TenantId, WidgetAppearance};
-use parley_domain::tenancy::{NewSiteInput, NewTenantInput, Tenancy};
+use parley_domain::model::{Installation, Operator, Role, Session, Site, Tenant, TenantId};
+use parley_domain::tenancy::Tenancy;
 use parley_domain::verification::channels::{Channels, Email, EmailSender, Provider, SendFuture, Sms, SmsSender};
 use parley_domain::verification::limits::VerificationLimits;
 use parley_domain::verification::service::VerificationService;
 use parley_domain::webhooks::service::WebhookService;
 use parley_domain::widget::{Caller, Origin, WidgetService, WidgetSettings};
 use parley_domain::{Clock, Database, DomainError, ManualClock, Timestamp};
-pub use parley_storage::testing::START;
 use parley_storage::testing::TestDatabase;
+pub use parley_storage::testing::{PASSWORD, START, site_input, tenant_input};
 use tempfile::TempDir;
-
-/// The password every fixture operator gets.
-pub const PASSWORD: &str = "a long test password";
 
 /// `parley serve`'s public URL, as magic links and snippets would show it.
 pub const PUBLIC_URL: &str = "https://chat.example.com";
@@ -254,16 +251,7 @@ impl Services {
     /// site, an installation and an agent of that site
     /// (`agent@<slug>.example.com`), each made by the services.
     pub async fn tenant(&self, slug: &str) -> TenantFixture {
-        let (tenant, first_admin) = self
-            .tenancy
-            .create_tenant(NewTenantInput {
-                slug: slug.into(),
-                name: format!("{slug} Inc."),
-                admin_email: format!("admin@{slug}.example.com"),
-                admin_password: PASSWORD.into(),
-            })
-            .await
-            .expect("tenant");
+        let (tenant, first_admin) = self.tenancy.create_tenant(tenant_input(slug)).await.expect("tenant");
         let admin = self.sign_in(&first_admin, PASSWORD).await;
         let site = self
             .admin
@@ -304,20 +292,5 @@ impl Services {
             Err(DomainError::Unauthenticated) => false,
             Err(e) => panic!("authenticating failed otherwise: {e:?}"),
         }
-    }
-}
-
-/// What an admin sends to make a site.
-pub fn site_input(name: &str, domains: &[&str]) -> NewSiteInput {
-    NewSiteInput {
-        name: name.into(),
-        domains: domains.iter().map(|d| d.to_string()).collect(),
-        appearance: WidgetAppearance {
-            title: "Talk to us".into(),
-            greeting: "Hi!".into(),
-            accent_color: "#0f766e".into(),
-            privacy_text: "We keep your messages.".into(),
-            privacy_url: Some("https://example.com/privacy".into()),
-        },
     }
 }

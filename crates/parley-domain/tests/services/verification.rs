@@ -39,6 +39,23 @@ async fn confirm(h: &Services, token: &str, public_id: &str, challenge: Challeng
     h.verification.confirm(&h.caller(), input).await
 }
 
+/// The visitor as the widget syncs it, changing nothing.
+async fn visitor(h: &Services, token: &str) -> parley_domain::model::Visitor {
+    let unchanged = VisitorInput { token: token.into(), uuid: VISITOR.into(), name: None, email: None, phone: None, current_url: None };
+    h.widget.sync_visitor(&h.caller(), unchanged).await.expect("the visitor syncs").0
+}
+
+/// A conversation of acme's visitor with an email challenge started:
+/// the installation token, the conversation, the challenge and its code.
+async fn challenged(h: &Services) -> (String, String, Started, String) {
+    let acme = h.tenant("acme").await;
+    let token = acme.installation.token.clone();
+    let public_id = open(h, &acme, VISITOR).await;
+    let started = start(h, &token, &public_id, "visitor@example.com").await.expect("started");
+    let code = h.outbox.latest_code("visitor@example.com");
+    (token, public_id, started, code)
+}
+
 /// A six-digit code that is not `code`.
 fn other_than(code: &str) -> String {
     format!("{:06}", (code.parse::<u32>().expect("digits") + 1) % 1_000_000)
@@ -69,8 +86,7 @@ async fn the_right_code_verifies_the_visitor_once() {
     assert_eq!(verified.conversation.verified_at, Some(h.now()));
 
     // The visitor is verified, with the proven address as its own.
-    let unchanged = VisitorInput { token: token.clone(), uuid: VISITOR.into(), name: None, email: None, phone: None, current_url: None };
-    let (visitor, _) = h.widget.sync_visitor(&h.caller(), unchanged).await.unwrap();
+    let visitor = visitor(&h, token).await;
     assert_eq!(visitor.verified_at, Some(h.now()));
     assert_eq!(visitor.verified_method, Some(Method::EmailOtp));
     assert_eq!(visitor.verified_target.as_deref(), Some("visitor@example.com"));
@@ -89,34 +105,24 @@ async fn the_right_code_verifies_the_visitor_once() {
 #[tokio::test]
 async fn wrong_codes_count_and_the_last_allowed_one_spends_the_challenge() {
     let h = Services::new().await;
-    let acme = h.tenant("acme").await;
-    let token = &acme.installation.token;
-    let public_id = open(&h, &acme, VISITOR).await;
-    let started = start(&h, token, &public_id, "visitor@example.com").await.unwrap();
-    let code = h.outbox.latest_code("visitor@example.com");
+    let (token, public_id, started, code) = challenged(&h).await;
     let wrong = other_than(&code);
 
     for _ in 0..MAX_ATTEMPTS {
-        assert_refused!(confirm(&h, token, &public_id, started.id, &wrong).await, DomainError::InvalidCode);
+        assert_refused!(confirm(&h, &token, &public_id, started.id, &wrong).await, DomainError::InvalidCode);
     }
-    assert_refused!(confirm(&h, token, &public_id, started.id, &code).await, DomainError::ChallengeExpired);
-    let unchanged = VisitorInput { token: token.clone(), uuid: VISITOR.into(), name: None, email: None, phone: None, current_url: None };
-    let (visitor, _) = h.widget.sync_visitor(&h.caller(), unchanged).await.unwrap();
-    assert_eq!(visitor.verified_at, None);
+    assert_refused!(confirm(&h, &token, &public_id, started.id, &code).await, DomainError::ChallengeExpired);
+    assert_eq!(visitor(&h, &token).await.verified_at, None);
 }
 
 #[tokio::test]
 async fn fewer_wrong_codes_than_the_limit_leave_the_challenge_usable() {
     let h = Services::new().await;
-    let acme = h.tenant("acme").await;
-    let token = &acme.installation.token;
-    let public_id = open(&h, &acme, VISITOR).await;
-    let started = start(&h, token, &public_id, "visitor@example.com").await.unwrap();
-    let code = h.outbox.latest_code("visitor@example.com");
+    let (token, public_id, started, code) = challenged(&h).await;
     for _ in 0..MAX_ATTEMPTS - 1 {
-        assert_refused!(confirm(&h, token, &public_id, started.id, &other_than(&code)).await, DomainError::InvalidCode);
+        assert_refused!(confirm(&h, &token, &public_id, started.id, &other_than(&code)).await, DomainError::InvalidCode);
     }
-    confirm(&h, token, &public_id, started.id, &code).await.expect("one attempt was left");
+    confirm(&h, &token, &public_id, started.id, &code).await.expect("one attempt was left");
 }
 
 #[tokio::test]

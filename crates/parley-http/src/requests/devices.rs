@@ -173,6 +173,6 @@ impl From<DeviceRegisterRequest> for DeviceInput {
 pub struct ReadRequest {
     /// The last message read, of this conversation; an earlier one than
     /// the marker's leaves the marker where it is.
-    #[schema(schema_with = schema::message_id)]
+    #[schema(schema_with = schema::record_id)]
     pub message_id: MessageId,
 }

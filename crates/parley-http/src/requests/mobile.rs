@@ -125,7 +125,7 @@ pub struct AssignRequest {
 #[derive(ToSchema, FromFields)]
 pub struct TransferRequest {
     /// The operator who takes over.
-    #[schema(schema_with = schema::operator_id)]
+    #[schema(schema_with = schema::record_id)]
     pub operator_id: OperatorId,
     /// For operators only; never shown to the visitor. At most 5,000 characters.
     pub note: Option<schema::Note>,

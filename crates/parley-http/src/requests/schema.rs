@@ -180,10 +180,9 @@ macro_rules! fields {
 fields! {
     role => one_of(&roles(), false);
     optional_role => one_of(&roles(), true);
-    operator_id => id(false);
+    /// A record named by its id (an operator, a challenge, a message).
+    record_id => id(false);
     optional_operator_id => id(true);
-    challenge_id => id(false);
-    message_id => id(false);
     /// A page URL's rule, kept whole: a webhook's address keeps its
     /// fragment, so `PageUrl`'s description would not hold. The field's
     /// description is here, since `schema_with` drops a doc comment.

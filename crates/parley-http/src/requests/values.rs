@@ -1,7 +1,8 @@
 //! Field types that are not text under a rule: ids, enumerations and
-//! bounded numbers, each with the check it passes and the message a bad
-//! value gets. Their schemas are named on the field (`schema_with`),
-//! since the document shows them inline.
+//! bounded numbers, each with the check it passes, the message a bad
+//! value gets, and its schema (a query shows it; a body names the same
+//! schema on the field with `schema_with`, since utoipa cannot take it
+//! from this crate's trait for a type of the domain).
 
 use parley_domain::auth::MAX_PERSONAL_TOKEN_DAYS;
 use parley_domain::events::EventKind;
@@ -25,6 +26,25 @@ impl Field for Role {
     }
 }
 
+/// Records named by their id in a body: a positive JSON integer.
+macro_rules! id_fields {
+    ($($id:ident),*) => {$(
+        impl Field for $id {
+            const SHAPE: Shape = Shape::Number;
+
+            fn schema() -> Schema {
+                schema::id(false).into()
+            }
+
+            fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+                Ok(f.optional_id(name)?.map($id))
+            }
+        }
+    )*};
+}
+
+id_fields!(OperatorId, ChallengeId, MessageId);
+
 impl Item for SiteId {
     fn item_schema() -> Schema {
         schema::id(false).into()
@@ -32,30 +52,6 @@ impl Item for SiteId {
 
     fn item(v: &Value) -> Result<Self, String> {
         positive_id(v).map(SiteId).ok_or_else(|| "must be a positive integer id".into())
-    }
-}
-
-impl Field for OperatorId {
-    const SHAPE: Shape = Shape::Number;
-
-    fn schema() -> Schema {
-        schema::id(false).into()
-    }
-
-    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
-        Ok(f.optional_id(name)?.map(OperatorId))
-    }
-}
-
-impl Field for ChallengeId {
-    const SHAPE: Shape = Shape::Number;
-
-    fn schema() -> Schema {
-        schema::id(false).into()
-    }
-
-    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
-        Ok(f.optional_id(name)?.map(ChallengeId))
     }
 }
 
@@ -240,18 +236,5 @@ impl Field for WebhookUrl {
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, |s| validate::PAGE_URL.check(s).map(|()| WebhookUrl(s.to_owned())))
-    }
-}
-
-/// A message, by its id.
-impl Field for MessageId {
-    const SHAPE: Shape = Shape::Number;
-
-    fn schema() -> Schema {
-        schema::id(false).into()
-    }
-
-    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
-        Ok(f.optional_id(name)?.map(MessageId))
     }
 }

@@ -44,7 +44,7 @@ impl FromFields for VerificationStartRequest {
 pub struct VerificationConfirmRequest {
     pub token: schema::Token,
     /// The `id` of the challenge from start.
-    #[schema(schema_with = schema::challenge_id)]
+    #[schema(schema_with = schema::record_id)]
     pub challenge_id: ChallengeId,
     /// The 6-digit code, or the code of the magic link.
     pub code: schema::Code,

@@ -3,15 +3,12 @@
 
 use std::sync::Arc;
 
-use parley_domain::model::{SiteScope, WidgetAppearance};
-use parley_domain::tenancy::{NewSiteInput, NewTenantInput, Tenancy};
+use parley_domain::model::SiteScope;
+use parley_domain::tenancy::Tenancy;
 use parley_domain::{Database, ManualClock};
 use parley_storage::testing::TestDatabase;
-pub use parley_storage::testing::{START, backend, fresh_database, terminate_connections};
+pub use parley_storage::testing::{Fixture, START, backend, fresh_database, terminate_connections};
 use tempfile::TempDir;
-
-/// The password of each fixture's admin.
-const PASSWORD: &str = "a long test password";
 
 pub struct TestStore {
     pub db: Database,
@@ -27,12 +24,6 @@ pub struct TestStore {
     _database: Option<TestDatabase>,
 }
 
-/// One tenant with one site and one installation.
-#[derive(Clone, Debug)]
-pub struct Fixture {
-    pub scope: SiteScope,
-}
-
 impl TestStore {
     pub async fn new() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -46,42 +37,12 @@ impl TestStore {
 
     /// A tenant with a site (listing `domains`) and one installation.
     pub async fn fixture(&self, slug: &str, domains: &[&str]) -> Fixture {
-        let (tenant, _) = self
-            .tenancy
-            .create_tenant(NewTenantInput {
-                slug: slug.into(),
-                name: format!("{slug} Inc."),
-                admin_email: format!("admin@{slug}.example.com"),
-                admin_password: PASSWORD.into(),
-            })
-            .await
-            .expect("tenant");
-        self.site(&tenant.slug, tenant.id, domains).await
+        parley_storage::testing::fixture(&self.tenancy, slug, domains).await
     }
 
     /// Another site (with its installation) of an existing tenant.
     pub async fn site(&self, slug: &str, tenant: parley_domain::model::TenantId, domains: &[&str]) -> Fixture {
-        let site = self
-            .tenancy
-            .create_site(
-                tenant,
-                NewSiteInput {
-                    name: format!("{slug} site"),
-                    domains: domains.iter().map(|d| d.to_string()).collect(),
-                    appearance: WidgetAppearance {
-                        title: "Talk to us".into(),
-                        greeting: "Hi!".into(),
-                        accent_color: "#0f766e".into(),
-                        privacy_text: "We keep your messages.".into(),
-                        privacy_url: Some("https://example.com/privacy".into()),
-                    },
-                },
-            )
-            .await
-            .expect("site");
-        let scope = SiteScope { tenant, site: site.id };
-        self.tenancy.create_installation(scope, "Main website".into(), "web".into()).await.expect("installation");
-        Fixture { scope }
+        parley_storage::testing::site(&self.tenancy, slug, tenant, domains).await
     }
 }
 
@@ -119,7 +80,7 @@ pub fn open_conversation(
     uuid: &str,
     first: &str,
 ) -> parley_domain::store::StoreResult<parley_domain::model::Conversation> {
-    use parley_domain::model::{ConversationScope, NewConversation, NewMessage, NewVisitor, Sender, SenderKind};
+    use parley_domain::model::{ConversationScope, NewConversation, NewVisitor};
     let installation = tx
         .installations(site)?
         .first()
@@ -137,16 +98,19 @@ pub fn open_conversation(
             created_at: START,
         },
     )?;
-    tx.insert_message(
-        ConversationScope::from(site),
-        &NewMessage {
-            conversation_id: conversation.id,
-            sender: Sender { kind: SenderKind::Visitor, name: None, operator_id: None },
-            body: first.into(),
-            internal: false,
-            created_at: START,
-            client_message_id: None,
-        },
-    )?;
+    tx.insert_message(ConversationScope::from(site), &visitor_message(conversation.id, first))?;
     Ok(conversation)
+}
+
+/// A message the visitor of `conversation` writes.
+pub fn visitor_message(conversation: parley_domain::model::ConversationId, body: &str) -> parley_domain::model::NewMessage {
+    use parley_domain::model::{NewMessage, Sender, SenderKind};
+    NewMessage {
+        conversation_id: conversation,
+        sender: Sender { kind: SenderKind::Visitor, name: None, operator_id: None },
+        body: body.into(),
+        internal: false,
+        created_at: START,
+        client_message_id: None,
+    }
 }

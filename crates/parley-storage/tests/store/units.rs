@@ -197,7 +197,7 @@ async fn every_statement_prepares() {
 /// side by side, ends up with every message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn after_id_polling_never_skips_a_message_committed_concurrently() {
-    use parley_domain::model::{ConversationScope, MessageId, NewMessage, Sender, SenderKind};
+    use parley_domain::model::{ConversationScope, MessageId};
     use parley_domain::store::MessagePage;
 
     let app = TestStore::new().await;
@@ -213,19 +213,9 @@ async fn after_id_polling_never_skips_a_message_committed_concurrently() {
         let db = app.db.clone();
         handles.push(tokio::spawn(async move {
             for n in 0..per_writer {
-                db.write(move |tx| {
-                    let message = NewMessage {
-                        conversation_id: conversation,
-                        sender: Sender { kind: SenderKind::Visitor, name: None, operator_id: None },
-                        body: format!("w{w} n{n}"),
-                        internal: false,
-                        created_at: START,
-                        client_message_id: None,
-                    };
-                    Ok(tx.insert_message(scope, &message)?)
-                })
-                .await
-                .expect("message stored");
+                db.write(move |tx| Ok(tx.insert_message(scope, &visitor_message(conversation, &format!("w{w} n{n}")))?))
+                    .await
+                    .expect("message stored");
             }
         }));
     }
@@ -262,7 +252,7 @@ async fn after_id_polling_never_skips_a_message_committed_concurrently() {
 /// dropping idle connections): the next units still succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn units_succeed_after_every_connection_is_killed() {
-    use parley_domain::model::{ConversationScope, NewMessage, Sender, SenderKind};
+    use parley_domain::model::ConversationScope;
 
     if backend() != "postgres" {
         return; // SQLite has no connection to lose
@@ -275,20 +265,7 @@ async fn units_succeed_after_every_connection_is_killed() {
     let (conversation, public_id) = (opened.id, opened.public_id);
     let post = |n: String| {
         let db = app.db.clone();
-        async move {
-            db.write(move |tx| {
-                let message = NewMessage {
-                    conversation_id: conversation,
-                    sender: Sender { kind: SenderKind::Visitor, name: None, operator_id: None },
-                    body: n,
-                    internal: false,
-                    created_at: START,
-                    client_message_id: None,
-                };
-                Ok(tx.insert_message(scope, &message)?)
-            })
-            .await
-        }
+        async move { db.write(move |tx| Ok(tx.insert_message(scope, &visitor_message(conversation, &n))?)).await }
     };
     // Warm every connection of the pool (4).
     let warm: Vec<_> = (0..16).map(|n| tokio::spawn(post(format!("warm {n}")))).collect();

@@ -8,19 +8,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parley::{Application, Config, Mode};
-use parley_domain::model::{Role, SiteId, SiteScope, WidgetAppearance};
-use parley_domain::tenancy::{NewSiteInput, NewTenantInput, Tenancy};
+use parley_domain::model::{Role, SiteId};
+use parley_domain::tenancy::Tenancy;
 use parley_domain::{Database, ManualClock};
 use parley_storage::testing::TestDatabase;
-pub use parley_storage::testing::{START, backend, fresh_database, terminate_connections};
+pub use parley_storage::testing::{Fixture, PASSWORD, START, backend, fresh_database, terminate_connections};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// The password every test operator gets.
-pub const PASSWORD: &str = "a long test password";
 
 /// Both prefixes the contract publishes; every route test runs under each.
 pub const PREFIXES: [&str; 2] = ["/api", "/api/v1"];
@@ -52,14 +49,6 @@ pub async fn run_sql(url: &str, sql: &str) {
     })
     .await
     .expect("blocking task");
-}
-
-/// One tenant with one site and one installation.
-#[derive(Clone, Debug)]
-pub struct Fixture {
-    pub slug: String,
-    pub scope: SiteScope,
-    pub token: String,
 }
 
 pub struct Spawn {
@@ -134,42 +123,12 @@ impl TestApp {
 
     /// A tenant with a site (listing `domains`) and one installation.
     pub async fn fixture(&self, slug: &str, domains: &[&str]) -> Fixture {
-        let (tenant, _) = self
-            .tenancy
-            .create_tenant(NewTenantInput {
-                slug: slug.into(),
-                name: format!("{slug} Inc."),
-                admin_email: format!("admin@{slug}.example.com"),
-                admin_password: PASSWORD.into(),
-            })
-            .await
-            .expect("tenant");
-        self.site(&tenant.slug, tenant.id, domains).await
+        parley_storage::testing::fixture(&self.tenancy, slug, domains).await
     }
 
     /// Another site (with its installation) of an existing tenant.
     pub async fn site(&self, slug: &str, tenant: parley_domain::model::TenantId, domains: &[&str]) -> Fixture {
-        let site = self
-            .tenancy
-            .create_site(
-                tenant,
-                NewSiteInput {
-                    name: format!("{slug} site"),
-                    domains: domains.iter().map(|d| d.to_string()).collect(),
-                    appearance: WidgetAppearance {
-                        title: "Talk to us".into(),
-                        greeting: "Hi!".into(),
-                        accent_color: "#0f766e".into(),
-                        privacy_text: "We keep your messages.".into(),
-                        privacy_url: Some("https://example.com/privacy".into()),
-                    },
-                },
-            )
-            .await
-            .expect("site");
-        let scope = SiteScope { tenant, site: site.id };
-        let installation = self.tenancy.create_installation(scope, "Main website".into(), "web".into()).await.expect("installation");
-        Fixture { slug: slug.into(), scope, token: installation.token }
+        parley_storage::testing::site(&self.tenancy, slug, tenant, domains).await
     }
 
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {

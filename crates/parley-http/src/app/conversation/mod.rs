@@ -86,8 +86,7 @@ pub async fn page(
     Conversation(id): Conversation,
     headers: HeaderMap,
 ) -> Result<Response, PageError> {
-    let from_here = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).is_none_or(|site| matches!(site, "same-origin" | "none"));
-    let shown = from_here && !headers.contains_key("x-parley-hidden");
+    let shown = !crate::app::csrf::cross_site(&headers) && !headers.contains_key("x-parley-hidden");
     show(&s, &who, id, StatusCode::OK, None, shown).await
 }
 
