@@ -358,7 +358,7 @@ fn assign_in(
     } else {
         format!("{} assigned the conversation to {}", actor.name, target.name)
     };
-    hand_to(tx, tenant, scope, &mut c, &target, text, now)?;
+    hand_to(tx, tenant, &mut c, actor, &target, text, now)?;
     details(tx, scope, c.id)
 }
 
@@ -375,7 +375,7 @@ fn transfer_in(
     let scope: ConversationScope = actor.scope().into();
     let target = assignable(tx, actor, &c, target)?;
     let text = format!("{} transferred the conversation to {}", actor.name, target.name);
-    hand_to(tx, tenant, scope, &mut c, &target, text, now)?;
+    hand_to(tx, tenant, &mut c, actor, &target, text, now)?;
     if let Some(note) = note {
         record::message(tx, tenant, scope, &c, &operator_message(&c, actor, note, true, now))?;
     }
@@ -412,22 +412,24 @@ fn assignable(tx: &mut dyn WriteTx, actor: &Operator, c: &Conversation, target: 
 /// The visitor sees only that someone has it (the status), never who
 /// routed it to whom: the line is for operators, and a hand-over between
 /// operators changes nothing the visitor sees.
+/// `actor` hands it over, in its own scope.
 fn hand_to(
     tx: &mut dyn WriteTx,
     tenant: &Tenant,
-    scope: ConversationScope,
     c: &mut Conversation,
+    actor: &Operator,
     target: &Operator,
     announcement: String,
     now: Timestamp,
 ) -> Result<(), DomainError> {
+    let scope: ConversationScope = actor.scope().into();
     let visible = c.status != ConversationStatus::Assigned;
     c.status = ConversationStatus::Assigned;
     c.assignee_id = Some(target.id);
     tx.update_conversation(scope, c)?;
     record::conversation_changed(tx, tenant, c, None, visible, now)?;
     record::message(tx, tenant, scope, c, &system_message(c, announcement, None, true, now))?;
-    Ok(())
+    record::handed_over(tx, tenant, c, actor, now)
 }
 
 fn details(tx: &mut dyn WriteTx, scope: ConversationScope, id: ConversationId) -> Result<ConversationDetails, DomainError> {

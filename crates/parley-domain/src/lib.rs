@@ -24,6 +24,7 @@ pub mod mask;
 pub mod metrics;
 pub mod model;
 pub mod password;
+pub mod push;
 pub mod sandbox;
 pub mod store;
 pub mod tenancy;

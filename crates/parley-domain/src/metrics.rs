@@ -61,6 +61,7 @@ struct Inner {
     routes: RwLock<HashSet<Arc<str>>>,
     messages: Family<Labels, Counter>,
     attempts: Family<Labels, Counter>,
+    pushes: Family<Labels, Counter>,
     sweeps: Counter,
     queue_depth: Gauge,
     open_conversations: Gauge,
@@ -90,6 +91,7 @@ impl Metrics {
         let latency = Family::<RequestLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
         let messages = Family::<Labels, Counter>::default();
         let attempts = Family::<Labels, Counter>::default();
+        let pushes = Family::<Labels, Counter>::default();
         let sweeps = Counter::default();
         let queue_depth = Gauge::default();
         let open_conversations = Gauge::default();
@@ -99,6 +101,7 @@ impl Metrics {
         registry.register("http_request_duration_seconds", "HTTP request latency by route template and method", latency.clone());
         registry.register("messages_created", "Messages this instance added, by sender type (operator-only notes aside)", messages.clone());
         registry.register("webhook_attempts", "Webhook delivery attempts, by outcome", attempts.clone());
+        registry.register("push_attempts", "Operator push attempts, by platform and outcome", pushes.clone());
         registry.register("sweeps", "Completed automation passes", sweeps.clone());
         registry.register("webhook_queue_depth", "Webhook deliveries waiting for an attempt", queue_depth.clone());
         registry.register("open_conversations", "Conversations not closed", open_conversations.clone());
@@ -116,6 +119,7 @@ impl Metrics {
             routes,
             messages,
             attempts,
+            pushes,
             sweeps,
             queue_depth,
             open_conversations,
@@ -147,6 +151,11 @@ impl Metrics {
     /// `outcome` is `delivered`, `retry`, `failed` or `endpoint_disabled`.
     pub fn webhook_attempt(&self, outcome: &str) {
         self.inner.attempts.get_or_create(&vec![("outcome", outcome.to_owned())]).inc();
+    }
+
+    /// `outcome` is `delivered`, `retry`, `dead_token` or `rejected`.
+    pub fn push_attempt(&self, platform: &str, outcome: &str) {
+        self.inner.pushes.get_or_create(&vec![("platform", platform.to_owned()), ("outcome", outcome.to_owned())]).inc();
     }
 
     /// The count of open streams, kept by the streams themselves.

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use lettre::address::Envelope;
 use lettre::message::{Mailbox, MultiPart};
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use parley_domain::model::TenantId;
 use parley_domain::verification::channels::{Email, EmailSender, Provider, SendError, SendFuture};
@@ -15,14 +16,19 @@ pub struct SmtpMailer {
 
 impl SmtpMailer {
     /// `url` is `PARLEY_SMTP_URL` (`smtps://user:pass@host:465`,
-    /// `smtp://host:587?tls=required`, …), `from` is `PARLEY_MAIL_FROM`.
-    pub fn new(url: &str, from: &str) -> Result<Self, String> {
+    /// `smtp://host:587?tls=required`, …), `from` is `PARLEY_MAIL_FROM`,
+    /// `extra_ca` the PEM certificates of `PARLEY_EXTRA_CA_FILE`, trusted
+    /// besides the usual roots.
+    pub fn new(url: &str, from: &str, extra_ca: Option<&[u8]>) -> Result<Self, String> {
         // Several crates could install a TLS provider; the first one wins.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+        let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
             .map_err(|e| format!("invalid SMTP URL: {e}"))?
-            .timeout(Some(Duration::from_secs(15)))
-            .build();
+            .timeout(Some(Duration::from_secs(15)));
+        if let Some(pem) = extra_ca {
+            builder = builder.tls(tls_with_roots(url, pem)?);
+        }
+        let transport = builder.build();
         let from = from.parse::<Mailbox>().map_err(|e| format!("invalid sender address: {e}"))?;
         Ok(Self { transport, from })
     }
@@ -60,6 +66,26 @@ impl EmailSender for SmtpMailer {
             })
         })
     }
+}
+
+/// The TLS mode the URL asks for (as lettre's `from_url` reads it), with
+/// `pem`'s certificates trusted besides the usual roots.
+fn tls_with_roots(url: &str, pem: &[u8]) -> Result<Tls, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("invalid SMTP URL: {e}"))?;
+    let host = parsed.host_str().ok_or("invalid SMTP URL: no host")?.to_owned();
+    let tls_param = parsed.query_pairs().find(|(k, _)| k == "tls").map(|(_, v)| v.into_owned());
+    let params = || -> Result<TlsParameters, String> {
+        TlsParameters::builder(host.clone())
+            .add_root_certificate(Certificate::from_pem(pem).map_err(|e| format!("PARLEY_EXTRA_CA_FILE: {e}"))?)
+            .build_rustls()
+            .map_err(|e| format!("SMTP TLS: {e}"))
+    };
+    Ok(match (parsed.scheme(), tls_param.as_deref()) {
+        ("smtps", _) => Tls::Wrapper(params()?),
+        ("smtp", Some("required")) => Tls::Required(params()?),
+        ("smtp", Some("opportunistic")) => Tls::Opportunistic(params()?),
+        _ => Tls::None,
+    })
 }
 
 /// The recipient as SMTP takes it. An address whose local part is not a

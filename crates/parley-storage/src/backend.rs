@@ -54,6 +54,8 @@ pub(crate) struct Signals {
     installations_generation: AtomicU64,
     /// Woken after every commit that appended to the feed.
     feed: Arc<Notify>,
+    /// Woken after every commit that queued pushes.
+    pushes: Arc<Notify>,
     /// Messages committed by this instance: visitor, operator, system.
     messages: [AtomicU64; 3],
 }
@@ -71,6 +73,9 @@ impl Signals {
         if effects.feed_appended {
             self.feed.notify_one();
         }
+        if effects.pushes_queued {
+            self.pushes.notify_one();
+        }
         let m = effects.messages;
         for (counter, n) in self.messages.iter().zip([m.visitor, m.operator, m.system]) {
             if n > 0 {
@@ -86,6 +91,10 @@ impl Signals {
 
     pub(crate) fn feed(&self) -> Arc<Notify> {
         Arc::clone(&self.feed)
+    }
+
+    pub(crate) fn pushes(&self) -> Arc<Notify> {
+        Arc::clone(&self.pushes)
     }
 
     pub(crate) fn deliveries(&self) -> Arc<Notify> {

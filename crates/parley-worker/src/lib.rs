@@ -6,3 +6,5 @@
 pub mod feed;
 pub mod sweeper;
 pub mod webhooks;
+
+pub mod push;

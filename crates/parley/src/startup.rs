@@ -26,6 +26,7 @@ use parley_http::stream::{StreamSettings, Streams};
 use parley_http::{AppState, MetricsAccess, RouterOptions, SandboxInfo, Services, TrustedProxies, WebAppSettings};
 use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
 use parley_worker::feed::FeedFollower;
+use parley_worker::push::{Providers, PushSettings, PushWorker, ServiceAccount, load_vapid_key};
 use parley_worker::sweeper::Sweeper;
 use parley_worker::webhooks::{DeliverySettings, WebhookWorker};
 use tokio::net::{TcpListener, TcpSocket};
@@ -55,6 +56,8 @@ pub enum StartError {
     Channel(String),
     #[error("cannot read or make the installation's secret: {0}")]
     Keys(DomainError),
+    #[error("cannot set up operator pushes: {0}")]
+    Push(String),
 }
 
 /// Connections the separate metrics listener accepts at once.
@@ -70,6 +73,7 @@ pub struct Application {
     local_addr: SocketAddr,
     public_url: String,
     webhook_worker: Arc<WebhookWorker>,
+    push_worker: Arc<PushWorker>,
     sweeper: Sweeper,
     follower: FeedFollower,
     streams: Streams,
@@ -152,10 +156,16 @@ impl Application {
             poll_interval: config.webhook_poll_interval,
             concurrency: config.webhook_concurrency,
             shutdown_grace: config.shutdown_timeout,
+            extra_roots: config.push.extra_roots(),
             ..DeliverySettings::new(config.webhook_retry_schedule.clone(), allow_private)
         };
         let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery, metrics.clone())
             .map_err(|e| StartError::WebhookClient(e.to_string()))?;
+        let vapid = load_vapid_key(&db, &clock).await.map_err(StartError::Keys)?;
+        let push_settings = push_settings(config, allow_private, &public_url)?;
+        let timing = push_settings.timing;
+        let providers = Arc::new(Providers::new(push_settings, vapid).map_err(|e| StartError::Push(e.to_string()))?);
+        let push_worker = PushWorker::new(db.clone(), Arc::clone(&clock), Arc::clone(&providers), timing, metrics.clone());
         let sweeper = Sweeper {
             db: db.clone(),
             automation: Automation::new(
@@ -210,6 +220,7 @@ impl Application {
                 secure_cookies: public_url.starts_with("https://"),
                 public_url: public_url.clone(),
                 clock: Arc::clone(&clock),
+                push_key: providers.web_push_key(),
             },
             sandbox: match &demo {
                 Some(credentials) => {
@@ -245,6 +256,7 @@ impl Application {
             local_addr,
             public_url,
             webhook_worker,
+            push_worker,
             sweeper,
             streams,
             demo,
@@ -281,6 +293,7 @@ impl Application {
     pub async fn run(self, shutdown: CancellationToken) -> std::io::Result<()> {
         let tasks = TaskTracker::new();
         tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
+        tasks.spawn(Arc::clone(&self.push_worker).run(shutdown.clone()));
         self.sweeper.spawn(&tasks, shutdown.clone());
         tasks.spawn(self.follower.run(shutdown.clone()));
         // Live streams never finish on their own: they end when shutdown
@@ -322,7 +335,9 @@ fn give_up_after(schedule: &[std::time::Duration], lease: std::time::Duration) -
 fn channels(config: &Config, mode: Mode, db: &Database, clock: &Arc<dyn Clock>) -> Result<Channels, StartError> {
     let outbox = (mode == Mode::Demo).then(|| Arc::new(SandboxOutbox::new(db.clone(), Arc::clone(clock))));
     let email: Option<Arc<dyn EmailSender>> = match (&config.smtp_url, &config.mail_from) {
-        (Some(url), Some(from)) => Some(Arc::new(SmtpMailer::new(url, from).map_err(StartError::Channel)?)),
+        (Some(url), Some(from)) => {
+            Some(Arc::new(SmtpMailer::new(url, from, config.push.extra_ca.as_deref()).map_err(StartError::Channel)?))
+        }
         _ => outbox.clone().map(|o| o as Arc<dyn EmailSender>),
     };
     let sms: Option<Arc<dyn SmsSender>> = match &config.sms_gateway_url {
@@ -340,4 +355,45 @@ fn host_name() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "parley".to_owned())
+}
+
+/// The providers' settings from the configuration (their credentials were
+/// checked when it was read).
+fn push_settings(config: &Config, allow_private: bool, public_url: &str) -> Result<PushSettings, StartError> {
+    let c = &config.push;
+    // RFC 8292: a push service may reach the sender through `sub`, a
+    // mailto: or https: address.
+    let subject = match (&config.mail_from, public_url.starts_with("https://")) {
+        (_, true) => public_url.to_owned(),
+        (Some(from), false) => format!("mailto:{}", mail_address(from)),
+        (None, false) => public_url.to_owned(),
+    };
+    let mut s = PushSettings::new(c.content, subject);
+    s.allow_private = allow_private;
+    s.extra_roots = c.extra_roots();
+    s.timeout = config.webhook_timeout;
+    s.timing.shutdown_grace = config.shutdown_timeout;
+    s.timing.poll_interval = config.webhook_poll_interval;
+    if let Some(a) = &c.apns {
+        s.apns = Some(parley_worker::push::ApnsSettings {
+            key: parley_worker::push::jwt::EcKey::from_pkcs8(&a.key).map_err(StartError::Push)?,
+            key_id: a.key_id.clone(),
+            team_id: a.team_id.clone(),
+            topic: a.topic.clone(),
+            url: a.url.clone(),
+        });
+    }
+    if let Some(f) = &c.fcm {
+        s.fcm = Some((ServiceAccount::from_json(&f.account).map_err(StartError::Push)?, f.url.clone()));
+    }
+    s.relay = c.relay.clone();
+    Ok(s)
+}
+
+/// The address in a `PARLEY_MAIL_FROM` such as `Parley <support@example.com>`.
+fn mail_address(from: &str) -> &str {
+    match (from.find('<'), from.rfind('>')) {
+        (Some(start), Some(end)) if start < end => &from[start + 1..end],
+        _ => from.trim(),
+    }
 }

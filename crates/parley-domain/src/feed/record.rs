@@ -1,13 +1,14 @@
 //! Appending to the feed from inside write units, so that a change and
 //! the entries it causes commit together. Units add messages through
 //! [`message`], never `insert_message` alone, so no message can be missed
-//! by the streams.
+//! by the streams, and the operators' pushes are queued here with them.
 
 use super::FeedEntry;
 use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::events::{self, OutboxEvent};
-use crate::model::{Conversation, ConversationScope, Message, NewMessage, SenderKind, Tenant, Visitor};
+use crate::model::{Conversation, ConversationScope, Message, NewMessage, Operator, SenderKind, Tenant, Visitor};
+use crate::push::{PushReason, QueuedPush};
 use crate::store::WriteTx;
 
 /// Adds a message with its `message.created` entry. Partners get visitor
@@ -22,6 +23,19 @@ pub(crate) fn message(
 ) -> Result<Message, DomainError> {
     let m = tx.insert_message(scope, new)?;
     appended_message(tx, tenant, c, &m)?;
+    if m.sender.kind == SenderKind::Visitor && !m.internal {
+        // The assignee alone once someone has it; everyone who can see
+        // it while nobody has.
+        tx.queue_push(&QueuedPush {
+            tenant: tenant.id,
+            conversation: c.id,
+            message: Some(m.id),
+            reason: PushReason::Message,
+            recipient: c.assignee_id,
+            actor: None,
+            at: m.created_at,
+        })?;
+    }
     Ok(m)
 }
 
@@ -53,7 +67,42 @@ pub(crate) fn conversation_created(
         widget: false,
         webhook: true,
     };
-    Ok(tx.append_event(tenant.id, &entry)?)
+    tx.append_event(tenant.id, &entry)?;
+    tx.queue_push(&QueuedPush {
+        tenant: tenant.id,
+        conversation: c.id,
+        message: Some(first.id),
+        reason: PushReason::Conversation,
+        recipient: c.assignee_id,
+        actor: None,
+        at: first.created_at,
+    })?;
+    Ok(())
+}
+
+/// The conversation was handed to its assignee by `actor` (assigned or
+/// transferred): the assignee is pushed, unless it took it itself.
+pub(crate) fn handed_over(
+    tx: &mut dyn WriteTx,
+    tenant: &Tenant,
+    c: &Conversation,
+    actor: &Operator,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let Some(assignee) = c.assignee_id else { return Ok(()) };
+    if assignee == actor.id {
+        return Ok(());
+    }
+    let push = QueuedPush {
+        tenant: tenant.id,
+        conversation: c.id,
+        message: None,
+        reason: PushReason::Assigned,
+        recipient: Some(assignee),
+        actor: Some(actor.id),
+        at: now,
+    };
+    Ok(tx.queue_push(&push)?)
 }
 
 /// A change of the conversation's status, assignee or verification:

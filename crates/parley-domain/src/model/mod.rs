@@ -50,7 +50,8 @@ macro_rules! for_each_id {
             ChallengeId,
             TokenId,
             LoginFailureId,
-            DeviceId
+            DeviceId,
+            PushId
         );
     };
 }

@@ -123,6 +123,9 @@ pub trait Backend: Send + Sync + 'static {
     /// PostgreSQL, in another instance), so the feed follower reads at
     /// once instead of polling.
     fn feed_signal(&self) -> Arc<tokio::sync::Notify>;
+    /// Notified after every commit that queued operator pushes (here or,
+    /// on PostgreSQL, in another instance), so the push worker wakes.
+    fn pushes_signal(&self) -> Arc<tokio::sync::Notify>;
     /// A number that changes after every commit that changed what an
     /// installation token resolves to (an installation enabled or disabled,
     /// …), so cached resolutions know when they are stale.
@@ -259,6 +262,10 @@ impl Database {
 
     pub fn deliveries_signal(&self) -> Arc<tokio::sync::Notify> {
         self.backend.deliveries_signal()
+    }
+
+    pub fn pushes_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.backend.pushes_signal()
     }
 
     pub fn messages_created(&self) -> MessageCounts {

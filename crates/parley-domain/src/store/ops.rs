@@ -10,6 +10,8 @@ use crate::clock::Timestamp;
 use crate::events::OutboxEvent;
 use crate::feed::{FeedBlocker, FeedEntry, FeedItem, FeedMark, Position};
 use crate::model::*;
+use crate::push::schedule::PushStep;
+use crate::push::{ClaimedPush, DuePush, QueuedPush};
 use crate::verification::channels::Channel;
 use crate::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge, TestCount};
 use crate::webhooks::fairness::{DueDelivery, EndpointHealth, Pause};
@@ -368,6 +370,11 @@ pub trait NotificationsRead {
     /// Open conversations of the scope with messages from the visitor
     /// after the scope's operator's read marker.
     fn unread_conversations(&mut self, scope: ConversationScope) -> StoreResult<u64>;
+    /// Each tenant's oldest pushes due at `now` and not leased, at most
+    /// `per_tenant` of each.
+    fn due_pushes(&mut self, now: Timestamp, per_tenant: u32) -> StoreResult<Vec<DuePush>>;
+    /// When the next pending push falls due (or its lease runs out).
+    fn next_push_due(&mut self) -> StoreResult<Option<Timestamp>>;
 }
 
 pub trait NotificationsWrite: NotificationsRead {
@@ -387,6 +394,19 @@ pub trait NotificationsWrite: NotificationsRead {
         message: MessageId,
         at: Timestamp,
     ) -> StoreResult<Option<ReadMarker>>;
+    /// Queues a push for the devices `push` names, collapsing into what
+    /// each device already has pending for the conversation.
+    fn queue_push(&mut self, push: &QueuedPush) -> StoreResult<()>;
+    /// `due_pushes`, locked for a claim: what another instance is claiming
+    /// is skipped.
+    fn claimable_pushes(&mut self, now: Timestamp, per_tenant: u32) -> StoreResult<Vec<DuePush>>;
+    /// Leases the chosen pushes until `lease_until` and returns those this
+    /// unit leased, with what they are to say.
+    fn lease_pushes(&mut self, chosen: &[DuePush], now: Timestamp, lease_until: Timestamp) -> StoreResult<Vec<ClaimedPush>>;
+    /// Records how an attempt ended: sent (the device's `last_push_at`,
+    /// and the next push about the conversation spaced), retried later,
+    /// given up, or the device removed.
+    fn finish_push(&mut self, push: &ClaimedPush, step: PushStep, now: Timestamp) -> StoreResult<()>;
 }
 
 /// Every read operation: what a read unit receives.

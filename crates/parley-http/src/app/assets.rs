@@ -17,6 +17,17 @@ static LIVE_SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/live
 /// The integrations pages' copy buttons.
 static INTEGRATIONS_SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/integrations.js"), "text/javascript; charset=utf-8");
 
+/// The *Enable notifications* control.
+static PUSH_SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/push.js"), "text/javascript; charset=utf-8");
+
+pub fn push_script_url() -> String {
+    format!("/app/assets/push.js?v={}", PUSH_SCRIPT.version())
+}
+
+pub async fn push_script(headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+    serve(&PUSH_SCRIPT, &headers, query.as_deref())
+}
+
 pub fn integrations_script_url() -> String {
     format!("/app/assets/integrations.js?v={}", INTEGRATIONS_SCRIPT.version())
 }

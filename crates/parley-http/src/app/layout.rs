@@ -32,6 +32,11 @@ pub fn page(title: &str, who: Option<&WebSession>, main: Markup) -> Markup {
                                 a href="/app/integrations" { "Integrations" }
                             }
                         }
+                        span.push {
+                            button #enable-push type="button" hidden data-csrf=(w.csrf) { "Enable notifications" }
+                            span #push-status role="status" {}
+                        }
+                        script type="module" src=(super::assets::push_script_url()) {}
                         form.signout method="post" action="/app/logout" {
                             input type="hidden" name=(csrf::FIELD) value=(w.csrf);
                             span.who { (w.session.operator.name) }

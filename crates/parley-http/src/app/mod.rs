@@ -23,6 +23,7 @@ mod layout;
 mod login;
 mod next;
 mod path;
+mod push;
 mod session;
 
 use axum::Router;
@@ -42,6 +43,9 @@ pub struct WebAppSettings {
     pub public_url: String,
     /// The service's clock: pages say what has expired by it.
     pub clock: std::sync::Arc<dyn parley_domain::clock::Clock>,
+    /// The installation's VAPID public key, base64url: what browsers
+    /// subscribe to pushes with (`GET /app/push/key`).
+    pub push_key: String,
 }
 
 pub fn routes() -> Router<AppState> {
@@ -63,6 +67,10 @@ pub fn routes() -> Router<AppState> {
         .route("/app/assets/app.css", get(assets::stylesheet))
         .route("/app/assets/live.js", get(assets::live_script))
         .route("/app/assets/integrations.js", get(assets::integrations_script))
+        .route("/app/assets/push.js", get(assets::push_script))
+        .route("/app/sw.js", get(push::service_worker))
+        .route("/app/push/key", get(push::key))
+        .route("/app/push/subscribe", post(push::subscribe))
         .merge(integrations::routes())
         .route("/app/{*rest}", any(not_found))
         // Pages are text that repeats itself (markup around every message)

@@ -55,6 +55,7 @@ const SESSION: &str = "SET idle_session_timeout = '30s'";
 const DELIVERIES: &str = "deliveries";
 const INSTALLATIONS: &str = "installations";
 const FEED: &str = "feed";
+const PUSHES: &str = "pushes";
 
 /// What a pool thread tells this instance's listener after a commit.
 #[derive(Default)]
@@ -80,9 +81,14 @@ impl Outgoing {
 
 /// The name on the channel of each kind of effect other instances act on.
 fn names(effects: &Effects) -> impl Iterator<Item = &'static str> {
-    [(effects.deliveries_added > 0, DELIVERIES), (effects.installations_changed, INSTALLATIONS), (effects.feed_appended, FEED)]
-        .into_iter()
-        .filter_map(|(set, name)| set.then_some(name))
+    [
+        (effects.deliveries_added > 0, DELIVERIES),
+        (effects.installations_changed, INSTALLATIONS),
+        (effects.feed_appended, FEED),
+        (effects.pushes_queued, PUSHES),
+    ]
+    .into_iter()
+    .filter_map(|(set, name)| set.then_some(name))
 }
 
 /// The effect another instance announced by `name` (its messages are its
@@ -92,6 +98,7 @@ fn named(name: &str) -> Effects {
         deliveries_added: u64::from(name == DELIVERIES),
         installations_changed: name == INSTALLATIONS,
         feed_appended: name == FEED,
+        pushes_queued: name == PUSHES,
         ..Effects::default()
     }
 }
@@ -243,7 +250,13 @@ async fn serve(
     within(client.batch_execute(&format!("LISTEN {CHANNEL}"))).await?;
     // What others said while nobody listened is lost: act as if they had
     // said everything.
-    signals.after_commit(Effects { deliveries_added: 1, installations_changed: true, feed_appended: true, ..Effects::default() });
+    signals.after_commit(Effects {
+        deliveries_added: 1,
+        installations_changed: true,
+        feed_appended: true,
+        pushes_queued: true,
+        ..Effects::default()
+    });
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -17,6 +17,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (8, include_str!("../../migrations/postgres/0008_operator_only_routing.sql")),
     (9, include_str!("../../migrations/postgres/0009_one_schema.sql")),
     (10, include_str!("../../migrations/postgres/0010_operator_notifications.sql")),
+    (11, include_str!("../../migrations/postgres/0011_push_outbox.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

@@ -246,6 +246,10 @@ impl Backend for PgBackend {
         self.signals.feed()
     }
 
+    fn pushes_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.signals.pushes()
+    }
+
     fn installations_generation(&self) -> u64 {
         self.signals.installations_generation()
     }

@@ -129,6 +129,19 @@ pub(super) const SCOPE: &str = "c.tenant_id = :tenant AND (:site IS NULL OR c.si
      AND (:operator IS NULL OR :admin OR c.site_id IN (
          SELECT os.site_id FROM operator_sites os WHERE os.operator_id = :operator AND os.tenant_id = :tenant))";
 
+/// `SCOPE` for an operator the statement names by SQL expressions
+/// rather than parameters (`operator`, its id; `admin`, whether it is
+/// an admin): what a statement that reads for several operators at once
+/// (who is pushed, a push's badge) uses, so the rule stays this one.
+pub(super) fn scope_of(operator: &str, admin: &str) -> String {
+    SCOPE.replace(":site", "NULL").replace(":operator", operator).replace(":admin", &format!("({admin})"))
+}
+
+/// `UNREAD` for the operator `operator` names (an SQL expression).
+pub(super) fn unread_of(operator: &str) -> String {
+    UNREAD.replace(":operator", operator)
+}
+
 /// Binds `:status` (`'all'`, `'open'` or a status).
 const STATUS_FILTER: &str = "(:status = 'all' OR (:status = 'open' AND c.status <> 'closed') OR c.status = :status)";
 

@@ -104,6 +104,8 @@ pub struct Effects {
     pub installations_changed: bool,
     /// Entries were appended to the feed: the instance's follower reads.
     pub feed_appended: bool,
+    /// Pushes were queued: the push worker is woken.
+    pub pushes_queued: bool,
     /// Messages added (for `/metrics`): counted by this instance only,
     /// never announced to the others.
     pub messages: MessageCounts,
@@ -115,6 +117,7 @@ impl Effects {
         self.deliveries_added += other.deliveries_added;
         self.installations_changed |= other.installations_changed;
         self.feed_appended |= other.feed_appended;
+        self.pushes_queued |= other.pushes_queued;
         self.messages.merge(other.messages);
     }
 }

@@ -6,8 +6,11 @@ use parley_domain::model::*;
 use parley_domain::store::StoreResult;
 use parley_domain::store::ops::{NotificationsRead, NotificationsWrite};
 
-use super::conversations::{SCOPE, UNREAD};
-use super::{Row, Tx, statements};
+use parley_domain::push::schedule::PushStep;
+use parley_domain::push::{self, ClaimedPush, DuePush, PushReason, PushTarget, QueuedPush};
+
+use super::conversations::{SCOPE, UNREAD, scope_of, unread_of};
+use super::{IdList, Row, Tx, statements};
 
 /// A device's columns, as `d_…`; `table` is how the statement names the
 /// table (`d.` in a query, nothing in a `RETURNING`).
@@ -29,6 +32,25 @@ fn device(r: &dyn Row) -> StoreResult<Device> {
 /// A sign-in (`t`) that still holds at `:now`: the rule of a device's
 /// life.
 const HOLDS: &str = "t.revoked_at IS NULL AND t.expires_at > :now";
+
+/// Each tenant's oldest due pushes, at most `:per_tenant` of each, through
+/// the (tenant, pending, due) index; CROSS JOIN keeps the tenants as
+/// SQLite's outer loop (see `webhooks::due_deliveries`).
+fn due_pushes() -> String {
+    "SELECT p.id AS id, p.tenant_id AS tenant_id
+         FROM tenants tn CROSS JOIN push_outbox p
+         WHERE p.id IN (
+             SELECT q.id FROM push_outbox q
+             WHERE q.tenant_id = tn.id AND q.pending = TRUE AND q.due_at <= :now
+               AND (q.lease_until IS NULL OR q.lease_until <= :now)
+             ORDER BY q.due_at, q.id LIMIT :per_tenant)
+         ORDER BY p.due_at, p.id"
+        .into()
+}
+
+fn due_push(r: &dyn Row) -> StoreResult<DuePush> {
+    Ok(DuePush { id: PushId(r.i64("id")?), tenant_id: TenantId(r.i64("tenant_id")?) })
+}
 
 statements! {
     /// One push token is one device's, whoever registered it: registering
@@ -90,6 +112,90 @@ statements! {
          ON CONFLICT (operator_id, conversation_id) DO UPDATE SET
            message_id = CASE WHEN excluded.message_id > read_markers.message_id THEN excluded.message_id ELSE read_markers.message_id END,
            updated_at = excluded.updated_at".into(),
+    /// A push for the devices of every operator who is to hear of a
+    /// change in conversation `:conversation` (see `QueuedPush`), one row
+    /// per device and conversation. A row still pending takes the new
+    /// reason and message and keeps its due time; one sent already is
+    /// due again no sooner than `:spacing` ms after that send.
+    QUEUE_PUSH<'a>(
+        tenant: TenantId, conversation: ConversationId, message: Option<MessageId>, reason: &'a str,
+        recipient: Option<OperatorId>, actor: Option<OperatorId>, now: Timestamp, spacing: u64,
+    ) => |_| format!(
+        "INSERT INTO push_outbox (tenant_id, device_id, operator_id, conversation_id, message_id, reason, pending, revision,
+                                  due_at, attempts, created_at)
+         SELECT :tenant, d.id, o.id, c.id, :message, :reason, TRUE, 1, :now, 0, :now
+         FROM conversations c
+         JOIN operators o ON o.tenant_id = c.tenant_id
+         JOIN devices d ON d.operator_id = o.id AND d.tenant_id = o.tenant_id
+         JOIN operator_tokens t ON t.id = d.token_id AND t.tenant_id = d.tenant_id
+         WHERE c.tenant_id = :tenant AND c.id = :conversation AND o.active = TRUE
+           AND (:recipient IS NULL OR o.id = :recipient) AND (:actor IS NULL OR o.id <> :actor)
+           AND {} AND {HOLDS}
+         ON CONFLICT (device_id, conversation_id) DO UPDATE SET
+           message_id = excluded.message_id, reason = excluded.reason, revision = push_outbox.revision + 1,
+           due_at = CASE WHEN push_outbox.pending THEN push_outbox.due_at
+                         WHEN push_outbox.last_sent_at + :spacing > excluded.due_at THEN push_outbox.last_sent_at + :spacing
+                         ELSE excluded.due_at END,
+           attempts = CASE WHEN push_outbox.pending THEN push_outbox.attempts ELSE 0 END,
+           pending = TRUE",
+        scope_of("o.id", "o.role = 'admin'")
+    ),
+    DUE_PUSHES(now: Timestamp, per_tenant: u32) => |_| due_pushes(),
+    /// The same, locked for a claim (see `Dialect::claim`).
+    CLAIMABLE_PUSHES(now: Timestamp, per_tenant: u32) => |d| d.claim(due_pushes(), "p"),
+    NEXT_PUSH_DUE() => |_| "SELECT MIN(CASE WHEN lease_until > due_at THEN lease_until ELSE due_at END) AS due
+         FROM push_outbox WHERE pending = TRUE".into(),
+    /// Exactly the rows this statement leased come back.
+    LEASE_PUSHES<'a>(now: Timestamp, lease_until: Timestamp, pushes: &'a IdList) => |d| format!(
+        "UPDATE push_outbox SET lease_until = :lease_until
+         WHERE id IN ({}) AND pending = TRUE AND due_at <= :now AND (lease_until IS NULL OR lease_until <= :now)
+         RETURNING id",
+        d.id_list(":pushes")
+    ),
+    /// What the leased pushes say and where they go: the badge is the
+    /// operator's unread open conversations as `unread_conversations`
+    /// counts them, `live` whether the device's sign-in and its operator
+    /// still hold.
+    CLAIMED_PUSHES<'a>(now: Timestamp, pushes: &'a IdList) => |d| format!(
+        "SELECT p.id AS p_id, p.tenant_id AS p_tenant_id, p.operator_id AS p_operator_id, p.conversation_id AS p_conversation_id,
+                p.revision AS p_revision, p.attempts AS p_attempts, p.reason AS p_reason,
+                dv.id AS dv_id, dv.platform AS dv_platform, dv.push_token AS dv_push_token, dv.web_p256dh AS dv_p256dh,
+                dv.web_auth AS dv_auth, dv.app_id AS dv_app_id, dv.locale AS dv_locale,
+                v.name AS v_name, m.body AS m_body,
+                (o.active = TRUE AND {HOLDS}) AS live,
+                (SELECT COUNT(*) FROM conversations c WHERE {} AND c.status <> 'closed' AND {} > 0) AS badge,
+                (SELECT {} FROM conversations c WHERE c.id = p.conversation_id) AS unread_here
+         FROM push_outbox p
+         JOIN devices dv ON dv.id = p.device_id AND dv.tenant_id = p.tenant_id
+         JOIN operator_tokens t ON t.id = dv.token_id AND t.tenant_id = dv.tenant_id
+         JOIN operators o ON o.id = p.operator_id AND o.tenant_id = p.tenant_id
+         JOIN conversations cv ON cv.id = p.conversation_id AND cv.tenant_id = p.tenant_id
+         JOIN visitors v ON v.id = cv.visitor_id AND v.tenant_id = cv.tenant_id
+         LEFT JOIN messages m ON m.id = p.message_id AND m.tenant_id = p.tenant_id
+         WHERE p.id IN ({})
+         ORDER BY p.due_at, p.id",
+        scope_of("p.operator_id", "o.role = 'admin'").replace(":tenant", "p.tenant_id"),
+        unread_of("p.operator_id"),
+        unread_of("p.operator_id"),
+        d.id_list(":pushes")
+    ),
+    /// Sent: a change that collapsed into the row while it was out leaves
+    /// it pending, due after the spacing.
+    PUSH_SENT(id: PushId, revision: i64, now: Timestamp, next_due: Timestamp) => |_|
+        "UPDATE push_outbox SET pending = (revision <> :revision), last_sent_at = :now, due_at = :next_due,
+                attempts = 0, lease_until = NULL
+         WHERE id = :id".into(),
+    PUSH_RETRY(id: PushId, at: Timestamp) => |_|
+        "UPDATE push_outbox SET attempts = attempts + 1, due_at = :at, lease_until = NULL WHERE id = :id".into(),
+    /// Given up (or no longer worth sending): a newer change still goes.
+    PUSH_DROPPED(id: PushId, revision: i64, now: Timestamp) => |_|
+        "UPDATE push_outbox SET pending = (revision <> :revision), attempts = 0, due_at = :now, lease_until = NULL
+         WHERE id = :id".into(),
+    DEVICE_PUSHED(tenant: TenantId, id: DeviceId, now: Timestamp) => |_|
+        "UPDATE devices SET last_push_at = :now WHERE tenant_id = :tenant AND id = :id".into(),
+    /// A device whose token the provider reported dead; its pushes go
+    /// with it.
+    REMOVE_DEVICE(tenant: TenantId, id: DeviceId) => |_| "DELETE FROM devices WHERE tenant_id = :tenant AND id = :id".into(),
     /// The marker, with the same count the conversations carry.
     MARKER(operator: OperatorId, conversation: ConversationId) => |_| format!(
         "SELECT rm.message_id AS message_id, {UNREAD} AS unread
@@ -109,6 +215,14 @@ impl NotificationsRead for Tx<'_> {
 
     fn unread_conversations(&mut self, scope: ConversationScope) -> StoreResult<u64> {
         self.count(UNREAD_CONVERSATIONS { scope })
+    }
+
+    fn due_pushes(&mut self, now: Timestamp, per_tenant: u32) -> StoreResult<Vec<DuePush>> {
+        self.all(DUE_PUSHES { now, per_tenant }, due_push)
+    }
+
+    fn next_push_due(&mut self) -> StoreResult<Option<Timestamp>> {
+        Ok(self.one(NEXT_PUSH_DUE {}, |r| r.opt_ts("due"))?.flatten())
     }
 }
 
@@ -156,4 +270,86 @@ impl NotificationsWrite for Tx<'_> {
             Ok(ReadMarker { conversation_id: conversation, message_id: MessageId(r.i64("message_id")?), unread_count: r.u64("unread")? })
         })
     }
+
+    fn queue_push(&mut self, p: &QueuedPush) -> StoreResult<()> {
+        let params = QUEUE_PUSH {
+            tenant: p.tenant,
+            conversation: p.conversation,
+            message: p.message,
+            reason: p.reason.as_str(),
+            recipient: p.recipient,
+            actor: p.actor,
+            now: p.at,
+            spacing: u64::try_from(push::SPACING.as_millis()).unwrap_or(u64::MAX),
+        };
+        // No answer is needed: it goes with the unit's next round trip.
+        self.defer(params, false)?;
+        self.effects.pushes_queued = true;
+        Ok(())
+    }
+
+    fn claimable_pushes(&mut self, now: Timestamp, per_tenant: u32) -> StoreResult<Vec<DuePush>> {
+        self.all(CLAIMABLE_PUSHES { now, per_tenant }, due_push)
+    }
+
+    fn lease_pushes(&mut self, chosen: &[DuePush], now: Timestamp, lease_until: Timestamp) -> StoreResult<Vec<ClaimedPush>> {
+        if chosen.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pushes = &IdList::new(chosen.iter().map(|p| p.id.0));
+        let leased = self.all(LEASE_PUSHES { now, lease_until, pushes }, |r| r.i64("id"))?;
+        if leased.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.all(CLAIMED_PUSHES { now, pushes: &IdList::new(leased) }, claimed_push)
+    }
+
+    fn finish_push(&mut self, p: &ClaimedPush, step: PushStep, now: Timestamp) -> StoreResult<()> {
+        match step {
+            PushStep::Sent => {
+                self.exec(PUSH_SENT { id: p.id, revision: p.revision, now, next_due: now.plus(push::SPACING) })?;
+                self.exec(DEVICE_PUSHED { tenant: p.tenant_id, id: p.target.device_id, now })?;
+            }
+            PushStep::RetryAt(at) => {
+                self.exec(PUSH_RETRY { id: p.id, at })?;
+            }
+            PushStep::GiveUp => {
+                self.exec(PUSH_DROPPED { id: p.id, revision: p.revision, now })?;
+            }
+            PushStep::RemoveDevice => {
+                self.exec(REMOVE_DEVICE { tenant: p.tenant_id, id: p.target.device_id })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn claimed_push(r: &dyn Row) -> StoreResult<ClaimedPush> {
+    let platform = r.parsed("dv_platform", Platform::parse)?;
+    let web_keys = match (r.text("dv_p256dh")?, r.text("dv_auth")?) {
+        (Some(p256dh), Some(auth)) => Some(WebPushKeys { p256dh, auth }),
+        _ => None,
+    };
+    Ok(ClaimedPush {
+        id: PushId(r.i64("p_id")?),
+        tenant_id: TenantId(r.i64("p_tenant_id")?),
+        operator_id: OperatorId(r.i64("p_operator_id")?),
+        conversation_id: ConversationId(r.i64("p_conversation_id")?),
+        revision: r.i64("p_revision")?,
+        attempts: r.u32("p_attempts")?,
+        reason: r.parsed("p_reason", PushReason::parse)?,
+        target: PushTarget {
+            device_id: DeviceId(r.i64("dv_id")?),
+            platform,
+            token: r.string("dv_push_token")?,
+            web_keys,
+            app_id: r.text("dv_app_id")?,
+            locale: r.text("dv_locale")?,
+        },
+        visitor_name: r.text("v_name")?,
+        message: r.text("m_body")?,
+        badge: r.u64("badge")?,
+        unread_here: r.u64("unread_here")?,
+        live: r.flag("live")?,
+    })
 }

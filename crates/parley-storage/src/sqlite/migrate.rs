@@ -31,6 +31,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (14, include_str!("../../migrations/sqlite/0014_operator_only_routing.sql")),
     (15, include_str!("../../migrations/sqlite/0015_one_schema.sql")),
     (16, include_str!("../../migrations/sqlite/0016_operator_notifications.sql")),
+    (17, include_str!("../../migrations/sqlite/0017_push_outbox.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.

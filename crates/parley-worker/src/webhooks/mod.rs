@@ -2,8 +2,8 @@
 //! sends them signed to the checked addresses only, and records every
 //! attempt.
 
-mod resolver;
-mod sender;
+pub(crate) mod resolver;
+pub(crate) mod sender;
 mod worker;
 
 use std::time::Duration;
@@ -30,6 +30,8 @@ pub struct DeliverySettings {
     pub allow_private: bool,
     /// How long attempts in flight may finish once shutdown begins.
     pub shutdown_grace: Duration,
+    /// Trusted besides the system's roots (`PARLEY_EXTRA_CA_FILE`).
+    pub extra_roots: Vec<reqwest::Certificate>,
 }
 
 impl DeliverySettings {
@@ -43,6 +45,7 @@ impl DeliverySettings {
             per_endpoint: 16,
             allow_private,
             shutdown_grace: Duration::from_secs(15),
+            extra_roots: Vec::new(),
         }
     }
 }

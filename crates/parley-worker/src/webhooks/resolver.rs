@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use parley_domain::webhooks::target::forbidden_ip;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-pub(super) struct CheckedResolver;
+pub(crate) struct CheckedResolver;
 
 impl Resolve for CheckedResolver {
     fn resolve(&self, name: Name) -> Resolving {

@@ -23,7 +23,8 @@ pub struct Sender {
 }
 
 impl Sender {
-    pub fn new(timeout: Duration, allow_private: bool) -> Result<Self, reqwest::Error> {
+    /// `extra_roots`: trusted besides the system's (`PARLEY_EXTRA_CA_FILE`).
+    pub fn new(timeout: Duration, allow_private: bool, extra_roots: &[reqwest::Certificate]) -> Result<Self, reqwest::Error> {
         // Several crates could install a TLS provider; the first one wins.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::Client::builder()
@@ -32,6 +33,7 @@ impl Sender {
             .connect_timeout(timeout)
             .no_proxy()
             .pool_max_idle_per_host(32)
+            .tls_certs_merge(extra_roots.iter().cloned())
             .user_agent(concat!("Parley-Webhooks/", env!("CARGO_PKG_VERSION")));
         if !allow_private {
             builder = builder.dns_resolver(CheckedResolver);
@@ -79,7 +81,7 @@ impl Sender {
     }
 }
 
-fn ip_literal_forbidden(url: &str) -> bool {
+pub(crate) fn ip_literal_forbidden(url: &str) -> bool {
     match url::Url::parse(url).ok().and_then(|u| u.host().map(|h| h.to_owned())) {
         Some(url::Host::Ipv4(ip)) => forbidden_ip(ip.into()),
         Some(url::Host::Ipv6(ip)) => forbidden_ip(ip.into()),

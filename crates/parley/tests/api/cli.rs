@@ -67,7 +67,16 @@ pub(crate) async fn spawn_server(cmd: &mut Command) -> (Child, String) {
 #[tokio::test]
 async fn a_bad_variable_stops_start_up_and_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    for (var, value) in [("PARLEY_LISTEN", "nowhere"), ("PARLEY_AUTO_CLOSE_AFTER", "3 days"), ("PARLEY_DATABASE_URL", "mysql://db")] {
+    let missing = dir.path().join("missing.p8").display().to_string();
+    for (var, value) in [
+        ("PARLEY_LISTEN", "nowhere"),
+        ("PARLEY_AUTO_CLOSE_AFTER", "3 days"),
+        ("PARLEY_DATABASE_URL", "mysql://db"),
+        // Push credentials that cannot be read stop the start too.
+        ("PARLEY_APNS_KEY_FILE", missing.as_str()),
+        ("PARLEY_FCM_SERVICE_ACCOUNT_FILE", missing.as_str()),
+        ("PARLEY_EXTRA_CA_FILE", missing.as_str()),
+    ] {
         let (code, _, stderr) = output(parley(dir.path()).env(var, value).arg("serve")).await;
         assert_eq!(code, 2, "{var}: {stderr}");
         assert!(stderr.contains(var), "{var} named in: {stderr}");
@@ -105,7 +114,7 @@ async fn migrate_applies_once() {
     let (code, stdout, _) = output(parley(dir.path()).arg("migrate")).await;
     assert_eq!(code, 0);
     // `parley` here runs on its SQLite default: every one of its migrations.
-    assert!(stdout.contains("Applied migrations: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]"), "{stdout}");
+    assert!(stdout.contains("Applied migrations: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]"), "{stdout}");
     let (_, stdout, _) = output(parley(dir.path()).arg("migrate")).await;
     assert!(stdout.contains("up to date"), "{stdout}");
 }

@@ -56,6 +56,10 @@ async fn demo(dir: &Path) -> Demo {
     let device = json!({"platform": "ios", "push_token": "740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad"});
     let (status, _) = app.authed(Method::POST, "/api/mobile/devices", &mobile_token, Some(device)).await;
     assert_eq!(status, StatusCode::CREATED);
+    // A push for that device (the demo has no provider: it is dropped, and
+    // its row kept for the spacing).
+    let (status, _) = app.post_message("/api", &widget_token, &public_id, "one for the phone").await;
+    assert_eq!(status, StatusCode::CREATED);
     app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/close"), &mobile_token, None).await;
     let path = format!("/api/widget/conversations/{public_id}/verification/start");
     let (status, _) = app.post(&path, json!({"token": widget_token, "method": "email_otp", "target": "me@example.com"})).await;

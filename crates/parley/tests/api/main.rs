@@ -3,6 +3,7 @@
 //! suite links once.
 
 mod helpers;
+mod push_peers;
 mod receiver;
 mod sse;
 
@@ -24,6 +25,7 @@ mod mobile_auth;
 mod mobile_inbox;
 mod notifications;
 mod openapi;
+mod push;
 mod sandbox;
 mod slow_clients;
 mod smtp_sink;

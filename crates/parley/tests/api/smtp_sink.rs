@@ -32,30 +32,57 @@ const RELAY_DENIED: u8 = 3;
 
 pub struct SmtpSink {
     pub port: u16,
+    /// Spoken inside TLS from the first byte (`smtps://`), with the push
+    /// peers' certificate (signed by the test CA).
+    tls: bool,
     refuse: Arc<AtomicU8>,
     mails: tokio::sync::Mutex<mpsc::UnboundedReceiver<Mail>>,
 }
 
 impl SmtpSink {
     pub async fn start() -> Self {
+        Self::listen(None).await
+    }
+
+    /// The sink behind implicit TLS, its certificate for `localhost`
+    /// signed by the test CA (`fixtures/push/ca.pem`).
+    pub async fn start_tls() -> Self {
+        use rustls::pki_types::pem::PemObject;
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let dir = crate::push_peers::FIXTURES;
+        let certs =
+            rustls::pki_types::CertificateDer::pem_file_iter(format!("{dir}/peer.pem")).unwrap().collect::<Result<Vec<_>, _>>().unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(format!("{dir}/peer.key")).unwrap();
+        let config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key).unwrap();
+        Self::listen(Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))).await
+    }
+
+    async fn listen(tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (tx, rx) = mpsc::unbounded_channel();
         let refuse = Arc::new(AtomicU8::new(ACCEPT));
         let refusing = refuse.clone();
+        let wrapped = tls.is_some();
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (tx, refusing) = (tx.clone(), refusing.clone());
+                let (tx, refusing, tls) = (tx.clone(), refusing.clone(), tls.clone());
                 tokio::spawn(async move {
-                    let _ = session(socket, tx, refusing).await;
+                    let _ = match tls {
+                        Some(acceptor) => match acceptor.accept(socket).await {
+                            Ok(stream) => session(stream, tx, refusing).await,
+                            Err(_) => Ok(()),
+                        },
+                        None => session(socket, tx, refusing).await,
+                    };
                 });
             }
         });
-        Self { port, refuse, mails: tokio::sync::Mutex::new(rx) }
+        Self { port, tls: wrapped, refuse, mails: tokio::sync::Mutex::new(rx) }
     }
 
     pub fn url(&self) -> String {
-        format!("smtp://127.0.0.1:{}", self.port)
+        if self.tls { format!("smtps://localhost:{}", self.port) } else { format!("smtp://127.0.0.1:{}", self.port) }
     }
 
     /// From now on, answer that the service is not available (421): a
@@ -91,8 +118,11 @@ impl SmtpSink {
     }
 }
 
-async fn session(socket: tokio::net::TcpStream, tx: mpsc::UnboundedSender<Mail>, refuse: Arc<AtomicU8>) -> std::io::Result<()> {
-    let (read, mut write) = socket.into_split();
+async fn session<S>(socket: S, tx: mpsc::UnboundedSender<Mail>, refuse: Arc<AtomicU8>) -> std::io::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite,
+{
+    let (read, mut write) = tokio::io::split(socket);
     let mut lines = BufReader::new(read).lines();
     write.write_all(b"220 sink.test ESMTP ready\r\n").await?;
     let (mut from, mut to) = (String::new(), Vec::new());

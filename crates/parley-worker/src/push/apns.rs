@@ -1,0 +1,113 @@
+//! Apple Push Notification service: HTTP/2, token authentication (an
+//! ES256 JWT from the team's `.p8` key, made again every 50 minutes;
+//! Apple refuses one older than an hour and throttles one made too often).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use parley_domain::Timestamp;
+use parley_domain::push::{Notification, PushOutcome};
+use serde_json::json;
+
+use super::http::{self, Answer};
+use super::jwt::EcKey;
+
+/// How long one provider token is used.
+const TOKEN_REUSE: Duration = Duration::from_secs(50 * 60);
+
+pub struct ApnsSettings {
+    pub key: EcKey,
+    pub key_id: String,
+    pub team_id: String,
+    pub topic: String,
+    /// `PARLEY_APNS_URL`, without a trailing slash.
+    pub url: String,
+}
+
+pub struct Apns {
+    client: reqwest::Client,
+    settings: ApnsSettings,
+    token: Mutex<Option<(String, Instant)>>,
+}
+
+impl Apns {
+    pub fn new(client: reqwest::Client, settings: ApnsSettings) -> Self {
+        Self { client, settings, token: Mutex::new(None) }
+    }
+
+    fn token(&self, now: Timestamp) -> Result<String, String> {
+        let mut held = self.token.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((token, made)) = held.as_ref()
+            && made.elapsed() < TOKEN_REUSE
+        {
+            return Ok(token.clone());
+        }
+        let s = &self.settings;
+        let token = s.key.sign(&json!({"alg": "ES256", "kid": s.key_id}), &json!({"iss": s.team_id, "iat": now.unix_seconds()}))?;
+        *held = Some((token.clone(), Instant::now()));
+        Ok(token)
+    }
+
+    fn forget_token(&self) {
+        *self.token.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    pub async fn send(&self, device_token: &str, n: &Notification, now: Timestamp) -> PushOutcome {
+        // A token is hex; anything else cannot be a path segment Apple
+        // would accept, and must not become one.
+        if device_token.is_empty() || !device_token.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return PushOutcome::DeadToken { reason: "not an APNs device token".into() };
+        }
+        let token = match self.token(now) {
+            Ok(t) => t,
+            Err(reason) => return PushOutcome::Retry { after: None, reason },
+        };
+        let mut alert = json!({"title": n.title});
+        if let Some(body) = &n.body {
+            alert["body"] = body.clone().into();
+        }
+        let payload = json!({
+            "aps": {
+                "alert": alert,
+                "badge": n.badge,
+                "sound": "default",
+                "thread-id": n.conversation_id.to_string(),
+                "mutable-content": 1,
+            },
+            "conversation_id": n.conversation_id,
+            "reason": n.reason,
+        });
+        let request = self
+            .client
+            .post(format!("{}/3/device/{device_token}", self.settings.url))
+            .header("authorization", format!("bearer {token}"))
+            .header("apns-topic", &self.settings.topic)
+            .header("apns-push-type", "alert")
+            .header("apns-priority", "10")
+            .header("apns-expiration", (now.unix_seconds() + 4 * 3600).to_string())
+            .header("apns-collapse-id", format!("conversation-{}", n.conversation_id))
+            .json(&payload);
+        let answer = http::send(request, now).await;
+        let reason = match &answer {
+            Answer::Status { body, .. } => serde_json::from_str::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v.get("reason").and_then(|r| r.as_str()).map(str::to_owned))
+                .unwrap_or_default(),
+            Answer::NoResponse(_) => String::new(),
+        };
+        match answer {
+            Answer::Status { code: 200, .. } => PushOutcome::Delivered,
+            Answer::Status { code: 410, .. } => PushOutcome::DeadToken { reason: format!("HTTP 410 {reason}") },
+            Answer::Status { code: 400, .. } if matches!(reason.as_str(), "BadDeviceToken" | "Unregistered" | "DeviceTokenNotForTopic") => {
+                PushOutcome::DeadToken { reason: format!("HTTP 400 {reason}") }
+            }
+            // A provider token Apple no longer takes: make a new one and
+            // try again.
+            Answer::Status { code: 403, .. } if matches!(reason.as_str(), "ExpiredProviderToken" | "InvalidProviderToken") => {
+                self.forget_token();
+                PushOutcome::Retry { after: None, reason: format!("HTTP 403 {reason}") }
+            }
+            answer => answer.otherwise(),
+        }
+    }
+}

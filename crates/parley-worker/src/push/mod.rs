@@ -1,0 +1,183 @@
+//! Operator pushes: a worker that claims queued pushes with a lease (one
+//! instance sends each), shares its slots fairly between tenants, and
+//! hands each push to the provider of its device's platform: APNs, FCM,
+//! Web Push, or a relay that holds the store credentials.
+
+mod apns;
+mod fcm;
+mod http;
+pub mod jwt;
+mod relay;
+mod webpush;
+mod worker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parley_domain::model::Platform;
+use parley_domain::push::{ClaimedPush, Notification, PushContent, PushOutcome};
+use parley_domain::store::StoreError;
+use parley_domain::{Clock, Database, DomainError, Timestamp};
+
+pub use apns::ApnsSettings;
+pub use fcm::ServiceAccount;
+pub use webpush::encrypt as web_push_encrypt;
+pub use worker::PushWorker;
+
+use self::jwt::EcKey;
+
+/// Apple's production host.
+pub const APNS_URL: &str = "https://api.push.apple.com";
+/// Google's host for FCM HTTP v1.
+pub const FCM_URL: &str = "https://fcm.googleapis.com";
+
+/// What the `PARLEY_APNS_*`, `PARLEY_FCM_*`, `PARLEY_PUSH_*` and
+/// `PARLEY_EXTRA_CA_FILE` settings give.
+pub struct PushSettings {
+    pub content: PushContent,
+    pub apns: Option<ApnsSettings>,
+    /// The service account and `PARLEY_FCM_URL`.
+    pub fcm: Option<(ServiceAccount, String)>,
+    /// `PARLEY_PUSH_RELAY_URL` and `PARLEY_PUSH_RELAY_SECRET`.
+    pub relay: Option<(String, String)>,
+    /// Trusted besides the system's roots.
+    pub extra_roots: Vec<reqwest::Certificate>,
+    /// `PARLEY_WEBHOOK_ALLOW_PRIVATE`: browsers' endpoints may be inside
+    /// the network.
+    pub allow_private: bool,
+    /// The VAPID `sub`: where a push service can reach the installation.
+    pub vapid_subject: String,
+    /// A request without a complete answer by then has failed.
+    pub timeout: Duration,
+    pub timing: PushTiming,
+}
+
+/// How the worker paces itself.
+#[derive(Clone, Copy, Debug)]
+pub struct PushTiming {
+    /// How long a claimed push stays with its worker.
+    pub lease: Duration,
+    /// How often the worker looks for due retries when nothing wakes it.
+    pub poll_interval: Duration,
+    /// Pushes in flight at once.
+    pub concurrency: usize,
+    /// How long pushes in flight may finish once shutdown begins.
+    pub shutdown_grace: Duration,
+}
+
+impl PushSettings {
+    pub fn new(content: PushContent, vapid_subject: String) -> Self {
+        Self {
+            content,
+            apns: None,
+            fcm: None,
+            relay: None,
+            extra_roots: Vec::new(),
+            allow_private: false,
+            vapid_subject,
+            timeout: Duration::from_secs(10),
+            timing: PushTiming {
+                lease: Duration::from_secs(60),
+                poll_interval: Duration::from_secs(1),
+                concurrency: 64,
+                shutdown_grace: Duration::from_secs(15),
+            },
+        }
+    }
+}
+
+/// The providers this installation is set up for.
+pub struct Providers {
+    content: PushContent,
+    apns: Option<apns::Apns>,
+    fcm: Option<fcm::Fcm>,
+    web: webpush::WebPush,
+    relay: Option<relay::Relay>,
+    allow_private: bool,
+}
+
+/// The name the VAPID key is kept under.
+const VAPID_KEY: &str = "vapid";
+
+/// The installation's VAPID key: made by the first instance to start and
+/// kept in the database, so every instance signs with it and browsers'
+/// subscriptions survive restarts.
+pub async fn load_vapid_key(db: &Database, clock: &Arc<dyn Clock>) -> Result<EcKey, DomainError> {
+    let fresh = EcKey::generate().map_err(StoreError::Internal)?;
+    let now = clock.now();
+    let kept = db
+        .write(move |tx| {
+            tx.insert_server_key(VAPID_KEY, &fresh, now)?;
+            Ok(tx.server_key(VAPID_KEY)?)
+        })
+        .await?
+        .ok_or_else(|| StoreError::Internal("the VAPID key was not kept".into()))?;
+    Ok(EcKey::from_pkcs8(&kept).map_err(StoreError::Internal)?)
+}
+
+impl Providers {
+    pub fn new(settings: PushSettings, vapid: EcKey) -> Result<Self, reqwest::Error> {
+        let base = |http2: bool| {
+            // Several crates could install a TLS provider; the first one wins.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let mut b = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(settings.timeout)
+                .connect_timeout(settings.timeout)
+                .no_proxy()
+                .user_agent(concat!("Parley-Push/", env!("CARGO_PKG_VERSION")))
+                .tls_certs_merge(settings.extra_roots.iter().cloned());
+            if http2 {
+                b = b.http2_prior_knowledge();
+            }
+            b
+        };
+        // Provider addresses are the installation operator's to choose;
+        // browsers' endpoints are not, and pass the webhook rules.
+        let trusted = base(false).build()?;
+        let mut browsers = base(false);
+        if !settings.allow_private {
+            browsers = browsers.dns_resolver(crate::webhooks::resolver::CheckedResolver);
+        }
+        let apns = match settings.apns {
+            Some(a) => Some(apns::Apns::new(base(true).build()?, a)),
+            None => None,
+        };
+        Ok(Self {
+            content: settings.content,
+            apns,
+            fcm: settings.fcm.map(|(account, url)| fcm::Fcm::new(trusted.clone(), account, url)),
+            web: webpush::WebPush::new(browsers.build()?, vapid, settings.vapid_subject),
+            relay: settings.relay.map(|(url, secret)| relay::Relay::new(trusted.clone(), url, secret)),
+            allow_private: settings.allow_private,
+        })
+    }
+
+    /// The key browsers subscribe with (`GET /app/push/key`).
+    pub fn web_push_key(&self) -> String {
+        self.web.public_key()
+    }
+
+    /// Sends one push to its device's provider.
+    pub async fn send(&self, push: &ClaimedPush, now: Timestamp) -> PushOutcome {
+        let n = Notification::of(push, self.content);
+        let t = &push.target;
+        match (t.platform, &self.apns, &self.fcm) {
+            (Platform::Web, ..) => {
+                if !self.allow_private && crate::webhooks::sender::ip_literal_forbidden(&t.token) {
+                    return PushOutcome::DeadToken { reason: "the endpoint address is not allowed".into() };
+                }
+                self.web.send(&t.token, t.web_keys.as_ref(), &n, now).await
+            }
+            (Platform::Ios, Some(apns), _) => apns.send(&t.token, &n, now).await,
+            (Platform::Android, _, Some(fcm)) => fcm.send(&t.token, &n, now).await,
+            (Platform::Ios | Platform::Android, ..) => match &self.relay {
+                // The relay gets the minimal payload, whatever the setting.
+                Some(relay) => relay.send(t, &Notification::of(push, PushContent::Minimal), now).await,
+                None => PushOutcome::Rejected {
+                    reason: format!("no provider is set up for {} devices (see docs/notifications.md)", t.platform.as_str()),
+                },
+            },
+        }
+    }
+}

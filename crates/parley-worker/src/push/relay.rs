@@ -1,0 +1,58 @@
+//! A relay: for app publishers who keep the store credentials themselves.
+//! Parley posts the minimal payload and the device's token, signed like a
+//! webhook (the same headers and both signature schemes) with
+//! `PARLEY_PUSH_RELAY_SECRET`; the relay answers 2xx when it has taken
+//! the push and 410 when the token is dead.
+
+use parley_domain::push::{Notification, PushOutcome, PushTarget};
+use parley_domain::webhooks::signing::{service_signature, standard_signature};
+use parley_domain::{Timestamp, ids};
+use serde_json::json;
+
+use super::http::{self, Answer};
+
+pub struct Relay {
+    client: reqwest::Client,
+    url: String,
+    secret: String,
+}
+
+impl Relay {
+    pub fn new(client: reqwest::Client, url: String, secret: String) -> Self {
+        Self { client, url, secret }
+    }
+
+    pub async fn send(&self, target: &PushTarget, n: &Notification, now: Timestamp) -> PushOutcome {
+        let body = json!({
+            "type": "operator.push",
+            "platform": target.platform.as_str(),
+            "push_token": target.token,
+            "app_id": target.app_id,
+            "locale": target.locale,
+            "notification": n.data(),
+        })
+        .to_string();
+        let id = match ids::random_bytes::<16>() {
+            Ok(b) => format!("push_{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+            Err(_) => return PushOutcome::Retry { after: None, reason: "no randomness".into() },
+        };
+        let ts = now.unix_seconds();
+        let secrets = [self.secret.as_str()];
+        let request = self
+            .client
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("X-Service-Event", "operator.push")
+            .header("X-Service-Timestamp", ts.to_string())
+            .header("X-Service-Signature", service_signature(&secrets, ts, body.as_bytes()))
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", ts.to_string())
+            .header("webhook-signature", standard_signature(&secrets, &id, ts, body.as_bytes()))
+            .body(body);
+        match http::send(request, now).await {
+            Answer::Status { code: 200..=299, .. } => PushOutcome::Delivered,
+            Answer::Status { code: 410, .. } => PushOutcome::DeadToken { reason: "HTTP 410 from the relay".into() },
+            answer => answer.otherwise(),
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! The push loop, shaped like the webhook worker's: it wakes when a commit
+//! queues pushes (here or in another instance), looks on a reader first,
+//! then chooses and leases inside one write (a crashed worker's leases
+//! run out and another instance sends them), sends within a global bound
+//! shared fairly between tenants, and records each outcome. On shutdown
+//! it stops claiming and waits for the pushes in flight, for at most the
+//! shutdown grace.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parley_domain::metrics::Metrics;
+use parley_domain::push::schedule::{PushStep, next_step};
+use parley_domain::push::{ClaimedPush, PushOutcome, fairness};
+use parley_domain::{Clock, Database, ids};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::{Providers, PushTiming};
+
+/// How soon a claim that found its work taken by another instance looks
+/// again.
+const CONTENDED_RETRY: Duration = Duration::from_millis(20);
+
+pub struct PushWorker {
+    db: Database,
+    clock: Arc<dyn Clock>,
+    providers: Arc<Providers>,
+    metrics: Metrics,
+    lease: Duration,
+    poll_interval: Duration,
+    concurrency: usize,
+    shutdown_grace: Duration,
+}
+
+impl PushWorker {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, providers: Arc<Providers>, timing: PushTiming, metrics: Metrics) -> Arc<Self> {
+        Arc::new(Self {
+            db,
+            clock,
+            providers,
+            metrics,
+            lease: timing.lease,
+            poll_interval: timing.poll_interval,
+            concurrency: timing.concurrency.max(1),
+            shutdown_grace: timing.shutdown_grace,
+        })
+    }
+
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let signal = self.db.pushes_signal();
+        let slots = Arc::new(Semaphore::new(self.concurrency));
+        let mut in_flight = JoinSet::new();
+        while !shutdown.is_cancelled() {
+            let free = slots.available_permits();
+            let (claimed, contended) = if free == 0 { (Vec::new(), false) } else { self.claim(free).await };
+            let found = !claimed.is_empty();
+            for push in claimed {
+                let Ok(slot) = Arc::clone(&slots).acquire_owned().await else { break };
+                let worker = Arc::clone(&self);
+                in_flight.spawn(async move {
+                    let _slot = slot;
+                    worker.attempt(push).await;
+                });
+            }
+            while in_flight.try_join_next().is_some() {}
+            if found && slots.available_permits() > 0 {
+                continue; // more may be due right now
+            }
+            let wait = if contended {
+                CONTENDED_RETRY
+            } else if slots.available_permits() == 0 {
+                self.poll_interval
+            } else {
+                self.idle_wait().await
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = signal.notified() => {},
+                Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {},
+                _ = tokio::time::sleep(wait) => {},
+            }
+        }
+        // Pushes still out when the grace is up are abandoned: their
+        // leases run out and another instance, or the next start, sends
+        // them again.
+        let drained = tokio::time::timeout(self.shutdown_grace, async { while in_flight.join_next().await.is_some() {} }).await;
+        if drained.is_err() {
+            tracing::warn!(abandoned = in_flight.len(), "pushes still in flight at shutdown; their leases will let them be retried");
+            in_flight.abort_all();
+            while in_flight.join_next().await.is_some() {}
+        }
+    }
+
+    /// Claims due pushes for at most `free` slots, tenants taking turns.
+    /// Also says whether what the reader saw was taken by another
+    /// instance meanwhile.
+    async fn claim(&self, free: usize) -> (Vec<ClaimedPush>, bool) {
+        let now = self.clock.now();
+        let lease_until = now.plus(self.lease);
+        let per_tenant = u32::try_from(free).unwrap_or(u32::MAX);
+        match self.db.read(move |r| Ok(r.due_pushes(now, per_tenant)?)).await {
+            Ok(due) if due.is_empty() => return (Vec::new(), false),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "could not read due pushes");
+                return (Vec::new(), false);
+            }
+        }
+        let claimed = self
+            .db
+            .write(move |tx| {
+                let due = tx.claimable_pushes(now, per_tenant)?;
+                let chosen = fairness::pick(&due, free);
+                Ok(tx.lease_pushes(&chosen, now, lease_until)?)
+            })
+            .await;
+        match claimed {
+            Ok(leased) => {
+                let contended = leased.is_empty();
+                (leased, contended)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not claim pushes");
+                (Vec::new(), false)
+            }
+        }
+    }
+
+    /// Until the next push falls due, at most one poll interval.
+    async fn idle_wait(&self) -> Duration {
+        let now = self.clock.now();
+        match self.db.read(|r| Ok(r.next_push_due()?)).await {
+            Ok(Some(due)) if due > now => due.since(now).min(self.poll_interval).max(Duration::from_millis(5)),
+            Ok(Some(_)) => Duration::from_millis(5),
+            _ => self.poll_interval,
+        }
+    }
+
+    async fn attempt(&self, push: ClaimedPush) {
+        let now = self.clock.now();
+        let platform = push.target.platform.as_str();
+        let step = if push.worth_sending() {
+            let started = Instant::now();
+            let outcome = self.providers.send(&push, now).await;
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let step = next_step(push.attempts + 1, &outcome, now, jitter());
+            let reason = match &outcome {
+                PushOutcome::Delivered => None,
+                PushOutcome::Retry { reason, .. } | PushOutcome::DeadToken { reason } | PushOutcome::Rejected { reason } => {
+                    Some(reason.as_str())
+                }
+            };
+            tracing::info!(
+                push = push.id.0,
+                device = push.target.device_id.0,
+                platform,
+                about = push.reason.as_str(),
+                attempt = push.attempts + 1,
+                duration_ms,
+                outcome = outcome.label(),
+                error = reason,
+                "push attempt"
+            );
+            self.metrics.push_attempt(platform, outcome.label());
+            step
+        } else {
+            // Signed out, disabled, or read on another device since.
+            PushStep::GiveUp
+        };
+        // Spacing counts from when the push went out.
+        let record = push.clone();
+        let written = self.db.write(move |tx| Ok(tx.finish_push(&record, step, now)?)).await;
+        if let Err(e) = written {
+            // The lease runs out and the push is sent again: at least once.
+            tracing::error!(error = %e, push = push.id.0, "could not record a push attempt");
+        }
+        if matches!(step, PushStep::RemoveDevice) {
+            tracing::info!(device = push.target.device_id.0, platform, "the provider reported the device's token dead; device removed");
+        }
+    }
+}
+
+/// A value in [-1, 1] to spread retries.
+fn jitter() -> f64 {
+    match ids::random_bytes::<4>() {
+        Ok(b) => f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * 2.0 - 1.0,
+        Err(_) => 0.0,
+    }
+}

@@ -1,0 +1,467 @@
+//! Operator pushes end to end: the server queues them with the change,
+//! its worker sends them to loopback peers of APNs, FCM, a browser's push
+//! service and a relay (see `push_peers`), which check what the real
+//! providers check.
+
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use parley_domain::model::Role;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::push_peers::*;
+use crate::web_browser::Browser;
+
+/// A service-account file whose `token_uri` is the peer's.
+fn service_account(dir: &std::path::Path, peer: &Peer) -> String {
+    let account = json!({
+        "type": "service_account",
+        "project_id": PROJECT,
+        "private_key_id": "test-key-id",
+        "private_key": std::fs::read_to_string(fixture("fcm-key.pem")).expect("key"),
+        "client_email": CLIENT_EMAIL,
+        "token_uri": format!("{}/token", peer.base),
+    });
+    let path = dir.join("service-account.json");
+    std::fs::write(&path, account.to_string()).expect("write");
+    path.display().to_string()
+}
+
+/// Every provider pointed at the peer.
+struct Setup {
+    app: TestApp,
+    peer: Peer,
+    _dir: tempfile::TempDir,
+}
+
+async fn setup_with(vars: &[(&str, &str)]) -> Setup {
+    let peer = Peer::start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let account = service_account(dir.path(), &peer);
+    let mut spawn = TestApp::with()
+        .var("PARLEY_EXTRA_CA_FILE", &fixture("ca.pem"))
+        .var("PARLEY_APNS_KEY_FILE", &fixture("apns-key.p8"))
+        .var("PARLEY_APNS_KEY_ID", KEY_ID)
+        .var("PARLEY_APNS_TEAM_ID", TEAM_ID)
+        .var("PARLEY_APNS_TOPIC", TOPIC)
+        .var("PARLEY_APNS_URL", &peer.base)
+        .var("PARLEY_FCM_SERVICE_ACCOUNT_FILE", &account)
+        .var("PARLEY_FCM_URL", &peer.base)
+        // The browsers' push service is this machine's peer.
+        .var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true")
+        .var("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms");
+    for (k, v) in vars {
+        spawn = spawn.var(k, v);
+    }
+    let app = spawn.start().await;
+    peer.follow(app.clock.clone());
+    Setup { app, peer, _dir: dir }
+}
+
+async fn setup() -> Setup {
+    setup_with(&[]).await
+}
+
+async fn register(app: &TestApp, token: &str, platform: &str, push_token: Value) -> Value {
+    let (status, body) =
+        app.authed(Method::POST, "/api/mobile/devices", token, Some(json!({"platform": platform, "push_token": push_token}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["device"].clone()
+}
+
+async fn conversation_id(app: &TestApp, token: &str, public_id: &str) -> i64 {
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations?per_page=100", token, None).await;
+    list["conversations"]
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["public_id"] == public_id))
+        .and_then(|c| c["id"].as_i64())
+        .expect("the conversation")
+}
+
+/// The pushes waiting to be sent, read as an administrator would.
+async fn pending_pushes(app: &TestApp) -> i64 {
+    count(app, "SELECT COUNT(*) FROM push_outbox WHERE pending = TRUE").await
+}
+
+const APPLE: &str = "740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad";
+const APPLE_2: &str = "9a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
+
+#[tokio::test]
+async fn the_peers_accept_what_the_reference_libraries_make_and_refuse_tampering() {
+    let vectors: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("vectors.json")).expect("vectors")).expect("vectors are JSON");
+    let apns = vectors["apns_jwt"].as_str().expect("apns");
+    let iat = Jws::parse(apns).expect("jws").claims["iat"].as_i64().expect("iat");
+    check_apns_token(apns, iat + 10).expect("PyJWT's ES256 token verifies");
+    assert!(check_apns_token(apns, iat + 3700).is_err(), "an hour-old provider token is refused");
+    let fcm = vectors["fcm_assertion"].as_str().expect("fcm");
+    let uri = vectors["fcm_token_uri"].as_str().expect("uri");
+    check_assertion(fcm, uri, iat + 10).expect("PyJWT's RS256 assertion verifies");
+    assert!(check_assertion(fcm, "https://elsewhere/token", iat + 10).is_err(), "another audience is refused");
+
+    let wp = &vectors["web_push"];
+    let private = URL_SAFE_NO_PAD.decode(wp["receiver_private"].as_str().expect("key")).expect("b64");
+    let auth: [u8; 16] = URL_SAFE_NO_PAD.decode(wp["auth"].as_str().expect("auth")).expect("b64").try_into().expect("16 bytes");
+    let sub = Subscription { private: p256::SecretKey::from_slice(&private).expect("key"), auth };
+    assert_eq!(sub.p256dh(), wp["p256dh"].as_str().expect("p256dh"));
+    let body = URL_SAFE_NO_PAD.decode(wp["body"].as_str().expect("body")).expect("b64");
+    let plain = sub.decrypt(&body).expect("pywebpush's aes128gcm body decrypts");
+    assert_eq!(String::from_utf8(plain).expect("utf8"), wp["plaintext"].as_str().expect("plaintext"));
+    let mut tampered = body.clone();
+    let last = tampered.len() - 1;
+    tampered[last] ^= 1;
+    assert!(sub.decrypt(&tampered).is_err(), "a changed body fails its tag");
+
+    let vapid = vectors["vapid"]["authorization"].as_str().expect("vapid");
+    let audience = vectors["vapid"]["audience"].as_str().expect("aud");
+    check_vapid(vapid, audience, iat + 10).expect("py_vapid's header verifies");
+    assert!(check_vapid(vapid, "https://other.example", iat + 10).is_err(), "another audience is refused");
+    let forged = vapid.replacen("t=eyJ", "t=eyK", 1);
+    assert!(check_vapid(&forged, audience, iat + 10).is_err(), "a changed token is refused");
+
+    // And what Parley's sender makes, checked by the same peer code.
+    let keys = parley_domain::model::WebPushKeys { p256dh: sub.p256dh(), auth: URL_SAFE_NO_PAD.encode(sub.auth) };
+    let ours = parley_worker::push::web_push_encrypt(&keys, b"hello").expect("encrypts");
+    assert_eq!(sub.decrypt(&ours).expect("Parley's body decrypts"), b"hello");
+}
+
+#[tokio::test]
+async fn a_visitor_message_buzzes_the_operators_phone_with_no_visitor_text() {
+    let Setup { app, peer, .. } = setup().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    register(&app, &admin, "ios", json!(APPLE)).await;
+    let started = std::time::Instant::now();
+    let public_id = app.open_conversation("/api", &f.token, "v1", "my card number is 4111 1111").await;
+    let pushes = peer.wait_for(1).await;
+    let elapsed = started.elapsed();
+    let id = conversation_id(&app, &admin, &public_id).await;
+    let push = &pushes[0];
+    assert_eq!((push.provider, push.token.as_str(), push.version.as_str()), ("apns", APPLE, "HTTP/2.0"));
+    assert_eq!(push.payload["aps"]["alert"], json!({"title": "New conversation"}), "minimal: a fixed title");
+    assert_eq!(push.payload["aps"]["badge"], 1, "the badge is the unread conversations");
+    assert_eq!(push.payload["aps"]["thread-id"], id.to_string());
+    assert_eq!(push.payload["aps"]["mutable-content"], 1);
+    assert_eq!(push.payload["conversation_id"], id);
+    assert_eq!(push.header("apns-collapse-id"), format!("conversation-{id}"));
+    let sent = serde_json::to_string(&push.payload).expect("json");
+    assert!(!sent.contains("4111") && !sent.contains("v1"), "no visitor text leaves by default: {sent}");
+    println!("push received {elapsed:?} after the visitor's message was sent");
+
+    // The operator reads it; the next message says so in the badge, and
+    // the device's last push shows.
+    eventually(|| async {
+        let (_, devices) = app.authed(Method::GET, "/api/mobile/devices", &admin, None).await;
+        devices["devices"][0]["last_push_at"].is_string().then_some(())
+    })
+    .await;
+    assert!(peer.refused().is_empty(), "{:?}", peer.refused());
+}
+
+#[tokio::test]
+async fn pushes_go_to_who_can_see_it_then_to_the_assignee_and_never_to_the_actor() {
+    let Setup { app, peer, .. } = setup().await;
+    let f = app.fixture("acme", &[]).await;
+    let other_site = app.site("acme", f.scope.tenant, &[]).await;
+    let ann = app.operator(&f, "ann@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    app.operator(&f, "bob@acme.example.com", Role::Agent, &[other_site.scope.site]).await;
+    app.fixture("globex", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let ann_token = app.login("ann@acme.example.com").await;
+    let bob = app.login("bob@acme.example.com").await;
+    let outsider = app.login("admin@globex.example.com").await;
+    register(&app, &admin, "ios", json!(APPLE)).await;
+    register(&app, &ann_token, "android", json!("fcm-ann")).await;
+    let bob_sub = peer.subscribe("bob");
+    register(&app, &bob, "web", bob_sub).await;
+    register(&app, &outsider, "ios", json!(APPLE_2)).await;
+
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let pushes = peer.wait_for(2).await;
+    let tokens: std::collections::BTreeSet<&str> = pushes.iter().map(|p| p.token.as_str()).collect();
+    assert_eq!(tokens, [APPLE, "fcm-ann"].into_iter().collect(), "an unassigned conversation: everyone who can see it");
+    let fcm = pushes.iter().find(|p| p.provider == "fcm").expect("fcm");
+    assert_eq!(fcm.payload["notification"]["title"], "New conversation");
+    assert_eq!(fcm.payload["data"]["badge"], "1");
+    assert_eq!(peer.token_requests(), 1, "one access token");
+
+    // The admin assigns it to Ann: Ann is pushed, the admin (the actor) not.
+    let id = conversation_id(&app, &admin, &public_id).await;
+    let (status, body) =
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/assign"), &admin, Some(json!({"operator_id": ann}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Ann's earlier push about this conversation was sent less than 10 s
+    // ago: the assignment waits out the spacing.
+    app.clock.advance(Duration::from_secs(11));
+    let pushes = peer.wait_for(3).await;
+    assert_eq!(pushes[2].token, "fcm-ann");
+    assert_eq!(pushes[2].payload["notification"]["title"], "Conversation assigned to you");
+
+    // The visitor writes: the assignee alone.
+    app.clock.advance(Duration::from_secs(11));
+    app.post_message("/api", &f.token, &public_id, "still there?").await;
+    let pushes = peer.wait_for(4).await;
+    assert_eq!(pushes[3].token, "fcm-ann");
+    assert_eq!(pushes[3].payload["notification"]["title"], "New message");
+
+    // Ann hands it to the admin: the admin is pushed, Ann not.
+    app.clock.advance(Duration::from_secs(11));
+    app.transfer_with_note(&ann_token, id, json!(admin_id(&app, &admin).await), "over to you").await;
+    let pushes = peer.wait_for(5).await;
+    assert_eq!(pushes[4].token, APPLE);
+    assert_eq!(pushes[4].payload["aps"]["alert"]["title"], "Conversation assigned to you");
+    settled(&app).await;
+    let to: Vec<&str> = peer.delivered().iter().map(|p| p.provider).collect();
+    assert!(!to.contains(&"web"), "an agent without the site is never pushed: {to:?}");
+    assert!(peer.delivered_to(APPLE_2).is_empty(), "another tenant is never pushed");
+    assert!(peer.refused().is_empty(), "{:?}", peer.refused());
+}
+
+async fn admin_id(app: &TestApp, token: &str) -> i64 {
+    let (_, me) = app.authed(Method::GET, "/api/mobile/me", token, None).await;
+    me["user"]["id"].as_i64().expect("the operator's id")
+}
+
+#[tokio::test]
+async fn full_content_carries_the_name_and_the_start_of_the_message_encrypted_for_the_browser() {
+    let Setup { app, peer, .. } = setup_with(&[("PARLEY_PUSH_CONTENT", "full")]).await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let sub = peer.subscribe("laptop");
+    register(&app, &admin, "web", sub).await;
+    let long = format!("Hello, {}", "x".repeat(200));
+    app.open_conversation("/api", &f.token, "v1", &long).await;
+    let pushes = peer.wait_for(1).await;
+    let push = &pushes[0];
+    assert_eq!(push.provider, "web");
+    assert_eq!(push.header("urgency"), "high");
+    let body = push.payload["body"].as_str().expect("a body");
+    assert_eq!(body.chars().count(), 121, "120 characters and an ellipsis: {body}");
+    assert!(body.starts_with("Hello, xxx"));
+    // The installation's key is the one browsers subscribe with.
+    let (_, key) = app.get("/app/push/key").await;
+    let key = URL_SAFE_NO_PAD.decode(key["public_key"].as_str().expect("key")).expect("b64");
+    assert_eq!(peer.vapid_keys(), vec![key]);
+    assert!(peer.refused().is_empty(), "{:?}", peer.refused());
+}
+
+#[tokio::test]
+async fn a_burst_collapses_and_a_failed_push_is_retried_once() {
+    let Setup { app, peer, .. } = setup().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    register(&app, &admin, "ios", json!(APPLE)).await;
+    peer.script(APPLE, &[(500, json!({"reason": "InternalServerError"}))]);
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    // The first attempt fails; nothing is delivered until the retry.
+    eventually(|| async { (peer.refused().is_empty() && peer.delivered().is_empty() && attempts(&app).await == 1).then_some(()) }).await;
+    for n in 0..5 {
+        app.post_message("/api", &f.token, &public_id, &format!("message {n}")).await;
+    }
+    app.clock.advance(Duration::from_secs(6));
+    let pushes = peer.wait_for(1).await;
+    assert_eq!(pushes[0].payload["aps"]["alert"]["title"], "New message", "the burst collapsed into the retried push");
+    // One more push at most every 10 s: the spacing holds the next.
+    app.post_message("/api", &f.token, &public_id, "and another").await;
+    app.clock.advance(Duration::from_secs(5));
+    assert_eq!(pending_pushes(&app).await, 1);
+    assert_eq!(peer.delivered().len(), 1, "not yet: within 10 s of the last");
+    app.clock.advance(Duration::from_secs(6));
+    let pushes = peer.wait_for(2).await;
+    assert_eq!(pushes.len(), 2);
+    settled(&app).await;
+}
+
+/// Failed attempts of the pushes waiting, as the outbox counts them.
+async fn attempts(app: &TestApp) -> i64 {
+    count(app, "SELECT CAST(COALESCE(SUM(attempts), 0) AS BIGINT) FROM push_outbox WHERE pending = TRUE").await
+}
+
+async fn count(app: &TestApp, sql: &'static str) -> i64 {
+    let url = app.database_url.clone();
+    tokio::task::spawn_blocking(move || match url.strip_prefix("sqlite://") {
+        Some(path) => rusqlite::Connection::open(path).expect("open").query_row(sql, [], |r| r.get(0)).expect("count"),
+        None => postgres::Client::connect(&url, postgres::NoTls).expect("connect").query_one(sql, &[]).expect("count").get(0),
+    })
+    .await
+    .expect("blocking")
+}
+
+/// Waits until no push is pending (the worker records a send just after
+/// the provider answers).
+async fn settled(app: &TestApp) {
+    eventually(|| async { (pending_pushes(app).await == 0).then_some(()) }).await;
+}
+
+#[tokio::test]
+async fn dead_tokens_remove_their_devices() {
+    let Setup { app, peer, .. } = setup().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    register(&app, &admin, "ios", json!(APPLE)).await;
+    register(&app, &admin, "android", json!("fcm-gone")).await;
+    let sub = peer.subscribe("gone");
+    register(&app, &admin, "web", sub).await;
+    register(&app, &admin, "ios", json!(APPLE_2)).await;
+    peer.script(APPLE, &[(410, json!({"reason": "Unregistered"}))]);
+    peer.script("fcm-gone", &[(404, json!({"error": {"code": 404, "status": "NOT_FOUND", "details": [{"errorCode": "UNREGISTERED"}]}}))]);
+    peer.script("gone", &[(410, json!({}))]);
+    app.open_conversation("/api", &f.token, "v1", "hello").await;
+    peer.wait_for(1).await;
+    let left = eventually(|| async {
+        let (_, list) = app.authed(Method::GET, "/api/mobile/devices", &admin, None).await;
+        let left = list["devices"].as_array().map_or(0, Vec::len);
+        (left == 1).then_some(list)
+    })
+    .await;
+    assert_eq!(left["devices"][0]["platform"], "ios", "the live device stays: {left}");
+    assert_eq!(peer.delivered_to(APPLE_2).len(), 1);
+}
+
+#[tokio::test]
+async fn logging_out_removes_the_device_and_its_pushes() {
+    let Setup { app, peer, .. } = setup().await;
+    let f = app.fixture("acme", &[]).await;
+    app.operator(&f, "ann@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let ann = app.login("ann@acme.example.com").await;
+    register(&app, &admin, "ios", json!(APPLE)).await;
+    register(&app, &ann, "ios", json!(APPLE_2)).await;
+    let (status, _) = app.authed(Method::POST, "/api/mobile/logout", &ann, None).await;
+    assert!(status.is_success(), "{status}");
+    app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let pushes = peer.wait_for(1).await;
+    assert_eq!(pushes[0].token, APPLE);
+    settled(&app).await;
+    assert!(peer.delivered_to(APPLE_2).is_empty(), "a signed-out phone is not pushed");
+}
+
+#[tokio::test]
+async fn a_relay_gets_the_minimal_payload_and_the_token_signed_like_a_webhook() {
+    let peer = Peer::start().await;
+    let relay = format!("{}/relay", peer.base);
+    let app = TestApp::with()
+        .var("PARLEY_EXTRA_CA_FILE", &fixture("ca.pem"))
+        .var("PARLEY_PUSH_RELAY_URL", &relay)
+        .var("PARLEY_PUSH_RELAY_SECRET", RELAY_SECRET)
+        .var("PARLEY_PUSH_CONTENT", "full")
+        .start()
+        .await;
+    peer.follow(app.clock.clone());
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    register(&app, &admin, "android", json!("relay-token")).await;
+    app.open_conversation("/api", &f.token, "v1", "secret text").await;
+    let pushes = peer.wait_for(1).await;
+    let p = &pushes[0];
+    assert_eq!((p.provider, p.token.as_str()), ("relay", "relay-token"));
+    assert_eq!(p.payload["platform"], "android");
+    assert_eq!(p.payload["notification"]["title"], "New conversation");
+    assert!(!p.payload.to_string().contains("secret text"), "the relay never gets visitor text");
+    assert!(peer.refused().is_empty(), "{:?}", peer.refused());
+}
+
+#[tokio::test]
+async fn two_instances_send_each_push_once() {
+    if backend() != "postgres" {
+        return;
+    }
+    let Setup { app: a, peer, _dir } = setup().await;
+    let account = service_account(_dir.path(), &peer);
+    let b = TestApp::with()
+        .var("PARLEY_DATABASE_URL", &a.database_url)
+        .var("PARLEY_EXTRA_CA_FILE", &fixture("ca.pem"))
+        .var("PARLEY_APNS_KEY_FILE", &fixture("apns-key.p8"))
+        .var("PARLEY_APNS_KEY_ID", KEY_ID)
+        .var("PARLEY_APNS_TEAM_ID", TEAM_ID)
+        .var("PARLEY_APNS_TOPIC", TOPIC)
+        .var("PARLEY_APNS_URL", &peer.base)
+        .var("PARLEY_FCM_SERVICE_ACCOUNT_FILE", &account)
+        .var("PARLEY_FCM_URL", &peer.base)
+        .var("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms")
+        .start()
+        .await;
+    let f = a.fixture("acme", &[]).await;
+    let admin = a.login("admin@acme.example.com").await;
+    register(&a, &admin, "ios", json!(APPLE)).await;
+    let conversations = 12;
+    for n in 0..conversations {
+        let through = if n % 2 == 0 { &a } else { &b };
+        through.open_conversation("/api", &f.token, &format!("visitor-{n}"), "hello").await;
+    }
+    let pushes = peer.wait_for(conversations).await;
+    let threads: std::collections::BTreeSet<String> =
+        pushes.iter().map(|p| p.payload["aps"]["thread-id"].as_str().unwrap_or_default().to_owned()).collect();
+    assert_eq!(threads.len(), conversations, "one push per conversation");
+    settled(&a).await;
+    assert_eq!(peer.delivered().len(), conversations, "none twice");
+}
+
+#[tokio::test]
+async fn the_web_app_subscribes_a_browser_through_its_session() {
+    let Setup { app, peer, .. } = setup().await;
+    let f = app.fixture("acme", &[]).await;
+    let (status, sw) = raw(&app, "/app/sw.js").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(sw.contains("notificationclick") && sw.contains("/app/conversations/"), "the worker opens the conversation");
+    let (status, key) = app.get("/app/push/key").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(URL_SAFE_NO_PAD.decode(key["public_key"].as_str().expect("key")).expect("b64").len(), 65);
+
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let inbox = browser.inbox("").await;
+    assert!(inbox.html.contains("id=\"enable-push\""), "the control is on the page");
+    let csrf = inbox.attr("data-csrf");
+    let sub = peer.subscribe("browser").to_string();
+    let page = browser.post("/app/push/subscribe", &[("platform", "web"), ("push_token", &sub)]).await;
+    assert_ne!(page.status, StatusCode::CREATED, "no anti-forgery token, no device");
+    let bad =
+        browser.post("/app/push/subscribe", &[("csrf", &csrf), ("platform", "web"), ("push_token", "{\"endpoint\":\"http://x\"}")]).await;
+    let body: Value = serde_json::from_str(&bad.html).expect("a JSON error");
+    assert_error(bad.status, &body, StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    let page = browser.post("/app/push/subscribe", &[("csrf", &csrf), ("platform", "web"), ("push_token", &sub)]).await;
+    assert_eq!(page.status, StatusCode::CREATED, "{}", page.html);
+    let body: Value = serde_json::from_str(&page.html).expect("JSON");
+    assert_eq!(body["device"]["platform"], "web");
+    // The session's device is pushed like a phone's.
+    app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let pushes = peer.wait_for(1).await;
+    assert_eq!((pushes[0].provider, pushes[0].token.as_str()), ("web", "browser"));
+}
+
+async fn raw(app: &TestApp, path: &str) -> (StatusCode, String) {
+    let res = app.client.get(app.url(path)).send().await.expect("request");
+    (res.status(), res.text().await.expect("text"))
+}
+
+/// `PARLEY_EXTRA_CA_FILE` is trusted for SMTP too: an SMTP server behind
+/// TLS with a certificate of the test CA takes the mail with it, and
+/// nothing reaches it without.
+#[tokio::test]
+async fn smtp_over_tls_trusts_the_extra_certificates() {
+    let smtp = crate::smtp_sink::SmtpSink::start_tls().await;
+    let start = |ca: bool| {
+        let mut spawn = TestApp::with().var("PARLEY_SMTP_URL", &smtp.url()).var("PARLEY_MAIL_FROM", "Parley <noreply@parley.test>");
+        if ca {
+            spawn = spawn.var("PARLEY_EXTRA_CA_FILE", &fixture("ca.pem"));
+        }
+        spawn.start()
+    };
+    let test = json!({"channel": "email", "to": "me@example.com"});
+    let untrusting = start(false).await;
+    untrusting.fixture("acme", &[]).await;
+    let admin = untrusting.login("admin@acme.example.com").await;
+    let (status, _) = untrusting.authed(Method::POST, "/api/admin/verification/test", &admin, Some(test.clone())).await;
+    assert!(!status.is_success(), "an unknown CA is refused: {status}");
+    assert!(smtp.drain().await.is_empty());
+
+    let app = start(true).await;
+    app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (status, body) = app.authed(Method::POST, "/api/admin/verification/test", &admin, Some(test)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(smtp.next().await.to, ["me@example.com"]);
+}
