@@ -6,7 +6,7 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
+import { createECDH, randomBytes, randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { apiClient, artifacts, launchBrowser, openContext, startParley, stopParley } from "./support.mjs";
@@ -473,7 +473,8 @@ describe("the web app", () => {
     assert.ok(files.length >= 3, `the page, its stylesheet and its script: ${JSON.stringify(files)}`);
     assert.ok(sent < 100 * 1024, `under 100 KB: ${JSON.stringify(files)}`);
     const scripts = await op.page.evaluate(() => [...document.scripts].map((s) => ({ type: s.type, inHead: !!s.closest("head"), inline: !s.src })));
-    assert.deepEqual(scripts, [{ type: "module", inHead: false, inline: false }], "one deferred script of its own, nothing inline");
+    const deferred = { type: "module", inHead: false, inline: false };
+    assert.deepEqual(scripts, [deferred, deferred], "deferred scripts of its own (the notifications control, the live page), nothing inline");
     await op.context.close();
 
     // Without JavaScript, the same pages and forms do the work.
@@ -486,6 +487,61 @@ describe("the web app", () => {
     await plain.page.getByRole("button", { name: "Close" }).click();
     await plain.page.locator("#summary [data-status=closed]").waitFor();
     await plain.context.close();
+  });
+
+  it("enables notifications: the worker registers, the subscription becomes a device, a push shows with the address of its conversation", async () => {
+    const op = await operator(ADMIN);
+    await op.context.grantPermissions(["notifications"], { origin: api });
+    const button = op.page.getByRole("button", { name: "Enable notifications" });
+    await button.waitFor();
+    // Headless Chromium reaches no push service, so the subscription the
+    // browser would return is given to the page; everything around it
+    // (permission, service worker, key, registration) is the real thing.
+    const ecdh = createECDH("prime256v1");
+    ecdh.generateKeys();
+    const subscription = {
+      endpoint: "https://127.0.0.1:9/push/browser-test",
+      keys: { p256dh: ecdh.getPublicKey().toString("base64url"), auth: randomBytes(16).toString("base64url") },
+    };
+    await op.page.evaluate((sub) => {
+      PushManager.prototype.getSubscription = async () => null;
+      PushManager.prototype.subscribe = async function (options) {
+        window.subscribedWith = Array.from(new Uint8Array(options.applicationServerKey));
+        return { toJSON: () => sub };
+      };
+    }, subscription);
+    await button.click();
+    const said = await op.page.waitForFunction(() => {
+      const text = document.getElementById("push-status").textContent;
+      return text && !text.startsWith("Asking") ? text : null;
+    });
+    assert.equal(await said.jsonValue(), "Notifications are on for this browser.");
+    const key = (await json("/app/push/key")).body.public_key;
+    assert.deepEqual(await op.page.evaluate(() => window.subscribedWith), Array.from(Buffer.from(key, "base64url")), "subscribed with the installation's key");
+    const scope = await op.page.evaluate(async () => (await navigator.serviceWorker.getRegistration("/app/")).active.scriptURL);
+    assert.equal(new URL(scope).pathname, "/app/sw.js");
+    const devices = (await asAdmin("/api/mobile/devices")).body.devices;
+    assert.ok(devices.some((d) => d.platform === "web"), "the browser is one of the operator's devices");
+
+    // A push, delivered to the service worker as the browser would.
+    const cdp = await op.context.newCDPSession(op.page);
+    const registration = new Promise((resolve) =>
+      cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations }) => {
+        const found = registrations.find((r) => r.scopeURL.endsWith("/app/") && !r.isDeleted);
+        if (found) resolve(found.registrationId);
+      }),
+    );
+    await cdp.send("ServiceWorker.enable");
+    const registrationId = await registration;
+    const data = JSON.stringify({ title: "New message", conversation_id: 4242, reason: "message", badge: 3 });
+    await cdp.send("ServiceWorker.deliverPushMessage", { origin: new URL(api).origin, registrationId, data });
+    const shown = await op.page.waitForFunction(async () => {
+      const list = await (await navigator.serviceWorker.getRegistration("/app/")).getNotifications();
+      return list.length ? { title: list[0].title, tag: list[0].tag, url: list[0].data.url } : null;
+    });
+    assert.deepEqual(await shown.jsonValue(), { title: "New message", tag: "4242", url: "/app/conversations/4242" });
+    assert.deepEqual(op.problems, []);
+    await op.context.close();
   });
 
   // Last: it restarts the server the other tests share.

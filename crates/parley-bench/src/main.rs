@@ -11,6 +11,7 @@ mod ceiling;
 mod client;
 mod load;
 mod process;
+mod pushes;
 mod receiver;
 mod report;
 mod scenarios;
@@ -84,8 +85,16 @@ struct RunArgs {
     /// Messages in each of them (latest polls return them).
     #[arg(long, default_value_t = 20)]
     messages: usize,
+    /// Conversations the pushes scenario spreads its messages over, each
+    /// assigned to one operator.
+    #[arg(long, default_value_t = 1000)]
+    push_conversations: usize,
+    /// Devices registered in the pushes scenario, two per operator.
+    #[arg(long, default_value_t = 2000)]
+    push_devices: usize,
     /// Scenarios to run, comma-separated: post, poll-empty, poll-latest,
-    /// inbox, webhooks, mix, streams (all by default). `streams` holds one
+    /// inbox, webhooks, mix, streams, pushes (all by default; `pushes`
+    /// needs the bench to start the server, whose relay it is). `streams` holds one
     /// stream per visitor (`--visitors`) while `--rate` messages a second
     /// arrive for `--mix-duration` seconds; a server given with `--target`
     /// needs `PARLEY_STREAMS_PER_ADDRESS` above `--visitors`.
@@ -149,7 +158,7 @@ fn main() -> ExitCode {
 }
 
 /// The scenarios `--only` may name.
-const SCENARIOS: [&str; 7] = ["post", "poll-empty", "poll-latest", "inbox", "webhooks", "mix", "streams"];
+const SCENARIOS: [&str; 8] = ["post", "poll-empty", "poll-latest", "inbox", "webhooks", "mix", "streams", "pushes"];
 
 fn wants(args: &RunArgs, scenario: &str) -> bool {
     args.only.is_empty() || args.only.iter().any(|s| s == scenario)
@@ -163,6 +172,7 @@ async fn run(args: RunArgs) -> Result<(), String> {
     let parley_bin = std::fs::canonicalize(&parley_bin).map_err(|e| format!("cannot find {}: {e}", parley_bin.display()))?;
 
     // The server under test: started here, or given.
+    let mut push_receiver = None;
     let (parley, admin_token, label) = match &args.target {
         Some(url) => {
             let addr: SocketAddr =
@@ -202,6 +212,11 @@ async fn run(args: RunArgs) -> Result<(), String> {
             serve.env("PARLEY_MAX_CONNECTIONS", cap);
             // Every stream of the bench comes from one address.
             serve.env("PARLEY_STREAMS_PER_ADDRESS", (args.visitors + 64).to_string());
+            if wants(&args, "pushes") {
+                let receiver = pushes::PushReceiver::start().await?;
+                serve.env("PARLEY_PUSH_RELAY_URL", &receiver.url).env("PARLEY_PUSH_RELAY_SECRET", pushes::RELAY_SECRET);
+                push_receiver = Some(receiver);
+            }
             let server = Server::start(serve).await?;
             let token = setup::login(server.addr, "admin@bench.example", setup::ADMIN_PASSWORD).await?;
             (Some(server), token, "local".to_owned())
@@ -292,6 +307,17 @@ async fn run(args: RunArgs) -> Result<(), String> {
     if wants(&args, "webhooks") {
         println!("Measuring webhooks");
         bench.webhooks().await?;
+    }
+    if let Some(receiver) = &push_receiver {
+        let load = pushes::PushLoad {
+            conversations: args.push_conversations.max(1),
+            operators: (args.push_devices / 2).max(1),
+            devices_per_operator: 2,
+            messages_per_second: args.rate,
+            duration: Duration::from_secs(args.mix_duration),
+        };
+        let figures = pushes::run(addr, bench.parley_process, &bench.tenant, receiver, &load).await?;
+        bench.report.notes.push(("pushes".into(), figures));
     }
     if wants(&args, "mix") {
         println!("Setting up the mix: {} visitors", args.visitors);

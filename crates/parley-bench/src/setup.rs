@@ -21,6 +21,7 @@ pub struct Conversation {
 
 /// Everything the scenarios need.
 pub struct Tenant {
+    pub site_id: i64,
     pub widget_token: String,
     pub admin_token: String,
     pub operator_tokens: Vec<String>,
@@ -59,7 +60,39 @@ pub async fn tenant(addr: SocketAddr, admin_token: String, operators: usize, lab
         expect(status, &body, "creating an operator")?;
         operator_tokens.push(login(addr, &email, OPERATOR_PASSWORD).await?);
     }
-    Ok(Tenant { widget_token, admin_token, operator_tokens })
+    Ok(Tenant { site_id, widget_token, admin_token, operator_tokens })
+}
+
+/// `count` more agents on the tenant's site, made a few at a time, then
+/// signed in one after another (Parley checks one password at a time per
+/// client address): each one's id and bearer token, in order.
+pub async fn operators(addr: SocketAddr, tenant: &Tenant, count: usize, label: &str) -> Result<Vec<(i64, String)>, String> {
+    const AT_ONCE: usize = 8;
+    let mut tasks = JoinSet::new();
+    for w in 0..AT_ONCE {
+        let (admin, site, label) = (tenant.admin_token.clone(), tenant.site_id, label.to_owned());
+        tasks.spawn(async move {
+            let mut made = Vec::new();
+            for n in (w..count).step_by(AT_ONCE) {
+                let email = format!("{label}{n}@bench.example");
+                let op = json!({"email": email, "name": format!("Agent {label} {n}"), "password": OPERATOR_PASSWORD, "role": "agent", "site_ids": [site]});
+                let (status, body) = once(addr, Call::post("/api/v1/admin/operators", &op).bearer(&admin)).await.map_err(|e| e.to_string())?;
+                expect(status, &body, "creating an operator")?;
+                made.push((n, body["operator"]["id"].as_i64().ok_or("no operator id")?, email));
+            }
+            Ok::<_, String>(made)
+        });
+    }
+    let mut all = Vec::with_capacity(count);
+    while let Some(part) = tasks.join_next().await {
+        all.extend(part.map_err(|e| e.to_string())??);
+    }
+    all.sort_by_key(|(n, _, _)| *n);
+    let mut signed_in = Vec::with_capacity(count);
+    for (_, id, email) in all {
+        signed_in.push((id, login(addr, &email, OPERATOR_PASSWORD).await?));
+    }
+    Ok(signed_in)
 }
 
 /// Opens `count` conversations with `messages` messages each (the first

@@ -100,9 +100,9 @@ impl Automation {
     /// units. Events go with their deliveries and attempts, but never
     /// while a delivery of theirs is still pending.
     async fn prune(&self, now: Timestamp) -> Result<usize, DomainError> {
-        let cutoff = now.minus(self.settings.retention);
         let mut pruned = 0;
         for what in Prunable::ALL {
+            let cutoff = what.cutoff(now, self.settings.retention);
             pruned += self.in_batches(move |tx| Ok(tx.prune(what, cutoff, PRUNE_BATCH)?)).await?;
         }
         Ok(pruned)

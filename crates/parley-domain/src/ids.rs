@@ -9,6 +9,15 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::error::DomainError;
 
+/// A value in [-1, 1] to spread retries, so that attempts failing together
+/// do not all come back together.
+pub fn jitter() -> f64 {
+    match random_bytes::<4>() {
+        Ok(b) => f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * 2.0 - 1.0,
+        Err(_) => 0.0,
+    }
+}
+
 pub fn random_bytes<const N: usize>() -> Result<[u8; N], DomainError> {
     let mut buf = [0u8; N];
     getrandom::fill(&mut buf).map_err(|_| DomainError::Unavailable("random source unavailable"))?;

@@ -13,6 +13,26 @@ function keyBytes(base64url) {
   return Uint8Array.from(atob(padded), (c) => c.charCodeAt(0));
 }
 
+/** The registration once its worker is active (the inbox, at `/app`, is
+ * outside the worker's `/app/` scope, so `serviceWorker.ready` would
+ * never settle there). */
+function activated(registration) {
+  const worker = registration.installing || registration.waiting || registration.active;
+  if (!worker || worker.state === "activated") return Promise.resolve(registration);
+  return new Promise((resolve) => {
+    worker.addEventListener("statechange", () => {
+      if (worker.state === "activated") resolve(registration);
+    });
+  });
+}
+
+function sameKey(subscription, key) {
+  const held = subscription.options && subscription.options.applicationServerKey;
+  if (!held) return false;
+  const bytes = new Uint8Array(held);
+  return bytes.length === key.length && bytes.every((b, i) => b === key[i]);
+}
+
 async function register(subscription) {
   const body = new URLSearchParams({
     csrf: button.dataset.csrf,
@@ -40,12 +60,17 @@ async function enable() {
       button.disabled = false;
       return;
     }
-    const registration = await navigator.serviceWorker.register("/app/sw.js", { scope: "/app/" });
-    await navigator.serviceWorker.ready;
+    const registration = await activated(await navigator.serviceWorker.register("/app/sw.js", { scope: "/app/" }));
     const { public_key } = await (await fetch("/app/push/key", { credentials: "same-origin" })).json();
-    const subscription =
-      (await registration.pushManager.getSubscription()) ||
-      (await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(public_key) }));
+    const key = keyBytes(public_key);
+    let subscription = await registration.pushManager.getSubscription();
+    // A subscription made with another key (an earlier installation's)
+    // would have every push refused: it is replaced.
+    if (subscription && !sameKey(subscription, key)) {
+      await subscription.unsubscribe();
+      subscription = null;
+    }
+    subscription ||= await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
     await register(subscription);
     say("Notifications are on for this browser.");
     button.hidden = true;

@@ -12,7 +12,9 @@ self.addEventListener("push", (event) => {
   const title = typeof data.title === "string" ? data.title : "Parley";
   const options = {
     body: typeof data.body === "string" ? data.body : "",
-    tag: id === null ? "parley" : `conversation-${id}`,
+    // The conversation id, as the phones' thread and tag: a newer push
+    // about it replaces the one shown.
+    tag: id === null ? "parley" : String(id),
     renotify: true,
     data: { url: id === null ? "/app" : `/app/conversations/${id}` },
   };

@@ -156,7 +156,7 @@ impl Application {
             poll_interval: config.webhook_poll_interval,
             concurrency: config.webhook_concurrency,
             shutdown_grace: config.shutdown_timeout,
-            extra_roots: config.push.extra_roots(),
+            extra_roots: extra_certificates(config),
             ..DeliverySettings::new(config.webhook_retry_schedule.clone(), allow_private)
         };
         let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery, metrics.clone())
@@ -336,7 +336,7 @@ fn channels(config: &Config, mode: Mode, db: &Database, clock: &Arc<dyn Clock>) 
     let outbox = (mode == Mode::Demo).then(|| Arc::new(SandboxOutbox::new(db.clone(), Arc::clone(clock))));
     let email: Option<Arc<dyn EmailSender>> = match (&config.smtp_url, &config.mail_from) {
         (Some(url), Some(from)) => {
-            Some(Arc::new(SmtpMailer::new(url, from, config.push.extra_ca.as_deref()).map_err(StartError::Channel)?))
+            Some(Arc::new(SmtpMailer::new(url, from, config.extra_roots.as_ref().map(|r| r.pem.as_slice())).map_err(StartError::Channel)?))
         }
         _ => outbox.clone().map(|o| o as Arc<dyn EmailSender>),
     };
@@ -362,18 +362,25 @@ fn host_name() -> String {
 fn push_settings(config: &Config, allow_private: bool, public_url: &str) -> Result<PushSettings, StartError> {
     let c = &config.push;
     // RFC 8292: a push service may reach the sender through `sub`, a
-    // mailto: or https: address.
+    // mailto: or https: address (services refuse others). Without either
+    // setting, the postmaster every mail domain must have (RFC 5321).
     let subject = match (&config.mail_from, public_url.starts_with("https://")) {
         (_, true) => public_url.to_owned(),
         (Some(from), false) => format!("mailto:{}", mail_address(from)),
-        (None, false) => public_url.to_owned(),
+        (None, false) => {
+            let host = url::Url::parse(public_url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "localhost".into());
+            format!("mailto:postmaster@{host}")
+        }
     };
     let mut s = PushSettings::new(c.content, subject);
     s.allow_private = allow_private;
-    s.extra_roots = c.extra_roots();
+    s.extra_roots = extra_certificates(config);
     s.timeout = config.webhook_timeout;
     s.timing.shutdown_grace = config.shutdown_timeout;
     s.timing.poll_interval = config.webhook_poll_interval;
+    // An FCM push may take two requests (an access token, then the send):
+    // the lease outlasts both, with room to record the outcome.
+    s.timing.lease = config.webhook_lease.max(config.webhook_timeout * 3);
     if let Some(a) = &c.apns {
         s.apns = Some(parley_worker::push::ApnsSettings {
             key: parley_worker::push::jwt::EcKey::from_pkcs8(&a.key).map_err(StartError::Push)?,
@@ -388,6 +395,11 @@ fn push_settings(config: &Config, allow_private: bool, public_url: &str) -> Resu
     }
     s.relay = c.relay.clone();
     Ok(s)
+}
+
+/// `PARLEY_EXTRA_CA_FILE`'s certificates, for an HTTP client.
+fn extra_certificates(config: &Config) -> Vec<reqwest::Certificate> {
+    config.extra_roots.as_ref().map(|r| r.certificates.clone()).unwrap_or_default()
 }
 
 /// The address in a `PARLEY_MAIL_FROM` such as `Parley <support@example.com>`.

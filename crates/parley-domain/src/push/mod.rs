@@ -1,6 +1,6 @@
 //! Operator pushes: who is told of what, what a push says, and what
-//! happens after an attempt. The worker that sends them lives in
-//! `parley-worker`; the providers' protocols in `parley-notify`.
+//! happens after an attempt. The worker that sends them, and the
+//! providers' protocols, live in `parley-worker`.
 //!
 //! A push is queued in the transaction of the change that causes it (see
 //! `feed::record`), one row per device and conversation: a burst in one
@@ -103,19 +103,25 @@ pub struct ClaimedPush {
     pub message: Option<String>,
     /// The operator's open conversations with unread visitor messages.
     pub badge: u64,
-    /// The operator's unread visitor messages in this conversation: a
+    /// The operator has unread visitor messages in this conversation: a
     /// message or conversation push read meanwhile (on another device) is
     /// not sent.
-    pub unread_here: u64,
-    /// The sign-in still holds and the operator is active.
+    pub unread_here: bool,
+    /// The push still stands as queued: the device is still the
+    /// operator's, its sign-in and the operator still active, and the
+    /// conversation still one it sees and is to hear of (see the storage
+    /// statement that reads it).
     pub live: bool,
+    /// The lease this worker holds: what it records applies only while it
+    /// still does.
+    pub leased_until: crate::clock::Timestamp,
 }
 
 impl ClaimedPush {
     /// Whether there is still something to tell: the operator may have
     /// signed out or read the conversation since it was queued.
     pub fn worth_sending(&self) -> bool {
-        self.live && (self.reason == PushReason::Assigned || self.unread_here > 0)
+        self.live && (self.reason == PushReason::Assigned || self.unread_here)
     }
 }
 

@@ -112,8 +112,9 @@ mod tests {
             visitor_name: Some("Ann".into()),
             message: Some(message.into()),
             badge: 3,
-            unread_here: 1,
+            unread_here: true,
             live: true,
+            leased_until: crate::Timestamp::from_millis(0),
         }
     }
 

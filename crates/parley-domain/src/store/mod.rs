@@ -67,10 +67,22 @@ pub enum Prunable {
     Challenges,
     /// The demo's outbox of emails and SMS.
     SandboxOutbox,
+    /// Pushes sent (or dropped) whose spacing has run out: nothing reads
+    /// them again. Pruned by their own cutoff (see `Prunable::cutoff`).
+    Pushes,
 }
 
 impl Prunable {
-    pub const ALL: [Prunable; 4] = [Prunable::Events, Prunable::Tokens, Prunable::Challenges, Prunable::SandboxOutbox];
+    pub const ALL: [Prunable; 5] = [Prunable::Events, Prunable::Tokens, Prunable::Challenges, Prunable::SandboxOutbox, Prunable::Pushes];
+
+    /// What is older than this goes: the retention for records, the
+    /// spacing for pushes, which are kept only to hold the next one back.
+    pub fn cutoff(self, now: crate::Timestamp, retention: std::time::Duration) -> crate::Timestamp {
+        match self {
+            Prunable::Pushes => now.minus(crate::push::SPACING),
+            _ => now.minus(retention),
+        }
+    }
 }
 
 /// Numbers about webhook deliveries for the health report.

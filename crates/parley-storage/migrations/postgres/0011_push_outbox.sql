@@ -22,5 +22,8 @@ CREATE TABLE IF NOT EXISTS push_outbox (
     created_at      BIGINT NOT NULL,
     UNIQUE (device_id, conversation_id)
 );
-CREATE INDEX IF NOT EXISTS push_outbox_due ON push_outbox (tenant_id, pending, due_at);
+-- What claims and the worker's wait read: the pending rows alone, by
+-- tenant and due time, and by due time.
+CREATE INDEX IF NOT EXISTS push_outbox_due ON push_outbox (tenant_id, due_at) WHERE pending = TRUE;
+CREATE INDEX IF NOT EXISTS push_outbox_next ON push_outbox (due_at) WHERE pending = TRUE;
 CREATE INDEX IF NOT EXISTS push_outbox_conversation ON push_outbox (conversation_id);

@@ -73,22 +73,46 @@ pub(super) fn details(r: &dyn Row) -> StoreResult<ConversationDetails> {
 }
 
 /// The visitor's messages of conversation `c` after the read marker of
-/// the operator `:operator` (all of them when it has none). A macro, so
-/// that the constants built from it stay constants.
-macro_rules! unread {
-    () => {
-        "(SELECT COUNT(*) FROM messages um WHERE um.conversation_id = c.id AND um.sender_type = 'visitor'
-           AND um.id > COALESCE((SELECT rm.message_id FROM read_markers rm
-                                 WHERE rm.operator_id = :operator AND rm.conversation_id = c.id), 0))"
+/// the operator `$operator` names (a parameter, or a column of a statement
+/// that reads for several operators): all of them when it has none. The
+/// rows, for a count or an `EXISTS`. A macro, so that the constants built
+/// from it stay constants.
+macro_rules! unread_messages {
+    ($operator:literal) => {
+        concat!(
+            "FROM messages um WHERE um.conversation_id = c.id AND um.sender_type = 'visitor'
+               AND um.id > COALESCE((SELECT rm.message_id FROM read_markers rm
+                                     WHERE rm.operator_id = ",
+            $operator,
+            " AND rm.conversation_id = c.id), 0)"
+        )
     };
 }
-pub(super) const UNREAD: &str = unread!();
+
+/// How many: the `unread_count` of conversations.
+macro_rules! unread {
+    ($operator:literal) => {
+        concat!("(SELECT COUNT(*) ", unread_messages!($operator), ")")
+    };
+}
+
+/// Whether any: what a badge counts conversations by. It stops at the
+/// first unread message, where a count would read every one of a long
+/// conversation's.
+macro_rules! has_unread {
+    ($operator:literal) => {
+        concat!("EXISTS (SELECT 1 ", unread_messages!($operator), ")")
+    };
+}
+pub(super) use {has_unread, unread_messages};
+pub(super) const UNREAD: &str = unread!(":operator");
+pub(super) const HAS_UNREAD: &str = has_unread!(":operator");
 
 /// The details' columns; a visitor's scope (no `:operator`) reads no
 /// unread count.
 pub(super) const DETAILS_COLS: &str = concat!(
     "s.id AS s_id, s.name AS s_name, a.id AS a_id, a.name AS a_name, a.email AS a_email, CASE WHEN :operator IS NULL THEN 0 ELSE ",
-    unread!(),
+    unread!(":operator"),
     " END AS c_unread"
 );
 
@@ -120,27 +144,42 @@ pub(super) fn message(r: &dyn Row) -> StoreResult<Message> {
     })
 }
 
+/// The visibility rule with its four holes: the tenant, the site (or
+/// `NULL`), the operator (or `NULL`), whether that operator is an admin.
+/// `SCOPE` fills them with parameters; a statement that reads for several
+/// operators at once (who is pushed, a push's badge) fills them with its
+/// columns, so the rule is written here alone.
+macro_rules! scope {
+    ($tenant:literal, $site:literal, $operator:literal, $admin:literal) => {
+        concat!(
+            "c.tenant_id = ",
+            $tenant,
+            " AND (",
+            $site,
+            " IS NULL OR c.site_id = ",
+            $site,
+            ")
+             AND (",
+            $operator,
+            " IS NULL OR ",
+            $admin,
+            " OR c.site_id IN (
+                 SELECT os.site_id FROM operator_sites os WHERE os.operator_id = ",
+            $operator,
+            " AND os.tenant_id = ",
+            $tenant,
+            "))"
+        )
+    };
+}
+pub(super) use scope;
+
 /// The visibility rule of `ConversationScope`, a statement's `scope`
 /// parameter, which binds four (see its `Param`): `:tenant`, `:site` (or
 /// null), `:operator` (or null), and `:admin`, whether that operator is
 /// an admin. An agent sees only the sites it is a member of, read from the
 /// membership table at query time.
-pub(super) const SCOPE: &str = "c.tenant_id = :tenant AND (:site IS NULL OR c.site_id = :site)
-     AND (:operator IS NULL OR :admin OR c.site_id IN (
-         SELECT os.site_id FROM operator_sites os WHERE os.operator_id = :operator AND os.tenant_id = :tenant))";
-
-/// `SCOPE` for an operator the statement names by SQL expressions
-/// rather than parameters (`operator`, its id; `admin`, whether it is
-/// an admin): what a statement that reads for several operators at once
-/// (who is pushed, a push's badge) uses, so the rule stays this one.
-pub(super) fn scope_of(operator: &str, admin: &str) -> String {
-    SCOPE.replace(":site", "NULL").replace(":operator", operator).replace(":admin", &format!("({admin})"))
-}
-
-/// `UNREAD` for the operator `operator` names (an SQL expression).
-pub(super) fn unread_of(operator: &str) -> String {
-    UNREAD.replace(":operator", operator)
-}
+pub(super) const SCOPE: &str = scope!(":tenant", ":site", ":operator", ":admin");
 
 /// Binds `:status` (`'all'`, `'open'` or a status).
 const STATUS_FILTER: &str = "(:status = 'all' OR (:status = 'open' AND c.status <> 'closed') OR c.status = :status)";

@@ -1,6 +1,8 @@
 //! Operator notifications: the devices sign-ins registered, and how far
 //! each operator has read each conversation.
 
+use std::collections::HashMap;
+
 use parley_domain::Timestamp;
 use parley_domain::model::*;
 use parley_domain::store::StoreResult;
@@ -9,7 +11,7 @@ use parley_domain::store::ops::{NotificationsRead, NotificationsWrite};
 use parley_domain::push::schedule::PushStep;
 use parley_domain::push::{self, ClaimedPush, DuePush, PushReason, PushTarget, QueuedPush};
 
-use super::conversations::{SCOPE, UNREAD, scope_of, unread_of};
+use super::conversations::{HAS_UNREAD, SCOPE, UNREAD, has_unread, scope, unread_messages};
 use super::{IdList, Row, Tx, statements};
 
 /// A device's columns, as `d_…`; `table` is how the statement names the
@@ -98,7 +100,7 @@ statements! {
     DELETE_DEVICE(tenant: TenantId, operator: OperatorId, id: DeviceId) => |_|
         "DELETE FROM devices WHERE tenant_id = :tenant AND operator_id = :operator AND id = :id".into(),
     UNREAD_CONVERSATIONS(scope: ConversationScope) => |_| format!(
-        "SELECT COUNT(*) AS n FROM conversations c WHERE {SCOPE} AND c.status <> 'closed' AND {UNREAD} > 0"
+        "SELECT COUNT(*) AS n FROM conversations c WHERE {SCOPE} AND c.status <> 'closed' AND {HAS_UNREAD}"
     ),
     /// A message of a conversation the scope sees.
     MESSAGE_OF(scope: ConversationScope, conversation: ConversationId, message: MessageId) => |_| format!(
@@ -132,13 +134,14 @@ statements! {
            AND (:recipient IS NULL OR o.id = :recipient) AND (:actor IS NULL OR o.id <> :actor)
            AND {} AND {HOLDS}
          ON CONFLICT (device_id, conversation_id) DO UPDATE SET
+           tenant_id = excluded.tenant_id, operator_id = excluded.operator_id,
            message_id = excluded.message_id, reason = excluded.reason, revision = push_outbox.revision + 1,
            due_at = CASE WHEN push_outbox.pending THEN push_outbox.due_at
                          WHEN push_outbox.last_sent_at + :spacing > excluded.due_at THEN push_outbox.last_sent_at + :spacing
                          ELSE excluded.due_at END,
            attempts = CASE WHEN push_outbox.pending THEN push_outbox.attempts ELSE 0 END,
            pending = TRUE",
-        scope_of("o.id", "o.role = 'admin'")
+        scope!(":tenant", "NULL", "o.id", "o.role = 'admin'")
     ),
     DUE_PUSHES(now: Timestamp, per_tenant: u32) => |_| due_pushes(),
     /// The same, locked for a claim (see `Dialect::claim`).
@@ -152,45 +155,63 @@ statements! {
          RETURNING id",
         d.id_list(":pushes")
     ),
-    /// What the leased pushes say and where they go: the badge is the
-    /// operator's unread open conversations as `unread_conversations`
-    /// counts them, `live` whether the device's sign-in and its operator
-    /// still hold.
+    /// What the leased pushes say and where they go (the badge is counted
+    /// apart, once per operator: see `lease_pushes`). `live` is whether the push still stands as queued: the
+    /// device still the operator's, its sign-in and the operator still
+    /// active, the conversation still one the operator sees, and still
+    /// unassigned or the operator's (an assignment push: still assigned to
+    /// it). The worker's statement, across tenants: it joins the device by
+    /// id alone, so a row whose device moved to another tenant is read
+    /// (and dropped as not live) rather than left leased for ever.
     CLAIMED_PUSHES<'a>(now: Timestamp, pushes: &'a IdList) => |d| format!(
         "SELECT p.id AS p_id, p.tenant_id AS p_tenant_id, p.operator_id AS p_operator_id, p.conversation_id AS p_conversation_id,
                 p.revision AS p_revision, p.attempts AS p_attempts, p.reason AS p_reason,
                 dv.id AS dv_id, dv.platform AS dv_platform, dv.push_token AS dv_push_token, dv.web_p256dh AS dv_p256dh,
                 dv.web_auth AS dv_auth, dv.app_id AS dv_app_id, dv.locale AS dv_locale,
                 v.name AS v_name, m.body AS m_body,
-                (o.active = TRUE AND {HOLDS}) AS live,
-                (SELECT COUNT(*) FROM conversations c WHERE {} AND c.status <> 'closed' AND {} > 0) AS badge,
-                (SELECT {} FROM conversations c WHERE c.id = p.conversation_id) AS unread_here
+                COALESCE((o.active = TRUE AND {HOLDS} AND dv.operator_id = p.operator_id AND dv.tenant_id = p.tenant_id
+                          AND EXISTS (SELECT 1 FROM conversations c WHERE c.id = p.conversation_id AND {scope})
+                          AND CASE WHEN p.reason = '{assigned}' THEN cv.assignee_id = p.operator_id
+                                   ELSE cv.assignee_id IS NULL OR cv.assignee_id = p.operator_id END), FALSE) AS live,
+                o.role AS o_role,
+                EXISTS (SELECT 1 FROM conversations c WHERE c.id = p.conversation_id AND {unread}) AS unread_here
          FROM push_outbox p
-         JOIN devices dv ON dv.id = p.device_id AND dv.tenant_id = p.tenant_id
+         JOIN devices dv ON dv.id = p.device_id
          JOIN operator_tokens t ON t.id = dv.token_id AND t.tenant_id = dv.tenant_id
          JOIN operators o ON o.id = p.operator_id AND o.tenant_id = p.tenant_id
          JOIN conversations cv ON cv.id = p.conversation_id AND cv.tenant_id = p.tenant_id
          JOIN visitors v ON v.id = cv.visitor_id AND v.tenant_id = cv.tenant_id
          LEFT JOIN messages m ON m.id = p.message_id AND m.tenant_id = p.tenant_id
-         WHERE p.id IN ({})
+         WHERE p.id IN ({list})
          ORDER BY p.due_at, p.id",
-        scope_of("p.operator_id", "o.role = 'admin'").replace(":tenant", "p.tenant_id"),
-        unread_of("p.operator_id"),
-        unread_of("p.operator_id"),
-        d.id_list(":pushes")
+        scope = scope!("p.tenant_id", "NULL", "p.operator_id", "o.role = 'admin'"),
+        unread = has_unread!("p.operator_id"),
+        assigned = PushReason::Assigned.as_str(),
+        list = d.id_list(":pushes")
     ),
     /// Sent: a change that collapsed into the row while it was out leaves
     /// it pending, due after the spacing.
-    PUSH_SENT(id: PushId, revision: i64, now: Timestamp, next_due: Timestamp) => |_|
+    /// Each of these changes the row only while this worker's lease holds
+    /// (`:leased_until`): a worker whose lease ran out, and whose push
+    /// another instance took, records nothing over the other's.
+    PUSH_SENT(id: PushId, leased_until: Timestamp, revision: i64, now: Timestamp, next_due: Timestamp) => |_|
         "UPDATE push_outbox SET pending = (revision <> :revision), last_sent_at = :now, due_at = :next_due,
                 attempts = 0, lease_until = NULL
-         WHERE id = :id".into(),
-    PUSH_RETRY(id: PushId, at: Timestamp) => |_|
-        "UPDATE push_outbox SET attempts = attempts + 1, due_at = :at, lease_until = NULL WHERE id = :id".into(),
+         WHERE id = :id AND lease_until = :leased_until".into(),
+    PUSH_RETRY(id: PushId, leased_until: Timestamp, at: Timestamp) => |_|
+        "UPDATE push_outbox SET attempts = attempts + 1, due_at = :at, lease_until = NULL
+         WHERE id = :id AND lease_until = :leased_until".into(),
     /// Given up (or no longer worth sending): a newer change still goes.
-    PUSH_DROPPED(id: PushId, revision: i64, now: Timestamp) => |_|
+    PUSH_DROPPED(id: PushId, leased_until: Timestamp, revision: i64, now: Timestamp) => |_|
         "UPDATE push_outbox SET pending = (revision <> :revision), attempts = 0, due_at = :now, lease_until = NULL
-         WHERE id = :id".into(),
+         WHERE id = :id AND lease_until = :leased_until".into(),
+    /// A push token registered again by another operator (or tenant):
+    /// what its device had queued for the previous one goes, so a phone
+    /// never hears of the previous account's conversations. Across
+    /// tenants, like the registration itself.
+    DROP_MOVED_PUSHES<'a>(tenant: TenantId, operator: OperatorId, push_key: &'a [u8]) => |_|
+        "DELETE FROM push_outbox WHERE device_id IN (
+             SELECT id FROM devices WHERE push_key = :push_key AND (tenant_id <> :tenant OR operator_id <> :operator))".into(),
     DEVICE_PUSHED(tenant: TenantId, id: DeviceId, now: Timestamp) => |_|
         "UPDATE devices SET last_push_at = :now WHERE tenant_id = :tenant AND id = :id".into(),
     /// A device whose token the provider reported dead; its pushes go
@@ -232,6 +253,7 @@ impl NotificationsWrite for Tx<'_> {
         if self.one(self.locking(sign_in), |r| r.i64("id"))?.is_none() {
             return Ok(None);
         }
+        self.exec(DROP_MOVED_PUSHES { tenant, operator: d.operator_id, push_key: &d.push_key })?;
         let keys = d.web_keys.as_ref();
         let params = REGISTER_DEVICE {
             tenant,
@@ -301,20 +323,43 @@ impl NotificationsWrite for Tx<'_> {
         if leased.is_empty() {
             return Ok(Vec::new());
         }
-        self.all(CLAIMED_PUSHES { now, pushes: &IdList::new(leased) }, claimed_push)
+        let claimed =
+            self.all(CLAIMED_PUSHES { now, pushes: &IdList::new(leased) }, |r| Ok((claimed_push(r)?, r.parsed("o_role", Role::parse)?)))?;
+        // The badge is the operator's `unread_conversations`, counted once
+        // per operator of the claim (a phone and a browser share it): it
+        // reads every open conversation the operator sees.
+        let mut badges: HashMap<OperatorId, u64> = HashMap::new();
+        let mut out = Vec::with_capacity(claimed.len());
+        for (mut push, role) in claimed {
+            let badge = match badges.get(&push.operator_id) {
+                Some(badge) => *badge,
+                None => {
+                    let scope = ConversationScope { tenant: push.tenant_id, site: None, operator: Some((push.operator_id, role)) };
+                    let badge = self.unread_conversations(scope)?;
+                    badges.insert(push.operator_id, badge);
+                    badge
+                }
+            };
+            push.badge = badge;
+            push.leased_until = lease_until;
+            out.push(push);
+        }
+        Ok(out)
     }
 
     fn finish_push(&mut self, p: &ClaimedPush, step: PushStep, now: Timestamp) -> StoreResult<()> {
         match step {
             PushStep::Sent => {
-                self.exec(PUSH_SENT { id: p.id, revision: p.revision, now, next_due: now.plus(push::SPACING) })?;
+                let params =
+                    PUSH_SENT { id: p.id, leased_until: p.leased_until, revision: p.revision, now, next_due: now.plus(push::SPACING) };
+                self.exec(params)?;
                 self.exec(DEVICE_PUSHED { tenant: p.tenant_id, id: p.target.device_id, now })?;
             }
             PushStep::RetryAt(at) => {
-                self.exec(PUSH_RETRY { id: p.id, at })?;
+                self.exec(PUSH_RETRY { id: p.id, leased_until: p.leased_until, at })?;
             }
             PushStep::GiveUp => {
-                self.exec(PUSH_DROPPED { id: p.id, revision: p.revision, now })?;
+                self.exec(PUSH_DROPPED { id: p.id, leased_until: p.leased_until, revision: p.revision, now })?;
             }
             PushStep::RemoveDevice => {
                 self.exec(REMOVE_DEVICE { tenant: p.tenant_id, id: p.target.device_id })?;
@@ -348,8 +393,10 @@ fn claimed_push(r: &dyn Row) -> StoreResult<ClaimedPush> {
         },
         visitor_name: r.text("v_name")?,
         message: r.text("m_body")?,
-        badge: r.u64("badge")?,
-        unread_here: r.u64("unread_here")?,
+        badge: 0,
+        unread_here: r.flag("unread_here")?,
         live: r.flag("live")?,
+        // Set by the claim, which knows the lease it took.
+        leased_until: Timestamp::from_millis(0),
     })
 }

@@ -38,6 +38,12 @@ statements! {
          WHERE created_at < :cutoff ORDER BY created_at LIMIT :limit)".into(),
     PRUNE_TEST_SENDS(cutoff: Timestamp, limit: u32) => |_| "DELETE FROM verification_tests WHERE id IN (SELECT id FROM verification_tests
          WHERE created_at < :cutoff ORDER BY created_at LIMIT :limit)".into(),
+    /// Rows not pending whose last send (or, never sent, whose last due
+    /// time) is before the cutoff.
+    PRUNE_PUSHES(cutoff: Timestamp, limit: u32) => |_|
+        "DELETE FROM push_outbox WHERE id IN (SELECT id FROM push_outbox
+             WHERE pending = FALSE AND COALESCE(last_sent_at, due_at) < :cutoff ORDER BY id LIMIT :limit)
+           AND pending = FALSE".into(),
     PRUNE_SANDBOX_OUTBOX(cutoff: Timestamp, limit: u32) => |_|
         "DELETE FROM sandbox_outbox WHERE id IN (SELECT id FROM sandbox_outbox WHERE created_at < :cutoff ORDER BY id LIMIT :limit)".into(),
 }
@@ -82,6 +88,7 @@ impl SystemWrite for Tx<'_> {
                 Ok(n + self.exec(PRUNE_TEST_SENDS { cutoff, limit })?)
             }
             Prunable::SandboxOutbox => self.exec(PRUNE_SANDBOX_OUTBOX { cutoff, limit }),
+            Prunable::Pushes => self.exec(PRUNE_PUSHES { cutoff, limit }),
         }
     }
 }

@@ -658,3 +658,87 @@ async fn notifications_stay_in_their_scope() {
         "its own operator and sign-in register"
     );
 }
+
+/// A device of `operator` on a sign-in of its own.
+async fn registered_device(app: &TestStore, tenant: TenantId, operator: OperatorId, push_token: &str) -> DeviceId {
+    let push_token = push_token.to_owned();
+    app.db
+        .write(move |tx| {
+            let token = tx.insert_operator_token(
+                tenant,
+                &NewOperatorToken {
+                    operator_id: operator,
+                    kind: TokenKind::Login,
+                    token_hash: push_token.as_bytes().to_vec(),
+                    device_name: None,
+                    created_at: START,
+                    expires_at: START.plus(Duration::from_secs(86_400)),
+                },
+            )?;
+            let new = NewDevice {
+                operator_id: operator,
+                token_id: token,
+                platform: Platform::Ios,
+                push_key: push_token.as_bytes().to_vec(),
+                push_token,
+                web_keys: None,
+                app_id: None,
+                name: None,
+                locale: None,
+                created_at: START,
+            };
+            Ok(tx.insert_device(tenant, &new)?.expect("the sign-in holds").id)
+        })
+        .await
+        .expect("device")
+}
+
+/// Pushes are queued for the devices of the conversation's own tenant and
+/// of operators who see its site only, whoever the push names, and a
+/// second change collapses into the first's row.
+#[tokio::test]
+async fn pushes_are_queued_within_the_conversations_tenant_and_site_and_collapse() {
+    use parley_domain::push::{PushReason, QueuedPush};
+    let (app, a, b) = world().await;
+    let a_device = registered_device(&app, a.tenant, a.agent, "device-a").await;
+    registered_device(&app, b.tenant, b.agent, "device-b").await;
+    let queue = |tenant, conversation, recipient| QueuedPush {
+        tenant,
+        conversation,
+        message: None,
+        reason: PushReason::Message,
+        recipient,
+        actor: None,
+        at: START,
+    };
+    for push in [
+        // Another tenant's conversation, under this tenant.
+        queue(a.tenant, b.conv1.id, None),
+        // Naming another tenant's operator.
+        queue(a.tenant, a.conv1.id, Some(b.agent)),
+        // A site the agent is not a member of.
+        queue(a.tenant, a.conv2.id, None),
+        queue(a.tenant, a.conv2.id, Some(a.agent)),
+    ] {
+        app.db.write(move |tx| Ok(tx.queue_push(&push)?)).await.expect("queued");
+    }
+    let due = app.db.read(|r| Ok(r.due_pushes(START, 10)?)).await.expect("due");
+    assert!(due.is_empty(), "nothing reaches a device outside the conversation's tenant and site: {due:?}");
+
+    for reason in [PushReason::Message, PushReason::Conversation] {
+        let push = QueuedPush { reason, ..queue(a.tenant, a.conv1.id, None) };
+        app.db.write(move |tx| Ok(tx.queue_push(&push)?)).await.expect("queued");
+    }
+    let due = app.db.read(|r| Ok(r.due_pushes(START, 10)?)).await.expect("due");
+    assert_eq!(due.len(), 1, "one row per device and conversation");
+    assert_eq!(due[0].tenant_id, a.tenant);
+    let claimed = app.db.write(move |tx| Ok(tx.lease_pushes(&due, START, START.plus(Duration::from_secs(60)))?)).await.expect("leased");
+    assert_eq!(claimed.len(), 1);
+    let push = &claimed[0];
+    assert_eq!((push.target.device_id, push.operator_id, push.conversation_id), (a_device, a.agent, a.conv1.id));
+    assert_eq!((push.reason, push.revision), (PushReason::Conversation, 2), "the latest change wins");
+    assert!(push.live && push.unread_here, "the agent sees it and has not read it");
+    assert_eq!(push.badge, 1, "its one unread open conversation");
+    let again = app.db.read(|r| Ok(r.due_pushes(START, 10)?)).await.expect("due");
+    assert!(again.is_empty(), "a leased push is not due to anyone else");
+}

@@ -48,8 +48,14 @@ impl Apns {
         Ok(token)
     }
 
-    fn forget_token(&self) {
-        *self.token.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    /// Forgets `refused`, unless another push has made a new one since:
+    /// pushes out together must not each throw away the one before (Apple
+    /// throttles a team that makes tokens too often).
+    fn forget_token(&self, refused: &str) {
+        let mut held = self.token.lock().unwrap_or_else(|p| p.into_inner());
+        if held.as_ref().is_some_and(|(token, _)| token == refused) {
+            *held = None;
+        }
     }
 
     pub async fn send(&self, device_token: &str, n: &Notification, now: Timestamp) -> PushOutcome {
@@ -85,7 +91,7 @@ impl Apns {
             .header("apns-push-type", "alert")
             .header("apns-priority", "10")
             .header("apns-expiration", (now.unix_seconds() + 4 * 3600).to_string())
-            .header("apns-collapse-id", format!("conversation-{}", n.conversation_id))
+            .header("apns-collapse-id", n.conversation_id.to_string())
             .json(&payload);
         let answer = http::send(request, now).await;
         let reason = match &answer {
@@ -98,13 +104,16 @@ impl Apns {
         match answer {
             Answer::Status { code: 200, .. } => PushOutcome::Delivered,
             Answer::Status { code: 410, .. } => PushOutcome::DeadToken { reason: format!("HTTP 410 {reason}") },
-            Answer::Status { code: 400, .. } if matches!(reason.as_str(), "BadDeviceToken" | "Unregistered" | "DeviceTokenNotForTopic") => {
+            // Not `DeviceTokenNotForTopic`: every token answers it when
+            // PARLEY_APNS_TOPIC is wrong, and that is no reason to forget
+            // every device.
+            Answer::Status { code: 400, .. } if matches!(reason.as_str(), "BadDeviceToken" | "Unregistered") => {
                 PushOutcome::DeadToken { reason: format!("HTTP 400 {reason}") }
             }
             // A provider token Apple no longer takes: make a new one and
             // try again.
             Answer::Status { code: 403, .. } if matches!(reason.as_str(), "ExpiredProviderToken" | "InvalidProviderToken") => {
-                self.forget_token();
+                self.forget_token(&token);
                 PushOutcome::Retry { after: None, reason: format!("HTTP 403 {reason}") }
             }
             answer => answer.otherwise(),

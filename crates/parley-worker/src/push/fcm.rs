@@ -111,7 +111,7 @@ impl Fcm {
             Ok(t) => t,
             Err(outcome) => return outcome,
         };
-        let tag = format!("conversation-{}", n.conversation_id);
+        let tag = n.conversation_id.to_string();
         let mut notification = json!({"title": n.title});
         if let Some(body) = &n.body {
             notification["body"] = body.clone().into();
@@ -140,11 +140,17 @@ impl Fcm {
         match http::send(request, now).await {
             Answer::Status { code: 200, .. } => PushOutcome::Delivered,
             Answer::Status { code: 401, .. } => {
-                *self.token.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                // Unless another push has fetched a new one since.
+                let mut held = self.token.lock().unwrap_or_else(|p| p.into_inner());
+                if held.as_ref().is_some_and(|(t, _)| *t == token) {
+                    *held = None;
+                }
                 PushOutcome::Retry { after: None, reason: "HTTP 401: the access token was refused".into() }
             }
-            Answer::Status { code, body, .. } if code == 404 || (code == 400 && error_code(&body).as_deref() == Some("UNREGISTERED")) => {
-                PushOutcome::DeadToken { reason: format!("HTTP {code} {}", error_code(&body).unwrap_or_default()) }
+            // Only FCM's own word: a 404 without it is a wrong project or
+            // address, which every device would answer alike.
+            Answer::Status { code: code @ (400 | 404), body, .. } if error_code(&body).as_deref() == Some("UNREGISTERED") => {
+                PushOutcome::DeadToken { reason: format!("HTTP {code} UNREGISTERED") }
             }
             answer => answer.otherwise(),
         }

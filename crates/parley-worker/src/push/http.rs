@@ -55,8 +55,10 @@ impl Answer {
     }
 }
 
+/// The start of a provider's answer for the log, control characters
+/// (a hostile endpoint's line breaks) replaced.
 fn short(body: &str) -> String {
-    body.chars().take(200).collect()
+    body.chars().take(200).map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
 fn describe(e: &reqwest::Error) -> String {

@@ -173,7 +173,10 @@ impl Providers {
             (Platform::Android, _, Some(fcm)) => fcm.send(&t.token, &n, now).await,
             (Platform::Ios | Platform::Android, ..) => match &self.relay {
                 // The relay gets the minimal payload, whatever the setting.
-                Some(relay) => relay.send(t, &Notification::of(push, PushContent::Minimal), now).await,
+                Some(relay) => {
+                    let id = format!("push_{}_{}", push.id.0, push.revision);
+                    relay.send(&id, t, &Notification::of(push, PushContent::Minimal), now).await
+                }
                 None => PushOutcome::Rejected {
                     reason: format!("no provider is set up for {} devices (see docs/notifications.md)", t.platform.as_str()),
                 },

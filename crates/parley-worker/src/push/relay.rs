@@ -4,9 +4,9 @@
 //! `PARLEY_PUSH_RELAY_SECRET`; the relay answers 2xx when it has taken
 //! the push and 410 when the token is dead.
 
+use parley_domain::Timestamp;
 use parley_domain::push::{Notification, PushOutcome, PushTarget};
 use parley_domain::webhooks::signing::{service_signature, standard_signature};
-use parley_domain::{Timestamp, ids};
 use serde_json::json;
 
 use super::http::{self, Answer};
@@ -22,7 +22,9 @@ impl Relay {
         Self { client, url, secret }
     }
 
-    pub async fn send(&self, target: &PushTarget, n: &Notification, now: Timestamp) -> PushOutcome {
+    /// `id` names the push (its row and revision): the same on every
+    /// attempt, so a relay can tell a retry from a new push.
+    pub async fn send(&self, id: &str, target: &PushTarget, n: &Notification, now: Timestamp) -> PushOutcome {
         let body = json!({
             "type": "operator.push",
             "platform": target.platform.as_str(),
@@ -32,10 +34,6 @@ impl Relay {
             "notification": n.data(),
         })
         .to_string();
-        let id = match ids::random_bytes::<16>() {
-            Ok(b) => format!("push_{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
-            Err(_) => return PushOutcome::Retry { after: None, reason: "no randomness".into() },
-        };
         let ts = now.unix_seconds();
         let secrets = [self.secret.as_str()];
         let request = self
@@ -45,9 +43,9 @@ impl Relay {
             .header("X-Service-Event", "operator.push")
             .header("X-Service-Timestamp", ts.to_string())
             .header("X-Service-Signature", service_signature(&secrets, ts, body.as_bytes()))
-            .header("webhook-id", &id)
+            .header("webhook-id", id)
             .header("webhook-timestamp", ts.to_string())
-            .header("webhook-signature", standard_signature(&secrets, &id, ts, body.as_bytes()))
+            .header("webhook-signature", standard_signature(&secrets, id, ts, body.as_bytes()))
             .body(body);
         match http::send(request, now).await {
             Answer::Status { code: 200..=299, .. } => PushOutcome::Delivered,

@@ -23,8 +23,8 @@ use super::jwt::EcKey;
 const TTL: Duration = Duration::from_secs(4 * 3600);
 /// The record size written in the header: one record holds any payload.
 const RECORD_SIZE: u32 = 4096;
-/// A VAPID token is made per push service origin and lives this long
-/// (RFC 8292 allows up to 24 hours).
+/// How long a VAPID token is valid (RFC 8292 allows up to 24 hours); one
+/// is signed for each push.
 const VAPID_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 
 pub struct WebPush {
@@ -51,7 +51,8 @@ impl WebPush {
             Ok(body) => body,
             // A browser key that is not a point on the curve can never
             // be pushed to.
-            Err(e) => return PushOutcome::DeadToken { reason: e },
+            Err(Unusable::Keys(e)) => return PushOutcome::DeadToken { reason: e },
+            Err(Unusable::Here(e)) => return PushOutcome::Retry { after: None, reason: e },
         };
         let Some(audience) = origin(endpoint) else { return PushOutcome::DeadToken { reason: "the endpoint is not a URL".into() } };
         let exp = now.unix_seconds() + VAPID_LIFETIME.as_secs() as i64;
@@ -65,7 +66,7 @@ impl WebPush {
             .post(endpoint)
             .header("TTL", TTL.as_secs().to_string())
             .header("Urgency", "high")
-            .header("Topic", format!("conversation-{}", n.conversation_id))
+            .header("Topic", n.conversation_id.to_string())
             .header("Content-Encoding", "aes128gcm")
             .header("Content-Type", "application/octet-stream")
             .header("Authorization", format!("vapid t={token}, k={}", self.public_key()))
@@ -95,41 +96,58 @@ impl KeyType for Len {
     }
 }
 
-fn hkdf(salt: &[u8], ikm: &[u8], info: &[&[u8]], len: usize) -> Result<Vec<u8>, String> {
+fn hkdf(salt: &[u8], ikm: &[u8], info: &[&[u8]], len: usize) -> Result<Vec<u8>, Unusable> {
     let prk = Salt::new(HKDF_SHA256, salt).extract(ikm);
     let mut out = vec![0; len];
-    prk.expand(info, Len(len)).and_then(|okm| okm.fill(&mut out)).map_err(|_| "key derivation failed".to_owned())?;
+    prk.expand(info, Len(len)).and_then(|okm| okm.fill(&mut out)).map_err(|_| here("key derivation failed"))?;
     Ok(out)
+}
+
+/// Why a payload could not be encrypted.
+#[derive(Debug)]
+pub enum Unusable {
+    /// The subscription's keys: it can never be pushed to.
+    Keys(String),
+    /// Something here (randomness): worth another try.
+    Here(String),
+}
+
+fn here(what: &str) -> Unusable {
+    Unusable::Here(what.to_owned())
+}
+
+fn keys(what: &str) -> Unusable {
+    Unusable::Keys(what.to_owned())
 }
 
 /// The request body for the browser with `keys`: the RFC 8188 header
 /// (salt, record size, the sender's ephemeral public key) and one record.
-pub fn encrypt(keys: &WebPushKeys, plaintext: &[u8]) -> Result<Vec<u8>, String> {
-    let ua_public = URL_SAFE_NO_PAD.decode(keys.p256dh.trim_end_matches('=')).map_err(|_| "p256dh is not base64url".to_owned())?;
-    let auth = URL_SAFE_NO_PAD.decode(keys.auth.trim_end_matches('=')).map_err(|_| "auth is not base64url".to_owned())?;
+pub fn encrypt(subscription: &WebPushKeys, plaintext: &[u8]) -> Result<Vec<u8>, Unusable> {
+    let ua_public = URL_SAFE_NO_PAD.decode(subscription.p256dh.trim_end_matches('=')).map_err(|_| keys("p256dh is not base64url"))?;
+    let auth = URL_SAFE_NO_PAD.decode(subscription.auth.trim_end_matches('=')).map_err(|_| keys("auth is not base64url"))?;
     let rng = SystemRandom::new();
     let mut salt = [0u8; 16];
-    rng.fill(&mut salt).map_err(|_| "no randomness".to_owned())?;
-    let private = EphemeralPrivateKey::generate(&ECDH_P256, &rng).map_err(|_| "no randomness".to_owned())?;
-    let as_public = private.compute_public_key().map_err(|_| "could not make a key".to_owned())?;
+    rng.fill(&mut salt).map_err(|_| here("no randomness"))?;
+    let private = EphemeralPrivateKey::generate(&ECDH_P256, &rng).map_err(|_| here("no randomness"))?;
+    let as_public = private.compute_public_key().map_err(|_| here("could not make a key"))?;
     let as_public = as_public.as_ref().to_vec();
     let ecdh_secret = agree_ephemeral(private, &UnparsedPublicKey::new(&ECDH_P256, &ua_public), |secret| secret.to_vec())
-        .map_err(|_| "the browser's key is not a P-256 point".to_owned())?;
+        .map_err(|_| keys("the browser's key is not a P-256 point"))?;
     // RFC 8291 section 3.4: the input keying material binds both keys and
     // the browser's secret.
     let ikm = hkdf(&auth, &ecdh_secret, &[b"WebPush: info\0", &ua_public, &as_public], 32)?;
     let cek = hkdf(&salt, &ikm, &[b"Content-Encoding: aes128gcm\0"], 16)?;
     let nonce = hkdf(&salt, &ikm, &[b"Content-Encoding: nonce\0"], 12)?;
-    let key = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &cek).map_err(|_| "bad content key".to_owned())?);
-    let nonce = Nonce::try_assume_unique_for_key(&nonce).map_err(|_| "bad nonce".to_owned())?;
+    let key = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &cek).map_err(|_| here("bad content key"))?);
+    let nonce = Nonce::try_assume_unique_for_key(&nonce).map_err(|_| here("bad nonce"))?;
     // One record, the last: the padding delimiter 0x02 and no padding.
     let mut record = plaintext.to_vec();
     record.push(2);
-    key.seal_in_place_append_tag(nonce, Aad::empty(), &mut record).map_err(|_| "encryption failed".to_owned())?;
+    key.seal_in_place_append_tag(nonce, Aad::empty(), &mut record).map_err(|_| here("encryption failed"))?;
     let mut body = Vec::with_capacity(16 + 4 + 1 + as_public.len() + record.len());
     body.extend_from_slice(&salt);
     body.extend_from_slice(&RECORD_SIZE.to_be_bytes());
-    body.push(u8::try_from(as_public.len()).map_err(|_| "key too long".to_owned())?);
+    body.push(u8::try_from(as_public.len()).map_err(|_| here("key too long"))?);
     body.extend_from_slice(&as_public);
     body.extend_from_slice(&record);
     Ok(body)

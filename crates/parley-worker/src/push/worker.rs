@@ -6,10 +6,12 @@
 //! it stops claiming and waits for the pushes in flight, for at most the
 //! shutdown grace.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use parley_domain::metrics::Metrics;
+use parley_domain::model::TenantId;
 use parley_domain::push::schedule::{PushStep, next_step};
 use parley_domain::push::{ClaimedPush, PushOutcome, fairness};
 use parley_domain::{Clock, Database, ids};
@@ -32,6 +34,18 @@ pub struct PushWorker {
     poll_interval: Duration,
     concurrency: usize,
     shutdown_grace: Duration,
+    /// Pushes out, by tenant: what a claim shares the free slots by.
+    in_flight: Mutex<HashMap<TenantId, usize>>,
+}
+
+/// What a claim came to, beside what it took.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    Done,
+    /// What the reader saw was taken by another instance meanwhile.
+    Contended,
+    /// The database failed: wait a poll interval, not a busy loop.
+    Failed,
 }
 
 impl PushWorker {
@@ -45,6 +59,7 @@ impl PushWorker {
             poll_interval: timing.poll_interval,
             concurrency: timing.concurrency.max(1),
             shutdown_grace: timing.shutdown_grace,
+            in_flight: Mutex::default(),
         })
     }
 
@@ -54,23 +69,25 @@ impl PushWorker {
         let mut in_flight = JoinSet::new();
         while !shutdown.is_cancelled() {
             let free = slots.available_permits();
-            let (claimed, contended) = if free == 0 { (Vec::new(), false) } else { self.claim(free).await };
+            let (claimed, outcome) = if free == 0 { (Vec::new(), Claim::Done) } else { self.claim(free).await };
             let found = !claimed.is_empty();
             for push in claimed {
                 let Ok(slot) = Arc::clone(&slots).acquire_owned().await else { break };
                 let worker = Arc::clone(&self);
+                let out = self.start(push.tenant_id);
                 in_flight.spawn(async move {
                     let _slot = slot;
                     worker.attempt(push).await;
+                    drop(out);
                 });
             }
             while in_flight.try_join_next().is_some() {}
             if found && slots.available_permits() > 0 {
                 continue; // more may be due right now
             }
-            let wait = if contended {
+            let wait = if outcome == Claim::Contended {
                 CONTENDED_RETRY
-            } else if slots.available_permits() == 0 {
+            } else if outcome == Claim::Failed || slots.available_permits() == 0 {
                 self.poll_interval
             } else {
                 self.idle_wait().await
@@ -96,36 +113,41 @@ impl PushWorker {
     /// Claims due pushes for at most `free` slots, tenants taking turns.
     /// Also says whether what the reader saw was taken by another
     /// instance meanwhile.
-    async fn claim(&self, free: usize) -> (Vec<ClaimedPush>, bool) {
+    async fn claim(&self, free: usize) -> (Vec<ClaimedPush>, Claim) {
         let now = self.clock.now();
         let lease_until = now.plus(self.lease);
         let per_tenant = u32::try_from(free).unwrap_or(u32::MAX);
         match self.db.read(move |r| Ok(r.due_pushes(now, per_tenant)?)).await {
-            Ok(due) if due.is_empty() => return (Vec::new(), false),
+            Ok(due) if due.is_empty() => return (Vec::new(), Claim::Done),
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(error = %e, "could not read due pushes");
-                return (Vec::new(), false);
+                return (Vec::new(), Claim::Failed);
             }
         }
+        let out = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let claimed = self
             .db
             .write(move |tx| {
                 let due = tx.claimable_pushes(now, per_tenant)?;
-                let chosen = fairness::pick(&due, free);
+                let chosen = fairness::pick(&due, free, &out);
                 Ok(tx.lease_pushes(&chosen, now, lease_until)?)
             })
             .await;
         match claimed {
-            Ok(leased) => {
-                let contended = leased.is_empty();
-                (leased, contended)
-            }
+            Ok(leased) if leased.is_empty() => (leased, Claim::Contended),
+            Ok(leased) => (leased, Claim::Done),
             Err(e) => {
                 tracing::error!(error = %e, "could not claim pushes");
-                (Vec::new(), false)
+                (Vec::new(), Claim::Failed)
             }
         }
+    }
+
+    /// Counts a push of `tenant` as out; the guard counts it back in.
+    fn start(self: &Arc<Self>, tenant: TenantId) -> Out {
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).entry(tenant).or_default() += 1;
+        Out { worker: Arc::clone(self), tenant }
     }
 
     /// Until the next push falls due, at most one poll interval.
@@ -145,7 +167,7 @@ impl PushWorker {
             let started = Instant::now();
             let outcome = self.providers.send(&push, now).await;
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            let step = next_step(push.attempts + 1, &outcome, now, jitter());
+            let step = next_step(push.attempts + 1, &outcome, now, ids::jitter());
             let reason = match &outcome {
                 PushOutcome::Delivered => None,
                 PushOutcome::Retry { reason, .. } | PushOutcome::DeadToken { reason } | PushOutcome::Rejected { reason } => {
@@ -182,10 +204,20 @@ impl PushWorker {
     }
 }
 
-/// A value in [-1, 1] to spread retries.
-fn jitter() -> f64 {
-    match ids::random_bytes::<4>() {
-        Ok(b) => f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * 2.0 - 1.0,
-        Err(_) => 0.0,
+/// A push whose request is out; dropping it counts it back in.
+struct Out {
+    worker: Arc<PushWorker>,
+    tenant: TenantId,
+}
+
+impl Drop for Out {
+    fn drop(&mut self) {
+        let mut out = self.worker.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = out.get_mut(&self.tenant) {
+            *n -= 1;
+            if *n == 0 {
+                out.remove(&self.tenant);
+            }
+        }
     }
 }

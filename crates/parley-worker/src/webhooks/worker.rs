@@ -184,7 +184,7 @@ impl WebhookWorker {
         let (response, error) = self.sender.send(&delivery, now).await;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let number = delivery.attempts + 1;
-        let next = next_step(&self.settings.schedule, number, &response, now, jitter());
+        let next = next_step(&self.settings.schedule, number, &response, now, ids::jitter());
         let status_code = response.status_code();
         tracing::info!(
             delivery = delivery.delivery_id.0,
@@ -249,14 +249,6 @@ fn outcome(next: &NextStep) -> &'static str {
         NextStep::RetryAt(_) => "retry",
         NextStep::Failed => "failed",
         NextStep::DisableEndpoint => "endpoint_disabled",
-    }
-}
-
-/// A value in [-1, 1] to spread retries.
-fn jitter() -> f64 {
-    match ids::random_bytes::<4>() {
-        Ok(b) => f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * 2.0 - 1.0,
-        Err(_) => 0.0,
     }
 }
 

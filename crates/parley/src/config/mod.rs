@@ -18,7 +18,7 @@ use url::Url;
 
 mod push;
 
-pub use push::{ApnsConfig, FcmConfig, PushConfig};
+pub use push::{ApnsConfig, ExtraRoots, FcmConfig, PushConfig};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {
@@ -83,8 +83,10 @@ pub struct Config {
     pub stream_keepalive: Duration,
     /// Live streams one client address may hold open on an instance.
     pub streams_per_address: usize,
-    /// Operator pushes: content, providers, extra trusted roots.
+    /// Operator pushes: content and providers.
     pub push: PushConfig,
+    /// `PARLEY_EXTRA_CA_FILE`.
+    pub extra_roots: Option<ExtraRoots>,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
@@ -340,6 +342,7 @@ impl Config {
         });
         let streams_per_address = r.number("PARLEY_STREAMS_PER_ADDRESS", 200, 1..=1_000_000);
         let push = push::read(&mut r);
+        let extra_roots = push::read_extra_roots(&mut r);
         if !r.errors.is_empty() {
             return (Err(ConfigErrors(r.errors)), r.read);
         }
@@ -384,6 +387,7 @@ impl Config {
             stream_keepalive,
             streams_per_address,
             push,
+            extra_roots,
         };
         (Ok(config), r.read)
     }

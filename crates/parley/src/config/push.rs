@@ -30,15 +30,25 @@ pub struct PushConfig {
     pub fcm: Option<FcmConfig>,
     /// `PARLEY_PUSH_RELAY_URL` and its secret.
     pub relay: Option<(String, String)>,
-    /// `PARLEY_EXTRA_CA_FILE`'s PEM text, checked to hold certificates.
-    pub extra_ca: Option<Vec<u8>>,
 }
 
-impl PushConfig {
-    /// The certificates of `PARLEY_EXTRA_CA_FILE`, for outbound clients.
-    pub fn extra_roots(&self) -> Vec<reqwest::Certificate> {
-        self.extra_ca.as_deref().and_then(|pem| reqwest::Certificate::from_pem_bundle(pem).ok()).unwrap_or_default()
-    }
+/// `PARLEY_EXTRA_CA_FILE`: PEM certificates trusted besides the system's
+/// roots by every outbound TLS client (push providers, webhooks, SMTP).
+pub struct ExtraRoots {
+    /// The file's text, checked when read to hold certificates.
+    pub pem: Vec<u8>,
+    /// The same, parsed for the HTTP clients.
+    pub certificates: Vec<reqwest::Certificate>,
+}
+
+pub(super) fn read_extra_roots(r: &mut Reader<'_>) -> Option<ExtraRoots> {
+    r.get("PARLEY_EXTRA_CA_FILE", None, |path| {
+        let pem = read_file(path)?;
+        match reqwest::Certificate::from_pem_bundle(&pem) {
+            Ok(certificates) if !certificates.is_empty() => Ok(Some(ExtraRoots { pem, certificates })),
+            _ => Err(format!("{path} holds no PEM certificate")),
+        }
+    })
 }
 
 fn read_file(path: &str) -> Result<Vec<u8>, String> {
@@ -91,9 +101,14 @@ pub(super) fn read(r: &mut Reader<'_>) -> PushConfig {
     let fcm_url = r.get("PARLEY_FCM_URL", FCM_URL.to_owned(), base_url);
     let fcm = account.map(|account| FcmConfig { account, url: fcm_url });
     let relay_url = r.get("PARLEY_PUSH_RELAY_URL", None, |s| http_url(s).map(|u| Some(u.to_string())));
-    let relay_secret = r.get("PARLEY_PUSH_RELAY_SECRET", None, |s| match s.strip_prefix("whsec_") {
-        Some(rest) if rest.len() >= 24 => Ok(Some(s.to_owned())),
-        _ => Err("must be a whsec_ secret of at least 24 characters after the prefix, like a webhook's".into()),
+    let relay_secret = r.get("PARLEY_PUSH_RELAY_SECRET", None, |s| {
+        use base64::Engine;
+        // As webhooks' secrets: base64 of at least 18 random bytes, which
+        // Standard Webhooks libraries decode to verify.
+        match s.strip_prefix("whsec_").map(|rest| base64::engine::general_purpose::STANDARD.decode(rest)) {
+            Some(Ok(key)) if key.len() >= 18 => Ok(Some(s.to_owned())),
+            _ => Err("must be whsec_ and the base64 of at least 18 random bytes, like a webhook's secret".into()),
+        }
     });
     let relay = match (relay_url, relay_secret) {
         (Some(url), Some(secret)) => Some((url, secret)),
@@ -110,14 +125,7 @@ pub(super) fn read(r: &mut Reader<'_>) -> PushConfig {
             None
         }
     };
-    let extra_ca = r.get("PARLEY_EXTRA_CA_FILE", None, |path| {
-        let pem = read_file(path)?;
-        match reqwest::Certificate::from_pem_bundle(&pem) {
-            Ok(certs) if !certs.is_empty() => Ok(Some(pem)),
-            _ => Err(format!("{path} holds no PEM certificate")),
-        }
-    });
-    PushConfig { content, apns, fcm, relay, extra_ca }
+    PushConfig { content, apns, fcm, relay }
 }
 
 #[cfg(test)]
@@ -176,6 +184,6 @@ mod tests {
     fn nothing_set_is_minimal_with_no_provider() {
         let (c, _) = Config::from_vars(&BTreeMap::new()).expect("defaults");
         assert_eq!(c.push.content, parley_domain::push::PushContent::Minimal);
-        assert!(c.push.apns.is_none() && c.push.fcm.is_none() && c.push.relay.is_none() && c.push.extra_ca.is_none());
+        assert!(c.push.apns.is_none() && c.push.fcm.is_none() && c.push.relay.is_none() && c.extra_roots.is_none());
     }
 }

@@ -81,6 +81,27 @@ async fn conversation_id(app: &TestApp, token: &str, public_id: &str) -> i64 {
         .expect("the conversation")
 }
 
+/// How long after its last push the waiting push is due, in ms, once
+/// the worker has recorded that push (its lease given back).
+async fn held_for(app: &TestApp) -> i64 {
+    eventually(|| async {
+        let url = app.database_url.clone();
+        tokio::task::spawn_blocking(move || {
+            let sql = "SELECT CAST(due_at - last_sent_at AS BIGINT) FROM push_outbox
+                       WHERE pending = TRUE AND lease_until IS NULL AND last_sent_at IS NOT NULL";
+            match url.strip_prefix("sqlite://") {
+                Some(path) => rusqlite::Connection::open(path).expect("open").query_row(sql, [], |r| r.get::<_, i64>(0)).ok(),
+                None => {
+                    postgres::Client::connect(&url, postgres::NoTls).expect("connect").query_opt(sql, &[]).expect("query").map(|r| r.get(0))
+                }
+            }
+        })
+        .await
+        .expect("blocking")
+    })
+    .await
+}
+
 /// The pushes waiting to be sent, read as an administrator would.
 async fn pending_pushes(app: &TestApp) -> i64 {
     count(app, "SELECT COUNT(*) FROM push_outbox WHERE pending = TRUE").await
@@ -146,13 +167,11 @@ async fn a_visitor_message_buzzes_the_operators_phone_with_no_visitor_text() {
     assert_eq!(push.payload["aps"]["thread-id"], id.to_string());
     assert_eq!(push.payload["aps"]["mutable-content"], 1);
     assert_eq!(push.payload["conversation_id"], id);
-    assert_eq!(push.header("apns-collapse-id"), format!("conversation-{id}"));
+    assert_eq!(push.header("apns-collapse-id"), id.to_string());
     let sent = serde_json::to_string(&push.payload).expect("json");
     assert!(!sent.contains("4111") && !sent.contains("v1"), "no visitor text leaves by default: {sent}");
     println!("push received {elapsed:?} after the visitor's message was sent");
-
-    // The operator reads it; the next message says so in the badge, and
-    // the device's last push shows.
+    // The device's list shows when it was last pushed.
     eventually(|| async {
         let (_, devices) = app.authed(Method::GET, "/api/mobile/devices", &admin, None).await;
         devices["devices"][0]["last_push_at"].is_string().then_some(())
@@ -195,6 +214,8 @@ async fn pushes_go_to_who_can_see_it_then_to_the_assignee_and_never_to_the_actor
     assert_eq!(status, StatusCode::OK, "{body}");
     // Ann's earlier push about this conversation was sent less than 10 s
     // ago: the assignment waits out the spacing.
+    assert_eq!(held_for(&app).await, 10_000);
+    assert_eq!(peer.delivered().len(), 2);
     app.clock.advance(Duration::from_secs(11));
     let pushes = peer.wait_for(3).await;
     assert_eq!(pushes[2].token, "fcm-ann");
@@ -265,10 +286,11 @@ async fn a_burst_collapses_and_a_failed_push_is_retried_once() {
     let pushes = peer.wait_for(1).await;
     assert_eq!(pushes[0].payload["aps"]["alert"]["title"], "New message", "the burst collapsed into the retried push");
     // One more push at most every 10 s: the spacing holds the next.
+    settled(&app).await;
     app.post_message("/api", &f.token, &public_id, "and another").await;
+    assert_eq!(held_for(&app).await, 10_000, "due 10 s after the last push");
     app.clock.advance(Duration::from_secs(5));
     assert_eq!(pending_pushes(&app).await, 1);
-    assert_eq!(peer.delivered().len(), 1, "not yet: within 10 s of the last");
     app.clock.advance(Duration::from_secs(6));
     let pushes = peer.wait_for(2).await;
     assert_eq!(pushes.len(), 2);
@@ -306,19 +328,103 @@ async fn dead_tokens_remove_their_devices() {
     let sub = peer.subscribe("gone");
     register(&app, &admin, "web", sub).await;
     register(&app, &admin, "ios", json!(APPLE_2)).await;
+    register(&app, &admin, "ios", json!(APPLE_BAD)).await;
+    // What a wrong setting answers for every device removes none.
+    register(&app, &admin, "ios", json!(APPLE_TOPIC)).await;
+    register(&app, &admin, "android", json!("fcm-project")).await;
     peer.script(APPLE, &[(410, json!({"reason": "Unregistered"}))]);
+    peer.script(APPLE_BAD, &[(400, json!({"reason": "BadDeviceToken"}))]);
     peer.script("fcm-gone", &[(404, json!({"error": {"code": 404, "status": "NOT_FOUND", "details": [{"errorCode": "UNREGISTERED"}]}}))]);
     peer.script("gone", &[(410, json!({}))]);
+    peer.script(APPLE_TOPIC, &[(400, json!({"reason": "DeviceTokenNotForTopic"}))]);
+    peer.script(
+        "fcm-project",
+        &[(404, json!({"error": {"code": 404, "status": "NOT_FOUND", "message": "Requested entity was not found."}}))],
+    );
     app.open_conversation("/api", &f.token, "v1", "hello").await;
     peer.wait_for(1).await;
-    let left = eventually(|| async {
-        let (_, list) = app.authed(Method::GET, "/api/mobile/devices", &admin, None).await;
-        let left = list["devices"].as_array().map_or(0, Vec::len);
-        (left == 1).then_some(list)
-    })
-    .await;
-    assert_eq!(left["devices"][0]["platform"], "ios", "the live device stays: {left}");
+    settled(&app).await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/devices", &admin, None).await;
+    let left: Vec<&str> = list["devices"].as_array().expect("devices").iter().filter_map(|d| d["platform"].as_str()).collect();
+    assert_eq!(left, ["ios", "ios", "android"], "the live device and the two refused by a setting stay: {list}");
     assert_eq!(peer.delivered_to(APPLE_2).len(), 1);
+}
+
+const APPLE_BAD: &str = "0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad";
+const APPLE_TOPIC: &str = "70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1";
+
+#[tokio::test]
+async fn a_token_registered_again_by_someone_else_drops_what_was_queued_for_the_previous_account() {
+    let Setup { app, peer, .. } = setup_with(&[("PARLEY_PUSH_CONTENT", "full")]).await;
+    let f = app.fixture("acme", &[]).await;
+    let other_site = app.site("acme", f.scope.tenant, &[]).await;
+    app.operator(&f, "bob@acme.example.com", Role::Agent, &[other_site.scope.site]).await;
+    app.fixture("globex", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let bob = app.login("bob@acme.example.com").await;
+    let outsider = app.login("admin@globex.example.com").await;
+    register(&app, &admin, "ios", json!(APPLE)).await;
+    register(&app, &admin, "ios", json!(APPLE_2)).await;
+    // Both fail once: their pushes wait for a retry.
+    peer.script(APPLE, &[(500, json!({}))]);
+    peer.script(APPLE_2, &[(500, json!({}))]);
+    app.open_conversation("/api", &f.token, "v1", "my card is 4111").await;
+    eventually(|| async { (attempts(&app).await == 2).then_some(()) }).await;
+    // The phones are signed in again: one by an agent who cannot see the
+    // conversation, one by another tenant's admin.
+    register(&app, &bob, "ios", json!(APPLE)).await;
+    register(&app, &outsider, "ios", json!(APPLE_2)).await;
+    assert_eq!(pending_pushes(&app).await, 0, "what was queued for the previous account is gone");
+    app.clock.advance(Duration::from_secs(6));
+    // A new conversation of the site: neither new owner is to hear of it.
+    app.open_conversation("/api", &f.token, "v2", "a later conversation").await;
+    settled(&app).await;
+    assert!(peer.delivered().is_empty(), "neither phone hears of the previous account's conversations: {:?}", peer.delivered());
+}
+
+#[tokio::test]
+async fn a_push_is_dropped_when_it_no_longer_stands_at_send_time() {
+    let Setup { app, peer, .. } = setup().await;
+    let f = app.fixture("acme", &[]).await;
+    let ann_id = app.operator(&f, "ann@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let ann = app.login("ann@acme.example.com").await;
+    register(&app, &admin, "ios", json!(APPLE)).await;
+    register(&app, &ann, "android", json!("fcm-ann")).await;
+    // Both pushes fail once and wait for their retry.
+    peer.script(APPLE, &[(500, json!({}))]);
+    peer.script("fcm-ann", &[(500, json!({}))]);
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    eventually(|| async { (attempts(&app).await == 2).then_some(()) }).await;
+    let id = conversation_id(&app, &admin, &public_id).await;
+    // Meanwhile the admin reads it on another device: its push is dropped.
+    let (_, messages) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &admin, None).await;
+    let last = messages["messages"].as_array().and_then(|m| m.last()).map(|m| m["id"].clone()).expect("a message");
+    let path = format!("/api/mobile/conversations/{id}/read");
+    let (status, _) = app.authed(Method::POST, &path, &admin, Some(json!({"message_id": last}))).await;
+    assert_eq!(status, StatusCode::OK);
+    app.clock.advance(Duration::from_secs(6));
+    let pushes = peer.wait_for(1).await;
+    assert_eq!(pushes[0].token, "fcm-ann");
+    settled(&app).await;
+    assert!(peer.delivered_to(APPLE).is_empty(), "read on another device: not pushed");
+
+    // The visitor writes; the admin's push fails once, and Ann takes the
+    // conversation before its retry: the admin is no longer to hear of
+    // it, and Ann's own action pushes nobody.
+    app.clock.advance(Duration::from_secs(11));
+    peer.script(APPLE, &[(500, json!({}))]);
+    app.post_message("/api", &f.token, &public_id, "anyone?").await;
+    let pushes = peer.wait_for(2).await;
+    assert_eq!(pushes[1].token, "fcm-ann");
+    eventually(|| async { (attempts(&app).await == 1).then_some(()) }).await;
+    let path = format!("/api/mobile/conversations/{id}/assign");
+    let (status, body) = app.authed(Method::POST, &path, &ann, Some(json!({"operator_id": ann_id}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    app.clock.advance(Duration::from_secs(11));
+    settled(&app).await;
+    assert!(peer.delivered_to(APPLE).is_empty(), "taken by Ann before the retry: the admin is not pushed");
+    assert_eq!(peer.delivered_to("fcm-ann").len(), 2, "taking it herself pushed Ann nothing");
 }
 
 #[tokio::test]
@@ -417,7 +523,7 @@ async fn the_web_app_subscribes_a_browser_through_its_session() {
     let csrf = inbox.attr("data-csrf");
     let sub = peer.subscribe("browser").to_string();
     let page = browser.post("/app/push/subscribe", &[("platform", "web"), ("push_token", &sub)]).await;
-    assert_ne!(page.status, StatusCode::CREATED, "no anti-forgery token, no device");
+    assert_eq!(page.status, StatusCode::FORBIDDEN, "no anti-forgery token, no device");
     let bad =
         browser.post("/app/push/subscribe", &[("csrf", &csrf), ("platform", "web"), ("push_token", "{\"endpoint\":\"http://x\"}")]).await;
     let body: Value = serde_json::from_str(&bad.html).expect("a JSON error");
@@ -435,33 +541,4 @@ async fn the_web_app_subscribes_a_browser_through_its_session() {
 async fn raw(app: &TestApp, path: &str) -> (StatusCode, String) {
     let res = app.client.get(app.url(path)).send().await.expect("request");
     (res.status(), res.text().await.expect("text"))
-}
-
-/// `PARLEY_EXTRA_CA_FILE` is trusted for SMTP too: an SMTP server behind
-/// TLS with a certificate of the test CA takes the mail with it, and
-/// nothing reaches it without.
-#[tokio::test]
-async fn smtp_over_tls_trusts_the_extra_certificates() {
-    let smtp = crate::smtp_sink::SmtpSink::start_tls().await;
-    let start = |ca: bool| {
-        let mut spawn = TestApp::with().var("PARLEY_SMTP_URL", &smtp.url()).var("PARLEY_MAIL_FROM", "Parley <noreply@parley.test>");
-        if ca {
-            spawn = spawn.var("PARLEY_EXTRA_CA_FILE", &fixture("ca.pem"));
-        }
-        spawn.start()
-    };
-    let test = json!({"channel": "email", "to": "me@example.com"});
-    let untrusting = start(false).await;
-    untrusting.fixture("acme", &[]).await;
-    let admin = untrusting.login("admin@acme.example.com").await;
-    let (status, _) = untrusting.authed(Method::POST, "/api/admin/verification/test", &admin, Some(test.clone())).await;
-    assert!(!status.is_success(), "an unknown CA is refused: {status}");
-    assert!(smtp.drain().await.is_empty());
-
-    let app = start(true).await;
-    app.fixture("acme", &[]).await;
-    let admin = app.login("admin@acme.example.com").await;
-    let (status, body) = app.authed(Method::POST, "/api/admin/verification/test", &admin, Some(test)).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(smtp.next().await.to, ["me@example.com"]);
 }

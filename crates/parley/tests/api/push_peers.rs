@@ -164,7 +164,7 @@ pub fn check_vapid(authorization: &str, audience: &str, now_secs: i64) -> Result
         return Err(format!("exp {exp} is not within a day of {now_secs}"));
     }
     let sub = jws.claims["sub"].as_str().unwrap_or_default();
-    if !sub.starts_with("mailto:") && !sub.starts_with("https:") && !sub.starts_with("http:") {
+    if !sub.starts_with("mailto:") && !sub.starts_with("https:") {
         return Err(format!("sub {sub:?} is not a contact"));
     }
     Ok(key_bytes)

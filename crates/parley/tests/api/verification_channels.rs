@@ -200,3 +200,32 @@ async fn test_sends_are_limited_per_recipient_across_tenants() {
     let (status, body) = test_send(&app, &acme, "/api", json!({"channel": "sms", "to": "+14155550124"})).await;
     assert_eq!(status, StatusCode::OK, "another number has its own allowance: {body}");
 }
+
+/// `PARLEY_EXTRA_CA_FILE` is trusted for SMTP too: an SMTP server behind
+/// TLS with a certificate of the test CA takes the mail with it, and
+/// nothing reaches it without.
+#[tokio::test]
+async fn smtp_over_tls_trusts_the_extra_certificates() {
+    let smtp = crate::smtp_sink::SmtpSink::start_tls().await;
+    let start = |ca: bool| {
+        let mut spawn = TestApp::with().var("PARLEY_SMTP_URL", &smtp.url()).var("PARLEY_MAIL_FROM", "Parley <noreply@parley.test>");
+        if ca {
+            spawn = spawn.var("PARLEY_EXTRA_CA_FILE", &crate::push_peers::fixture("ca.pem"));
+        }
+        spawn.start()
+    };
+    let test = json!({"channel": "email", "to": "me@example.com"});
+    let untrusting = start(false).await;
+    untrusting.fixture("acme", &[]).await;
+    let admin = untrusting.login("admin@acme.example.com").await;
+    let (status, _) = untrusting.authed(Method::POST, "/api/admin/verification/test", &admin, Some(test.clone())).await;
+    assert!(!status.is_success(), "an unknown CA is refused: {status}");
+    assert!(smtp.drain().await.is_empty());
+
+    let app = start(true).await;
+    app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (status, body) = app.authed(Method::POST, "/api/admin/verification/test", &admin, Some(test)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(smtp.next().await.to, ["me@example.com"]);
+}
