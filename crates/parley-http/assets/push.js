@@ -17,11 +17,14 @@ function keyBytes(base64url) {
  * outside the worker's `/app/` scope, so `serviceWorker.ready` would
  * never settle there). */
 function activated(registration) {
-  const worker = registration.installing || registration.waiting || registration.active;
+  // An active worker is all a subscription needs, even while an update
+  // waits behind it.
+  const worker = registration.active || registration.installing || registration.waiting;
   if (!worker || worker.state === "activated") return Promise.resolve(registration);
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     worker.addEventListener("statechange", () => {
       if (worker.state === "activated") resolve(registration);
+      if (worker.state === "redundant") reject(new Error("the service worker could not be installed"));
     });
   });
 }

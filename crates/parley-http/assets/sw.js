@@ -1,6 +1,10 @@
 // Parley's service worker: shows an operator's pushes and opens the
 // conversation a notification is about. A push carries no visitor text
 // unless the installation allows it (PARLEY_PUSH_CONTENT=full).
+// A new release's worker takes over at once: it only shows pushes.
+self.addEventListener("install", () => self.skipWaiting());
+self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
+
 self.addEventListener("push", (event) => {
   let data = {};
   try {

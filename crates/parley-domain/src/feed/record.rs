@@ -25,7 +25,8 @@ pub(crate) fn message(
     appended_message(tx, tenant, c, &m)?;
     if m.sender.kind == SenderKind::Visitor && !m.internal {
         // The assignee alone once someone has it; everyone who can see
-        // it while nobody has.
+        // it while nobody has. (`CLAIMED_PUSHES` checks the same again
+        // when the push is sent.)
         tx.queue_push(&QueuedPush {
             tenant: tenant.id,
             conversation: c.id,

@@ -16,7 +16,7 @@ use std::time::Duration;
 pub use payload::{Notification, PushContent};
 
 use crate::clock::Timestamp;
-use crate::model::{ConversationId, DeviceId, MessageId, OperatorId, Platform, PushId, TenantId, WebPushKeys};
+use crate::model::{ConversationId, ConversationScope, DeviceId, MessageId, OperatorId, Platform, PushId, Role, TenantId, WebPushKeys};
 
 /// The shortest time between two pushes to one device about one
 /// conversation: the latest change waits and is sent alone.
@@ -82,6 +82,9 @@ pub struct PushTarget {
     pub web_keys: Option<WebPushKeys>,
     pub app_id: Option<String>,
     pub locale: Option<String>,
+    /// A push to it has gone through before: a token refused now has gone
+    /// bad, where one never accepted may be a setting's mistake.
+    pub pushed_before: bool,
 }
 
 /// A push leased to this worker, with what it is to say.
@@ -90,6 +93,8 @@ pub struct ClaimedPush {
     pub id: PushId,
     pub tenant_id: TenantId,
     pub operator_id: OperatorId,
+    /// The operator's role: what its badge is counted in.
+    pub operator_role: Role,
     pub conversation_id: ConversationId,
     /// Which version of the row was claimed: a change that collapses into
     /// it while it is out leaves it pending after this send.
@@ -101,7 +106,9 @@ pub struct ClaimedPush {
     /// The visitor's name and the message, for full payloads.
     pub visitor_name: Option<String>,
     pub message: Option<String>,
-    /// The operator's open conversations with unread visitor messages.
+    /// The operator's open conversations with unread visitor messages
+    /// (`unread_conversations`), counted by the worker once per operator
+    /// of a claim, on a reader.
     pub badge: u64,
     /// The operator has unread visitor messages in this conversation: a
     /// message or conversation push read meanwhile (on another device) is
@@ -118,6 +125,11 @@ pub struct ClaimedPush {
 }
 
 impl ClaimedPush {
+    /// What the operator sees: its badge's scope.
+    pub fn operator_scope(&self) -> ConversationScope {
+        ConversationScope { tenant: self.tenant_id, site: None, operator: Some((self.operator_id, self.operator_role)) }
+    }
+
     /// Whether there is still something to tell: the operator may have
     /// signed out or read the conversation since it was queued.
     pub fn worth_sending(&self) -> bool {

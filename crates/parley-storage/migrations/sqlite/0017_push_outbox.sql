@@ -6,7 +6,8 @@
 -- a row that was sent stays, with `last_sent_at`, so the next push to the
 -- same device about the same conversation waits out the spacing.
 CREATE TABLE IF NOT EXISTS push_outbox (
-    id              INTEGER PRIMARY KEY,
+    -- Never reused (rows are pruned): a relay tells pushes apart by it.
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
     tenant_id       INTEGER NOT NULL REFERENCES tenants(id),
     device_id       INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
     operator_id     INTEGER NOT NULL REFERENCES operators(id) ON DELETE CASCADE,

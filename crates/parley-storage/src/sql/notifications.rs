@@ -1,8 +1,6 @@
 //! Operator notifications: the devices sign-ins registered, and how far
 //! each operator has read each conversation.
 
-use std::collections::HashMap;
-
 use parley_domain::Timestamp;
 use parley_domain::model::*;
 use parley_domain::store::StoreResult;
@@ -35,17 +33,19 @@ fn device(r: &dyn Row) -> StoreResult<Device> {
 /// life.
 const HOLDS: &str = "t.revoked_at IS NULL AND t.expires_at > :now";
 
-/// Each tenant's oldest due pushes, at most `:per_tenant` of each, through
-/// the (tenant, pending, due) index; CROSS JOIN keeps the tenants as
-/// SQLite's outer loop (see `webhooks::due_deliveries`).
+/// Each tenant's oldest due pushes, at most `:per_tenant` of each,
+/// ranked in one pass over the due rows (the pending rows' partial index).
+/// Not a per-tenant `LIMIT` in a correlated subquery: PostgreSQL runs such
+/// a subquery once per row of the outer table, which made a claim cost
+/// rows times tenants.
 fn due_pushes() -> String {
-    "SELECT p.id AS id, p.tenant_id AS tenant_id
-         FROM tenants tn CROSS JOIN push_outbox p
+    "SELECT p.id AS id, p.tenant_id AS tenant_id FROM push_outbox p
          WHERE p.id IN (
-             SELECT q.id FROM push_outbox q
-             WHERE q.tenant_id = tn.id AND q.pending = TRUE AND q.due_at <= :now
-               AND (q.lease_until IS NULL OR q.lease_until <= :now)
-             ORDER BY q.due_at, q.id LIMIT :per_tenant)
+             SELECT r.id FROM (
+                 SELECT q.id, ROW_NUMBER() OVER (PARTITION BY q.tenant_id ORDER BY q.due_at, q.id) AS n
+                 FROM push_outbox q
+                 WHERE q.pending = TRUE AND q.due_at <= :now AND (q.lease_until IS NULL OR q.lease_until <= :now)) AS r
+             WHERE r.n <= :per_tenant)
          ORDER BY p.due_at, p.id"
         .into()
 }
@@ -146,8 +146,10 @@ statements! {
     DUE_PUSHES(now: Timestamp, per_tenant: u32) => |_| due_pushes(),
     /// The same, locked for a claim (see `Dialect::claim`).
     CLAIMABLE_PUSHES(now: Timestamp, per_tenant: u32) => |d| d.claim(due_pushes(), "p"),
-    NEXT_PUSH_DUE() => |_| "SELECT MIN(CASE WHEN lease_until > due_at THEN lease_until ELSE due_at END) AS due
-         FROM push_outbox WHERE pending = TRUE".into(),
+    /// The earliest push not out, through the pending rows' index in
+    /// order. Pushes out are not waited for here: their worker wakes when
+    /// they end, and a lease left by a dead instance is found by the poll.
+    NEXT_PUSH_DUE() => |_| "SELECT MIN(due_at) AS due FROM push_outbox WHERE pending = TRUE AND lease_until IS NULL".into(),
     /// Exactly the rows this statement leased come back.
     LEASE_PUSHES<'a>(now: Timestamp, lease_until: Timestamp, pushes: &'a IdList) => |d| format!(
         "UPDATE push_outbox SET lease_until = :lease_until
@@ -156,18 +158,20 @@ statements! {
         d.id_list(":pushes")
     ),
     /// What the leased pushes say and where they go (the badge is counted
-    /// apart, once per operator: see `lease_pushes`). `live` is whether the push still stands as queued: the
+    /// apart, once per operator, by the worker). `live` is whether the push still stands as queued: the
     /// device still the operator's, its sign-in and the operator still
     /// active, the conversation still one the operator sees, and still
     /// unassigned or the operator's (an assignment push: still assigned to
-    /// it). The worker's statement, across tenants: it joins the device by
+    /// it; the rule `feed::record` queues by). The worker's statement,
+    /// across tenants: it joins the device by
     /// id alone, so a row whose device moved to another tenant is read
     /// (and dropped as not live) rather than left leased for ever.
     CLAIMED_PUSHES<'a>(now: Timestamp, pushes: &'a IdList) => |d| format!(
         "SELECT p.id AS p_id, p.tenant_id AS p_tenant_id, p.operator_id AS p_operator_id, p.conversation_id AS p_conversation_id,
-                p.revision AS p_revision, p.attempts AS p_attempts, p.reason AS p_reason,
+                p.revision AS p_revision, p.attempts AS p_attempts, p.reason AS p_reason, p.lease_until AS p_lease_until,
                 dv.id AS dv_id, dv.platform AS dv_platform, dv.push_token AS dv_push_token, dv.web_p256dh AS dv_p256dh,
                 dv.web_auth AS dv_auth, dv.app_id AS dv_app_id, dv.locale AS dv_locale,
+                dv.last_push_at AS dv_last_push_at,
                 v.name AS v_name, m.body AS m_body,
                 COALESCE((o.active = TRUE AND {HOLDS} AND dv.operator_id = p.operator_id AND dv.tenant_id = p.tenant_id
                           AND EXISTS (SELECT 1 FROM conversations c WHERE c.id = p.conversation_id AND {scope})
@@ -212,11 +216,17 @@ statements! {
     DROP_MOVED_PUSHES<'a>(tenant: TenantId, operator: OperatorId, push_key: &'a [u8]) => |_|
         "DELETE FROM push_outbox WHERE device_id IN (
              SELECT id FROM devices WHERE push_key = :push_key AND (tenant_id <> :tenant OR operator_id <> :operator))".into(),
-    DEVICE_PUSHED(tenant: TenantId, id: DeviceId, now: Timestamp) => |_|
-        "UPDATE devices SET last_push_at = :now WHERE tenant_id = :tenant AND id = :id".into(),
+    /// Still the operator's device (it may have been registered again by
+    /// another meanwhile).
+    DEVICE_PUSHED(tenant: TenantId, operator: OperatorId, id: DeviceId, now: Timestamp) => |_|
+        "UPDATE devices SET last_push_at = :now WHERE tenant_id = :tenant AND operator_id = :operator AND id = :id".into(),
     /// A device whose token the provider reported dead; its pushes go
-    /// with it.
-    REMOVE_DEVICE(tenant: TenantId, id: DeviceId) => |_| "DELETE FROM devices WHERE tenant_id = :tenant AND id = :id".into(),
+    /// with it. Only while the push's lease holds and the device is still
+    /// the operator's: a late worker does not remove a device another
+    /// instance has since pushed to, or a new owner's.
+    REMOVE_DEVICE(tenant: TenantId, operator: OperatorId, id: DeviceId, push: PushId, leased_until: Timestamp) => |_|
+        "DELETE FROM devices WHERE tenant_id = :tenant AND operator_id = :operator AND id = :id
+           AND EXISTS (SELECT 1 FROM push_outbox WHERE id = :push AND lease_until = :leased_until)".into(),
     /// The marker, with the same count the conversations carry.
     MARKER(operator: OperatorId, conversation: ConversationId) => |_| format!(
         "SELECT rm.message_id AS message_id, {UNREAD} AS unread
@@ -323,28 +333,7 @@ impl NotificationsWrite for Tx<'_> {
         if leased.is_empty() {
             return Ok(Vec::new());
         }
-        let claimed =
-            self.all(CLAIMED_PUSHES { now, pushes: &IdList::new(leased) }, |r| Ok((claimed_push(r)?, r.parsed("o_role", Role::parse)?)))?;
-        // The badge is the operator's `unread_conversations`, counted once
-        // per operator of the claim (a phone and a browser share it): it
-        // reads every open conversation the operator sees.
-        let mut badges: HashMap<OperatorId, u64> = HashMap::new();
-        let mut out = Vec::with_capacity(claimed.len());
-        for (mut push, role) in claimed {
-            let badge = match badges.get(&push.operator_id) {
-                Some(badge) => *badge,
-                None => {
-                    let scope = ConversationScope { tenant: push.tenant_id, site: None, operator: Some((push.operator_id, role)) };
-                    let badge = self.unread_conversations(scope)?;
-                    badges.insert(push.operator_id, badge);
-                    badge
-                }
-            };
-            push.badge = badge;
-            push.leased_until = lease_until;
-            out.push(push);
-        }
-        Ok(out)
+        self.all(CLAIMED_PUSHES { now, pushes: &IdList::new(leased) }, claimed_push)
     }
 
     fn finish_push(&mut self, p: &ClaimedPush, step: PushStep, now: Timestamp) -> StoreResult<()> {
@@ -352,8 +341,9 @@ impl NotificationsWrite for Tx<'_> {
             PushStep::Sent => {
                 let params =
                     PUSH_SENT { id: p.id, leased_until: p.leased_until, revision: p.revision, now, next_due: now.plus(push::SPACING) };
-                self.exec(params)?;
-                self.exec(DEVICE_PUSHED { tenant: p.tenant_id, id: p.target.device_id, now })?;
+                if self.exec(params)? == 1 {
+                    self.exec(DEVICE_PUSHED { tenant: p.tenant_id, operator: p.operator_id, id: p.target.device_id, now })?;
+                }
             }
             PushStep::RetryAt(at) => {
                 self.exec(PUSH_RETRY { id: p.id, leased_until: p.leased_until, at })?;
@@ -362,7 +352,14 @@ impl NotificationsWrite for Tx<'_> {
                 self.exec(PUSH_DROPPED { id: p.id, leased_until: p.leased_until, revision: p.revision, now })?;
             }
             PushStep::RemoveDevice => {
-                self.exec(REMOVE_DEVICE { tenant: p.tenant_id, id: p.target.device_id })?;
+                let params = REMOVE_DEVICE {
+                    tenant: p.tenant_id,
+                    operator: p.operator_id,
+                    id: p.target.device_id,
+                    push: p.id,
+                    leased_until: p.leased_until,
+                };
+                self.exec(params)?;
             }
         }
         Ok(())
@@ -379,6 +376,7 @@ fn claimed_push(r: &dyn Row) -> StoreResult<ClaimedPush> {
         id: PushId(r.i64("p_id")?),
         tenant_id: TenantId(r.i64("p_tenant_id")?),
         operator_id: OperatorId(r.i64("p_operator_id")?),
+        operator_role: r.parsed("o_role", Role::parse)?,
         conversation_id: ConversationId(r.i64("p_conversation_id")?),
         revision: r.i64("p_revision")?,
         attempts: r.u32("p_attempts")?,
@@ -390,13 +388,13 @@ fn claimed_push(r: &dyn Row) -> StoreResult<ClaimedPush> {
             web_keys,
             app_id: r.text("dv_app_id")?,
             locale: r.text("dv_locale")?,
+            pushed_before: r.opt_ts("dv_last_push_at")?.is_some(),
         },
         visitor_name: r.text("v_name")?,
         message: r.text("m_body")?,
         badge: 0,
         unread_here: r.flag("unread_here")?,
         live: r.flag("live")?,
-        // Set by the claim, which knows the lease it took.
-        leased_until: Timestamp::from_millis(0),
+        leased_until: r.ts("p_lease_until")?,
     })
 }

@@ -738,7 +738,9 @@ async fn pushes_are_queued_within_the_conversations_tenant_and_site_and_collapse
     assert_eq!((push.target.device_id, push.operator_id, push.conversation_id), (a_device, a.agent, a.conv1.id));
     assert_eq!((push.reason, push.revision), (PushReason::Conversation, 2), "the latest change wins");
     assert!(push.live && push.unread_here, "the agent sees it and has not read it");
-    assert_eq!(push.badge, 1, "its one unread open conversation");
+    let scope = push.operator_scope();
+    assert_eq!(scope, a.agent(), "the badge is counted in the agent's own scope");
+    assert_eq!(app.db.read(move |r| Ok(r.unread_conversations(scope)?)).await.expect("badge"), 1, "its one unread open conversation");
     let again = app.db.read(|r| Ok(r.due_pushes(START, 10)?)).await.expect("due");
     assert!(again.is_empty(), "a leased push is not due to anyone else");
 }

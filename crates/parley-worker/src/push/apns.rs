@@ -58,7 +58,8 @@ impl Apns {
         }
     }
 
-    pub async fn send(&self, device_token: &str, n: &Notification, now: Timestamp) -> PushOutcome {
+    /// `pushed_before`: a push to this device has gone through before.
+    pub async fn send(&self, device_token: &str, pushed_before: bool, n: &Notification, now: Timestamp) -> PushOutcome {
         // A token is hex; anything else cannot be a path segment Apple
         // would accept, and must not become one.
         if device_token.is_empty() || !device_token.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -106,8 +107,11 @@ impl Apns {
             Answer::Status { code: 410, .. } => PushOutcome::DeadToken { reason: format!("HTTP 410 {reason}") },
             // Not `DeviceTokenNotForTopic`: every token answers it when
             // PARLEY_APNS_TOPIC is wrong, and that is no reason to forget
-            // every device.
-            Answer::Status { code: 400, .. } if matches!(reason.as_str(), "BadDeviceToken" | "Unregistered") => {
+            // every device. `BadDeviceToken` is what every token answers
+            // when PARLEY_APNS_URL names the other environment (sandbox
+            // or production): dead only for a device that took pushes
+            // before, a refusal for one that never did.
+            Answer::Status { code: 400, .. } if reason == "Unregistered" || (reason == "BadDeviceToken" && pushed_before) => {
                 PushOutcome::DeadToken { reason: format!("HTTP 400 {reason}") }
             }
             // A provider token Apple no longer takes: make a new one and

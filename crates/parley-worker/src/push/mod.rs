@@ -169,7 +169,7 @@ impl Providers {
                 }
                 self.web.send(&t.token, t.web_keys.as_ref(), &n, now).await
             }
-            (Platform::Ios, Some(apns), _) => apns.send(&t.token, &n, now).await,
+            (Platform::Ios, Some(apns), _) => apns.send(&t.token, t.pushed_before, &n, now).await,
             (Platform::Android, _, Some(fcm)) => fcm.send(&t.token, &n, now).await,
             (Platform::Ios | Platform::Android, ..) => match &self.relay {
                 // The relay gets the minimal payload, whatever the setting.

@@ -136,12 +136,41 @@ impl PushWorker {
             .await;
         match claimed {
             Ok(leased) if leased.is_empty() => (leased, Claim::Contended),
-            Ok(leased) => (leased, Claim::Done),
+            Ok(leased) => (self.with_badges(leased).await, Claim::Done),
             Err(e) => {
                 tracing::error!(error = %e, "could not claim pushes");
                 (Vec::new(), Claim::Failed)
             }
         }
+    }
+
+    /// Counts each operator's badge once (a phone and a browser share
+    /// it), on a reader: it reads every open conversation the operator
+    /// sees, which the writer need not wait for. A push whose badge cannot
+    /// be read goes with none rather than not at all.
+    async fn with_badges(&self, mut pushes: Vec<ClaimedPush>) -> Vec<ClaimedPush> {
+        let mut scopes: Vec<_> = pushes.iter().filter(|p| p.worth_sending()).map(ClaimedPush::operator_scope).collect();
+        scopes.sort_by_key(|s| s.operator.map(|(id, _)| id));
+        scopes.dedup_by_key(|s| s.operator.map(|(id, _)| id));
+        let counted = self
+            .db
+            .read(move |r| {
+                let mut badges = HashMap::new();
+                for scope in scopes {
+                    badges.insert(scope.operator.map(|(id, _)| id), r.unread_conversations(scope)?);
+                }
+                Ok(badges)
+            })
+            .await;
+        match counted {
+            Ok(badges) => {
+                for push in &mut pushes {
+                    push.badge = badges.get(&Some(push.operator_id)).copied().unwrap_or(0);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not count the pushes' badges"),
+        }
+        pushes
     }
 
     /// Counts a push of `tenant` as out; the guard counts it back in.

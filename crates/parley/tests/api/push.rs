@@ -37,10 +37,8 @@ struct Setup {
     _dir: tempfile::TempDir,
 }
 
-async fn setup_with(vars: &[(&str, &str)]) -> Setup {
-    let peer = Peer::start().await;
-    let dir = tempfile::tempdir().expect("dir");
-    let account = service_account(dir.path(), &peer);
+/// A server whose every provider is the peer, with `vars` added.
+fn with_providers(peer: &Peer, account: &str, vars: &[(&str, &str)]) -> crate::helpers::Spawn {
     let mut spawn = TestApp::with()
         .var("PARLEY_EXTRA_CA_FILE", &fixture("ca.pem"))
         .var("PARLEY_APNS_KEY_FILE", &fixture("apns-key.p8"))
@@ -48,7 +46,7 @@ async fn setup_with(vars: &[(&str, &str)]) -> Setup {
         .var("PARLEY_APNS_TEAM_ID", TEAM_ID)
         .var("PARLEY_APNS_TOPIC", TOPIC)
         .var("PARLEY_APNS_URL", &peer.base)
-        .var("PARLEY_FCM_SERVICE_ACCOUNT_FILE", &account)
+        .var("PARLEY_FCM_SERVICE_ACCOUNT_FILE", account)
         .var("PARLEY_FCM_URL", &peer.base)
         // The browsers' push service is this machine's peer.
         .var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true")
@@ -56,7 +54,14 @@ async fn setup_with(vars: &[(&str, &str)]) -> Setup {
     for (k, v) in vars {
         spawn = spawn.var(k, v);
     }
-    let app = spawn.start().await;
+    spawn
+}
+
+async fn setup_with(vars: &[(&str, &str)]) -> Setup {
+    let peer = Peer::start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let account = service_account(dir.path(), &peer);
+    let app = with_providers(&peer, &account, vars).start().await;
     peer.follow(app.clock.clone());
     Setup { app, peer, _dir: dir }
 }
@@ -290,10 +295,18 @@ async fn a_burst_collapses_and_a_failed_push_is_retried_once() {
     app.post_message("/api", &f.token, &public_id, "and another").await;
     assert_eq!(held_for(&app).await, 10_000, "due 10 s after the last push");
     app.clock.advance(Duration::from_secs(5));
-    assert_eq!(pending_pushes(&app).await, 1);
-    app.clock.advance(Duration::from_secs(6));
+    // Another conversation's push, due at once, goes through the worker
+    // meanwhile; the held one does not go with it.
+    let other = app.open_conversation("/api", &f.token, "v2", "another visitor").await;
     let pushes = peer.wait_for(2).await;
-    assert_eq!(pushes.len(), 2);
+    assert_eq!(pushes[1].payload["aps"]["alert"]["title"], "New conversation");
+    eventually(|| async { (pending_pushes(&app).await == 1).then_some(()) }).await;
+    assert_eq!(peer.delivered().len(), 2, "not within 10 s of the last push");
+    app.clock.advance(Duration::from_secs(6));
+    let pushes = peer.wait_for(3).await;
+    assert_eq!(pushes.len(), 3);
+    assert_eq!(pushes[2].payload["aps"]["alert"]["title"], "New message");
+    assert_ne!(pushes[2].payload["conversation_id"], pushes[1].payload["conversation_id"], "{other}");
     settled(&app).await;
 }
 
@@ -332,8 +345,12 @@ async fn dead_tokens_remove_their_devices() {
     // What a wrong setting answers for every device removes none.
     register(&app, &admin, "ios", json!(APPLE_TOPIC)).await;
     register(&app, &admin, "android", json!("fcm-project")).await;
+    // Refused as a bad token before any push went through: the other
+    // environment's host, most likely; after one did: gone bad.
+    register(&app, &admin, "ios", json!(APPLE_NEW)).await;
     peer.script(APPLE, &[(410, json!({"reason": "Unregistered"}))]);
-    peer.script(APPLE_BAD, &[(400, json!({"reason": "BadDeviceToken"}))]);
+    peer.script(APPLE_BAD, &[(200, json!({})), (400, json!({"reason": "BadDeviceToken"}))]);
+    peer.script(APPLE_NEW, &[(400, json!({"reason": "BadDeviceToken"}))]);
     peer.script("fcm-gone", &[(404, json!({"error": {"code": 404, "status": "NOT_FOUND", "details": [{"errorCode": "UNREGISTERED"}]}}))]);
     peer.script("gone", &[(410, json!({}))]);
     peer.script(APPLE_TOPIC, &[(400, json!({"reason": "DeviceTokenNotForTopic"}))]);
@@ -342,15 +359,21 @@ async fn dead_tokens_remove_their_devices() {
         &[(404, json!({"error": {"code": 404, "status": "NOT_FOUND", "message": "Requested entity was not found."}}))],
     );
     app.open_conversation("/api", &f.token, "v1", "hello").await;
-    peer.wait_for(1).await;
+    peer.wait_for(2).await;
+    settled(&app).await;
+    app.open_conversation("/api", &f.token, "v2", "hello again").await;
+    peer.wait_for(3).await;
     settled(&app).await;
     let (_, list) = app.authed(Method::GET, "/api/mobile/devices", &admin, None).await;
     let left: Vec<&str> = list["devices"].as_array().expect("devices").iter().filter_map(|d| d["platform"].as_str()).collect();
-    assert_eq!(left, ["ios", "ios", "android"], "the live device and the two refused by a setting stay: {list}");
-    assert_eq!(peer.delivered_to(APPLE_2).len(), 1);
+    assert_eq!(left, ["ios", "ios", "android", "ios"], "the live device and the three refused by a setting stay: {list}");
+    assert_eq!(peer.refusals_to(APPLE_BAD), vec![400], "the token that went bad was refused, then removed");
+    assert_eq!((peer.refusals_to(APPLE_TOPIC), peer.refusals_to("fcm-project")), (vec![400], vec![404]), "both were refused");
+    assert_eq!(peer.delivered_to(APPLE_2).len(), 2, "the live device hears of both");
 }
 
 const APPLE_BAD: &str = "0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad";
+const APPLE_NEW: &str = "5e55e55e55e55e55e55e55e55e55e55e55e55e55e55e55e55e55e55e55e55e55e";
 const APPLE_TOPIC: &str = "70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1c70b1";
 
 #[tokio::test]
@@ -477,19 +500,7 @@ async fn two_instances_send_each_push_once() {
     }
     let Setup { app: a, peer, _dir } = setup().await;
     let account = service_account(_dir.path(), &peer);
-    let b = TestApp::with()
-        .var("PARLEY_DATABASE_URL", &a.database_url)
-        .var("PARLEY_EXTRA_CA_FILE", &fixture("ca.pem"))
-        .var("PARLEY_APNS_KEY_FILE", &fixture("apns-key.p8"))
-        .var("PARLEY_APNS_KEY_ID", KEY_ID)
-        .var("PARLEY_APNS_TEAM_ID", TEAM_ID)
-        .var("PARLEY_APNS_TOPIC", TOPIC)
-        .var("PARLEY_APNS_URL", &peer.base)
-        .var("PARLEY_FCM_SERVICE_ACCOUNT_FILE", &account)
-        .var("PARLEY_FCM_URL", &peer.base)
-        .var("PARLEY_WEBHOOK_POLL_INTERVAL", "50ms")
-        .start()
-        .await;
+    let b = with_providers(&peer, &account, &[("PARLEY_DATABASE_URL", &a.database_url)]).start().await;
     let f = a.fixture("acme", &[]).await;
     let admin = a.login("admin@acme.example.com").await;
     register(&a, &admin, "ios", json!(APPLE)).await;

@@ -259,6 +259,9 @@ struct PeerState {
     refused: Vec<String>,
     /// Scripted answers by token, consumed in order (200 after).
     script: HashMap<String, VecDeque<(u16, Value)>>,
+    /// The scripted refusals given, by token: a test sees its refusal
+    /// was asked for.
+    answered: Vec<(String, u16)>,
     subscriptions: HashMap<String, Subscription>,
     access_tokens: Vec<String>,
     token_requests: usize,
@@ -356,6 +359,11 @@ impl Peer {
         self.delivered().into_iter().filter(|d| d.token == token).collect()
     }
 
+    /// The scripted refusals given to pushes for `token`.
+    pub fn refusals_to(&self, token: &str) -> Vec<u16> {
+        self.state.lock().unwrap().answered.iter().filter(|(t, _)| t == token).map(|(_, code)| *code).collect()
+    }
+
     pub fn refused(&self) -> Vec<String> {
         self.state.lock().unwrap().refused.clone()
     }
@@ -393,8 +401,9 @@ impl Peer {
         let answer = {
             let mut s = self.state.lock().unwrap();
             let answer = s.script.get_mut(&d.token).and_then(|q| q.pop_front());
-            if answer.as_ref().is_none_or(|(code, _)| *code < 300) {
-                s.delivered.push(d);
+            match &answer {
+                Some((code, _)) if *code >= 300 => s.answered.push((d.token.clone(), *code)),
+                _ => s.delivered.push(d),
             }
             answer
         };
