@@ -276,7 +276,7 @@ async fn full_content_carries_the_name_and_the_start_of_the_message_encrypted_fo
 
 #[tokio::test]
 async fn a_burst_collapses_and_a_failed_push_is_retried_once() {
-    let Setup { app, peer, .. } = setup().await;
+    let Setup { app, peer, .. } = setup_with(&[("PARLEY_METRICS_TOKEN", METRICS_TOKEN)]).await;
     let f = app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     register(&app, &admin, "ios", json!(APPLE)).await;
@@ -306,6 +306,17 @@ async fn a_burst_collapses_and_a_failed_push_is_retried_once() {
     let pushes = peer.wait_for(3).await;
     assert_eq!(pushes.len(), 3);
     assert_eq!(pushes[2].payload["aps"]["alert"]["title"], "New message");
+    // Every attempt is counted, by platform and outcome.
+    let metrics = scrape_metrics(&app).await;
+    let count = |outcome: &str| {
+        let labels = format!("platform=\"ios\",outcome=\"{outcome}\"}}");
+        metrics
+            .lines()
+            .find(|l| l.starts_with("parley_push_attempts_total{") && l.contains(&labels))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    assert_eq!((count("retry"), count("delivered")), (1.0, 3.0), "{metrics}");
     assert_ne!(pushes[2].payload["conversation_id"], pushes[1].payload["conversation_id"], "{other}");
     settled(&app).await;
 }
