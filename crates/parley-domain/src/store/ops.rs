@@ -365,7 +365,8 @@ pub trait NotificationsRead {
     /// first.
     fn devices(&mut self, tenant: TenantId, operator: OperatorId, now: Timestamp) -> StoreResult<Vec<Device>>;
     /// The operator's devices whose sign-in holds at `now`, but the one
-    /// registered under `push_key`.
+    /// registered under `push_key`. In a write unit the operator is held
+    /// until the commit, so counts taken to enforce a limit are ordered.
     fn other_devices(&mut self, tenant: TenantId, operator: OperatorId, push_key: &[u8], now: Timestamp) -> StoreResult<u64>;
     /// Open conversations of the scope with messages from the visitor
     /// after the scope's operator's read marker.

@@ -93,6 +93,12 @@ statements! {
          ORDER BY d.id",
         device_cols("d.")
     ),
+    /// The operator whose devices are counted, locked in a write unit on
+    /// PostgreSQL: registrations by several of its sign-ins at once count
+    /// one after another (each sign-in's own lock does not order them), so
+    /// none passes the limit on a count taken before another's insert.
+    DEVICE_OWNER(tenant: TenantId, operator: OperatorId) locked DEVICE_OWNER_LOCKED => |_|
+        "SELECT o.id AS id FROM operators o WHERE o.tenant_id = :tenant AND o.id = :operator".into(),
     OTHER_DEVICES<'a>(tenant: TenantId, operator: OperatorId, push_key: &'a [u8], now: Timestamp) => |_| format!(
         "SELECT COUNT(*) AS n FROM devices d JOIN operator_tokens t ON t.id = d.token_id AND t.tenant_id = d.tenant_id
          WHERE d.tenant_id = :tenant AND d.operator_id = :operator AND d.push_key <> :push_key AND {HOLDS}"
@@ -241,6 +247,7 @@ impl NotificationsRead for Tx<'_> {
     }
 
     fn other_devices(&mut self, tenant: TenantId, operator: OperatorId, push_key: &[u8], now: Timestamp) -> StoreResult<u64> {
+        self.one(self.locking(DEVICE_OWNER { tenant, operator }), |r| r.i64("id"))?;
         self.count(OTHER_DEVICES { tenant, operator, push_key, now })
     }
 

@@ -292,3 +292,29 @@ async fn the_web_app_shows_and_moves_the_same_markers() {
     app.post_message("/api", &f.token, &public_id, "still there?").await;
     assert!(browser.inbox("").await.html.contains("conversation unread"), "a new visitor message is unread again");
 }
+
+/// The limit of 20 devices holds when several sign-ins of one operator
+/// register at once (PostgreSQL runs their units side by side).
+#[tokio::test]
+async fn the_device_limit_holds_for_registrations_side_by_side() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    let first = app.login("admin@acme.example.com").await;
+    for n in 0..15 {
+        let (status, body) = register(&app, &first, json!({"platform": "android", "push_token": format!("existing-{n}")})).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let mut sign_ins = Vec::new();
+    for _ in 0..10 {
+        sign_ins.push(app.login("admin@acme.example.com").await);
+    }
+    let attempts = sign_ins.iter().enumerate().map(|(n, token)| {
+        let app = &app;
+        async move { register(app, token, json!({"platform": "android", "push_token": format!("racing-{n}")})).await.0 }
+    });
+    let statuses = futures::future::join_all(attempts).await;
+    let created = statuses.iter().filter(|s| **s == StatusCode::CREATED).count();
+    assert_eq!(created, 5, "five more fit under the limit: {statuses:?}");
+    assert!(statuses.iter().all(|s| *s == StatusCode::CREATED || *s == StatusCode::UNPROCESSABLE_ENTITY), "{statuses:?}");
+    assert_eq!(devices(&app, &first).await.len(), 20);
+}
