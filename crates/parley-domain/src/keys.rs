@@ -50,15 +50,7 @@ impl ServerKeys {
     /// The installation's secret: made and kept by the first instance to
     /// start, read by every other (two starting at once keep the first).
     pub async fn load(db: &Database, clock: &Arc<dyn Clock>) -> Result<Self, DomainError> {
-        let fresh = crate::ids::random_bytes::<32>()?;
-        let now = clock.now();
-        let kept = db
-            .write(move |tx| {
-                tx.insert_server_key(MASTER, &fresh, now)?;
-                Ok(tx.server_key(MASTER)?)
-            })
-            .await?
-            .ok_or_else(|| StoreError::Internal("the installation's secret was not kept".into()))?;
+        let kept = keep(db, clock, MASTER, crate::ids::random_bytes::<32>()?.to_vec()).await?;
         let master: [u8; 32] = kept.try_into().map_err(|_| StoreError::Internal("the installation's secret is not 32 bytes".into()))?;
         Ok(Self::from_secret(master))
     }
@@ -75,6 +67,20 @@ impl ServerKeys {
             Purpose::DeviceMark => &self.device_mark,
         }
     }
+}
+
+/// The server key kept under `name`: `fresh` when this is the first
+/// instance to start, otherwise (another instance made one first) what
+/// that one kept. Every instance sharing the database ends with the same.
+pub async fn keep(db: &Database, clock: &Arc<dyn Clock>, name: &'static str, fresh: Vec<u8>) -> Result<Vec<u8>, DomainError> {
+    let now = clock.now();
+    Ok(db
+        .write(move |tx| {
+            tx.insert_server_key(name, &fresh, now)?;
+            Ok(tx.server_key(name)?)
+        })
+        .await?
+        .ok_or_else(|| StoreError::Internal(format!("the server key {name:?} was not kept")))?)
 }
 
 /// HMAC-SHA256 of the use's name under the secret.

@@ -26,7 +26,7 @@ use parley_http::stream::{StreamSettings, Streams};
 use parley_http::{AppState, MetricsAccess, RouterOptions, SandboxInfo, Services, TrustedProxies, WebAppSettings};
 use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
 use parley_worker::feed::FeedFollower;
-use parley_worker::push::{Providers, PushSettings, PushWorker, ServiceAccount, load_vapid_key};
+use parley_worker::push::{Providers, PushSettings, PushWorker, load_vapid_key};
 use parley_worker::sweeper::Sweeper;
 use parley_worker::webhooks::{DeliverySettings, WebhookWorker};
 use tokio::net::{TcpListener, TcpSocket};
@@ -162,7 +162,7 @@ impl Application {
         let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery, metrics.clone())
             .map_err(|e| StartError::WebhookClient(e.to_string()))?;
         let vapid = load_vapid_key(&db, &clock).await.map_err(StartError::Keys)?;
-        let push_settings = push_settings(config, allow_private, &public_url)?;
+        let push_settings = push_settings(config, allow_private, &public_url);
         let timing = push_settings.timing;
         let providers = Arc::new(Providers::new(push_settings, vapid).map_err(|e| StartError::Push(e.to_string()))?);
         let push_worker = PushWorker::new(db.clone(), Arc::clone(&clock), Arc::clone(&providers), timing, metrics.clone());
@@ -357,9 +357,9 @@ fn host_name() -> String {
         .unwrap_or_else(|| "parley".to_owned())
 }
 
-/// The providers' settings from the configuration (their credentials were
-/// checked when it was read).
-fn push_settings(config: &Config, allow_private: bool, public_url: &str) -> Result<PushSettings, StartError> {
+/// The providers' settings from the configuration (which read and parsed
+/// their credentials).
+fn push_settings(config: &Config, allow_private: bool, public_url: &str) -> PushSettings {
     let c = &config.push;
     // RFC 8292: a push service may reach the sender through `sub`, a
     // mailto: or https: address (services refuse others). Without either
@@ -381,20 +381,10 @@ fn push_settings(config: &Config, allow_private: bool, public_url: &str) -> Resu
     // An FCM push may take two requests (an access token, then the send):
     // the lease outlasts both, with room to record the outcome.
     s.timing.lease = config.webhook_lease.max(config.webhook_timeout * 3);
-    if let Some(a) = &c.apns {
-        s.apns = Some(parley_worker::push::ApnsSettings {
-            key: parley_worker::push::jwt::EcKey::from_pkcs8(&a.key).map_err(StartError::Push)?,
-            key_id: a.key_id.clone(),
-            team_id: a.team_id.clone(),
-            topic: a.topic.clone(),
-            url: a.url.clone(),
-        });
-    }
-    if let Some(f) = &c.fcm {
-        s.fcm = Some((ServiceAccount::from_json(&f.account).map_err(StartError::Push)?, f.url.clone()));
-    }
+    s.apns = c.apns.clone();
+    s.fcm = c.fcm.clone();
     s.relay = c.relay.clone();
-    Ok(s)
+    s
 }
 
 /// `PARLEY_EXTRA_CA_FILE`'s certificates, for an HTTP client.

@@ -15,6 +15,7 @@ use super::jwt::EcKey;
 /// How long one provider token is used.
 const TOKEN_REUSE: Duration = Duration::from_secs(50 * 60);
 
+#[derive(Clone)]
 pub struct ApnsSettings {
     pub key: EcKey,
     pub key_id: String,

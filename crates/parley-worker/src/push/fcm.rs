@@ -17,6 +17,7 @@ const SCOPE: &str = "https://www.googleapis.com/auth/firebase.messaging";
 const RENEW_BEFORE: Duration = Duration::from_secs(120);
 
 /// What Parley reads of a service-account file.
+#[derive(Clone)]
 pub struct ServiceAccount {
     pub project_id: String,
     pub client_email: String,

@@ -27,14 +27,7 @@ pub async fn send(request: reqwest::RequestBuilder, now: Timestamp) -> Answer {
         Ok(mut res) => {
             let code = res.status().as_u16();
             let retry_after = res.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, now));
-            let mut body = Vec::new();
-            while body.len() < MAX_BODY {
-                match res.chunk().await {
-                    Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-                    _ => break,
-                }
-            }
-            body.truncate(MAX_BODY);
+            let body = crate::outbound::read_body(&mut res, MAX_BODY).await;
             Answer::Status { code, retry_after, body: String::from_utf8_lossy(&body).into_owned() }
         }
         Err(e) => Answer::NoResponse(describe(&e)),

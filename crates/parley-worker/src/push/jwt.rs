@@ -2,20 +2,24 @@
 //! and VAPID, RS256 for Google's service-account assertion. Signed with
 //! ring, which the TLS stack already builds.
 
+use std::sync::Arc;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair, RSA_PKCS1_SHA256, RsaKeyPair};
 use serde_json::Value;
 
-/// A P-256 key: an APNs `.p8` key or the VAPID key.
-pub struct EcKey(EcdsaKeyPair);
+/// A P-256 key: an APNs `.p8` key or the VAPID key. Shared, not copied:
+/// the configuration reads it once and the sender uses that one.
+#[derive(Clone)]
+pub struct EcKey(Arc<EcdsaKeyPair>);
 
 impl EcKey {
     /// From PKCS#8 DER (what a `.p8` file holds, base64 inside PEM).
     pub fn from_pkcs8(der: &[u8]) -> Result<Self, String> {
         EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der, &SystemRandom::new())
-            .map(Self)
+            .map(|key| Self(Arc::new(key)))
             .map_err(|e| format!("is not a P-256 private key in PKCS#8 ({e})"))
     }
 
@@ -39,11 +43,12 @@ impl EcKey {
 }
 
 /// An RSA key: a service account's.
-pub struct RsaKey(RsaKeyPair);
+#[derive(Clone)]
+pub struct RsaKey(Arc<RsaKeyPair>);
 
 impl RsaKey {
     pub fn from_pkcs8(der: &[u8]) -> Result<Self, String> {
-        RsaKeyPair::from_pkcs8(der).map(Self).map_err(|e| format!("is not an RSA private key in PKCS#8 ({e})"))
+        RsaKeyPair::from_pkcs8(der).map(|key| Self(Arc::new(key))).map_err(|e| format!("is not an RSA private key in PKCS#8 ({e})"))
     }
 
     pub fn sign(&self, header: &Value, claims: &Value) -> Result<String, String> {

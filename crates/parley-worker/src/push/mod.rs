@@ -25,6 +25,7 @@ pub use webpush::encrypt as web_push_encrypt;
 pub use worker::PushWorker;
 
 use self::jwt::EcKey;
+use crate::outbound;
 
 /// Apple's production host.
 pub const APNS_URL: &str = "https://api.push.apple.com";
@@ -104,50 +105,26 @@ const VAPID_KEY: &str = "vapid";
 /// subscriptions survive restarts.
 pub async fn load_vapid_key(db: &Database, clock: &Arc<dyn Clock>) -> Result<EcKey, DomainError> {
     let fresh = EcKey::generate().map_err(StoreError::Internal)?;
-    let now = clock.now();
-    let kept = db
-        .write(move |tx| {
-            tx.insert_server_key(VAPID_KEY, &fresh, now)?;
-            Ok(tx.server_key(VAPID_KEY)?)
-        })
-        .await?
-        .ok_or_else(|| StoreError::Internal("the VAPID key was not kept".into()))?;
+    let kept = parley_domain::keys::keep(db, clock, VAPID_KEY, fresh).await?;
     Ok(EcKey::from_pkcs8(&kept).map_err(StoreError::Internal)?)
 }
 
 impl Providers {
     pub fn new(settings: PushSettings, vapid: EcKey) -> Result<Self, reqwest::Error> {
-        let base = |http2: bool| {
-            // Several crates could install a TLS provider; the first one wins.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let mut b = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(settings.timeout)
-                .connect_timeout(settings.timeout)
-                .no_proxy()
-                .user_agent(concat!("Parley-Push/", env!("CARGO_PKG_VERSION")))
-                .tls_certs_merge(settings.extra_roots.iter().cloned());
-            if http2 {
-                b = b.http2_prior_knowledge();
-            }
-            b
-        };
+        const AGENT: &str = concat!("Parley-Push/", env!("CARGO_PKG_VERSION"));
         // Provider addresses are the installation operator's to choose;
         // browsers' endpoints are not, and pass the webhook rules.
-        let trusted = base(false).build()?;
-        let mut browsers = base(false);
-        if !settings.allow_private {
-            browsers = browsers.dns_resolver(crate::webhooks::resolver::CheckedResolver);
-        }
+        let client = |guarded| outbound::client(settings.timeout, &settings.extra_roots, AGENT, guarded);
+        let trusted = client(false).build()?;
         let apns = match settings.apns {
-            Some(a) => Some(apns::Apns::new(base(true).build()?, a)),
+            Some(a) => Some(apns::Apns::new(client(false).http2_prior_knowledge().build()?, a)),
             None => None,
         };
         Ok(Self {
             content: settings.content,
             apns,
             fcm: settings.fcm.map(|(account, url)| fcm::Fcm::new(trusted.clone(), account, url)),
-            web: webpush::WebPush::new(browsers.build()?, vapid, settings.vapid_subject),
+            web: webpush::WebPush::new(client(!settings.allow_private).build()?, vapid, settings.vapid_subject),
             relay: settings.relay.map(|(url, secret)| relay::Relay::new(trusted.clone(), url, secret)),
             allow_private: settings.allow_private,
         })
@@ -164,7 +141,7 @@ impl Providers {
         let t = &push.target;
         match (t.platform, &self.apns, &self.fcm) {
             (Platform::Web, ..) => {
-                if !self.allow_private && crate::webhooks::sender::ip_literal_forbidden(&t.token) {
+                if !self.allow_private && outbound::ip_literal_forbidden(&t.token) {
                     return PushOutcome::DeadToken { reason: "the endpoint address is not allowed".into() };
                 }
                 self.web.send(&t.token, t.web_keys.as_ref(), &n, now).await

@@ -2,8 +2,7 @@
 //! sends them signed to the checked addresses only, and records every
 //! attempt.
 
-pub(crate) mod resolver;
-pub(crate) mod sender;
+mod sender;
 mod worker;
 
 use std::time::Duration;

@@ -7,10 +7,11 @@ use parley_domain::Timestamp;
 use parley_domain::webhooks::ClaimedDelivery;
 use parley_domain::webhooks::schedule::{Response, parse_retry_after};
 use parley_domain::webhooks::signing::{service_signature, standard_signature};
-use parley_domain::webhooks::target::forbidden_ip;
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
 
-use super::resolver::CheckedResolver;
+use crate::outbound::{self, ip_literal_forbidden};
+
+const USER_AGENT_NAME: &str = concat!("Parley-Webhooks/", env!("CARGO_PKG_VERSION"));
 
 /// How much of a response body is read (and thrown away) so the connection
 /// can be reused.
@@ -25,20 +26,8 @@ pub struct Sender {
 impl Sender {
     /// `extra_roots`: trusted besides the system's (`PARLEY_EXTRA_CA_FILE`).
     pub fn new(timeout: Duration, allow_private: bool, extra_roots: &[reqwest::Certificate]) -> Result<Self, reqwest::Error> {
-        // Several crates could install a TLS provider; the first one wins.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .no_proxy()
-            .pool_max_idle_per_host(32)
-            .tls_certs_merge(extra_roots.iter().cloned())
-            .user_agent(concat!("Parley-Webhooks/", env!("CARGO_PKG_VERSION")));
-        if !allow_private {
-            builder = builder.dns_resolver(CheckedResolver);
-        }
-        Ok(Self { client: builder.build()?, allow_private })
+        let client = outbound::client(timeout, extra_roots, USER_AGENT_NAME, !allow_private).pool_max_idle_per_host(32).build()?;
+        Ok(Self { client, allow_private })
     }
 
     /// Makes one attempt. Returns how it ended and, for failures, a short
@@ -54,7 +43,7 @@ impl Sender {
             .client
             .post(&c.webhook.url)
             .header(CONTENT_TYPE, "application/json")
-            .header(USER_AGENT, concat!("Parley-Webhooks/", env!("CARGO_PKG_VERSION")))
+            .header(USER_AGENT, USER_AGENT_NAME)
             .header("X-Service-Event", c.kind.as_str())
             .header("X-Service-Timestamp", ts.to_string())
             .header("X-Service-Signature", service_signature(&secrets, ts, body))
@@ -66,27 +55,12 @@ impl Sender {
             Ok(mut res) => {
                 let code = res.status().as_u16();
                 let retry_after = res.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, now));
-                let mut read = 0;
-                while read < MAX_BODY_READ {
-                    match res.chunk().await {
-                        Ok(Some(chunk)) => read += chunk.len(),
-                        _ => break,
-                    }
-                }
+                outbound::read_body(&mut res, MAX_BODY_READ).await;
                 let error = (!(200..300).contains(&code)).then(|| format!("HTTP {code}"));
                 (Response::Status { code, retry_after }, error)
             }
             Err(e) => (Response::NoResponse, Some(describe(&e))),
         }
-    }
-}
-
-pub(crate) fn ip_literal_forbidden(url: &str) -> bool {
-    match url::Url::parse(url).ok().and_then(|u| u.host().map(|h| h.to_owned())) {
-        Some(url::Host::Ipv4(ip)) => forbidden_ip(ip.into()),
-        Some(url::Host::Ipv6(ip)) => forbidden_ip(ip.into()),
-        Some(url::Host::Domain(_)) => false,
-        None => true,
     }
 }
 

@@ -18,7 +18,7 @@ use url::Url;
 
 mod push;
 
-pub use push::{ApnsConfig, ExtraRoots, FcmConfig, PushConfig};
+pub use push::{ExtraRoots, PushConfig};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {

@@ -4,30 +4,16 @@
 
 use parley_domain::push::PushContent;
 use parley_worker::push::jwt::{EcKey, pem_block};
-use parley_worker::push::{APNS_URL, FCM_URL, ServiceAccount};
+use parley_worker::push::{APNS_URL, ApnsSettings, FCM_URL, ServiceAccount};
 
 use super::{ConfigError, Reader, http_url};
 
-/// APNs with token authentication.
-pub struct ApnsConfig {
-    /// The `.p8` key, PKCS#8 DER.
-    pub key: Vec<u8>,
-    pub key_id: String,
-    pub team_id: String,
-    pub topic: String,
-    pub url: String,
-}
-
-pub struct FcmConfig {
-    /// The service-account file's text.
-    pub account: String,
-    pub url: String,
-}
-
+/// The providers' settings, their credentials read and parsed here once.
 pub struct PushConfig {
     pub content: PushContent,
-    pub apns: Option<ApnsConfig>,
-    pub fcm: Option<FcmConfig>,
+    pub apns: Option<ApnsSettings>,
+    /// The service account and `PARLEY_FCM_URL`.
+    pub fcm: Option<(ServiceAccount, String)>,
     /// `PARLEY_PUSH_RELAY_URL` and its secret.
     pub relay: Option<(String, String)>,
 }
@@ -69,15 +55,14 @@ pub(super) fn read(r: &mut Reader<'_>) -> PushConfig {
     let key = r.get("PARLEY_APNS_KEY_FILE", None, |path| {
         let text = String::from_utf8(read_file(path)?).map_err(|_| format!("{path} is not a PEM file"))?;
         let der = pem_block(&text, "PRIVATE KEY").map_err(|e| format!("{path} {e}"))?;
-        EcKey::from_pkcs8(&der).map_err(|e| format!("{path} {e}"))?;
-        Ok(Some(der))
+        EcKey::from_pkcs8(&der).map(Some).map_err(|e| format!("{path} {e}"))
     });
     let key_id = r.get("PARLEY_APNS_KEY_ID", None, word);
     let team_id = r.get("PARLEY_APNS_TEAM_ID", None, word);
     let topic = r.get("PARLEY_APNS_TOPIC", None, word);
     let apns_url = r.get("PARLEY_APNS_URL", APNS_URL.to_owned(), base_url);
     let apns = match (key, key_id, team_id, topic) {
-        (Some(key), Some(key_id), Some(team_id), Some(topic)) => Some(ApnsConfig { key, key_id, team_id, topic, url: apns_url }),
+        (Some(key), Some(key_id), Some(team_id), Some(topic)) => Some(ApnsSettings { key, key_id, team_id, topic, url: apns_url }),
         (None, None, None, None) => None,
         (key, key_id, team_id, topic) => {
             for (name, missing) in [
@@ -95,11 +80,10 @@ pub(super) fn read(r: &mut Reader<'_>) -> PushConfig {
     };
     let account = r.get("PARLEY_FCM_SERVICE_ACCOUNT_FILE", None, |path| {
         let text = String::from_utf8(read_file(path)?).map_err(|_| format!("{path} is not a JSON file"))?;
-        ServiceAccount::from_json(&text).map_err(|e| format!("{path} {e}"))?;
-        Ok(Some(text))
+        ServiceAccount::from_json(&text).map(Some).map_err(|e| format!("{path} {e}"))
     });
     let fcm_url = r.get("PARLEY_FCM_URL", FCM_URL.to_owned(), base_url);
-    let fcm = account.map(|account| FcmConfig { account, url: fcm_url });
+    let fcm = account.map(|account| (account, fcm_url));
     let relay_url = r.get("PARLEY_PUSH_RELAY_URL", None, |s| http_url(s).map(|u| Some(u.to_string())));
     let relay_secret = r.get("PARLEY_PUSH_RELAY_SECRET", None, |s| {
         use base64::Engine;
