@@ -15,13 +15,13 @@ let json, asAdmin;
 let parleyDir;
 
 /** A partner's page on another origin (another port), with other scripts around the widget. */
-function hostPage(scriptBase, apiBase, token, second) {
+function hostPage(scriptBase, apiBase, token, second, unreadTitle) {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Partner shop</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>button { background: red; } * { font-size: 30px; } li { display: none }</style>
 <script>window.partnerReady = true;</script>
 </head><body><h1>Partner shop</h1><p>Some content.</p>
-<script async src="${scriptBase}/widget.js" data-api-base="${apiBase}" data-installation-token="${token}"></script>
+<script async src="${scriptBase}/widget.js" data-api-base="${apiBase}" data-installation-token="${token}"${unreadTitle ? ' data-unread-title="true"' : ""}></script>
 ${second ? `<script async src="${scriptBase}/widget.js" data-api-base="${apiBase}" data-installation-token="${second}"></script>` : ""}
 <script>window.afterWidget = 1;</script>
 </body></html>`;
@@ -33,7 +33,7 @@ function serveHost() {
     const token = url.searchParams.get("token") ?? creds.widget_token;
     const base = url.searchParams.get("api") ?? api;
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-    res.end(hostPage(api, base, token, url.searchParams.get("second")));
+    res.end(hostPage(api, base, token, url.searchParams.get("second"), url.searchParams.get("title")));
   });
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
@@ -275,6 +275,60 @@ describe("the widget", () => {
     // Closing the conversation reaches the widget as a status change.
     await asAdmin(`/api/v1/mobile/conversations/${id}/close`, { method: "POST" });
     await page.waitForFunction(() => Object.values(window.__parleyWidgets).some((w) => w.status === "closed"));
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("counts what it missed on the closed launcher and reads it when the panel shows it", async () => {
+    const { context, page, problems } = await visitor();
+    await page.goto(hostUrl + "/");
+    await page.locator("button.launcher").click();
+    await page.locator("input[type=email]").fill("unread@example.com");
+    await page.locator("#parley-consent").check();
+    await send(page, "Is shipping free?");
+    await page.locator("li.msg.visitor[data-id]", { hasText: "Is shipping free?" }).waitFor();
+    await page.waitForFunction(() => Object.values(window.__parleyWidgets).some((w) => w.source && w.source.readyState === 1));
+    const id = await conversationOf("unread@example.com");
+    await page.locator("button.launcher").click();
+    await page.locator("section.panel").waitFor({ state: "hidden" });
+
+    for (const text of ["Yes, above 50 euros.", "Anything else I can help with?"]) {
+      await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: text }) });
+    }
+    const badge = page.locator("button.launcher .badge");
+    await badge.filter({ hasText: "2" }).waitFor({ timeout: 5000 });
+    await page.locator("button.preview", { hasText: "Anything else I can help with?" }).waitFor();
+    assert.match(await page.locator("button.launcher").getAttribute("aria-label"), /2 unread/);
+    assert.equal(await page.title(), "Partner shop", "the page title stays the page's unless it allows otherwise");
+    let messages = await asAdmin(`/api/v1/mobile/conversations/${id}/messages`);
+    assert.ok(messages.body.messages.filter((m) => m.sender.type === "operator").every((m) => m.read_by_visitor_at === null), "not read yet");
+
+    // Opening the panel reads them: the operator sees the receipts.
+    await page.locator("button.preview").click();
+    await page.locator("section.panel").waitFor({ state: "visible" });
+    await badge.waitFor({ state: "hidden" });
+    for (let i = 0; i < 50; i++) {
+      messages = await asAdmin(`/api/v1/mobile/conversations/${id}/messages`);
+      if (messages.body.messages.filter((m) => m.sender.type === "operator").every((m) => m.read_by_visitor_at)) break;
+      await page.waitForTimeout(100);
+    }
+    assert.ok(messages.body.messages.filter((m) => m.sender.type === "operator").every((m) => m.read_by_visitor_at), "read receipts");
+
+    // A reload keeps what was read: no badge for it.
+    await page.reload();
+    await page.locator("li.msg.operator", { hasText: "Anything else" }).waitFor({ state: "attached" });
+    assert.equal(await badge.isHidden(), true);
+
+    // With the host page's permission, the count goes in its title too.
+    await page.goto(hostUrl + "/?title=1");
+    await page.locator("li.msg.operator", { hasText: "Anything else" }).waitFor({ state: "attached" });
+    await page.waitForFunction(() => Object.values(window.__parleyWidgets).some((w) => w.source && w.source.readyState === 1));
+    await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: "One more thing" }) });
+    await badge.filter({ hasText: "1" }).waitFor({ timeout: 5000 });
+    assert.equal(await page.title(), "(1) Partner shop");
+    await page.locator("button.launcher").click();
+    await badge.waitFor({ state: "hidden" });
+    assert.equal(await page.title(), "Partner shop");
     assert.deepEqual(problems, []);
     await context.close();
   });

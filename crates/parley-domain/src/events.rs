@@ -23,6 +23,10 @@ pub enum EventKind {
     /// A conversation's status or assignee changed in a way no webhook
     /// kind names (taken, assigned, reopened): the feed's alone.
     ConversationUpdated,
+    /// The visitor read operator messages (up to the entry's message):
+    /// operators' streams show it as a `conversation.updated` with that
+    /// message and its receipt. The feed's alone.
+    VisitorRead,
 }
 
 impl EventKind {
@@ -43,6 +47,7 @@ impl EventKind {
             Self::InstallationHealthChanged => "installation.health.changed",
             Self::VerificationCompleted => "verification.completed",
             Self::ConversationUpdated => "conversation.updated",
+            Self::VisitorRead => "conversation.read",
         }
     }
 
@@ -51,7 +56,7 @@ impl EventKind {
 
     /// Any kind the feed holds.
     pub fn parse(s: &str) -> Option<Self> {
-        Self::WEBHOOK.into_iter().chain([Self::ConversationUpdated]).find(|k| k.as_str() == s)
+        Self::WEBHOOK.into_iter().chain([Self::ConversationUpdated, Self::VisitorRead]).find(|k| k.as_str() == s)
     }
 
     /// A kind partners may subscribe to.
@@ -175,6 +180,12 @@ pub fn installation_health_changed(
 pub enum ClosedBy<'a> {
     Operator(&'a Operator),
     Automation,
+}
+
+/// The visitor read the operator messages up to `through`.
+pub(crate) fn visitor_read(tenant: &Tenant, c: &Conversation, through: crate::model::MessageId, at: Timestamp) -> OutboxEvent {
+    let data = json!({ "conversation": conversation_data(c), "read_through": through.0 });
+    envelope(tenant, EventKind::VisitorRead, at, data)
 }
 
 /// A change of status, assignee or verification that only the feed

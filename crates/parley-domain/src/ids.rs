@@ -80,6 +80,16 @@ pub fn event_id() -> String {
     format!("evt_{}", uuid::Uuid::now_v7().simple())
 }
 
+/// The left part of an email's `Message-ID`: unique, and telling nothing
+/// about the conversation. Without a random source (never in practice) it
+/// falls back to the event id's time-ordered UUID.
+pub fn message_token() -> String {
+    match random_bytes::<16>() {
+        Ok(b) => format!("parley.{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+        Err(_) => format!("parley.{}", event_id()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -22,6 +22,8 @@ pub enum Purpose {
     VisitorCursor,
     /// Signing the marks of browsers and apps that signed in before.
     DeviceMark,
+    /// The reply addresses and unsubscribe links of visitors' emails.
+    VisitorMail,
 }
 
 impl Purpose {
@@ -29,6 +31,7 @@ impl Purpose {
         match self {
             Purpose::VisitorCursor => b"parley visitor cursor v1",
             Purpose::DeviceMark => b"parley device mark v1",
+            Purpose::VisitorMail => b"parley visitor mail v1",
         }
     }
 }
@@ -38,6 +41,7 @@ impl Purpose {
 pub struct ServerKeys {
     visitor_cursor: [u8; 32],
     device_mark: [u8; 32],
+    visitor_mail: [u8; 32],
 }
 
 impl std::fmt::Debug for ServerKeys {
@@ -57,7 +61,11 @@ impl ServerKeys {
 
     /// The keys of a given secret.
     pub fn from_secret(master: [u8; 32]) -> Self {
-        Self { visitor_cursor: derive(&master, Purpose::VisitorCursor), device_mark: derive(&master, Purpose::DeviceMark) }
+        Self {
+            visitor_cursor: derive(&master, Purpose::VisitorCursor),
+            device_mark: derive(&master, Purpose::DeviceMark),
+            visitor_mail: derive(&master, Purpose::VisitorMail),
+        }
     }
 
     /// The key of one use.
@@ -65,6 +73,7 @@ impl ServerKeys {
         match purpose {
             Purpose::VisitorCursor => &self.visitor_cursor,
             Purpose::DeviceMark => &self.device_mark,
+            Purpose::VisitorMail => &self.visitor_mail,
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod admin;
 pub mod auth;
 pub mod automation;
 pub mod clock;
+pub mod continuity;
 pub mod devices;
 pub mod error;
 pub mod events;

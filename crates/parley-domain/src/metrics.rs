@@ -62,6 +62,8 @@ struct Inner {
     messages: Family<Labels, Counter>,
     attempts: Family<Labels, Counter>,
     pushes: Family<Labels, Counter>,
+    visitor_emails: Family<Labels, Counter>,
+    inbound_emails: Family<Labels, Counter>,
     sweeps: Counter,
     queue_depth: Gauge,
     open_conversations: Gauge,
@@ -92,6 +94,8 @@ impl Metrics {
         let messages = Family::<Labels, Counter>::default();
         let attempts = Family::<Labels, Counter>::default();
         let pushes = Family::<Labels, Counter>::default();
+        let visitor_emails = Family::<Labels, Counter>::default();
+        let inbound_emails = Family::<Labels, Counter>::default();
         let sweeps = Counter::default();
         let queue_depth = Gauge::default();
         let open_conversations = Gauge::default();
@@ -102,6 +106,12 @@ impl Metrics {
         registry.register("messages_created", "Messages this instance added, by sender type (operator-only notes aside)", messages.clone());
         registry.register("webhook_attempts", "Webhook delivery attempts, by outcome", attempts.clone());
         registry.register("push_attempts", "Operator push attempts, by platform and outcome", pushes.clone());
+        registry.register(
+            "visitor_emails",
+            "Emails to visitors (answers they missed, transcripts), by kind and outcome",
+            visitor_emails.clone(),
+        );
+        registry.register("inbound_emails", "Emailed replies received, by outcome", inbound_emails.clone());
         registry.register("sweeps", "Completed automation passes", sweeps.clone());
         registry.register("webhook_queue_depth", "Webhook deliveries waiting for an attempt", queue_depth.clone());
         registry.register("open_conversations", "Conversations not closed", open_conversations.clone());
@@ -120,6 +130,8 @@ impl Metrics {
             messages,
             attempts,
             pushes,
+            visitor_emails,
+            inbound_emails,
             sweeps,
             queue_depth,
             open_conversations,
@@ -156,6 +168,18 @@ impl Metrics {
     /// `outcome` is `delivered`, `retry`, `dead_token` or `rejected`.
     pub fn push_attempt(&self, platform: &str, outcome: &str) {
         self.inner.pushes.get_or_create(&vec![("platform", platform.to_owned()), ("outcome", outcome.to_owned())]).inc();
+    }
+
+    /// `kind` is `reply` or `transcript`; `outcome` is `sent`, `retry`,
+    /// `failed` or `dropped`.
+    pub fn visitor_email(&self, kind: &str, outcome: &str) {
+        self.inner.visitor_emails.get_or_create(&vec![("kind", kind.to_owned()), ("outcome", outcome.to_owned())]).inc();
+    }
+
+    /// `outcome` is `added`, `repeated`, `unknown_token`,
+    /// `sender_mismatch` or `refused`.
+    pub fn inbound_email(&self, outcome: &str) {
+        self.inner.inbound_emails.get_or_create(&vec![("outcome", outcome.to_owned())]).inc();
     }
 
     /// The count of open streams, kept by the streams themselves.

@@ -122,7 +122,7 @@ pub struct WidgetService {
 
 /// Whether a token may be resolved from the cache.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Freshness {
+pub(crate) enum Freshness {
     Cached,
     /// Read now: the answer shows the installation's heartbeat and health.
     Fresh,
@@ -148,7 +148,12 @@ impl WidgetService {
     }
 
     /// Resolves a token and checks the caller's origin against the site.
-    async fn resolve(&self, token: &str, caller: &Caller, freshness: Freshness) -> Result<Arc<InstallationContext>, DomainError> {
+    pub(crate) async fn resolve(
+        &self,
+        token: &str,
+        caller: &Caller,
+        freshness: Freshness,
+    ) -> Result<Arc<InstallationContext>, DomainError> {
         let context = self.lookup(token, freshness).await?;
         let allowed = caller.try_page == Some(context.installation.id)
             || match &caller.origin {
@@ -436,7 +441,7 @@ fn visitor_for(tx: &mut dyn WriteTx, scope: SiteScope, uuid: &str, url: Option<&
     Ok(tx.insert_visitor(scope, &NewVisitor { uuid: uuid.to_owned(), profile, created_at: now })?)
 }
 
-fn visitor_message(conversation: &Conversation, visitor: &Visitor, body: String, now: Timestamp) -> NewMessage {
+pub(crate) fn visitor_message(conversation: &Conversation, visitor: &Visitor, body: String, now: Timestamp) -> NewMessage {
     NewMessage {
         conversation_id: conversation.id,
         sender: Sender { kind: SenderKind::Visitor, name: visitor.profile.name.clone(), operator_id: None },

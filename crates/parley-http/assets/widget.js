@@ -121,7 +121,14 @@
     ".notice{font-size:13px;color:#6b7280;margin:0}",
     ".error{font-size:13px;color:#b91c1c;margin:0}",
     ".verified{color:#047857;font-weight:600;margin:0}",
-    ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}"
+    ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}",
+    ".badge{position:absolute;top:-4px;right:-4px;min-width:20px;height:20px;padding:0 5px;border-radius:10px;background:#dc2626;color:#fff;",
+    "font-size:12px;font-weight:700;line-height:20px;text-align:center}",
+    ".preview{position:fixed;right:16px;bottom:84px;max-width:min(280px,calc(100vw - 32px));padding:10px 12px;border-radius:12px;",
+    "background:#fff;color:#1f2937;box-shadow:0 6px 24px rgba(0,0,0,.22);font-size:14px;line-height:1.35;cursor:pointer;z-index:2147483646;",
+    "border:0;text-align:left;white-space:pre-wrap;overflow-wrap:anywhere}",
+    ".preview .who{font-weight:600}",
+    ".transcript{padding:6px 14px 10px;display:flex;flex-direction:column;gap:4px}"
   ].join("");
 
   function parse(text) {
@@ -164,6 +171,13 @@
     this.streamFailures = 0;
     this.streamRetryAt = 0;
     this.lastReset = 0;
+    // Operator messages shown while the panel was closed or the page
+    // hidden: id -> message. Reading them posts a read marker.
+    this.unread = Object.create(null);
+    // The page's own title, when the host page lets the widget count
+    // unread messages in it (data-unread-title="true").
+    this.titleCount = script.getAttribute("data-unread-title") === "true";
+    this.pageTitle = null;
   }
 
   Widget.prototype.read = function (name) {
@@ -222,6 +236,10 @@
     this.launcher = el("button", { "class": "launcher", type: "button", "aria-label": "Open chat", "aria-expanded": "false", "aria-controls": "parley-panel" });
     this.launcher.innerHTML = '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z"/></svg>';
     this.launcher.addEventListener("click", function () { self.toggle(); });
+    this.badge = el("span", { "class": "badge", hidden: true, "aria-hidden": "true" });
+    this.launcher.appendChild(this.badge);
+    this.preview = el("button", { "class": "preview", type: "button", hidden: true });
+    this.preview.addEventListener("click", function () { self.toggle(true); });
 
     var close = el("button", { type: "button", "aria-label": "Close chat", text: "\u00d7" });
     close.addEventListener("click", function () { self.toggle(false); });
@@ -236,10 +254,14 @@
     this.buildConsent(look);
     this.buildComposer();
     this.buildVerification();
+    this.buildTranscript();
     root.appendChild(this.panel);
+    root.appendChild(this.preview);
     root.appendChild(this.launcher);
     this.root = root;
-    document.addEventListener("visibilitychange", function () { if (!document.hidden) self.wake(); else self.schedule(); });
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden) { self.wake(); self.markRead(); } else self.schedule();
+    });
     window.addEventListener("online", function () { self.wake(); });
   };
 
@@ -339,6 +361,28 @@
     });
   };
 
+  /** "Email me this conversation": a transcript to the visitor's address. */
+  Widget.prototype.buildTranscript = function () {
+    var self = this;
+    var ask = el("button", { "class": "link", type: "button", text: "Email me this conversation" });
+    var status = el("p", { "class": "notice", role: "status" });
+    this.transcript = el("div", { "class": "transcript", hidden: !this.conversation }, [ask, status]);
+    this.panel.appendChild(this.transcript);
+    ask.addEventListener("click", function () {
+      ask.disabled = true;
+      status.className = "notice";
+      status.textContent = "Sending\u2026";
+      api(self.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(self.conversation) + "/transcript", { token: self.token })
+        .then(function (res) {
+          ask.disabled = false;
+          if (res.status === 202) { status.textContent = "On its way to " + res.body.email + "."; return; }
+          status.className = "error";
+          status.textContent = res.status === 422 ? "Give your email address first." : self.problem(res, "The conversation could not be sent.");
+        })
+        .catch(function () { ask.disabled = false; status.className = "error"; status.textContent = "The chat service cannot be reached."; });
+    });
+  };
+
   Widget.prototype.problem = function (res, fallback) {
     var err = res.body && res.body.error;
     if (!err) return fallback;
@@ -359,12 +403,55 @@
     this.launcher.setAttribute("aria-expanded", String(this.open));
     this.launcher.setAttribute("aria-label", this.open ? "Close chat" : "Open chat");
     if (this.open) { this.input.focus(); this.scroll(); }
+    this.markRead();
     this.schedule();
+  };
+
+  /** Whether the visitor can see the messages now. */
+  Widget.prototype.seen = function () {
+    return this.open && !document.hidden;
+  };
+
+  /** The launcher's count and preview, and the page title's count when
+   * the page allows it, from the messages not read yet. */
+  Widget.prototype.showUnread = function () {
+    var ids = Object.keys(this.unread);
+    var count = ids.length;
+    this.badge.hidden = count === 0;
+    this.badge.textContent = count > 99 ? "99+" : String(count);
+    this.launcher.setAttribute("aria-label", this.open ? "Close chat" : count ? "Open chat (" + count + " unread)" : "Open chat");
+    var latest = count ? this.unread[ids.reduce(function (a, b) { return Number(a) > Number(b) ? a : b; })] : null;
+    this.preview.hidden = !latest || this.open;
+    if (latest) {
+      var text = latest.body.length > 90 ? latest.body.slice(0, 90) + "\u2026" : latest.body;
+      this.preview.textContent = "";
+      if (latest.sender && latest.sender.name) this.preview.appendChild(el("span", { "class": "who", text: latest.sender.name }));
+      this.preview.appendChild(document.createTextNode(text));
+    }
+    if (this.titleCount) {
+      if (this.pageTitle === null) this.pageTitle = document.title;
+      document.title = count ? "(" + count + ") " + this.pageTitle : this.pageTitle;
+    }
+    if (!count) this.pageTitle = null;
+  };
+
+  /** The panel shows the messages: the unread ones are read, up to the
+   * newest shown. */
+  Widget.prototype.markRead = function () {
+    var ids = Object.keys(this.unread);
+    if (!this.seen() || !ids.length || !this.conversation) return;
+    var newest = Object.keys(this.messages).reduce(function (a, b) { return Math.max(a, Number(b)); }, 0);
+    this.unread = Object.create(null);
+    this.showUnread();
+    api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/read", {
+      token: this.token, message_id: newest
+    }).catch(function () { /* read again with the next message */ });
   };
 
   /** Once a conversation exists: no consent form, verification available. */
   Widget.prototype.showChat = function () {
     this.consent.hidden = true;
+    if (this.transcript) this.transcript.hidden = false;
     if (this.verify.childNodes.length) this.verify.hidden = false;
   };
 
@@ -400,7 +487,10 @@
       if (waiting) delete self.pending[m.client_message_id];
       if (self.messages[m.id]) { if (waiting) waiting.remove(); return; }
       self.show(m, waiting || undefined);
+      if (m.sender && m.sender.type === "operator" && !m.read_by_visitor_at) self.unread[m.id] = m;
     });
+    this.showUnread();
+    this.markRead();
   };
 
   Widget.prototype.submit = function () {

@@ -22,6 +22,10 @@ pub enum ApiError {
     /// The body did not arrive whole within the read timeout.
     RequestTimeout,
     UnsupportedMediaType,
+    /// `POST inbound/email` takes a raw message alone.
+    NotMail,
+    /// An inbound email over its own, larger, limit.
+    MailTooLarge,
     MethodNotAllowed,
     RouteNotFound,
     Internal,
@@ -94,6 +98,12 @@ impl ApiError {
                 "unsupported_media_type",
                 "Send the body as JSON with content-type: application/json.",
             ),
+            Self::NotMail => Answer::new(
+                S::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "Send the raw email (RFC 5322) with content-type: message/rfc822.",
+            ),
+            Self::MailTooLarge => Answer::new(S::PAYLOAD_TOO_LARGE, "payload_too_large", "The email is larger than 10 MiB."),
             Self::MethodNotAllowed => Answer::new(S::METHOD_NOT_ALLOWED, "method_not_allowed", "This method is not allowed on this path."),
             Self::RouteNotFound => Answer::new(S::NOT_FOUND, "not_found", "No such route."),
             Self::Internal => Answer::internal(),

@@ -65,6 +65,12 @@ pub struct Services {
     pub devices: DevicesService,
     pub verification: VerificationService,
     pub feed: FeedService,
+    pub continuity: parley_domain::continuity::ContinuityService,
+    /// Which conversations have a widget stream open here.
+    pub presence: Arc<parley_domain::continuity::presence::Presence>,
+    /// `PARLEY_INBOUND_TOKEN`: what `POST inbound/email` requires; the
+    /// route answers 404 without it.
+    pub inbound_token: Option<String>,
     pub streams: stream::Streams,
     pub metrics: Metrics,
     pub proxies: TrustedProxies,

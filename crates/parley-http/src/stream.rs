@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
 use parley_domain::DomainError;
 use parley_domain::auth::{SessionGuard, SignIn};
+use parley_domain::continuity::presence::PresenceGuard;
 use parley_domain::feed::{Catchup, Cursor, FeedItem, Follower, Reader, Slot, Step, StreamSlots};
 use parley_domain::limits::ClientKey;
 use parley_domain::metrics::Metrics;
@@ -86,8 +87,9 @@ pub(crate) enum Holder {
     /// is disabled, or its role changes (the client reconnects with its
     /// new scope).
     Operator { token: String, kind: SignIn, scope: OperatorScope },
-    /// A widget's installation token, used from the caller's origin.
-    Visitor { caller: Caller, token: String },
+    /// A widget's installation token, used from the caller's origin, and
+    /// the conversation's presence, which ends with the stream.
+    Visitor { caller: Caller, token: String, _presence: PresenceGuard },
 }
 
 /// What a recheck found.
@@ -116,7 +118,7 @@ impl Holder {
             Holder::Operator { token, kind, scope } => {
                 s.auth.authenticate(token, *kind).await.map(|session| session.operator.scope() == *scope)
             }
-            Holder::Visitor { caller, token } => s.widget.stream_allowed(caller, token).await.map(|()| true),
+            Holder::Visitor { caller, token, .. } => s.widget.stream_allowed(caller, token).await.map(|()| true),
         };
         match outcome {
             Ok(true) => Check::Allowed,

@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use lettre::address::Envelope;
-use lettre::message::{Mailbox, MultiPart};
+use lettre::message::header::{HeaderName, HeaderValue};
+use lettre::message::{Mailbox, MessageBuilder, MultiPart};
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use parley_domain::model::TenantId;
-use parley_domain::verification::channels::{Email, EmailSender, Provider, SendError, SendFuture};
+use parley_domain::verification::channels::{Email, EmailSender, Provider, SendError, SendFuture, Threading};
 
 pub struct SmtpMailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
@@ -46,11 +47,12 @@ impl EmailSender for SmtpMailer {
             // quoted local part back out of its own `To` header.
             let envelope = Envelope::new(Some(self.from.email.clone()), vec![to.email.clone()])
                 .map_err(|e| SendError::transient(format!("could not address the message: {e}")))?;
-            let message = Message::builder()
-                .from(self.from.clone())
-                .to(to)
-                .envelope(envelope)
-                .subject(email.subject)
+            let mut builder = Message::builder().to(to).envelope(envelope).subject(email.subject);
+            builder = match &email.thread {
+                Some(thread) => threaded(builder, &self.from, thread)?,
+                None => builder.from(self.from.clone()),
+            };
+            let message = builder
                 .multipart(MultiPart::alternative_plain_html(email.text, email.html))
                 .map_err(|e| SendError::transient(format!("could not build the message: {e}")))?;
             self.transport.send(message).await.map(|_| ()).map_err(|e| {
@@ -66,6 +68,31 @@ impl EmailSender for SmtpMailer {
             })
         })
     }
+}
+
+/// An email of a visitor's thread: the site's name before Parley's
+/// sender address, the thread's ids, the reply address, and the one-click
+/// unsubscribe of RFC 8058 (its `List-Unsubscribe-Post` is what lets a
+/// mail client unsubscribe with one POST, without opening a page).
+fn threaded(builder: MessageBuilder, from: &Mailbox, thread: &Threading) -> Result<MessageBuilder, SendError> {
+    let angle = |id: &str| format!("<{id}>");
+    let mut builder =
+        builder.from(Mailbox::new(Some(thread.from_name.clone()), from.email.clone())).message_id(Some(angle(&thread.message_id)));
+    if let Some(parent) = &thread.in_reply_to {
+        builder = builder.in_reply_to(angle(parent));
+    }
+    if !thread.references.is_empty() {
+        builder = builder.references(thread.references.iter().map(|r| angle(r)).collect::<Vec<_>>().join(" "));
+    }
+    if let Some(reply_to) = &thread.reply_to {
+        let mailbox = reply_to.parse::<Mailbox>().map_err(|e| SendError::transient(format!("invalid reply address: {e}")))?;
+        builder = builder.reply_to(mailbox);
+    }
+    let list_unsubscribe = HeaderName::new_from_ascii_str("List-Unsubscribe");
+    let list_unsubscribe_post = HeaderName::new_from_ascii_str("List-Unsubscribe-Post");
+    Ok(builder
+        .raw_header(HeaderValue::new(list_unsubscribe, angle(&thread.unsubscribe)))
+        .raw_header(HeaderValue::new(list_unsubscribe_post, "List-Unsubscribe=One-Click".to_owned())))
 }
 
 /// The TLS mode the URL asks for (as lettre's `from_url` reads it), with

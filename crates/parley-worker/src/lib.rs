@@ -4,6 +4,7 @@
 //! the database closes.
 
 pub mod feed;
+pub mod mail;
 mod outbound;
 pub mod sweeper;
 pub mod webhooks;

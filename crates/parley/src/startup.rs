@@ -7,6 +7,9 @@ use std::sync::Arc;
 use parley_domain::admin::AdminService;
 use parley_domain::auth::{AuthService, DeviceMarks};
 use parley_domain::automation::{Automation, AutomationSettings};
+use parley_domain::continuity::presence::Presence;
+use parley_domain::continuity::tokens::MailTokens;
+use parley_domain::continuity::{ContinuityService, MailSettings};
 use parley_domain::devices::DevicesService;
 use parley_domain::feed::{CursorSeal, FeedService, FeedSettings, Hub};
 use parley_domain::health::{HealthService, HealthSettings};
@@ -26,6 +29,7 @@ use parley_http::stream::{StreamSettings, Streams};
 use parley_http::{AppState, MetricsAccess, RouterOptions, SandboxInfo, Services, TrustedProxies, WebAppSettings};
 use parley_notify::{SandboxOutbox, SmsGateway, SmtpMailer};
 use parley_worker::feed::FeedFollower;
+use parley_worker::mail::MailWorker;
 use parley_worker::push::{Providers, PushSettings, PushWorker, load_vapid_key};
 use parley_worker::sweeper::Sweeper;
 use parley_worker::webhooks::{DeliverySettings, WebhookWorker};
@@ -74,6 +78,8 @@ pub struct Application {
     public_url: String,
     webhook_worker: Arc<WebhookWorker>,
     push_worker: Arc<PushWorker>,
+    mail_worker: Arc<MailWorker>,
+    presence: Arc<Presence>,
     sweeper: Sweeper,
     follower: FeedFollower,
     streams: Streams,
@@ -142,6 +148,7 @@ impl Application {
             WidgetSettings { heartbeat_stale_after: config.heartbeat_stale_after },
         );
         let channels = channels(config, mode, &db, &clock)?;
+        let mail_sender = channels.email.clone();
         let verification = VerificationService::new(
             db.clone(),
             Arc::clone(&clock),
@@ -166,6 +173,32 @@ impl Application {
         let timing = push_settings.timing;
         let providers = Arc::new(Providers::new(push_settings, vapid).map_err(|e| StartError::Push(e.to_string()))?);
         let push_worker = PushWorker::new(db.clone(), Arc::clone(&clock), Arc::clone(&providers), timing, metrics.clone());
+        let mail_settings = MailSettings {
+            delay: config.continuity.email_delay,
+            public_url: public_url.clone(),
+            inbound_domain: config.continuity.inbound_domain.clone(),
+        };
+        let mail_tokens = MailTokens::new(&keys);
+        let continuity = ContinuityService::new(
+            db.clone(),
+            Arc::clone(&clock),
+            widget.clone(),
+            Arc::clone(&limits),
+            mail_tokens.clone(),
+            mail_settings.clone(),
+            metrics.clone(),
+        );
+        let mail_worker = Arc::new(MailWorker {
+            db: db.clone(),
+            clock: Arc::clone(&clock),
+            sender: mail_sender,
+            settings: mail_settings,
+            tokens: mail_tokens,
+            metrics: metrics.clone(),
+            lease: config.webhook_lease,
+            poll_interval: config.webhook_poll_interval,
+        });
+        let presence = Presence::new(db.clone(), Arc::clone(&clock));
         let sweeper = Sweeper {
             db: db.clone(),
             automation: Automation::new(
@@ -210,6 +243,9 @@ impl Application {
             ),
             auth,
             feed: feed.clone(),
+            continuity,
+            presence: Arc::clone(&presence),
+            inbound_token: config.continuity.inbound_token.clone(),
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),
             admin: AdminService::new(db.clone(), Arc::clone(&clock), public_url.clone()),
             webhooks: WebhookService::new(db.clone(), Arc::clone(&clock), allow_private, config.webhook_endpoints_per_tenant),
@@ -257,6 +293,8 @@ impl Application {
             public_url,
             webhook_worker,
             push_worker,
+            mail_worker,
+            presence,
             sweeper,
             streams,
             demo,
@@ -294,6 +332,9 @@ impl Application {
         let tasks = TaskTracker::new();
         tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
         tasks.spawn(Arc::clone(&self.push_worker).run(shutdown.clone()));
+        tasks.spawn(Arc::clone(&self.mail_worker).run(shutdown.clone()));
+        let stopping = shutdown.clone();
+        tasks.spawn(Arc::clone(&self.presence).run(async move { stopping.cancelled().await }));
         self.sweeper.spawn(&tasks, shutdown.clone());
         tasks.spawn(self.follower.run(shutdown.clone()));
         // Live streams never finish on their own: they end when shutdown

@@ -23,6 +23,11 @@ pub(crate) fn message(
 ) -> Result<Message, DomainError> {
     let m = tx.insert_message(scope, new)?;
     appended_message(tx, tenant, c, &m)?;
+    if crate::continuity::is_answer(&m) {
+        // An answer the visitor may miss: emailed after the delay unless
+        // read (`continuity::plan` decides when it is due).
+        tx.queue_reply_mail(tenant.id, c.id, m.created_at)?;
+    }
     if m.sender.kind == SenderKind::Visitor && !m.internal {
         // The assignee alone once someone has it; everyone who can see
         // it while nobody has. (`CLAIMED_PUSHES` checks the same again
@@ -49,6 +54,25 @@ pub(crate) fn appended_message(tx: &mut dyn WriteTx, tenant: &Tenant, c: &Conver
         message: Some(m.id),
         widget: !m.internal,
         webhook: !m.internal && m.sender.kind != SenderKind::System,
+    };
+    Ok(tx.append_event(tenant.id, &entry)?)
+}
+
+/// The visitor's widget showed the messages up to `through`: operators
+/// see the receipts (`conversation.updated` with that message).
+pub(crate) fn visitor_read(
+    tx: &mut dyn WriteTx,
+    tenant: &Tenant,
+    c: &Conversation,
+    through: crate::model::MessageId,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let entry = FeedEntry {
+        event: events::visitor_read(tenant, c, through, now),
+        conversation: Some((c.id, c.site_id)),
+        message: Some(through),
+        widget: false,
+        webhook: false,
     };
     Ok(tx.append_event(tenant.id, &entry)?)
 }

@@ -52,6 +52,9 @@ pub struct Message {
     pub created_at: Timestamp,
     /// The sender's own id for it, when its client gave one.
     pub client_message_id: Option<String>,
+    /// When the visitor's widget first showed it (operator messages only):
+    /// the read receipt operators see.
+    pub read_by_visitor_at: Option<Timestamp>,
 }
 
 #[derive(Clone, Debug)]

@@ -70,16 +70,21 @@ pub enum Prunable {
     /// Pushes sent (or dropped) whose spacing has run out: nothing reads
     /// them again. Pruned by their own cutoff (see `Prunable::cutoff`).
     Pushes,
+    /// What is left of widget streams that ended: nothing reads a
+    /// presence once it has run out. Pruned a day after (see `cutoff`).
+    Presence,
 }
 
 impl Prunable {
-    pub const ALL: [Prunable; 5] = [Prunable::Events, Prunable::Tokens, Prunable::Challenges, Prunable::SandboxOutbox, Prunable::Pushes];
+    pub const ALL: [Prunable; 6] =
+        [Prunable::Events, Prunable::Tokens, Prunable::Challenges, Prunable::SandboxOutbox, Prunable::Pushes, Prunable::Presence];
 
     /// What is older than this goes: the retention for records, the
     /// spacing for pushes, which are kept only to hold the next one back.
     pub fn cutoff(self, now: crate::Timestamp, retention: std::time::Duration) -> crate::Timestamp {
         match self {
             Prunable::Pushes => now.minus(crate::push::SPACING),
+            Prunable::Presence => now.minus(std::time::Duration::from_secs(86_400)),
             _ => now.minus(retention),
         }
     }

@@ -6,7 +6,10 @@
 //! Code that calls these through `&mut dyn ReadTx` imports them with
 //! `use crate::store::ops::*`.
 
+use std::time::Duration;
+
 use crate::clock::Timestamp;
+use crate::continuity::{ClaimedMail, MailContext, MailThread, SentThread, VisitorRead};
 use crate::events::OutboxEvent;
 use crate::feed::{FeedBlocker, FeedEntry, FeedItem, FeedMark, Position};
 use crate::model::*;
@@ -410,14 +413,96 @@ pub trait NotificationsWrite: NotificationsRead {
     fn finish_push(&mut self, push: &ClaimedPush, step: PushStep, now: Timestamp) -> StoreResult<()>;
 }
 
+/// Visitors who leave: their read receipts, the emails waiting for them,
+/// their email threads and the widget streams open.
+pub trait ContinuityRead {
+    /// The tenant of a conversation known by id alone (what a reply
+    /// address or an unsubscribe link names).
+    fn conversation_tenant(&mut self, conversation: ConversationId) -> StoreResult<Option<TenantId>>;
+    /// The conversation's email thread (empty before its first email).
+    fn mail_thread(&mut self, tenant: TenantId, conversation: ConversationId) -> StoreResult<MailThread>;
+    /// What the worker needs to decide and write a claimed email: the
+    /// conversation with its visitor and site, its thread, until when a
+    /// widget stream counts as open, and its messages (a reply's: the
+    /// operator messages unread after the last emailed; a transcript's:
+    /// what the visitor sees, the latest `TRANSCRIPT_LIMIT`).
+    fn mail_context(&mut self, mail: &ClaimedMail) -> StoreResult<Option<MailContext>>;
+    /// When the next email falls due: a reply `delay` after it was queued
+    /// unless a later time was set; a leased one when its lease ends.
+    fn next_visitor_mail_due(&mut self, delay: Duration) -> StoreResult<Option<Timestamp>>;
+}
+
+/// What became of a claimed email, as its row records it.
+#[derive(Clone, Debug)]
+pub enum MailFinish {
+    Sent(SentThread),
+    /// Not yet (too new, the visitor on the page), or again after a
+    /// failure (`error`, which counts an attempt).
+    Later {
+        due_at: Timestamp,
+        error: Option<String>,
+    },
+    /// Given up, or nothing to send.
+    Dropped,
+}
+
+pub trait ContinuityWrite: ContinuityRead {
+    /// Writes the receipts of the conversation's operator messages up to
+    /// `message` the visitor had not read. `None` when the message is not
+    /// one of that conversation's.
+    fn mark_read_by_visitor(
+        &mut self,
+        scope: ConversationScope,
+        conversation: ConversationId,
+        message: MessageId,
+        at: Timestamp,
+    ) -> StoreResult<Option<VisitorRead>>;
+    /// Queues the `reply` email of a conversation whose visitor has an
+    /// address and has not unsubscribed; one already waiting takes it in
+    /// (its revision counts it).
+    fn queue_reply_mail(&mut self, tenant: TenantId, conversation: ConversationId, at: Timestamp) -> StoreResult<()>;
+    /// Queues the transcript, due now, and notes when it was asked for.
+    fn queue_transcript(&mut self, tenant: TenantId, conversation: ConversationId, at: Timestamp) -> StoreResult<()>;
+    /// Leases up to `limit` due emails until `lease_until` (what another
+    /// instance is claiming is skipped).
+    fn claim_visitor_mail(&mut self, now: Timestamp, delay: Duration, lease_until: Timestamp, limit: u32) -> StoreResult<Vec<ClaimedMail>>;
+    /// Records what became of a claimed email while its lease holds. A
+    /// reply sent while newer messages came is queued again for them.
+    fn finish_visitor_mail(&mut self, mail: &ClaimedMail, finish: &MailFinish, now: Timestamp) -> StoreResult<()>;
+    /// Nothing more is emailed for the conversation.
+    fn unsubscribe(&mut self, tenant: TenantId, conversation: ConversationId, at: Timestamp) -> StoreResult<()>;
+    /// The visitor's reply `message_id` is the thread's latest email.
+    fn thread_received(&mut self, tenant: TenantId, conversation: ConversationId, message_id: &str, at: Timestamp) -> StoreResult<()>;
+    /// Widget streams of these conversations count as open until `until`.
+    /// `ended`: their last stream here ended, and replies put off for it
+    /// are due at `until` at the latest.
+    fn set_presence(&mut self, open: &[(TenantId, ConversationId)], until: Timestamp, ended: bool) -> StoreResult<()>;
+}
+
 /// Every read operation: what a read unit receives.
 pub trait ReadTx:
-    TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + FeedRead + NotificationsRead + SystemRead
+    TenancyRead
+    + OperatorsRead
+    + ConversationsRead
+    + VerificationRead
+    + WebhooksRead
+    + FeedRead
+    + NotificationsRead
+    + ContinuityRead
+    + SystemRead
 {
 }
 
 impl<T> ReadTx for T where
-    T: TenancyRead + OperatorsRead + ConversationsRead + VerificationRead + WebhooksRead + FeedRead + NotificationsRead + SystemRead
+    T: TenancyRead
+        + OperatorsRead
+        + ConversationsRead
+        + VerificationRead
+        + WebhooksRead
+        + FeedRead
+        + NotificationsRead
+        + ContinuityRead
+        + SystemRead
 {
 }
 
@@ -432,6 +517,7 @@ pub trait WriteTx:
     + WebhooksWrite
     + FeedWrite
     + NotificationsWrite
+    + ContinuityWrite
     + SystemWrite
 {
 }
@@ -446,6 +532,7 @@ impl<T> WriteTx for T where
         + WebhooksWrite
         + FeedWrite
         + NotificationsWrite
+        + ContinuityWrite
         + SystemWrite
 {
 }

@@ -45,6 +45,25 @@ pub struct Email {
     pub subject: String,
     pub text: String,
     pub html: String,
+    /// What an email of a conversation's thread carries besides (the
+    /// continuity emails); verification messages have none.
+    pub thread: Option<Threading>,
+}
+
+/// The headers that make a visitor's emails one thread they can reply to
+/// and leave: `Message-ID`, `In-Reply-To`, `References`, `Reply-To`,
+/// `List-Unsubscribe` with `List-Unsubscribe-Post` (RFC 8058), and the
+/// site's name before the sender's address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Threading {
+    pub from_name: String,
+    /// Without angle brackets, like the two below.
+    pub message_id: String,
+    pub in_reply_to: Option<String>,
+    pub references: Vec<String>,
+    pub reply_to: Option<String>,
+    /// The one-click unsubscribe address (https).
+    pub unsubscribe: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

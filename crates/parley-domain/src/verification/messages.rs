@@ -2,7 +2,7 @@
 
 use super::channels::{Email, Sms};
 
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
@@ -19,6 +19,7 @@ pub fn otp_email(to: &str, tenant: &str, code: &str) -> Email {
              <p>Enter it in the chat to confirm this email address. It expires in 10 minutes.</p>\
              <p>If you did not ask for it, you can ignore this email.</p>"
         ),
+        thread: None,
     }
 }
 
@@ -36,6 +37,7 @@ pub fn link_email(to: &str, tenant: &str, link: &str) -> Email {
             t = escape(tenant),
             l = escape(link)
         ),
+        thread: None,
     }
 }
 
@@ -57,6 +59,7 @@ pub fn test_email(to: &str, tenant: &str) -> Email {
              Nothing needs to be done.</p>",
             t = escape(tenant)
         ),
+        thread: None,
     }
 }
 

@@ -67,6 +67,7 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
         internal: false,
         created_at: now,
         client_message_id: None,
+        read_by_visitor_at: None,
     };
     let event = match kind {
         EventKind::ConversationCreated => events::conversation_created(tenant, &conversation, &visitor, &message),
@@ -92,6 +93,7 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
             events::installation_health_changed(tenant, &site, &installation, InstallationStatus::Healthy, now)
         }
         EventKind::ConversationUpdated => return Err(DomainError::invalid("event", "conversation.updated is not a webhook event")),
+        EventKind::VisitorRead => return Err(DomainError::invalid("event", "conversation.read is not a webhook event")),
     };
     mark_test(event)
 }

@@ -139,3 +139,19 @@ pub struct HealthParams {
     /// A page URL to check against the site's domains: an absolute http(s) URL.
     pub current_url: Option<schema::PageUrl>,
 }
+
+/// The messages the widget's panel showed.
+#[derive(ToSchema, FromFields)]
+pub struct WidgetReadRequest {
+    pub token: schema::Token,
+    /// The last message shown, of this conversation: the operator messages
+    /// up to it are read. An earlier one than before changes nothing.
+    #[schema(schema_with = schema::record_id)]
+    pub message_id: parley_domain::model::MessageId,
+}
+
+/// Asks for the conversation by email.
+#[derive(ToSchema, FromFields)]
+pub struct WidgetTranscriptRequest {
+    pub token: schema::Token,
+}

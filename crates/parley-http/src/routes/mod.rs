@@ -9,6 +9,7 @@ mod admin;
 mod channels;
 mod devices;
 mod health;
+mod mail;
 mod metrics;
 mod mobile;
 mod openapi;
@@ -97,6 +98,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = webhooks::routes(mount);
     let mount = tokens::routes(mount);
     let mount = channels::routes(mount);
+    let mount = mail::routes(mount);
     verification::routes(mount).into_router()
 }
 
@@ -109,6 +111,7 @@ pub fn router(state: AppState, options: RouterOptions) -> Router {
     let mut root = OpenApiRouter::with_openapi(openapi::base())
         .merge(health::routes(Mount::at("")).into_router())
         .merge(verification::page_routes(Mount::at("")).into_router())
+        .merge(mail::page_routes(Mount::at("")).into_router())
         .merge(api("/api/v1"))
         .merge(api("/api"));
     if state.sandbox.is_some() {

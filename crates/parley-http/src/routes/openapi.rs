@@ -266,6 +266,42 @@ impl IntoResponses for WriteErrors {
     }
 }
 
+/// The inbound email route's.
+pub struct InboundErrors;
+
+impl IntoResponses for InboundErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[
+            ("401", "`unauthenticated`: no bearer token, or not `PARLEY_INBOUND_TOKEN`"),
+            ("404", "`not_found`: no `PARLEY_INBOUND_TOKEN` is configured"),
+            ("408", "`request_timeout`: the body did not arrive in time"),
+            ("413", "`payload_too_large`: the email is over 10 MiB"),
+            ("415", "`unsupported_media_type`: not `message/rfc822`"),
+            ("422", "`validation_failed`: not an email, no `Message-ID`, or no new text above the quoted history"),
+            ("429", "`rate_limited`: the conversation takes no more messages for now; with a `Retry-After` header"),
+            UNAVAILABLE,
+        ])
+    }
+}
+
+/// A transcript request's: a widget write's, and 409.
+pub struct TranscriptErrors;
+
+impl IntoResponses for TranscriptErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            ORIGIN,
+            NOT_FOUND,
+            ("409", "`conflict`: the visitor unsubscribed from this conversation's emails"),
+            INVALID,
+            ("429", "`rate_limited`: a transcript was sent within the hour; with a `Retry-After` header"),
+            UNAVAILABLE,
+        ]);
+        errors(&list)
+    }
+}
+
 /// Completes the collected document: each copy of a route (root, `/api`,
 /// `/api/v1`) gets its own operation id, as OpenAPI requires them to be
 /// unique, and the verification start names the methods this service

@@ -57,13 +57,7 @@ async fn confirm(
 }
 
 fn page(status: StatusCode, title: &str, body: &str) -> (StatusCode, Html<String>) {
-    let html = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title}</title><style>body{{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1f2937}}\
-         button{{font:inherit;padding:.6rem 1.2rem;border:0;border-radius:8px;background:#2563eb;color:#fff;cursor:pointer}}</style>\
-         </head><body><h1>{title}</h1>{body}</body></html>"
-    );
-    (status, Html(html))
+    (status, Html(crate::html::simple_page(title, body)))
 }
 
 /// The magic link opens this page. It changes nothing: mail scanners fetch

@@ -6,12 +6,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::response::sse::Event;
 use parley_domain::events::EventKind;
-use parley_domain::feed::FeedItem;
+use parley_domain::feed::{FeedItem, Reader};
 use parley_domain::widget::Synced;
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{ReadErrors, StreamErrors, WriteErrors};
+use super::openapi::{ReadErrors, StreamErrors, TranscriptErrors, WriteErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ClientCaller, JsonBody, QueryFields};
@@ -27,6 +27,8 @@ pub fn routes(api: Mount) -> Mount {
         .routes(routes!(open_conversation))
         .routes(routes!(list_messages, post_message))
         .routes(routes!(events))
+        .routes(routes!(mark_read))
+        .routes(routes!(request_transcript))
 }
 
 /// The widget's configuration: tenant, site (with what the widget shows)
@@ -154,7 +156,10 @@ async fn events(
 ) -> Result<Response, ApiError> {
     let slot = s.streams.take(caller.key())?;
     let reader = s.widget.stream_reader(&caller, &q.token.0, public_id).await?;
-    let holder = Holder::Visitor { caller, token: q.token.0 };
+    let Reader::Visitor(scope, conversation) = reader else { return Err(ApiError::RouteNotFound) };
+    // Emails of what the visitor misses wait while this is open.
+    let presence = s.presence.enter(scope.tenant, conversation).await;
+    let holder = Holder::Visitor { caller, token: q.token.0, _presence: presence };
     stream::open(&s, slot, &headers, q.last_event_id.as_ref().map(|c| c.0.as_str()), reader, holder, widget_event).await
 }
 
@@ -171,6 +176,40 @@ fn widget_event(item: &FeedItem) -> Option<Event> {
         }
         _ => None,
     }
+}
+
+/// The panel showed the messages up to `message_id`: the operator
+/// messages among them are read (operators see `read_by_visitor_at`).
+/// Never backwards.
+#[utoipa::path(post, path = "/widget/conversations/{public_id}/read", operation_id = "widget_mark_read", tag = "widget",
+    params(("public_id" = String, Path, description = "Conversation public id")),
+    request_body = WidgetReadRequest,
+    responses((status = 200, body = WidgetReadResponse), WriteErrors))]
+async fn mark_read(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    Path(public_id): Path<String>,
+    JsonBody(input): JsonBody<WidgetReadRequest>,
+) -> Result<Json<WidgetReadResponse>, ApiError> {
+    let read = s.continuity.mark_read(&caller, &input.token.0, public_id, input.message_id).await?;
+    Ok(Json(WidgetReadResponse { message_id: read.message_id.0, unread_count: read.unread_count }))
+}
+
+/// Emails the conversation to the visitor's address: once an hour (429
+/// before), 422 without an address, 409 once the visitor unsubscribed
+/// from the conversation's emails.
+#[utoipa::path(post, path = "/widget/conversations/{public_id}/transcript", operation_id = "widget_request_transcript", tag = "widget",
+    params(("public_id" = String, Path, description = "Conversation public id")),
+    request_body = WidgetTranscriptRequest,
+    responses((status = 202, description = "The transcript is on its way", body = WidgetTranscriptResponse), TranscriptErrors))]
+async fn request_transcript(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    Path(public_id): Path<String>,
+    JsonBody(input): JsonBody<WidgetTranscriptRequest>,
+) -> Result<(StatusCode, Json<WidgetTranscriptResponse>), ApiError> {
+    let address = s.continuity.request_transcript(&caller, &input.token.0, public_id).await?;
+    Ok((StatusCode::ACCEPTED, Json(WidgetTranscriptResponse { email: parley_domain::mask::email(&address) })))
 }
 
 /// Adds a visitor message. A closed conversation reopens.

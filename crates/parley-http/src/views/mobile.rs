@@ -258,15 +258,18 @@ pub struct OperatorMessageView {
     /// The sender's own id for the message, when its client gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_message_id: Option<String>,
+    /// When the visitor's widget showed this operator message (its read
+    /// receipt); null until then, and for other messages.
+    pub read_by_visitor_at: Option<DateTime>,
 }
 
 /// A message as operators see it: a system line names the operator whose
 /// action it tells, if any.
 impl From<&Message> for OperatorMessageView {
     fn from(m: &Message) -> Self {
-        let MessageView { id, body, created_at, client_message_id, .. } = m.into();
+        let MessageView { id, body, created_at, client_message_id, read_by_visitor_at, .. } = m.into();
         let sender = SenderView { kind: m.sender.kind.as_str(), name: m.sender.name.clone() };
-        Self { id, body, created_at, sender, internal: m.internal, client_message_id }
+        Self { id, body, created_at, sender, internal: m.internal, client_message_id, read_by_visitor_at }
     }
 }
 

@@ -218,6 +218,10 @@ pub struct MessageView {
     /// client replaces its pending copy with the message carrying it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_message_id: Option<String>,
+    /// When the visitor's widget showed this operator message; null
+    /// while it has not (and for other messages). The widget counts its
+    /// unread messages by it.
+    pub read_by_visitor_at: Option<DateTime>,
 }
 
 /// A message as its visitor sees it: a system line names nobody (the
@@ -234,6 +238,7 @@ impl From<&Message> for MessageView {
             created_at: at(m.created_at),
             sender: SenderView { kind: m.sender.kind.as_str(), name },
             client_message_id: m.client_message_id.clone(),
+            read_by_visitor_at: m.read_by_visitor_at.map(at),
         }
     }
 }
@@ -308,6 +313,22 @@ pub struct WidgetConversationEventData {
 pub struct WidgetMessageCreateResponse {
     pub message: MessageView,
     pub conversation: WidgetConversationView,
+}
+
+/// Where the visitor's reading stands.
+#[derive(Serialize, ToSchema)]
+pub struct WidgetReadResponse {
+    /// The last message shown.
+    pub message_id: i64,
+    /// Operator messages the visitor has still not been shown.
+    pub unread_count: u64,
+}
+
+/// A transcript on its way.
+#[derive(Serialize, ToSchema)]
+pub struct WidgetTranscriptResponse {
+    /// Where it goes, masked (`a•••@example.com`).
+    pub email: String,
 }
 
 pub fn messages(list: &[Message]) -> Vec<MessageView> {

@@ -18,6 +18,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (9, include_str!("../../migrations/postgres/0009_one_schema.sql")),
     (10, include_str!("../../migrations/postgres/0010_operator_notifications.sql")),
     (11, include_str!("../../migrations/postgres/0011_push_outbox.sql")),
+    (12, include_str!("../../migrations/postgres/0012_visitor_continuity.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

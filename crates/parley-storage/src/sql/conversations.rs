@@ -125,7 +125,8 @@ pub(super) const DETAILS_FROM: &str = "FROM conversations c
 
 pub(super) const MESSAGE_COLS: &str = "m.id AS m_id, m.tenant_id AS m_tenant_id, m.conversation_id AS m_conversation_id, \
      m.sender_type AS m_sender_type, m.sender_id AS m_sender_id, m.sender_name AS m_sender_name, m.body AS m_body, \
-     m.internal AS m_internal, m.created_at AS m_created_at, m.client_message_id AS m_client_message_id";
+     m.internal AS m_internal, m.created_at AS m_created_at, m.client_message_id AS m_client_message_id, \
+     m.read_by_visitor_at AS m_read_by_visitor_at";
 
 pub(super) fn message(r: &dyn Row) -> StoreResult<Message> {
     Ok(Message {
@@ -141,6 +142,7 @@ pub(super) fn message(r: &dyn Row) -> StoreResult<Message> {
         internal: r.flag("m_internal")?,
         created_at: r.ts("m_created_at")?,
         client_message_id: r.text("m_client_message_id")?,
+        read_by_visitor_at: r.opt_ts("m_read_by_visitor_at")?,
     })
 }
 
@@ -596,6 +598,7 @@ impl ConversationsWrite for Tx<'_> {
             internal: m.internal,
             created_at: m.created_at,
             client_message_id: m.client_message_id.clone(),
+            read_by_visitor_at: None,
         })
     }
 }

@@ -18,6 +18,7 @@ mod dialect;
 mod row;
 mod stmt;
 
+mod continuity;
 mod conversations;
 mod feed;
 mod logins;
@@ -69,6 +70,7 @@ pub trait Conn {
 /// Every statement of every aggregate.
 pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
     [
+        continuity::ALL,
         conversations::ALL,
         feed::ALL,
         logins::ALL,

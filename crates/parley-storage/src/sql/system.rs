@@ -44,6 +44,9 @@ statements! {
         "DELETE FROM push_outbox WHERE id IN (SELECT id FROM push_outbox
              WHERE pending = FALSE AND COALESCE(last_sent_at, due_at) < :cutoff ORDER BY id LIMIT :limit)
            AND pending = FALSE".into(),
+    PRUNE_PRESENCE(cutoff: Timestamp, limit: u32) => |_|
+        "DELETE FROM widget_presence WHERE conversation_id IN (SELECT conversation_id FROM widget_presence
+             WHERE open_until < :cutoff ORDER BY conversation_id LIMIT :limit)".into(),
     PRUNE_SANDBOX_OUTBOX(cutoff: Timestamp, limit: u32) => |_|
         "DELETE FROM sandbox_outbox WHERE id IN (SELECT id FROM sandbox_outbox WHERE created_at < :cutoff ORDER BY id LIMIT :limit)".into(),
 }
@@ -89,6 +92,7 @@ impl SystemWrite for Tx<'_> {
             }
             Prunable::SandboxOutbox => self.exec(PRUNE_SANDBOX_OUTBOX { cutoff, limit }),
             Prunable::Pushes => self.exec(PRUNE_PUSHES { cutoff, limit }),
+            Prunable::Presence => self.exec(PRUNE_PRESENCE { cutoff, limit }),
         }
     }
 }

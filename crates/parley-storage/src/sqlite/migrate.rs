@@ -32,6 +32,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (15, include_str!("../../migrations/sqlite/0015_one_schema.sql")),
     (16, include_str!("../../migrations/sqlite/0016_operator_notifications.sql")),
     (17, include_str!("../../migrations/sqlite/0017_push_outbox.sql")),
+    (18, include_str!("../../migrations/sqlite/0018_visitor_continuity.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.

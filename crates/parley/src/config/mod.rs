@@ -16,8 +16,10 @@ use parley_domain::limits::{Rate, RateLimitSettings, parse_duration};
 use parley_domain::verification::limits::VerificationLimits;
 use url::Url;
 
+mod continuity;
 mod push;
 
+pub use continuity::ContinuityConfig;
 pub use push::{ExtraRoots, PushConfig};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +87,8 @@ pub struct Config {
     pub streams_per_address: usize,
     /// Operator pushes: content and providers.
     pub push: PushConfig,
+    /// Visitors who leave: email fallback and replies by email.
+    pub continuity: ContinuityConfig,
     /// `PARLEY_EXTRA_CA_FILE`.
     pub extra_roots: Option<ExtraRoots>,
 }
@@ -343,6 +347,7 @@ impl Config {
         let streams_per_address = r.number("PARLEY_STREAMS_PER_ADDRESS", 200, 1..=1_000_000);
         let push = push::read(&mut r);
         let extra_roots = push::read_extra_roots(&mut r);
+        let continuity = continuity::read(&mut r);
         if !r.errors.is_empty() {
             return (Err(ConfigErrors(r.errors)), r.read);
         }
@@ -387,6 +392,7 @@ impl Config {
             stream_keepalive,
             streams_per_address,
             push,
+            continuity,
             extra_roots,
         };
         (Ok(config), r.read)

@@ -67,6 +67,19 @@ async fn demo(dir: &Path) -> Demo {
     let test = json!({"channel": "sms", "to": "+14155550123"});
     let (status, _) = app.authed(Method::POST, "/api/admin/verification/test", &mobile_token, Some(test)).await;
     assert_eq!(status, StatusCode::OK);
+    // A visitor with an address: an answer waiting to be emailed, a
+    // transcript's thread, and a widget stream's presence.
+    let visitor = json!({"token": widget_token, "uuid": "visitor-mail", "email": "mail@example.com"});
+    assert_eq!(app.post("/api/widget/visitors", visitor).await.0, StatusCode::CREATED);
+    let mailed = app.open_conversation("/api", &widget_token, "visitor-mail", "write to me").await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &mobile_token, None).await;
+    let mail_id = list["conversations"][0]["id"].as_i64().expect("a conversation");
+    let path = format!("/api/mobile/conversations/{mail_id}/messages");
+    assert_eq!(app.authed(Method::POST, &path, &mobile_token, Some(json!({"body": "an answer"}))).await.0, StatusCode::OK);
+    let path = format!("/api/widget/conversations/{mailed}/transcript");
+    assert_eq!(app.post(&path, json!({"token": widget_token})).await.0, StatusCode::ACCEPTED);
+    let stream = crate::sse::open_ok(&app, &format!("/api/widget/conversations/{mailed}/events?token={widget_token}"), &[]).await;
+    drop(stream);
     // Webhook deliveries to the demo's own receiver, and their attempts.
     eventually(|| async {
         let (_, body) = app.get("/sandbox/deliveries").await;

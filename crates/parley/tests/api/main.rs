@@ -13,6 +13,8 @@ mod automation;
 mod backend_concurrency;
 mod cli;
 mod concurrency;
+mod continuity;
+mod continuity_mail;
 mod db_copy;
 mod errors;
 mod feed;

@@ -408,6 +408,8 @@ async fn routing_lines_written_before_are_kept_among_operators() {
              UPDATE messages SET internal = FALSE WHERE sender_type = 'system';
              UPDATE messages SET body = 'admin closed the conversation', sender_name = NULL, sender_id = NULL WHERE body = 'Conversation closed';
              UPDATE messages SET body = 'admin reopened the conversation', sender_name = NULL, sender_id = NULL WHERE body = 'Conversation reopened';
+             DROP INDEX IF EXISTS messages_unread_by_visitor;
+             ALTER TABLE messages DROP COLUMN read_by_visitor_at;
              {unmigrate}"
         ),
     )

@@ -91,6 +91,11 @@ impl SmtpSink {
         self.refuse.store(UNAVAILABLE, Ordering::SeqCst);
     }
 
+    /// From now on, take every message again.
+    pub fn accept(&self) {
+        self.refuse.store(ACCEPT, Ordering::SeqCst);
+    }
+
     /// From now on, refuse every recipient for good (550).
     pub fn refuse_recipients(&self) {
         self.refuse.store(NO_SUCH_RECIPIENT, Ordering::SeqCst);

@@ -75,6 +75,8 @@ fn message(m: &Message, latest: bool) -> Markup {
                     span.sender { (sender) }
                     @if m.internal { " " span.badge { "Note · operators only" } }
                     " " (when(m.created_at))
+                    // The read receipt: the visitor's widget showed it.
+                    @if let Some(seen) = m.read_by_visitor_at { " · " span.seen { "Seen " (when(seen)) } }
                 }
             }
             p.body {

@@ -1,0 +1,196 @@
+//! Visitors who leave: what the widget missed while its panel was closed
+//! (read receipts), the operators' answers by email once the visitor has
+//! gone, the visitor's emailed replies back into the conversation, and
+//! transcripts on request.
+//!
+//! An operator message queues a `reply` email in its own transaction
+//! (`feed::record`), for a visitor with an address that has not
+//! unsubscribed. The mail worker sends it once the oldest unread message
+//! has waited the delay and no widget stream of the conversation is open
+//! ([`plan`] decides, at send time, on what the database says then).
+
+pub mod compose;
+pub mod inbound;
+pub mod presence;
+pub mod reply_text;
+mod service;
+pub mod tokens;
+
+use std::time::Duration;
+
+pub use service::{ContinuityService, InboundMail, InboundOutcome, MailSettings};
+
+use crate::clock::Timestamp;
+use crate::model::{ConversationDetails, ConversationId, Message, MessageId, SenderKind, TenantId, Visitor};
+use crate::verification::channels::{Email, SendError};
+
+/// How often an instance tells the database that the widget streams it
+/// holds are still open.
+pub const PRESENCE_REFRESH: Duration = Duration::from_secs(60);
+/// How long after its last refresh a stream counts as open: two refreshes
+/// may be missed (a busy database, an instance that died) before an email
+/// goes to a visitor who may still be on the page.
+pub const PRESENCE_WINDOW: Duration = Duration::from_secs(150);
+/// After the last stream an instance holds ends: long enough for a page
+/// that reloads to connect again.
+pub const PRESENCE_GRACE: Duration = Duration::from_secs(5);
+/// A visitor may ask for a conversation's transcript once an hour.
+pub const TRANSCRIPT_SPACING: Duration = Duration::from_secs(3600);
+/// The messages a transcript carries at most (the latest ones).
+pub const TRANSCRIPT_LIMIT: u32 = 500;
+/// Delays before the next attempt of an email the mail server did not
+/// take; after the last, the email is given up (and logged).
+pub const RETRY_SCHEDULE: [Duration; 7] = [
+    Duration::from_secs(60),
+    Duration::from_secs(5 * 60),
+    Duration::from_secs(15 * 60),
+    Duration::from_secs(3600),
+    Duration::from_secs(3 * 3600),
+    Duration::from_secs(6 * 3600),
+    Duration::from_secs(12 * 3600),
+];
+
+/// What an email to a visitor is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MailKind {
+    /// The operator messages the visitor has not read.
+    Reply,
+    /// The whole conversation, asked for by the visitor.
+    Transcript,
+}
+
+impl MailKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reply => "reply",
+            Self::Transcript => "transcript",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Reply, Self::Transcript].into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// Where a visitor's reading stands after a read marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VisitorRead {
+    pub message_id: MessageId,
+    /// Operator messages still unread by the visitor.
+    pub unread_count: u64,
+    /// Operator messages this marker read (their receipts were written).
+    pub marked: u64,
+}
+
+/// An email the worker holds the lease of.
+#[derive(Clone, Debug)]
+pub struct ClaimedMail {
+    pub id: i64,
+    pub tenant: TenantId,
+    pub conversation: ConversationId,
+    pub kind: MailKind,
+    pub attempts: u32,
+    pub revision: i64,
+    pub leased_until: Timestamp,
+}
+
+/// A conversation's email thread with its visitor.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MailThread {
+    /// `Message-ID` of its first email, without angle brackets.
+    pub root_id: Option<String>,
+    /// `Message-ID` of its latest email, sent or received.
+    pub last_id: Option<String>,
+    /// The last operator message an email carried (0 before any).
+    pub emailed_through: i64,
+    pub unsubscribed_at: Option<Timestamp>,
+    pub transcript_at: Option<Timestamp>,
+}
+
+/// What the worker reads about a claimed email's conversation.
+#[derive(Clone, Debug)]
+pub struct MailContext {
+    pub details: ConversationDetails,
+    pub thread: MailThread,
+    /// Until when a widget stream of the conversation counts as open.
+    pub open_until: Option<Timestamp>,
+    /// A reply's: the operator messages the visitor has not read after
+    /// `emailed_through`; a transcript's: what the visitor sees.
+    pub messages: Vec<Message>,
+}
+
+/// What became of an email's turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MailStep {
+    Send(Box<Email>, SentThread),
+    /// Not yet: the messages are too new or the visitor is on the page.
+    Later(Timestamp),
+    /// Nothing to send (read meanwhile, no address, unsubscribed).
+    Drop(&'static str),
+}
+
+/// What the thread records once the email has gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SentThread {
+    pub root_id: String,
+    pub message_id: String,
+    /// A reply's last message: the next reply starts after it.
+    pub emailed_through: Option<MessageId>,
+}
+
+/// After a failed attempt: when to try again, or `None` to give up.
+pub fn retry_at(attempts: u32, error: &SendError, now: Timestamp) -> Option<Timestamp> {
+    if error.permanent {
+        return None;
+    }
+    let index = usize::try_from(attempts.saturating_sub(1)).unwrap_or(usize::MAX);
+    RETRY_SCHEDULE.get(index).map(|d| now.plus(*d))
+}
+
+impl Visitor {
+    /// Where the visitor's emails go: the address it gave (it accepted the
+    /// privacy notice to open the conversation), else the one its
+    /// verification proved.
+    pub fn mail_address(&self) -> Option<String> {
+        if let Some(email) = &self.profile.email {
+            return Some(email.clone());
+        }
+        self.proof().filter(|p| !p.method.uses_phone()).map(|p| p.target)
+    }
+}
+
+/// Whether `m` is a message whose reading the visitor's receipts track.
+pub fn is_answer(m: &Message) -> bool {
+    m.sender.kind == SenderKind::Operator && !m.internal
+}
+
+/// Decides what to do with a claimed email, on what the database says now.
+pub fn plan(
+    mail: &ClaimedMail,
+    ctx: Option<&MailContext>,
+    settings: &MailSettings,
+    tokens: &tokens::MailTokens,
+    now: Timestamp,
+) -> MailStep {
+    let Some(ctx) = ctx else { return MailStep::Drop("conversation gone") };
+    if ctx.thread.unsubscribed_at.is_some() {
+        return MailStep::Drop("unsubscribed");
+    }
+    let Some(to) = ctx.details.visitor.mail_address() else { return MailStep::Drop("no email address") };
+    if mail.kind == MailKind::Reply {
+        let Some(first) = ctx.messages.first() else { return MailStep::Drop("read meanwhile") };
+        let due = first.created_at.plus(settings.delay);
+        if due > now {
+            return MailStep::Later(due);
+        }
+        if let Some(until) = ctx.open_until
+            && until > now
+        {
+            return MailStep::Later(until);
+        }
+    } else if ctx.messages.is_empty() {
+        return MailStep::Drop("nothing to send");
+    }
+    let (email, sent) = compose::email(mail.kind, &to, ctx, settings, tokens);
+    MailStep::Send(Box::new(email), sent)
+}

@@ -1,0 +1,236 @@
+//! What visitors (and their mail) ask of continuity: read markers, a
+//! transcript, leaving a conversation's emails, and replies by email.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::tokens::MailTokens;
+use super::{TRANSCRIPT_SPACING, VisitorRead, reply_text};
+use crate::clock::Clock;
+use crate::error::DomainError;
+use crate::limits::RateLimits;
+use crate::metrics::Metrics;
+use crate::model::{ConversationScope, MessageId, NewMessage};
+use crate::store::Database;
+use crate::widget::{Caller, Freshness, WidgetService, visitor_message};
+
+/// What the emails say about where they come from and lead back to.
+#[derive(Clone, Debug)]
+pub struct MailSettings {
+    /// `PARLEY_VISITOR_EMAIL_DELAY`: how long an operator message waits
+    /// unread before it is emailed.
+    pub delay: Duration,
+    /// `PARLEY_PUBLIC_URL`, where the unsubscribe link points.
+    pub public_url: String,
+    /// `PARLEY_INBOUND_DOMAIN`: replies go to `reply+…@` it. Without it
+    /// the emails carry no reply address and say to answer on the page.
+    pub inbound_domain: Option<String>,
+}
+
+impl MailSettings {
+    /// The right part of the emails' `Message-ID`s.
+    pub fn message_id_domain(&self) -> String {
+        if let Some(domain) = &self.inbound_domain {
+            return domain.clone();
+        }
+        url::Url::parse(&self.public_url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "parley.invalid".into())
+    }
+}
+
+/// A raw email, as the MIME parser read it.
+#[derive(Clone, Debug, Default)]
+pub struct InboundMail {
+    /// Without angle brackets.
+    pub message_id: Option<String>,
+    /// The `From` address.
+    pub from: Option<String>,
+    /// Every address it was delivered to: `To`, `Cc`, `Delivered-To`,
+    /// `X-Original-To`, `Envelope-To`.
+    pub recipients: Vec<String>,
+    /// The text part, or the HTML part made text.
+    pub text: String,
+}
+
+/// What became of an emailed reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InboundOutcome {
+    Added(MessageId),
+    /// Its `Message-ID` was taken before.
+    Repeated(MessageId),
+    /// Answered 202 and dropped: routed nowhere, or not from the visitor.
+    Dropped(&'static str),
+}
+
+#[derive(Clone)]
+pub struct ContinuityService {
+    db: Database,
+    clock: Arc<dyn Clock>,
+    widget: WidgetService,
+    limits: Arc<RateLimits>,
+    tokens: MailTokens,
+    settings: MailSettings,
+    metrics: Metrics,
+}
+
+impl ContinuityService {
+    pub fn new(
+        db: Database,
+        clock: Arc<dyn Clock>,
+        widget: WidgetService,
+        limits: Arc<RateLimits>,
+        tokens: MailTokens,
+        settings: MailSettings,
+        metrics: Metrics,
+    ) -> Self {
+        Self { db, clock, widget, limits, tokens, settings, metrics }
+    }
+
+    pub fn settings(&self) -> &MailSettings {
+        &self.settings
+    }
+
+    pub fn tokens(&self) -> &MailTokens {
+        &self.tokens
+    }
+
+    /// The visitor's widget showed the messages up to `message`: their
+    /// receipts are written (operator messages not read before), and
+    /// operators hear of it. Never backwards. 404 for a conversation the
+    /// token does not reach, 422 for a message of another conversation.
+    pub async fn mark_read(&self, caller: &Caller, token: &str, public_id: String, message: MessageId) -> Result<VisitorRead, DomainError> {
+        let ctx = self.widget.resolve(token, caller, Freshness::Cached).await?;
+        let scope: ConversationScope = ctx.scope().into();
+        let tenant = ctx.tenant.clone();
+        let now = self.clock.now();
+        self.db
+            .write(move |tx| {
+                let c = tx.conversation_by_public_id(scope, &public_id)?.ok_or(DomainError::NotFound)?;
+                let read = tx
+                    .mark_read_by_visitor(scope, c.id, message, now)?
+                    .ok_or_else(|| DomainError::invalid("message_id", "must be a message of this conversation"))?;
+                if read.marked > 0 {
+                    crate::feed::record::visitor_read(tx, &tenant, &c, read.message_id, now)?;
+                }
+                Ok(read)
+            })
+            .await
+    }
+
+    /// Queues the conversation's transcript to the visitor's address: at
+    /// most once an hour (429 before), 422 without an address, 409 once
+    /// the visitor left the conversation's emails.
+    /// Answers the address it goes to.
+    pub async fn request_transcript(&self, caller: &Caller, token: &str, public_id: String) -> Result<String, DomainError> {
+        let ctx = self.widget.resolve_for_write(token, caller, false).await?;
+        let scope: ConversationScope = ctx.scope().into();
+        let now = self.clock.now();
+        self.db
+            .write(move |tx| {
+                let (c, visitor) = tx.conversation_and_visitor_by_public_id(scope, &public_id)?.ok_or(DomainError::NotFound)?;
+                let Some(address) = visitor.mail_address() else {
+                    return Err(DomainError::invalid("email", "give an email address first"));
+                };
+                let thread = tx.mail_thread(c.tenant_id, c.id)?;
+                if thread.unsubscribed_at.is_some() {
+                    return Err(DomainError::Conflict("emails of this conversation were unsubscribed"));
+                }
+                if let Some(last) = thread.transcript_at
+                    && last.plus(TRANSCRIPT_SPACING) > now
+                {
+                    let wait = last.plus(TRANSCRIPT_SPACING).since(now).as_secs().max(1);
+                    return Err(DomainError::RateLimited { retry_after_secs: wait });
+                }
+                tx.queue_transcript(c.tenant_id, c.id, now)?;
+                Ok(address)
+            })
+            .await
+    }
+
+    /// The one-click unsubscribe (RFC 8058): nothing more is emailed for
+    /// the token's conversation. Repeating it changes nothing; an unknown
+    /// token is 404.
+    pub async fn unsubscribe(&self, token: &str) -> Result<(), DomainError> {
+        let conversation = self.tokens.unsubscribe_conversation(token).ok_or(DomainError::NotFound)?;
+        let now = self.clock.now();
+        self.db
+            .write(move |tx| {
+                let tenant = tx.conversation_tenant(conversation)?.ok_or(DomainError::NotFound)?;
+                Ok(tx.unsubscribe(tenant, conversation, now)?)
+            })
+            .await
+    }
+
+    /// Whether `token` is an unsubscribe link this installation made.
+    pub fn knows_unsubscribe(&self, token: &str) -> bool {
+        self.tokens.unsubscribe_conversation(token).is_some()
+    }
+
+    /// An emailed reply: routed by the reply address among its recipients,
+    /// checked against the visitor's address, its new text added as a
+    /// visitor message (a closed conversation reopens). 422 when it has no
+    /// `Message-ID` or no new text.
+    pub async fn receive(&self, mail: InboundMail) -> Result<InboundOutcome, DomainError> {
+        let outcome = self.receive_inner(mail).await;
+        let label = match &outcome {
+            Ok(InboundOutcome::Added(_)) => "added",
+            Ok(InboundOutcome::Repeated(_)) => "repeated",
+            Ok(InboundOutcome::Dropped(why)) => why,
+            Err(_) => "refused",
+        };
+        self.metrics.inbound_email(label);
+        outcome
+    }
+
+    async fn receive_inner(&self, mail: InboundMail) -> Result<InboundOutcome, DomainError> {
+        let Some(domain) = self.settings.inbound_domain.clone() else { return Ok(InboundOutcome::Dropped("unknown_token")) };
+        let Some(message_id) = mail.message_id.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned) else {
+            return Err(DomainError::invalid("message", "has no Message-ID header"));
+        };
+        let Some(conversation) = mail.recipients.iter().find_map(|r| self.tokens.reply_conversation(r, &domain)) else {
+            return Ok(InboundOutcome::Dropped("unknown_token"));
+        };
+        let body = clean(&reply_text::new_text(&mail.text));
+        if body.is_empty() {
+            return Err(DomainError::invalid("message", "has no new text above the quoted history"));
+        }
+        let client_message_id = format!("email:{}", hex(&Sha256::digest(message_id.as_bytes())[..20]));
+        let from = mail.from.unwrap_or_default();
+        let now = self.clock.now();
+        let limits = Arc::clone(&self.limits);
+        self.db
+            .write(move |tx| {
+                let Some(tenant_id) = tx.conversation_tenant(conversation)? else { return Ok(InboundOutcome::Dropped("unknown_token")) };
+                let tenant = tx.tenant(tenant_id)?.ok_or(DomainError::NotFound)?;
+                let scope = ConversationScope { tenant: tenant_id, site: None, operator: None };
+                let Some(mut c) = tx.conversation(scope, conversation)? else { return Ok(InboundOutcome::Dropped("unknown_token")) };
+                let site_scope = crate::model::SiteScope { tenant: tenant_id, site: c.site_id };
+                let visitor = tx.visitor(site_scope, c.visitor_id)?.ok_or(DomainError::NotFound)?;
+                if !visitor.mail_address().is_some_and(|a| crate::validate::same_email(&a, &from)) {
+                    return Ok(InboundOutcome::Dropped("sender_mismatch"));
+                }
+                let new = NewMessage { client_message_id: Some(client_message_id), ..visitor_message(&c, &visitor, body, now) };
+                if let Some(earlier) = crate::activity::earlier_send(tx, scope, &new)? {
+                    return Ok(InboundOutcome::Repeated(earlier.id));
+                }
+                limits.conversation_message(c.id)?;
+                let message = crate::activity::add_message(tx, &tenant, scope, &mut c, &new)?;
+                tx.thread_received(tenant_id, c.id, &message_id, now)?;
+                Ok(InboundOutcome::Added(message.id))
+            })
+            .await
+    }
+}
+
+/// A reply's text as a message body: control characters other than tabs
+/// and line breaks dropped, cut at the longest message there may be.
+fn clean(text: &str) -> String {
+    let kept: String =
+        text.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').take(crate::validate::MAX_MESSAGE_CHARS).collect();
+    kept.trim().to_owned()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
