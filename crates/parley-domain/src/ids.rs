@@ -80,12 +80,17 @@ pub fn event_id() -> String {
     format!("evt_{}", uuid::Uuid::now_v7().simple())
 }
 
+/// Lower-case hexadecimal.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The left part of an email's `Message-ID`: unique, and telling nothing
 /// about the conversation. Without a random source (never in practice) it
 /// falls back to the event id's time-ordered UUID.
 pub fn message_token() -> String {
     match random_bytes::<16>() {
-        Ok(b) => format!("parley.{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+        Ok(b) => format!("parley.{}", hex(&b)),
         Err(_) => format!("parley.{}", event_id()),
     }
 }

@@ -122,7 +122,7 @@ pub struct WidgetService {
 
 /// Whether a token may be resolved from the cache.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Freshness {
+enum Freshness {
     Cached,
     /// Read now: the answer shows the installation's heartbeat and health.
     Fresh,
@@ -148,12 +148,7 @@ impl WidgetService {
     }
 
     /// Resolves a token and checks the caller's origin against the site.
-    pub(crate) async fn resolve(
-        &self,
-        token: &str,
-        caller: &Caller,
-        freshness: Freshness,
-    ) -> Result<Arc<InstallationContext>, DomainError> {
+    async fn resolve(&self, token: &str, caller: &Caller, freshness: Freshness) -> Result<Arc<InstallationContext>, DomainError> {
         let context = self.lookup(token, freshness).await?;
         let allowed = caller.try_page == Some(context.installation.id)
             || match &caller.origin {

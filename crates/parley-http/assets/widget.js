@@ -275,8 +275,10 @@
       policy.appendChild(el("a", { href: look.privacy_url, target: "_blank", rel: "noopener noreferrer", text: "Privacy policy" }));
     }
     this.consentError = el("p", { "class": "error", role: "alert", hidden: true });
+    // What giving an address means, said where it is given.
+    var emailUse = el("p", { "class": "notice", text: "If you leave before we answer, the answer is emailed to this address." });
     this.consent = el("div", { "class": "consent" }, [
-      this.nameInput, this.emailInput,
+      this.nameInput, this.emailInput, emailUse,
       el("label", { "class": "check", "for": "parley-consent" }, [this.consentBox, policy]),
       this.consentError
     ]);
@@ -440,12 +442,17 @@
   Widget.prototype.markRead = function () {
     var ids = Object.keys(this.unread);
     if (!this.seen() || !ids.length || !this.conversation) return;
+    var self = this;
     var newest = Object.keys(this.messages).reduce(function (a, b) { return Math.max(a, Number(b)); }, 0);
+    var reading = this.unread;
     this.unread = Object.create(null);
     this.showUnread();
+    // Not recorded: they stay unread (for the server too), and are read
+    // again the next time the panel shows them.
+    var keep = function () { Object.keys(reading).forEach(function (id) { self.unread[id] = reading[id]; }); };
     api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/read", {
       token: this.token, message_id: newest
-    }).catch(function () { /* read again with the next message */ });
+    }).then(function (res) { if (res.status !== 200) keep(); }).catch(keep);
   };
 
   /** Once a conversation exists: no consent form, verification available. */

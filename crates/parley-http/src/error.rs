@@ -103,7 +103,11 @@ impl ApiError {
                 "unsupported_media_type",
                 "Send the raw email (RFC 5322) with content-type: message/rfc822.",
             ),
-            Self::MailTooLarge => Answer::new(S::PAYLOAD_TOO_LARGE, "payload_too_large", "The email is larger than 10 MiB."),
+            Self::MailTooLarge => Answer::new(
+                S::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("The email is larger than {} MiB.", crate::routes::INBOUND_LIMIT >> 20),
+            ),
             Self::MethodNotAllowed => Answer::new(S::METHOD_NOT_ALLOWED, "method_not_allowed", "This method is not allowed on this path."),
             Self::RouteNotFound => Answer::new(S::NOT_FOUND, "not_found", "No such route."),
             Self::Internal => Answer::internal(),

@@ -88,9 +88,12 @@ fn threaded(builder: MessageBuilder, from: &Mailbox, thread: &Threading) -> Resu
         let mailbox = reply_to.parse::<Mailbox>().map_err(|e| SendError::transient(format!("invalid reply address: {e}")))?;
         builder = builder.reply_to(mailbox);
     }
+    // RFC 3834: written by a program, so out-of-office responders stay quiet.
+    let auto_submitted = HeaderName::new_from_ascii_str("Auto-Submitted");
     let list_unsubscribe = HeaderName::new_from_ascii_str("List-Unsubscribe");
     let list_unsubscribe_post = HeaderName::new_from_ascii_str("List-Unsubscribe-Post");
     Ok(builder
+        .raw_header(HeaderValue::new(auto_submitted, "auto-generated".to_owned()))
         .raw_header(HeaderValue::new(list_unsubscribe, angle(&thread.unsubscribe)))
         .raw_header(HeaderValue::new(list_unsubscribe_post, "List-Unsubscribe=One-Click".to_owned())))
 }

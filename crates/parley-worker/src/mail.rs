@@ -1,11 +1,10 @@
-//! The visitor mail loop: it claims the emails that are due (a lease, so
-//! that one instance sends each and a crashed one's are taken over when
-//! the lease runs out), reads what their conversation says now on a
-//! reader, lets `continuity::plan` decide, sends through the email
-//! channel, and records the outcome while the lease holds. It looks
-//! again when the next email falls due, at most a poll interval later.
-//! On shutdown it stops claiming; the email being sent finishes within
-//! the SMTP timeout.
+//! The visitor mail loop: it claims the next email that is due (a lease,
+//! so that one instance sends each and a crashed one's is taken over when
+//! the lease runs out), reads what its conversation says now on a reader,
+//! lets `continuity::plan` decide, sends through the email channel, and
+//! records the outcome while the lease holds. It looks again when the
+//! next email falls due, at most a poll interval later. On shutdown it
+//! stops claiming; the email being sent finishes within its bound.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,40 +17,59 @@ use parley_domain::verification::channels::EmailSender;
 use parley_domain::{Clock, Database};
 use tokio_util::sync::CancellationToken;
 
-/// Emails claimed at once: they go one after another, so a batch must fit
-/// well inside the lease.
-const BATCH: u32 = 10;
+/// How long a claimed email stays with this instance: well past the
+/// longest a send may take, so that no other instance sends it meanwhile.
+pub const MAIL_LEASE: Duration = Duration::from_secs(300);
+/// A send that has not ended by then has failed (and is tried again).
+/// The SMTP client's own timeout bounds each command, not the whole.
+const SEND_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct MailWorker {
     pub db: Database,
     pub clock: Arc<dyn Clock>,
-    /// The email channel; without one, due emails are dropped (logged).
+    /// The email channel; without one, `plan` drops due emails.
     pub sender: Option<Arc<dyn EmailSender>>,
     pub settings: MailSettings,
     pub tokens: MailTokens,
     pub metrics: Metrics,
-    /// How long a claimed batch stays with this instance.
-    pub lease: Duration,
     pub poll_interval: Duration,
+}
+
+/// What an attempt came to, as the metrics and the log name it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Sent,
+    Retry,
+    Failed,
+    Dropped,
+    /// Not yet: counted nowhere.
+    Later,
+}
+
+impl Outcome {
+    fn label(self) -> Option<&'static str> {
+        match self {
+            Self::Sent => Some("sent"),
+            Self::Retry => Some("retry"),
+            Self::Failed => Some("failed"),
+            Self::Dropped => Some("dropped"),
+            Self::Later => None,
+        }
+    }
 }
 
 impl MailWorker {
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         while !shutdown.is_cancelled() {
-            let claimed = self.claim().await;
-            let full = claimed.len() == BATCH as usize;
-            for mail in claimed {
-                if shutdown.is_cancelled() {
-                    // Left leased: another instance, or the next start,
-                    // takes it once the lease runs out.
-                    break;
+            let wait = match self.claim().await {
+                Ok(Some(mail)) => {
+                    self.attempt(mail).await;
+                    continue; // more may be due right now
                 }
-                self.attempt(mail).await;
-            }
-            if full {
-                continue;
-            }
-            let wait = self.idle_wait().await;
+                Ok(None) => self.idle_wait().await,
+                // The database failed: a poll interval, not a busy loop.
+                Err(()) => self.poll_interval,
+            };
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = tokio::time::sleep(wait) => {},
@@ -59,14 +77,14 @@ impl MailWorker {
         }
     }
 
-    async fn claim(&self) -> Vec<ClaimedMail> {
+    async fn claim(&self) -> Result<Option<ClaimedMail>, ()> {
         let now = self.clock.now();
-        let (delay, lease_until) = (self.settings.delay, now.plus(self.lease));
-        match self.db.write(move |tx| Ok(tx.claim_visitor_mail(now, delay, lease_until, BATCH)?)).await {
-            Ok(claimed) => claimed,
+        let (delay, lease_until) = (self.settings.delay, now.plus(MAIL_LEASE));
+        match self.db.write(move |tx| Ok(tx.claim_visitor_mail(now, delay, lease_until, 1)?)).await {
+            Ok(claimed) => Ok(claimed.into_iter().next()),
             Err(e) => {
                 tracing::error!(error = %e, "could not claim visitor emails");
-                Vec::new()
+                Err(())
             }
         }
     }
@@ -94,43 +112,33 @@ impl MailWorker {
         };
         let now = self.clock.now();
         let kind = mail.kind.as_str();
-        let step = plan(&mail, context.as_ref(), &self.settings, &self.tokens, now);
-        let (finish, outcome, error) = match step {
-            MailStep::Later(due_at) => (MailFinish::Later { due_at, error: None }, None, None),
+        let (finish, outcome, error) = match plan(&mail, context.as_ref(), &self.settings, &self.tokens, now) {
+            MailStep::Later(due_at) => (MailFinish::Later { due_at, error: None }, Outcome::Later, None),
             MailStep::Drop(why) => {
                 tracing::debug!(mail = mail.id, conversation = mail.conversation.0, kind, why, "visitor email not needed");
-                (MailFinish::Dropped, Some("dropped"), None)
+                (MailFinish::Dropped, Outcome::Dropped, None)
             }
-            MailStep::Send(email, sent) => match &self.sender {
-                None => {
-                    tracing::warn!(mail = mail.id, kind, "no email channel is configured (PARLEY_SMTP_URL): visitor email dropped");
-                    (MailFinish::Dropped, Some("dropped"), None)
-                }
-                Some(sender) => match sender.send(mail.tenant, *email).await {
-                    Ok(()) => (MailFinish::Sent(sent), Some("sent"), None),
-                    Err(e) => {
-                        let attempts = mail.attempts + 1;
-                        match retry_at(attempts, &e, now) {
-                            Some(due_at) => (MailFinish::Later { due_at, error: Some(e.to_string()) }, Some("retry"), Some(e.to_string())),
-                            None => (MailFinish::Dropped, Some("failed"), Some(e.to_string())),
-                        }
-                    }
+            MailStep::Send(email, sent) => match self.send(&mail, *email).await {
+                Ok(()) => (MailFinish::Sent(sent), Outcome::Sent, None),
+                Err(e) => match retry_at(mail.attempts + 1, &e, now) {
+                    Some(due_at) => (MailFinish::Later { due_at, error: Some(e.to_string()) }, Outcome::Retry, Some(e.to_string())),
+                    None => (MailFinish::Dropped, Outcome::Failed, Some(e.to_string())),
                 },
             },
         };
-        if let Some(outcome) = outcome {
-            if outcome != "dropped" {
+        if let Some(label) = outcome.label() {
+            if outcome != Outcome::Dropped {
                 tracing::info!(
                     mail = mail.id,
                     conversation = mail.conversation.0,
                     kind,
                     attempt = mail.attempts + 1,
-                    outcome,
+                    outcome = label,
                     error = error.as_deref(),
                     "visitor email"
                 );
             }
-            self.metrics.visitor_email(kind, outcome);
+            self.metrics.visitor_email(kind, label);
         }
         let record = mail.clone();
         let written = self.db.write(move |tx| Ok(tx.finish_visitor_mail(&record, &finish, now)?)).await;
@@ -140,4 +148,14 @@ impl MailWorker {
             tracing::error!(error = %e, mail = mail.id, "could not record a visitor email");
         }
     }
+
+    async fn send(&self, mail: &ClaimedMail, email: parley_domain::verification::channels::Email) -> Result<(), SendFailure> {
+        let Some(sender) = &self.sender else { return Err(SendFailure::transient("no email channel")) };
+        match tokio::time::timeout(SEND_TIMEOUT, sender.send(mail.tenant, email)).await {
+            Ok(result) => result,
+            Err(_) => Err(SendFailure::transient("the mail server did not finish in time")),
+        }
+    }
 }
+
+type SendFailure = parley_domain::verification::channels::SendError;

@@ -177,6 +177,7 @@ impl Application {
             delay: config.continuity.email_delay,
             public_url: public_url.clone(),
             inbound_domain: config.continuity.inbound_domain.clone(),
+            mail_enabled: mail_sender.is_some(),
         };
         let mail_tokens = MailTokens::new(&keys);
         let continuity = ContinuityService::new(
@@ -195,7 +196,6 @@ impl Application {
             settings: mail_settings,
             tokens: mail_tokens,
             metrics: metrics.clone(),
-            lease: config.webhook_lease,
             poll_interval: config.webhook_poll_interval,
         });
         let presence = Presence::new(db.clone(), Arc::clone(&clock));

@@ -89,7 +89,8 @@ pub fn email(kind: MailKind, to: &str, ctx: &MailContext, settings: &MailSetting
         MailKind::Reply => ctx.messages.last().map(|m| m.id),
         MailKind::Transcript => None,
     };
-    (email, SentThread { root_id, message_id, emailed_through })
+    let more = kind == MailKind::Reply && ctx.messages.len() >= super::REPLY_LIMIT as usize;
+    (email, SentThread { root_id, message_id, emailed_through, more })
 }
 
 /// Who said it, as the visitor is shown: a system line is the site's.

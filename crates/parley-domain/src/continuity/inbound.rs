@@ -2,7 +2,7 @@
 //! (RFC 2045–2047, RFC 2231) undone by `mail-parser`.
 
 use super::InboundMail;
-use mail_parser::{Address, HeaderValue, MessageParser};
+use mail_parser::{Address, HeaderValue, MessageParser, MimeHeaders};
 
 /// The headers a delivery may name its recipient in besides `To` and
 /// `Cc`: Postfix's pipe adds `Delivered-To` (flag `D`) and
@@ -32,7 +32,25 @@ pub fn read(raw: &[u8]) -> Option<InboundMail> {
     }
     let from = message.from().and_then(|a| a.first()).and_then(|a| a.address()).map(str::to_owned);
     let text = message.body_text(0).map(|t| t.into_owned()).unwrap_or_default();
-    Some(InboundMail { message_id: message.message_id().map(str::to_owned), from, recipients, text })
+    let automatic = is_automatic(&message);
+    Some(InboundMail { message_id: message.message_id().map(str::to_owned), from, recipients, text, automatic })
+}
+
+/// An out-of-office answer, a bounce or a list's mail (RFC 3834's
+/// `Auto-Submitted`, the older `Precedence` and `X-Autoreply` headers, a
+/// delivery report): not something the visitor wrote, and answering it
+/// would start a loop.
+fn is_automatic(message: &mail_parser::Message<'_>) -> bool {
+    let text = |name: &str| message.header_values(name).next().and_then(|v| v.as_text()).map(|t| t.trim().to_ascii_lowercase());
+    let auto_submitted = text("Auto-Submitted").is_some_and(|v| v != "no");
+    let precedence = text("Precedence").is_some_and(|v| matches!(v.as_str(), "bulk" | "junk" | "list" | "auto_reply"));
+    let flagged =
+        ["X-Autoreply", "X-Autorespond", "X-Auto-Response-Suppress-Reply"].iter().any(|h| message.header_values(*h).next().is_some());
+    let report = message
+        .root_part()
+        .content_type()
+        .is_some_and(|ct| ct.ctype().eq_ignore_ascii_case("multipart") && ct.subtype().is_some_and(|s| s.eq_ignore_ascii_case("report")));
+    auto_submitted || precedence || flagged || report
 }
 
 fn addresses(address: &Address<'_>, into: &mut Vec<String>) {
@@ -70,6 +88,21 @@ mod tests {
             "From: a@example.com\r\nTo: b@example.com\r\nMessage-ID: <x@y>\r\nContent-Type: text/html\r\n\r\n<p>Hello <b>there</b></p>";
         let mail = read(raw.as_bytes()).expect("a message");
         assert!(mail.text.contains("Hello there"), "{:?}", mail.text);
+    }
+
+    #[test]
+    fn automatic_answers_are_told_apart() {
+        let base = "From: a@example.com\r\nTo: b@example.com\r\nMessage-ID: <x@y>\r\n";
+        let reply = |extra: &str| read(format!("{base}{extra}Content-Type: text/plain\r\n\r\nI am away").as_bytes()).expect("a message");
+        assert!(!reply("").automatic);
+        assert!(!reply("Auto-Submitted: no\r\n").automatic);
+        assert!(reply("Auto-Submitted: auto-replied\r\n").automatic);
+        assert!(reply("Precedence: bulk\r\n").automatic);
+        assert!(reply("X-Autoreply: yes\r\n").automatic);
+        let report = format!(
+            "{base}Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nfailed\r\n--b--\r\n"
+        );
+        assert!(read(report.as_bytes()).expect("a message").automatic);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 pub mod compose;
 pub mod inbound;
+mod plan;
 pub mod presence;
 pub mod reply_text;
 mod service;
@@ -18,11 +19,12 @@ pub mod tokens;
 
 use std::time::Duration;
 
+pub use plan::{plan, retry_at};
 pub use service::{ContinuityService, InboundMail, InboundOutcome, MailSettings};
 
 use crate::clock::Timestamp;
 use crate::model::{ConversationDetails, ConversationId, Message, MessageId, SenderKind, TenantId, Visitor};
-use crate::verification::channels::{Email, SendError};
+use crate::verification::channels::Email;
 
 /// How often an instance tells the database that the widget streams it
 /// holds are still open.
@@ -36,6 +38,8 @@ pub const PRESENCE_WINDOW: Duration = Duration::from_secs(150);
 pub const PRESENCE_GRACE: Duration = Duration::from_secs(5);
 /// A visitor may ask for a conversation's transcript once an hour.
 pub const TRANSCRIPT_SPACING: Duration = Duration::from_secs(3600);
+/// The unread answers one email carries at most; more go in the next.
+pub const REPLY_LIMIT: u32 = 100;
 /// The messages a transcript carries at most (the latest ones).
 pub const TRANSCRIPT_LIMIT: u32 = 500;
 /// Delays before the next attempt of an email the mail server did not
@@ -78,8 +82,9 @@ pub struct VisitorRead {
     pub message_id: MessageId,
     /// Operator messages still unread by the visitor.
     pub unread_count: u64,
-    /// Operator messages this marker read (their receipts were written).
-    pub marked: u64,
+    /// The last operator message this marker read (its receipt, and those
+    /// before it, were written now); none when it read nothing new.
+    pub marked_through: Option<MessageId>,
 }
 
 /// An email the worker holds the lease of.
@@ -136,15 +141,9 @@ pub struct SentThread {
     pub message_id: String,
     /// A reply's last message: the next reply starts after it.
     pub emailed_through: Option<MessageId>,
-}
-
-/// After a failed attempt: when to try again, or `None` to give up.
-pub fn retry_at(attempts: u32, error: &SendError, now: Timestamp) -> Option<Timestamp> {
-    if error.permanent {
-        return None;
-    }
-    let index = usize::try_from(attempts.saturating_sub(1)).unwrap_or(usize::MAX);
-    RETRY_SCHEDULE.get(index).map(|d| now.plus(*d))
+    /// A reply that carried [`REPLY_LIMIT`] answers: the rest are still
+    /// to go, so the email stays queued.
+    pub more: bool,
 }
 
 impl Visitor {
@@ -162,35 +161,4 @@ impl Visitor {
 /// Whether `m` is a message whose reading the visitor's receipts track.
 pub fn is_answer(m: &Message) -> bool {
     m.sender.kind == SenderKind::Operator && !m.internal
-}
-
-/// Decides what to do with a claimed email, on what the database says now.
-pub fn plan(
-    mail: &ClaimedMail,
-    ctx: Option<&MailContext>,
-    settings: &MailSettings,
-    tokens: &tokens::MailTokens,
-    now: Timestamp,
-) -> MailStep {
-    let Some(ctx) = ctx else { return MailStep::Drop("conversation gone") };
-    if ctx.thread.unsubscribed_at.is_some() {
-        return MailStep::Drop("unsubscribed");
-    }
-    let Some(to) = ctx.details.visitor.mail_address() else { return MailStep::Drop("no email address") };
-    if mail.kind == MailKind::Reply {
-        let Some(first) = ctx.messages.first() else { return MailStep::Drop("read meanwhile") };
-        let due = first.created_at.plus(settings.delay);
-        if due > now {
-            return MailStep::Later(due);
-        }
-        if let Some(until) = ctx.open_until
-            && until > now
-        {
-            return MailStep::Later(until);
-        }
-    } else if ctx.messages.is_empty() {
-        return MailStep::Drop("nothing to send");
-    }
-    let (email, sent) = compose::email(mail.kind, &to, ctx, settings, tokens);
-    MailStep::Send(Box::new(email), sent)
 }

@@ -14,7 +14,7 @@ use crate::limits::RateLimits;
 use crate::metrics::Metrics;
 use crate::model::{ConversationScope, MessageId, NewMessage};
 use crate::store::Database;
-use crate::widget::{Caller, Freshness, WidgetService, visitor_message};
+use crate::widget::{Caller, WidgetService, visitor_message};
 
 /// What the emails say about where they come from and lead back to.
 #[derive(Clone, Debug)]
@@ -27,6 +27,9 @@ pub struct MailSettings {
     /// `PARLEY_INBOUND_DOMAIN`: replies go to `reply+…@` it. Without it
     /// the emails carry no reply address and say to answer on the page.
     pub inbound_domain: Option<String>,
+    /// Whether an email channel is configured (SMTP, or the demo's
+    /// outbox): without one nothing is emailed and transcripts are refused.
+    pub mail_enabled: bool,
 }
 
 impl MailSettings {
@@ -51,6 +54,8 @@ pub struct InboundMail {
     pub recipients: Vec<String>,
     /// The text part, or the HTML part made text.
     pub text: String,
+    /// An automatic answer (out of office, a bounce): never a visitor's.
+    pub automatic: bool,
 }
 
 /// What became of an emailed reply.
@@ -100,7 +105,8 @@ impl ContinuityService {
     /// operators hear of it. Never backwards. 404 for a conversation the
     /// token does not reach, 422 for a message of another conversation.
     pub async fn mark_read(&self, caller: &Caller, token: &str, public_id: String, message: MessageId) -> Result<VisitorRead, DomainError> {
-        let ctx = self.widget.resolve(token, caller, Freshness::Cached).await?;
+        // A write like any other widget write: under the same limit.
+        let ctx = self.widget.resolve_for_write(token, caller, false).await?;
         let scope: ConversationScope = ctx.scope().into();
         let tenant = ctx.tenant.clone();
         let now = self.clock.now();
@@ -110,8 +116,8 @@ impl ContinuityService {
                 let read = tx
                     .mark_read_by_visitor(scope, c.id, message, now)?
                     .ok_or_else(|| DomainError::invalid("message_id", "must be a message of this conversation"))?;
-                if read.marked > 0 {
-                    crate::feed::record::visitor_read(tx, &tenant, &c, read.message_id, now)?;
+                if let Some(through) = read.marked_through {
+                    crate::feed::record::visitor_read(tx, &tenant, &c, through, now)?;
                 }
                 Ok(read)
             })
@@ -124,6 +130,9 @@ impl ContinuityService {
     /// Answers the address it goes to.
     pub async fn request_transcript(&self, caller: &Caller, token: &str, public_id: String) -> Result<String, DomainError> {
         let ctx = self.widget.resolve_for_write(token, caller, false).await?;
+        if !self.settings.mail_enabled {
+            return Err(DomainError::Conflict("this service sends no email"));
+        }
         let scope: ConversationScope = ctx.scope().into();
         let now = self.clock.now();
         self.db
@@ -191,11 +200,14 @@ impl ContinuityService {
         let Some(conversation) = mail.recipients.iter().find_map(|r| self.tokens.reply_conversation(r, &domain)) else {
             return Ok(InboundOutcome::Dropped("unknown_token"));
         };
+        if mail.automatic {
+            return Ok(InboundOutcome::Dropped("automatic"));
+        }
         let body = clean(&reply_text::new_text(&mail.text));
         if body.is_empty() {
             return Err(DomainError::invalid("message", "has no new text above the quoted history"));
         }
-        let client_message_id = format!("email:{}", hex(&Sha256::digest(message_id.as_bytes())[..20]));
+        let client_message_id = format!("email:{}", crate::ids::hex(&Sha256::digest(message_id.as_bytes())[..20]));
         let from = mail.from.unwrap_or_default();
         let now = self.clock.now();
         let limits = Arc::clone(&self.limits);
@@ -229,8 +241,4 @@ fn clean(text: &str) -> String {
     let kept: String =
         text.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').take(crate::validate::MAX_MESSAGE_CHARS).collect();
     kept.trim().to_owned()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -7,6 +7,7 @@
 
 use hmac::Mac;
 
+use crate::ids::hex;
 use crate::keys::{Purpose, ServerKeys, hmac};
 use crate::model::ConversationId;
 
@@ -91,10 +92,6 @@ impl MailTokens {
     pub fn unsubscribe_conversation(&self, token: &str) -> Option<ConversationId> {
         self.open(Use::Unsubscribe, token)
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

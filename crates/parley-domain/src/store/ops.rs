@@ -427,8 +427,9 @@ pub trait ContinuityRead {
     /// operator messages unread after the last emailed; a transcript's:
     /// what the visitor sees, the latest `TRANSCRIPT_LIMIT`).
     fn mail_context(&mut self, mail: &ClaimedMail) -> StoreResult<Option<MailContext>>;
-    /// When the next email falls due: a reply `delay` after it was queued
-    /// unless a later time was set; a leased one when its lease ends.
+    /// When the next email not out falls due: a reply `delay` after it was
+    /// queued unless another time was set. Leased ones are not waited for
+    /// (a lease left by a dead instance is found by the poll).
     fn next_visitor_mail_due(&mut self, delay: Duration) -> StoreResult<Option<Timestamp>>;
 }
 

@@ -13,15 +13,12 @@ use subtle::ConstantTimeEq;
 use utoipa::ToSchema;
 use utoipa_axum::routes;
 
-use super::Mount;
 use super::openapi::InboundErrors;
+use super::{INBOUND_LIMIT, Mount};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{RawBody, bearer_token};
 use crate::html::escape;
-
-/// The largest email taken: a reply with a few pictures.
-pub const INBOUND_LIMIT: usize = 10 * 1024 * 1024;
 
 pub fn routes(api: Mount) -> Mount {
     let (schemas, paths, method_router) = routes!(inbound_email);

@@ -60,6 +60,10 @@ pub struct RouterOptions {
 /// Largest accepted request body.
 pub const BODY_LIMIT: usize = 64 * 1024;
 
+/// The largest email `POST inbound/email` takes: a reply with a few
+/// pictures.
+pub const INBOUND_LIMIT: usize = 10 * 1024 * 1024;
+
 /// Routes under one prefix, declared with their whole path.
 ///
 /// The API is served under two prefixes. Axum's `nest` would mount it

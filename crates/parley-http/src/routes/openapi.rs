@@ -293,7 +293,7 @@ impl IntoResponses for TranscriptErrors {
         list.extend([
             ORIGIN,
             NOT_FOUND,
-            ("409", "`conflict`: the visitor unsubscribed from this conversation's emails"),
+            ("409", "`conflict`: the visitor unsubscribed from this conversation's emails, or this service sends no email"),
             INVALID,
             ("429", "`rate_limited`: a transcript was sent within the hour; with a `Retry-After` header"),
             UNAVAILABLE,

@@ -327,7 +327,7 @@ pub struct WidgetReadResponse {
 /// A transcript on its way.
 #[derive(Serialize, ToSchema)]
 pub struct WidgetTranscriptResponse {
-    /// Where it goes, masked (`a•••@example.com`).
+    /// Where it goes, masked (`a***@example.com`).
     pub email: String,
 }
 

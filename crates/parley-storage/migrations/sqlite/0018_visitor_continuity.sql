@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS mail_threads (
 -- reply is due its delay after `created_at` until `due_at` says otherwise
 -- (a retry, a visitor still on the page); `revision` counts the operator
 -- messages that came while it waited, so an email that was being sent
--- when one came does not take the newer one's turn.
+-- when one came does not take the newer one's turn. It holds only what
+-- waits (a row per conversation at most), so its claims read it whole.
 CREATE TABLE IF NOT EXISTS visitor_mail (
     id              INTEGER PRIMARY KEY,
     tenant_id       INTEGER NOT NULL REFERENCES tenants(id),
@@ -51,5 +52,3 @@ CREATE TABLE IF NOT EXISTS visitor_mail (
     created_at      INTEGER NOT NULL,
     UNIQUE (conversation_id, kind)
 );
-CREATE INDEX IF NOT EXISTS visitor_mail_due ON visitor_mail (due_at);
-CREATE INDEX IF NOT EXISTS visitor_mail_created ON visitor_mail (created_at);

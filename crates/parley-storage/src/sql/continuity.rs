@@ -4,21 +4,20 @@
 use std::time::Duration;
 
 use parley_domain::Timestamp;
-use parley_domain::continuity::{ClaimedMail, MailContext, MailKind, MailThread, SentThread, TRANSCRIPT_LIMIT, VisitorRead};
+use parley_domain::continuity::{ClaimedMail, MailContext, MailKind, MailThread, REPLY_LIMIT, SentThread, TRANSCRIPT_LIMIT, VisitorRead};
 use parley_domain::model::*;
 use parley_domain::store::ops::{ContinuityRead, ContinuityWrite, ConversationsRead, MailFinish};
 use parley_domain::store::{MessagePage, StoreResult};
 
-use super::conversations::{MESSAGE_COLS, message};
-use super::notifications::MESSAGE_OF;
+use super::conversations::{MESSAGE_COLS, SCOPE, message};
 use super::{IdList, Row, Tx, statements};
 
 /// The operator messages the visitor sees and has not read (what the
 /// partial index `messages_unread_by_visitor` holds), of conversation
-/// `:conversation` in tenant `:tenant`.
-const UNREAD_ANSWERS: &str = "FROM messages m
-     WHERE m.conversation_id = :conversation AND m.tenant_id = :tenant
-       AND m.sender_type = 'operator' AND m.internal = FALSE AND m.read_by_visitor_at IS NULL";
+/// `:conversation` in tenant `:tenant`. Unqualified, for statements that
+/// read `messages` alone.
+const UNREAD_ANSWER: &str = "conversation_id = :conversation AND tenant_id = :tenant
+       AND sender_type = 'operator' AND internal = FALSE AND read_by_visitor_at IS NULL";
 
 /// When a queued email is due: a reply its delay (`:delay`, in
 /// milliseconds) after it was queued, unless a time was set.
@@ -44,25 +43,27 @@ statements! {
         "SELECT open_until FROM widget_presence WHERE tenant_id = :tenant AND conversation_id = :conversation".into(),
     /// A reply's messages: the unread answers after the last one emailed.
     UNREAD_ANSWERS_AFTER(tenant: TenantId, conversation: ConversationId, after: i64, limit: u32) => |_|
-        format!("SELECT {MESSAGE_COLS} {UNREAD_ANSWERS} AND m.id > :after ORDER BY m.id LIMIT :limit"),
+        format!("SELECT {MESSAGE_COLS} FROM messages m WHERE {UNREAD_ANSWER} AND m.id > :after ORDER BY m.id LIMIT :limit"),
     COUNT_UNREAD_ANSWERS(tenant: TenantId, conversation: ConversationId) => |_|
-        format!("SELECT COUNT(*) AS n {UNREAD_ANSWERS}"),
+        format!("SELECT COUNT(*) AS n FROM messages WHERE {UNREAD_ANSWER}"),
+    /// A message of the conversation that its visitor sees (never a note:
+    /// whether one exists is not the visitor's to learn).
+    VISITOR_MESSAGE_OF(scope: ConversationScope, conversation: ConversationId, message: MessageId) => |_| format!(
+        "SELECT m.id AS id FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
+         WHERE {SCOPE} AND c.id = :conversation AND m.id = :message AND m.internal = FALSE"
+    ),
     MARK_ANSWERS_READ(tenant: TenantId, conversation: ConversationId, message: MessageId, at: Timestamp) => |_|
-        "UPDATE messages SET read_by_visitor_at = :at
-         WHERE conversation_id = :conversation AND tenant_id = :tenant AND id <= :message
-           AND sender_type = 'operator' AND internal = FALSE AND read_by_visitor_at IS NULL".into(),
+        format!("UPDATE messages SET read_by_visitor_at = :at WHERE {UNREAD_ANSWER} AND id <= :message RETURNING id"),
     NEXT_MAIL_DUE(delay: i64) => |_|
         format!("SELECT MIN({DUE}) AS due FROM visitor_mail vm WHERE vm.lease_until IS NULL"),
-    /// A pre-filter (the worker decides on `Visitor::mail_address`): a
-    /// visitor with an address of its own or a verified one, and a thread
-    /// that was not unsubscribed. A reply already waiting counts the new
-    /// message in its revision.
+    /// Whatever the visitor's address is now: it may give one before the
+    /// email falls due, and the worker decides then. A reply already
+    /// waiting counts the new message in its revision. An unsubscribed
+    /// thread queues nothing.
     QUEUE_REPLY(tenant: TenantId, conversation: ConversationId, at: Timestamp) => |_|
         "INSERT INTO visitor_mail (tenant_id, conversation_id, kind, due_at, attempts, revision, created_at)
-         SELECT c.tenant_id, c.id, 'reply', NULL, 0, 0, :at
-         FROM conversations c JOIN visitors v ON v.id = c.visitor_id AND v.tenant_id = c.tenant_id
+         SELECT c.tenant_id, c.id, 'reply', NULL, 0, 0, :at FROM conversations c
          WHERE c.id = :conversation AND c.tenant_id = :tenant
-           AND (v.email IS NOT NULL OR (v.verified_at IS NOT NULL AND v.verified_target LIKE '%@%'))
            AND NOT EXISTS (SELECT 1 FROM mail_threads t WHERE t.conversation_id = c.id AND t.unsubscribed_at IS NOT NULL)
          ON CONFLICT (conversation_id, kind) DO UPDATE SET revision = visitor_mail.revision + 1".into(),
     QUEUE_TRANSCRIPT(tenant: TenantId, conversation: ConversationId, at: Timestamp) => |_|
@@ -85,7 +86,9 @@ statements! {
     /// Gone once done, unless an operator message came meanwhile.
     MAIL_DONE(id: i64, leased: Timestamp, revision: i64) => |_|
         "DELETE FROM visitor_mail WHERE id = :id AND lease_until = :leased AND revision = :revision".into(),
-    /// Queued again, from now, for the messages that came meanwhile.
+    /// Queued again for what is still to go (answers that came meanwhile,
+    /// or past a long backlog's first email): due as soon as the oldest of
+    /// them has waited the delay, which `continuity::plan` checks.
     MAIL_REARMED(id: i64, leased: Timestamp) => |_|
         "UPDATE visitor_mail SET lease_until = NULL, due_at = NULL, attempts = 0, last_error = NULL
          WHERE id = :id AND lease_until = :leased".into(),
@@ -147,7 +150,7 @@ impl ContinuityRead for Tx<'_> {
         let messages = match mail.kind {
             MailKind::Reply => {
                 let after = thread.emailed_through;
-                self.all(UNREAD_ANSWERS_AFTER { tenant, conversation, after, limit: 100 }, message)?
+                self.all(UNREAD_ANSWERS_AFTER { tenant, conversation, after, limit: REPLY_LIMIT }, message)?
             }
             MailKind::Transcript => {
                 let page = MessagePage { after_id: None, limit: TRANSCRIPT_LIMIT, include_internal: false };
@@ -170,13 +173,13 @@ impl ContinuityWrite for Tx<'_> {
         message: MessageId,
         at: Timestamp,
     ) -> StoreResult<Option<VisitorRead>> {
-        if self.one(MESSAGE_OF { scope, conversation, message }, |r| r.i64("id"))?.is_none() {
+        if self.one(VISITOR_MESSAGE_OF { scope, conversation, message }, |r| r.i64("id"))?.is_none() {
             return Ok(None);
         }
         let tenant = scope.tenant;
-        let marked = self.exec(MARK_ANSWERS_READ { tenant, conversation, message, at })?;
+        let marked = self.all(MARK_ANSWERS_READ { tenant, conversation, message, at }, |r| r.i64("id"))?;
         let unread_count = self.count(COUNT_UNREAD_ANSWERS { tenant, conversation })?;
-        Ok(Some(VisitorRead { message_id: message, unread_count, marked: u64::try_from(marked).unwrap_or(u64::MAX) }))
+        Ok(Some(VisitorRead { message_id: message, unread_count, marked_through: marked.into_iter().max().map(MessageId) }))
     }
 
     fn queue_reply_mail(&mut self, tenant: TenantId, conversation: ConversationId, at: Timestamp) -> StoreResult<()> {
@@ -214,8 +217,12 @@ impl ContinuityWrite for Tx<'_> {
         }
         match finish {
             MailFinish::Sent(sent) => {
-                self.done(mail)?;
-                let SentThread { root_id, message_id, emailed_through } = sent;
+                if sent.more {
+                    self.exec(MAIL_REARMED { id, leased })?;
+                } else {
+                    self.done(mail)?;
+                }
+                let SentThread { root_id, message_id, emailed_through, .. } = sent;
                 let through = emailed_through.map_or(0, |m| m.0);
                 let (root_id, message_id) = (root_id.as_str(), message_id.as_str());
                 let params = THREAD_SENT { tenant: mail.tenant, conversation: mail.conversation, root_id, message_id, through, at: now };

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::Reader;
+use super::{ConfigError, Reader};
 
 pub struct ContinuityConfig {
     /// `PARLEY_VISITOR_EMAIL_DELAY`.
@@ -38,5 +38,17 @@ pub(super) fn read(r: &mut Reader<'_>) -> ContinuityConfig {
             Err("must be at least 16 printable characters without spaces".into())
         }
     });
+    // A reply address nobody can post to, or a route no address leads to.
+    match (&inbound_domain, &inbound_token) {
+        (Some(_), None) => r.errors.push(ConfigError {
+            variable: "PARLEY_INBOUND_TOKEN".into(),
+            reason: "is required with PARLEY_INBOUND_DOMAIN (replies to its addresses are posted with it)".into(),
+        }),
+        (None, Some(_)) => r.errors.push(ConfigError {
+            variable: "PARLEY_INBOUND_DOMAIN".into(),
+            reason: "is required with PARLEY_INBOUND_TOKEN (emails carry reply addresses of it)".into(),
+        }),
+        _ => {}
+    }
     ContinuityConfig { email_delay, inbound_domain, inbound_token }
 }

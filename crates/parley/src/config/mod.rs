@@ -456,6 +456,21 @@ mod tests {
     }
 
     #[test]
+    fn the_inbound_domain_and_token_go_together() {
+        let named = |pairs: &[(&str, &str)]| -> Vec<String> {
+            Config::from_vars(&vars(pairs)).err().map(|e| e.0.into_iter().map(|e| e.variable).collect()).unwrap_or_default()
+        };
+        assert_eq!(named(&[("PARLEY_INBOUND_DOMAIN", "reply.example.com")]), ["PARLEY_INBOUND_TOKEN"]);
+        assert_eq!(named(&[("PARLEY_INBOUND_TOKEN", "a-long-enough-token")]), ["PARLEY_INBOUND_DOMAIN"]);
+        assert_eq!(named(&[("PARLEY_INBOUND_DOMAIN", "not a domain"), ("PARLEY_INBOUND_TOKEN", "short")]).len(), 2);
+        let (c, _) =
+            Config::from_vars(&vars(&[("PARLEY_INBOUND_DOMAIN", "Reply.Example.com"), ("PARLEY_INBOUND_TOKEN", "a-long-enough-token")]))
+                .unwrap();
+        assert_eq!(c.continuity.inbound_domain.as_deref(), Some("reply.example.com"));
+        assert_eq!(c.continuity.email_delay, Duration::from_secs(120));
+    }
+
+    #[test]
     fn unknown_variables_are_warned_about() {
         let (_, warnings) = Config::from_vars(&vars(&[("PARLEY_LISTN", "x")])).unwrap();
         assert_eq!(warnings.len(), 1);

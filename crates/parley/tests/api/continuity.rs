@@ -90,6 +90,20 @@ async fn bad_read_markers_are_refused_and_change_nothing() {
 
     let (status, body) = app.post(&path, json!({"token": f.token, "message_id": foreign_message})).await;
     assert_fields(status, &body, &["message_id"]);
+    // A note is not the visitor's to read, nor to learn of.
+    let bea = app.operator(&f, "bea@acme.example.com", Role::Admin, &[]).await;
+    app.authed(Method::POST, &format!("/api/v1/mobile/conversations/{id}/assign"), &admin, None).await;
+    app.transfer_with_note(&admin, id, json!(bea), "a note for bea").await;
+    let (_, mobile) = app.authed(Method::GET, &format!("/api/v1/mobile/conversations/{id}/messages"), &admin, None).await;
+    let note = mobile["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["internal"] == true && m["body"] == "a note for bea")
+        .expect("the note")["id"]
+        .clone();
+    let (status, body) = app.post(&path, json!({"token": f.token, "message_id": note})).await;
+    assert_fields(status, &body, &["message_id"]);
     for bad in [
         json!({"token": f.token}),
         json!({"token": f.token, "message_id": "x"}),
@@ -136,7 +150,8 @@ async fn an_agent_without_the_site_never_sees_receipts_of_its_conversations() {
 
 #[tokio::test]
 async fn a_transcript_needs_an_address_and_comes_once_an_hour() {
-    let app = TestApp::spawn().await;
+    let smtp = crate::smtp_sink::SmtpSink::start().await;
+    let app = TestApp::with().var("PARLEY_SMTP_URL", &smtp.url()).var("PARLEY_MAIL_FROM", "noreply@parley.test").start().await;
     let f = app.fixture("acme", &[]).await;
     let other = app.fixture("globex", &[]).await;
     let no_address = app.open_conversation("/api", &f.token, "anon", "hello").await;
@@ -159,4 +174,15 @@ async fn a_transcript_needs_an_address_and_comes_once_an_hour() {
     app.clock.advance(std::time::Duration::from_secs(3601));
     let (status, _) = app.post(&path, json!({"token": f.token})).await;
     assert_eq!(status, StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn without_an_email_channel_no_transcript_is_promised() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let (status, _) = app.post("/api/v1/widget/visitors", json!({"token": f.token, "uuid": "ann", "email": "ann@example.com"})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let public_id = app.open_conversation("/api", &f.token, "ann", "hello").await;
+    let (status, body) = app.post(&format!("/api/v1/widget/conversations/{public_id}/transcript"), json!({"token": f.token})).await;
+    assert_error(status, &body, StatusCode::CONFLICT, "conflict");
 }

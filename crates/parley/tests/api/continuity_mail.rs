@@ -346,6 +346,9 @@ async fn replies_that_are_not_the_visitors_are_dropped_and_bad_posts_refused() {
     assert_eq!((status, body["outcome"].as_str()), (StatusCode::ACCEPTED, Some("dropped")), "a forged token");
     let elsewhere = gmail_reply("support@acme.example", "x@y", "renee@example.com", "m-3@example.com");
     assert_eq!(c.inbound(&elsewhere).await.1["outcome"], "dropped", "no reply address");
+    let away = gmail_reply(&sent.reply_to, &sent.message_id, "renee@example.com", "ooo-1@example.com")
+        .replace("MIME-Version: 1.0\r\n", "MIME-Version: 1.0\r\nAuto-Submitted: auto-replied\r\n");
+    assert_eq!(c.inbound(&away).await.1["outcome"], "dropped", "an out-of-office answer");
     assert_eq!(c.messages().await.len(), before, "nothing added");
 
     let no_id = gmail_reply(&sent.reply_to, "x@y", "renee@example.com", "m-4@example.com").replace("Message-ID: <m-4@example.com>\r\n", "");
@@ -417,6 +420,21 @@ async fn a_mail_server_that_is_down_delays_the_email_and_the_transcript_comes_wh
     assert_eq!(transcript.subject, "Transcript of your conversation with acme site");
     assert!(transcript.text.contains("Does the pro plan include SSO?") && transcript.text.contains("Sent while the mail server is down"));
     assert_eq!(transcript.in_reply_to.as_deref(), Some(mail.message_id.as_str()), "in the conversation's thread");
+}
+
+#[tokio::test]
+async fn a_recipient_refused_for_good_is_given_up() {
+    let c = chat().await;
+    c.smtp.refuse_recipients();
+    c.reply("Nobody will read this").await;
+    c.app.clock.advance(DELAY + Duration::from_secs(1));
+    eventually(|| async {
+        let text = scrape_metrics(&c.app).await;
+        text.lines().any(|l| l.starts_with("parley_visitor_emails_total{") && l.contains("outcome=\"failed\"")).then_some(())
+    })
+    .await;
+    let due = c.app.db.read(|r| Ok(r.next_visitor_mail_due(DELAY)?)).await.expect("read");
+    assert_eq!(due, None, "not tried again");
 }
 
 /// Two instances on one database, both polling: every email goes once.
