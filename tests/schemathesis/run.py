@@ -5,7 +5,9 @@
 2. A strict client generator (openapi-python-client, failing on any
    warning) makes a Python client from it, and that client signs in and
    lists conversations against the running server: what mobile and
-   partner developers do with the document.
+   partner developers do with the document. The routes mail servers
+   post raw emails to (`message/rfc822`, a body the generator has no
+   type for) are left out of its copy: no API client calls them.
 3. Schemathesis, with all its checks: a request the document allows is
    accepted and one it forbids is refused, and every answer, each event
    of the streams included, matches its schema.
@@ -59,6 +61,15 @@ def validate_document(base, workdir):
 def generated_client_signs_in_and_lists(base, workdir, document, operator):
     """A client made by a strict generator works against the server."""
     print("== openapi-python-client", flush=True)
+    with open(document) as f:
+        doc = json.load(f)
+    doc["paths"] = {
+        path: item for path, item in doc["paths"].items()
+        if not any("message/rfc822" in (op.get("requestBody") or {}).get("content", {}) for op in item.values() if isinstance(op, dict))
+    }
+    document = os.path.join(workdir, "openapi-for-clients.json")
+    with open(document, "w") as f:
+        json.dump(doc, f)
     out = os.path.join(workdir, "client")
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     code = subprocess.call(
@@ -119,6 +130,10 @@ def main():
         "PARLEY_LOG": "error",
         "PARLEY_RATE_LIMITS": "off",
         "PARLEY_WEBHOOK_ENDPOINTS_PER_TENANT": "1000",
+        # The inbound email route exists only with its token; the run's
+        # bearer token is not it, so its cases are answered 401.
+        "PARLEY_INBOUND_DOMAIN": "reply.parley.test",
+        "PARLEY_INBOUND_TOKEN": "schemathesis-inbound-token",
     }
     server = subprocess.Popen([binary, "demo"], cwd=workdir, env=env, stdout=subprocess.PIPE, text=True)
     try:
@@ -155,7 +170,8 @@ def main():
             "--generation-database", "none",
             "--no-color",
         ]
-        sys.exit(subprocess.call(args, cwd=workdir))
+        hooks = dict(os.environ, SCHEMATHESIS_HOOKS="hooks", PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        sys.exit(subprocess.call(args, cwd=workdir, env=hooks))
     finally:
         server.terminate()
         server.wait(timeout=30)

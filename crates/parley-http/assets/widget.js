@@ -379,7 +379,7 @@
           ask.disabled = false;
           if (res.status === 202) { status.textContent = "On its way to " + res.body.email + "."; return; }
           status.className = "error";
-          status.textContent = res.status === 422 ? "Give your email address first." : self.problem(res, "The conversation could not be sent.");
+          status.textContent = res.status === 422 ? "Verify your email address first: it goes only to an address you proved." : self.problem(res, "The conversation could not be sent.");
         })
         .catch(function () { ask.disabled = false; status.className = "error"; status.textContent = "The chat service cannot be reached."; });
     });

@@ -198,7 +198,7 @@ impl Application {
             metrics: metrics.clone(),
             poll_interval: config.webhook_poll_interval,
         });
-        let presence = Presence::new(db.clone(), Arc::clone(&clock));
+        let presence = Presence::new(db.clone(), Arc::clone(&clock), Arc::clone(&instance));
         let sweeper = Sweeper {
             db: db.clone(),
             automation: Automation::new(

@@ -3,8 +3,8 @@
 //! thread it joins.
 
 use super::tokens::MailTokens;
-use super::{MailContext, MailKind, MailSettings, SentThread};
-use crate::model::{Message, SenderKind};
+use super::{MailContext, MailKind, MailSettings, SentThread, UNSUBSCRIBE_PATH};
+use crate::model::{Message, SenderKind, Site};
 use crate::verification::channels::{Email, Threading};
 use crate::verification::messages::escape;
 
@@ -21,9 +21,9 @@ pub fn email(kind: MailKind, to: &str, ctx: &MailContext, settings: &MailSetting
     {
         references.push(last.clone());
     }
-    let unsubscribe = format!("{}/email/unsubscribe/{}", settings.public_url, tokens.unsubscribe_token(conversation));
+    let unsubscribe = format!("{}{UNSUBSCRIBE_PATH}{}", settings.public_url, tokens.unsubscribe_token(conversation));
     let reply_to = settings.inbound_domain.as_deref().map(|d| tokens.reply_address(conversation, d));
-    let page = ctx.details.visitor.profile.last_url.clone();
+    let page = ctx.details.visitor.profile.last_url.clone().filter(|url| on_site(url, &ctx.site));
 
     let subject = match kind {
         MailKind::Reply => format!("Your conversation with {site}"),
@@ -91,6 +91,14 @@ pub fn email(kind: MailKind, to: &str, ctx: &MailContext, settings: &MailSetting
     };
     let more = kind == MailKind::Reply && ctx.messages.len() >= super::REPLY_LIMIT as usize;
     (email, SentThread { root_id, message_id, emailed_through, more })
+}
+
+/// Whether the link back may go to `url`: a page of one of the site's
+/// domains. The visitor's last page is whatever its widget reported, and
+/// an email must not send anyone elsewhere in the site's name; a site
+/// that lists no domain gets no link.
+fn on_site(url: &str, site: &Site) -> bool {
+    !site.domains.is_empty() && url::Url::parse(url).ok().and_then(|u| u.host_str().map(|h| site.allows_host(h))).unwrap_or(false)
 }
 
 /// Who said it, as the visitor is shown: a system line is the site's.

@@ -1,8 +1,15 @@
 //! Reading an emailed reply: a raw RFC 5322 message, MIME and encodings
 //! (RFC 2045–2047, RFC 2231) undone by `mail-parser`.
 
+use mail_parser::decoders::html::html_to_text;
+use mail_parser::{Address, HeaderValue, MessageParser, MimeHeaders, PartType};
+
 use super::InboundMail;
-use mail_parser::{Address, HeaderValue, MessageParser, MimeHeaders};
+
+/// What of the body is read, at most: a reply's new text comes first, and
+/// a message may hold 5,000 characters. The rest (quoted history,
+/// padding) is never looked at, so a large email costs no more than this.
+const TEXT_LIMIT: usize = 64 * 1024;
 
 /// The headers a delivery may name its recipient in besides `To` and
 /// `Cc`: Postfix's pipe adds `Delivered-To` (flag `D`) and
@@ -16,10 +23,9 @@ pub fn read(raw: &[u8]) -> Option<InboundMail> {
     if message.root_part().headers.is_empty() {
         return None;
     }
+    // The delivery's own recipient first: an email sent to two reply
+    // addresses is delivered once to each, and each copy names its own.
     let mut recipients = Vec::new();
-    for address in [message.to(), message.cc()].into_iter().flatten() {
-        addresses(address, &mut recipients);
-    }
     for name in DELIVERY_HEADERS {
         for value in message.header_values(name) {
             match value {
@@ -30,10 +36,47 @@ pub fn read(raw: &[u8]) -> Option<InboundMail> {
             }
         }
     }
+    for address in [message.to(), message.cc()].into_iter().flatten() {
+        addresses(address, &mut recipients);
+    }
     let from = message.from().and_then(|a| a.first()).and_then(|a| a.address()).map(str::to_owned);
-    let text = message.body_text(0).map(|t| t.into_owned()).unwrap_or_default();
+    let text = match message.text_part(0).map(|p| &p.body) {
+        Some(PartType::Text(text)) => cut(text).to_owned(),
+        // An HTML-only reply: the history it quotes is cut before the HTML
+        // is made text, which keeps no trace of what was quoted.
+        Some(PartType::Html(html)) => html_to_text(without_quoted_html(cut(html))),
+        _ => String::new(),
+    };
     let automatic = is_automatic(&message);
-    Some(InboundMail { message_id: message.message_id().map(str::to_owned), from, recipients, text, automatic })
+    let message_id = message.message_id().map(|id| id.chars().filter(|c| !c.is_whitespace()).collect());
+    Some(InboundMail { message_id, from, recipients, text, automatic })
+}
+
+/// The first [`TEXT_LIMIT`] bytes, on a character boundary.
+fn cut(text: &str) -> &str {
+    if text.len() <= TEXT_LIMIT {
+        return text;
+    }
+    let mut end = TEXT_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The HTML before the history mail clients quote in it: a
+/// `<blockquote>`, Gmail's `gmail_quote`, Outlook's `divRplyFwdMsg` and
+/// `appendonsend`, Thunderbird's `moz-cite-prefix`, Apple Mail's
+/// `AppleOriginalContents`.
+fn without_quoted_html(html: &str) -> &str {
+    const MARKERS: [&str; 6] = ["<blockquote", "gmail_quote", "divrplyfwdmsg", "appendonsend", "moz-cite-prefix", "appleoriginalcontents"];
+    let lower = html.to_ascii_lowercase();
+    let first = MARKERS.iter().filter_map(|m| lower.find(m)).min();
+    match first {
+        // A marker inside a tag: cut where that tag opens.
+        Some(at) => &html[..lower[..at + 1].rfind('<').unwrap_or(at)],
+        None => html,
+    }
 }
 
 /// An out-of-office answer, a bounce or a list's mail (RFC 3834's
@@ -78,7 +121,7 @@ mod tests {
         let mail = read(raw.as_bytes()).expect("a message");
         assert_eq!(mail.message_id.as_deref(), Some("abc@mail.example.com"));
         assert_eq!(mail.from.as_deref(), Some("renee@example.com"));
-        assert_eq!(mail.recipients, ["reply+1-00@in.example.com", "other@example.com", "reply+2-00@in.example.com"]);
+        assert_eq!(mail.recipients, ["reply+2-00@in.example.com", "reply+1-00@in.example.com", "other@example.com"]);
         assert_eq!(mail.text.trim(), "Merci !");
     }
 
@@ -103,6 +146,37 @@ mod tests {
             "{base}Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nfailed\r\n--b--\r\n"
         );
         assert!(read(report.as_bytes()).expect("a message").automatic);
+    }
+
+    #[test]
+    fn html_history_is_cut_before_it_is_made_text() {
+        let html =
+            |body: &str| format!("From: a@example.com\r\nTo: b@example.com\r\nMessage-ID: <x@y>\r\nContent-Type: text/html\r\n\r\n{body}");
+        let gmail = html(
+            "<div dir=\"ltr\">Ok!</div><br><div class=\"gmail_quote\"><div>On Fri wrote:</div><blockquote>old /email/unsubscribe/1-ab</blockquote></div>",
+        );
+        assert_eq!(read(gmail.as_bytes()).expect("a message").text.trim(), "Ok!");
+        let apple = html("<div>Fine</div><blockquote type=\"cite\">Earlier</blockquote>");
+        assert_eq!(read(apple.as_bytes()).expect("a message").text.trim(), "Fine");
+        let outlook = html("<p>Thanks</p><div id=\"divRplyFwdMsg\"><b>From:</b> Acme</div><div>old</div>");
+        assert_eq!(read(outlook.as_bytes()).expect("a message").text.trim(), "Thanks");
+    }
+
+    #[test]
+    fn a_large_body_is_read_only_as_far_as_a_reply_can_go() {
+        let raw = format!(
+            "From: a@example.com\r\nTo: b@example.com\r\nMessage-ID: < x@\r\n y >\r\nContent-Type: text/plain\r\n\r\n{}",
+            "é on x\n".repeat(100_000)
+        );
+        let mail = read(raw.as_bytes()).expect("a message");
+        assert!(mail.text.len() <= super::TEXT_LIMIT);
+        assert_eq!(mail.message_id.as_deref(), Some("x@y"), "folding and spaces are not part of an id");
+    }
+
+    #[test]
+    fn the_delivery_recipient_comes_first() {
+        let raw = "From: a@example.com\r\nTo: reply+1-00@d.example, reply+2-00@d.example\r\nDelivered-To: reply+2-00@d.example\r\nMessage-ID: <x@y>\r\n\r\nhi";
+        assert_eq!(read(raw.as_bytes()).expect("a message").recipients[0], "reply+2-00@d.example");
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use plan::{plan, retry_at};
 pub use service::{ContinuityService, InboundMail, InboundOutcome, MailSettings};
 
 use crate::clock::Timestamp;
-use crate::model::{ConversationDetails, ConversationId, Message, MessageId, SenderKind, TenantId, Visitor};
+use crate::model::{ConversationDetails, ConversationId, Message, MessageId, SenderKind, Site, TenantId, Visitor};
 use crate::verification::channels::Email;
 
 /// How often an instance tells the database that the widget streams it
@@ -36,6 +36,8 @@ pub const PRESENCE_WINDOW: Duration = Duration::from_secs(150);
 /// After the last stream an instance holds ends: long enough for a page
 /// that reloads to connect again.
 pub const PRESENCE_GRACE: Duration = Duration::from_secs(5);
+/// Where the unsubscribe links point, under the public address.
+pub const UNSUBSCRIBE_PATH: &str = "/email/unsubscribe/";
 /// A visitor may ask for a conversation's transcript once an hour.
 pub const TRANSCRIPT_SPACING: Duration = Duration::from_secs(3600);
 /// The unread answers one email carries at most; more go in the next.
@@ -116,6 +118,8 @@ pub struct MailThread {
 #[derive(Clone, Debug)]
 pub struct MailContext {
     pub details: ConversationDetails,
+    /// The conversation's site: the link back goes only to its domains.
+    pub site: Site,
     pub thread: MailThread,
     /// Until when a widget stream of the conversation counts as open.
     pub open_until: Option<Timestamp>,
@@ -151,9 +155,12 @@ impl Visitor {
     /// privacy notice to open the conversation), else the one its
     /// verification proved.
     pub fn mail_address(&self) -> Option<String> {
-        if let Some(email) = &self.profile.email {
-            return Some(email.clone());
-        }
+        self.profile.email.clone().or_else(|| self.proven_email())
+    }
+
+    /// The address the visitor's verification proved (an email code or a
+    /// magic link), if any.
+    pub fn proven_email(&self) -> Option<String> {
         self.proof().filter(|p| !p.method.uses_phone()).map(|p| p.target)
     }
 }

@@ -104,7 +104,11 @@ mod tests {
             tenant_id: TenantId(1),
             site_id: SiteId(1),
             uuid: "v".into(),
-            profile: VisitorProfile { email: email.map(str::to_owned), ..Default::default() },
+            profile: VisitorProfile {
+                email: email.map(str::to_owned),
+                last_url: Some("https://shop.example.com/cart".into()),
+                ..Default::default()
+            },
             verified_at: None,
             verified_method: None,
             verified_target: None,
@@ -118,7 +122,15 @@ mod tests {
             assignee: None,
             unread_count: 0,
         };
-        MailContext { details, thread: MailThread::default(), open_until: None, messages }
+        let site = Site {
+            id: SiteId(1),
+            tenant_id: TenantId(1),
+            name: "Acme".into(),
+            domains: vec!["shop.example.com".into()],
+            appearance: Default::default(),
+            created_at: T0,
+        };
+        MailContext { details, site, thread: MailThread::default(), open_until: None, messages }
     }
 
     fn tokens() -> MailTokens {
@@ -135,11 +147,25 @@ mod tests {
         assert_eq!(plan(&mail(MailKind::Reply), Some(&open), &s, &t, now), MailStep::Later(now.plus(Duration::from_secs(30))));
         let MailStep::Send(email, sent) = plan(&mail(MailKind::Reply), Some(&ctx), &s, &t, now) else { panic!("sent") };
         assert_eq!(email.to, "v@example.com");
+        assert!(email.text.contains("https://shop.example.com/cart"), "the link back: {}", email.text);
         assert_eq!(sent.emailed_through, Some(MessageId(5)));
         assert!(!sent.more);
         let thread = email.thread.expect("threading");
         assert_eq!(thread.reply_to.as_deref(), Some(t.reply_address(ConversationId(7), "reply.example.com").as_str()));
         assert_eq!(sent.root_id, thread.message_id, "the first email is its thread's root");
+    }
+
+    #[test]
+    fn the_link_back_goes_only_to_the_sites_own_pages() {
+        let (s, t, now) = (settings(), tokens(), T0.plus(DELAY));
+        let mut ctx = context(Some("v@example.com"), vec![answer(5, T0)]);
+        ctx.details.visitor.profile.last_url = Some("https://evil.example/login".into());
+        let MailStep::Send(email, _) = plan(&mail(MailKind::Reply), Some(&ctx), &s, &t, now) else { panic!("sent") };
+        assert!(!email.text.contains("evil.example") && !email.html.contains("evil.example"), "{}", email.text);
+        ctx.details.visitor.profile.last_url = Some("https://shop.example.com/".into());
+        ctx.site.domains.clear();
+        let MailStep::Send(email, _) = plan(&mail(MailKind::Reply), Some(&ctx), &s, &t, now) else { panic!("sent") };
+        assert!(!email.text.contains("https://shop.example.com/"), "a site open to any domain gets no link");
     }
 
     #[test]

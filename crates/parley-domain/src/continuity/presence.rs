@@ -3,12 +3,12 @@
 //! visitor is still on the page.
 //!
 //! A stream's opening is written at once; while streams stay open, one
-//! statement every [`PRESENCE_REFRESH`] pushes all of this instance's
+//! transaction every [`PRESENCE_REFRESH`] pushes all of this instance's
 //! forward (one write a minute however many streams it holds); when the
-//! last stream of a conversation here ends, its presence is brought to a
-//! few seconds ahead. Two tabs on two instances: the one that closes first
-//! may shorten the other's presence until its next refresh; an email that
-//! goes meanwhile tells of messages that tab had not shown either.
+//! last stream of a conversation here ends, this instance's presence for
+//! it is brought to a few seconds ahead. Each instance keeps its own row
+//! per conversation and the latest counts, so one whose stream ended never
+//! shortens another's (a reload that lands on another instance).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +21,8 @@ use crate::store::Database;
 pub struct Presence {
     db: Database,
     clock: Arc<dyn Clock>,
+    /// This instance's name (`PARLEY_INSTANCE`): whose rows it writes.
+    instance: Arc<str>,
     open: Mutex<HashMap<ConversationId, (TenantId, usize)>>,
 }
 
@@ -32,8 +34,8 @@ pub struct PresenceGuard {
 }
 
 impl Presence {
-    pub fn new(db: Database, clock: Arc<dyn Clock>) -> Arc<Self> {
-        Arc::new(Self { db, clock, open: Mutex::default() })
+    pub fn new(db: Database, clock: Arc<dyn Clock>, instance: Arc<str>) -> Arc<Self> {
+        Arc::new(Self { db, clock, instance, open: Mutex::default() })
     }
 
     /// A stream of `conversation` opened: written before it answers, so
@@ -44,13 +46,16 @@ impl Presence {
         PresenceGuard { presence: Arc::clone(self), tenant, conversation }
     }
 
-    async fn write(&self, list: Vec<(TenantId, ConversationId)>, ahead: std::time::Duration, ended: bool) {
+    async fn write(&self, mut list: Vec<(TenantId, ConversationId)>, ahead: std::time::Duration, ended: bool) {
         if list.is_empty() {
             return;
         }
+        // In one order, whoever writes.
+        list.sort_by_key(|(_, c)| c.0);
         let until = self.clock.now().plus(ahead);
         let count = list.len();
-        if let Err(e) = self.db.write(move |tx| Ok(tx.set_presence(&list, until, ended)?)).await {
+        let instance = Arc::clone(&self.instance);
+        if let Err(e) = self.db.write(move |tx| Ok(tx.set_presence(&instance, &list, until, ended)?)).await {
             tracing::warn!(error = %e, conversations = count, "could not record open widget streams");
         }
     }

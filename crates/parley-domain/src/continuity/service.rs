@@ -7,7 +7,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::tokens::MailTokens;
-use super::{TRANSCRIPT_SPACING, VisitorRead, reply_text};
+use super::{TRANSCRIPT_SPACING, UNSUBSCRIBE_PATH, VisitorRead, reply_text};
 use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::limits::RateLimits;
@@ -127,7 +127,9 @@ impl ContinuityService {
     /// Queues the conversation's transcript to the visitor's address: at
     /// most once an hour (429 before), 422 without an address, 409 once
     /// the visitor left the conversation's emails.
-    /// Answers the address it goes to.
+    /// Answers the address it goes to. Only to an address the visitor's
+    /// verification proved: a transcript carries what the visitor wrote,
+    /// and an address typed into the widget may be anyone's.
     pub async fn request_transcript(&self, caller: &Caller, token: &str, public_id: String) -> Result<String, DomainError> {
         let ctx = self.widget.resolve_for_write(token, caller, false).await?;
         if !self.settings.mail_enabled {
@@ -138,13 +140,13 @@ impl ContinuityService {
         self.db
             .write(move |tx| {
                 let (c, visitor) = tx.conversation_and_visitor_by_public_id(scope, &public_id)?.ok_or(DomainError::NotFound)?;
-                let Some(address) = visitor.mail_address() else {
-                    return Err(DomainError::invalid("email", "give an email address first"));
-                };
                 let thread = tx.mail_thread(c.tenant_id, c.id)?;
                 if thread.unsubscribed_at.is_some() {
                     return Err(DomainError::Conflict("emails of this conversation were unsubscribed"));
                 }
+                let Some(address) = visitor.proven_email() else {
+                    return Err(DomainError::invalid("email", "verify your email address first"));
+                };
                 if let Some(last) = thread.transcript_at
                     && last.plus(TRANSCRIPT_SPACING) > now
                 {
@@ -193,16 +195,19 @@ impl ContinuityService {
     }
 
     async fn receive_inner(&self, mail: InboundMail) -> Result<InboundOutcome, DomainError> {
+        // What is not for Parley is dropped before anything is refused: a
+        // refusal makes the mail server bounce it to a sender who may be
+        // forged.
         let Some(domain) = self.settings.inbound_domain.clone() else { return Ok(InboundOutcome::Dropped("unknown_token")) };
-        let Some(message_id) = mail.message_id.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned) else {
-            return Err(DomainError::invalid("message", "has no Message-ID header"));
-        };
         let Some(conversation) = mail.recipients.iter().find_map(|r| self.tokens.reply_conversation(r, &domain)) else {
             return Ok(InboundOutcome::Dropped("unknown_token"));
         };
         if mail.automatic {
             return Ok(InboundOutcome::Dropped("automatic"));
         }
+        let Some(message_id) = mail.message_id.filter(|m| !m.is_empty()) else {
+            return Err(DomainError::invalid("message", "has no Message-ID header"));
+        };
         let body = clean(&reply_text::new_text(&mail.text));
         if body.is_empty() {
             return Err(DomainError::invalid("message", "has no new text above the quoted history"));
@@ -228,7 +233,10 @@ impl ContinuityService {
                 }
                 limits.conversation_message(c.id)?;
                 let message = crate::activity::add_message(tx, &tenant, scope, &mut c, &new)?;
-                tx.thread_received(tenant_id, c.id, &message_id, now)?;
+                // Only an id the next email can name in its headers.
+                if threadable(&message_id) {
+                    tx.thread_received(tenant_id, c.id, &message_id, now)?;
+                }
                 Ok(InboundOutcome::Added(message.id))
             })
             .await
@@ -236,9 +244,19 @@ impl ContinuityService {
 }
 
 /// A reply's text as a message body: control characters other than tabs
-/// and line breaks dropped, cut at the longest message there may be.
+/// and line breaks dropped, lines carrying one of this service's
+/// unsubscribe links dropped (whoever reads the message could otherwise
+/// unsubscribe the visitor), cut at the longest message there may be.
 fn clean(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.contains(UNSUBSCRIBE_PATH)).collect();
     let kept: String =
-        text.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').take(crate::validate::MAX_MESSAGE_CHARS).collect();
+        lines.join("\n").chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').take(crate::validate::MAX_MESSAGE_CHARS).collect();
     kept.trim().to_owned()
+}
+
+/// A `Message-ID` as RFC 5322 writes one (`left@right`, printable ASCII,
+/// no angle brackets), short enough for the `In-Reply-To` of the next
+/// email to stay within a header line.
+fn threadable(id: &str) -> bool {
+    id.len() <= 250 && id.contains('@') && id.bytes().all(|b| b.is_ascii_graphic() && b != b'<' && b != b'>')
 }

@@ -60,7 +60,8 @@ impl MailTokens {
 
     fn open(&self, what: Use, token: &str) -> Option<ConversationId> {
         let (id, mac) = token.split_once('-')?;
-        if id.is_empty() || id.len() > 19 || !id.bytes().all(|b| b.is_ascii_digit()) || mac.len() != MAC_LEN * 2 {
+        // One spelling per conversation: no leading zeros.
+        if id.is_empty() || id.len() > 19 || id.starts_with('0') || !id.bytes().all(|b| b.is_ascii_digit()) || mac.len() != MAC_LEN * 2 {
             return None;
         }
         let conversation = ConversationId(id.parse().ok()?);
@@ -113,6 +114,7 @@ mod tests {
         assert_eq!(t.reply_conversation(&address.to_uppercase(), "IN.EXAMPLE.COM"), Some(ConversationId(42)), "case folded");
         assert_eq!(t.reply_conversation(&address, "other.example.com"), None);
         assert_eq!(tokens(2).reply_conversation(&address, "in.example.com"), None, "another installation's key");
+        assert_eq!(t.reply_conversation(&address.replacen("reply+42-", "reply+0042-", 1), "in.example.com"), None);
         let forged = address.replacen("reply+42-", "reply+43-", 1);
         assert_eq!(t.reply_conversation(&forged, "in.example.com"), None);
         for bad in ["reply+@in.example.com", "reply+42@in.example.com", "reply+x-00@in.example.com", "ann@in.example.com", "no-at"] {

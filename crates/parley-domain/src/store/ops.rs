@@ -474,10 +474,10 @@ pub trait ContinuityWrite: ContinuityRead {
     fn unsubscribe(&mut self, tenant: TenantId, conversation: ConversationId, at: Timestamp) -> StoreResult<()>;
     /// The visitor's reply `message_id` is the thread's latest email.
     fn thread_received(&mut self, tenant: TenantId, conversation: ConversationId, message_id: &str, at: Timestamp) -> StoreResult<()>;
-    /// Widget streams of these conversations count as open until `until`.
-    /// `ended`: their last stream here ended, and replies put off for it
-    /// are due at `until` at the latest.
-    fn set_presence(&mut self, open: &[(TenantId, ConversationId)], until: Timestamp, ended: bool) -> StoreResult<()>;
+    /// Widget streams of these conversations count as open until `until`,
+    /// as far as `instance` knows. `ended`: the last one there ended, and
+    /// replies put off for it are due once no instance holds one.
+    fn set_presence(&mut self, instance: &str, open: &[(TenantId, ConversationId)], until: Timestamp, ended: bool) -> StoreResult<()>;
 }
 
 /// Every read operation: what a read unit receives.

@@ -3,7 +3,7 @@
 //! email to a visitor links to.
 
 use axum::Json;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Html;
 use parley_domain::DomainError;
@@ -52,25 +52,26 @@ pub struct InboundEmailResponse {
     request_body(content = String, content_type = "message/rfc822", description = "The raw email"),
     security(("bearer" = [])),
     responses((status = 202, description = "Taken, repeated or dropped", body = InboundEmailResponse), InboundErrors))]
-async fn inbound_email(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    body: Result<RawBody, ApiError>,
-) -> Result<(StatusCode, Json<InboundEmailResponse>), ApiError> {
+async fn inbound_email(State(s): State<AppState>, request: Request) -> Result<(StatusCode, Json<InboundEmailResponse>), ApiError> {
+    // Checked before the body is read: up to 10 MiB is not read for
+    // someone who may not post it.
     let Some(expected) = s.inbound_token.as_deref() else { return Err(ApiError::RouteNotFound) };
-    let given = bearer_token(&headers).unwrap_or_default();
+    let given = bearer_token(request.headers()).unwrap_or_default();
     if !bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
         return Err(DomainError::Unauthenticated.into());
     }
-    if !is_rfc822(&headers) {
+    if !is_rfc822(request.headers()) {
         return Err(ApiError::NotMail);
     }
-    let RawBody(raw) = body.map_err(|e| match e {
+    let RawBody(raw) = RawBody::from_request(request, &s).await.map_err(|e| match e {
         ApiError::PayloadTooLarge => ApiError::MailTooLarge,
         other => other,
     })?;
-    let mail =
-        parley_domain::continuity::inbound::read(&raw).ok_or_else(|| DomainError::invalid("message", "is not an email (RFC 5322)"))?;
+    // Parsing a large email takes a while: off the threads that serve.
+    let mail = tokio::task::spawn_blocking(move || parley_domain::continuity::inbound::read(&raw))
+        .await
+        .map_err(|_| ApiError::Internal)?
+        .ok_or_else(|| DomainError::invalid("message", "is not an email (RFC 5322)"))?;
     let (outcome, message_id) = match s.continuity.receive(mail).await? {
         InboundOutcome::Added(id) => ("added", Some(id.0)),
         InboundOutcome::Repeated(id) => ("repeated", Some(id.0)),
@@ -115,12 +116,22 @@ async fn unsubscribe_page(State(s): State<AppState>, Path(token): Path<String>) 
     page(StatusCode::OK, "Unsubscribe", &form)
 }
 
+/// What a mail client posts (RFC 8058); any body unsubscribes alike.
+#[derive(serde::Deserialize, ToSchema)]
+#[allow(dead_code, reason = "documents the form; the route reads no field of it")]
+pub struct OneClickForm {
+    /// `One-Click`.
+    #[serde(rename = "List-Unsubscribe")]
+    #[schema(example = "One-Click")]
+    list_unsubscribe: Option<String>,
+}
+
 /// The one-click unsubscribe (RFC 8058: a mail client posts
 /// `List-Unsubscribe=One-Click`), and the page's button: nothing more is
 /// emailed about the conversation. Repeating it is harmless.
 #[utoipa::path(post, path = "/email/unsubscribe/{token}", operation_id = "email_unsubscribe", tag = "email",
     params(("token" = String, Path, description = "The email's unsubscribe token")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "`List-Unsubscribe=One-Click`"),
+    request_body(content = OneClickForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "Unsubscribed", content_type = "text/html"),
         (status = 404, description = "Not a valid link", content_type = "text/html"),

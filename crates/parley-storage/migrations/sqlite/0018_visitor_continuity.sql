@@ -8,13 +8,16 @@ ALTER TABLE messages ADD COLUMN read_by_visitor_at INTEGER;
 CREATE INDEX IF NOT EXISTS messages_unread_by_visitor ON messages (conversation_id, id)
     WHERE (sender_type = 'operator') AND (internal = FALSE) AND (read_by_visitor_at IS NULL);
 
--- Until when a widget stream of the conversation counts as open: pushed
--- forward while one stays open (by whichever instance holds it), brought
--- close when the last one an instance holds ends.
+-- Until when a widget stream of the conversation counts as open, as each
+-- instance holding one says: pushed forward while one stays open there,
+-- brought close when the last one there ends. The latest of its rows is
+-- what counts, so an instance whose stream ended never shortens another's.
 CREATE TABLE IF NOT EXISTS widget_presence (
-    conversation_id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    instance        TEXT    NOT NULL,
     tenant_id       INTEGER NOT NULL REFERENCES tenants(id),
-    open_until      INTEGER NOT NULL
+    open_until      INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, instance)
 );
 
 -- A conversation's email thread with its visitor: the Message-ID of its

@@ -6,7 +6,7 @@ use std::time::Duration;
 use parley_domain::Timestamp;
 use parley_domain::continuity::{ClaimedMail, MailContext, MailKind, MailThread, REPLY_LIMIT, SentThread, TRANSCRIPT_LIMIT, VisitorRead};
 use parley_domain::model::*;
-use parley_domain::store::ops::{ContinuityRead, ContinuityWrite, ConversationsRead, MailFinish};
+use parley_domain::store::ops::{ContinuityRead, ContinuityWrite, ConversationsRead, MailFinish, TenancyRead};
 use parley_domain::store::{MessagePage, StoreResult};
 
 use super::conversations::{MESSAGE_COLS, SCOPE, message};
@@ -39,8 +39,9 @@ statements! {
     MAIL_THREAD(tenant: TenantId, conversation: ConversationId) => |_|
         "SELECT root_id, last_id, emailed_through, unsubscribed_at, transcript_at FROM mail_threads
          WHERE tenant_id = :tenant AND conversation_id = :conversation".into(),
+    /// The latest any instance said.
     OPEN_UNTIL(tenant: TenantId, conversation: ConversationId) => |_|
-        "SELECT open_until FROM widget_presence WHERE tenant_id = :tenant AND conversation_id = :conversation".into(),
+        "SELECT MAX(open_until) AS open_until FROM widget_presence WHERE tenant_id = :tenant AND conversation_id = :conversation".into(),
     /// A reply's messages: the unread answers after the last one emailed.
     UNREAD_ANSWERS_AFTER(tenant: TenantId, conversation: ConversationId, after: i64, limit: u32) => |_|
         format!("SELECT {MESSAGE_COLS} FROM messages m WHERE {UNREAD_ANSWER} AND m.id > :after ORDER BY m.id LIMIT :limit"),
@@ -116,16 +117,21 @@ statements! {
            unsubscribed_at = COALESCE(mail_threads.unsubscribed_at, excluded.unsubscribed_at), updated_at = excluded.updated_at".into(),
     FORGET_MAIL(tenant: TenantId, conversation: ConversationId) => |_|
         "DELETE FROM visitor_mail WHERE tenant_id = :tenant AND conversation_id = :conversation".into(),
-    /// A reply put off for a stream that has now ended goes once its
-    /// presence does (one that failed keeps its retry time).
-    PULL_REPLY_FORWARD(tenant: TenantId, conversation: ConversationId, until: Timestamp) => |_|
-        "UPDATE visitor_mail SET due_at = :until
-         WHERE tenant_id = :tenant AND conversation_id = :conversation AND kind = 'reply'
-           AND attempts = 0 AND lease_until IS NULL AND due_at > :until".into(),
-    SET_PRESENCE(tenant: TenantId, conversation: ConversationId, until: Timestamp) => |_|
-        "INSERT INTO widget_presence (conversation_id, tenant_id, open_until)
-         SELECT c.id, c.tenant_id, :until FROM conversations c WHERE c.id = :conversation AND c.tenant_id = :tenant
-         ON CONFLICT (conversation_id) DO UPDATE SET open_until = excluded.open_until".into(),
+    /// A reply put off for a stream that has now ended goes once the
+    /// conversation's presence (every instance's) does; one that failed
+    /// keeps its retry time.
+    PULL_REPLY_FORWARD(tenant: TenantId, conversation: ConversationId) => |_| {
+        let latest = "(SELECT MAX(p.open_until) FROM widget_presence p WHERE p.conversation_id = :conversation)";
+        format!(
+            "UPDATE visitor_mail SET due_at = {latest}
+             WHERE tenant_id = :tenant AND conversation_id = :conversation AND kind = 'reply'
+               AND attempts = 0 AND lease_until IS NULL AND due_at > {latest}"
+        )
+    },
+    SET_PRESENCE<'a>(tenant: TenantId, conversation: ConversationId, instance: &'a str, until: Timestamp) => |_|
+        "INSERT INTO widget_presence (conversation_id, instance, tenant_id, open_until)
+         SELECT c.id, :instance, c.tenant_id, :until FROM conversations c WHERE c.id = :conversation AND c.tenant_id = :tenant
+         ON CONFLICT (conversation_id, instance) DO UPDATE SET open_until = excluded.open_until".into(),
 }
 
 fn millis(d: Duration) -> i64 {
@@ -145,8 +151,9 @@ impl ContinuityRead for Tx<'_> {
         let (tenant, conversation) = (mail.tenant, mail.conversation);
         let scope = ConversationScope { tenant, site: None, operator: None };
         let Some(details) = self.conversation_details(scope, conversation)? else { return Ok(None) };
+        let Some(site) = self.site(tenant, details.conversation.site_id)? else { return Ok(None) };
         let thread = self.mail_thread(tenant, conversation)?;
-        let open_until = self.one(OPEN_UNTIL { tenant, conversation }, |r| r.ts("open_until"))?;
+        let open_until = self.one(OPEN_UNTIL { tenant, conversation }, |r| r.opt_ts("open_until"))?.flatten();
         let messages = match mail.kind {
             MailKind::Reply => {
                 let after = thread.emailed_through;
@@ -157,7 +164,7 @@ impl ContinuityRead for Tx<'_> {
                 self.messages(scope, conversation, page)?
             }
         };
-        Ok(Some(MailContext { details, thread, open_until, messages }))
+        Ok(Some(MailContext { details, site, thread, open_until, messages }))
     }
 
     fn next_visitor_mail_due(&mut self, delay: Duration) -> StoreResult<Option<Timestamp>> {
@@ -249,11 +256,11 @@ impl ContinuityWrite for Tx<'_> {
         Ok(())
     }
 
-    fn set_presence(&mut self, open: &[(TenantId, ConversationId)], until: Timestamp, ended: bool) -> StoreResult<()> {
+    fn set_presence(&mut self, instance: &str, open: &[(TenantId, ConversationId)], until: Timestamp, ended: bool) -> StoreResult<()> {
         for &(tenant, conversation) in open {
-            self.exec(SET_PRESENCE { tenant, conversation, until })?;
+            self.exec(SET_PRESENCE { tenant, conversation, instance, until })?;
             if ended {
-                self.exec(PULL_REPLY_FORWARD { tenant, conversation, until })?;
+                self.exec(PULL_REPLY_FORWARD { tenant, conversation })?;
             }
         }
         Ok(())

@@ -45,7 +45,7 @@ statements! {
              WHERE pending = FALSE AND COALESCE(last_sent_at, due_at) < :cutoff ORDER BY id LIMIT :limit)
            AND pending = FALSE".into(),
     PRUNE_PRESENCE(cutoff: Timestamp, limit: u32) => |_|
-        "DELETE FROM widget_presence WHERE conversation_id IN (SELECT conversation_id FROM widget_presence
+        "DELETE FROM widget_presence WHERE open_until < :cutoff AND conversation_id IN (SELECT conversation_id FROM widget_presence
              WHERE open_until < :cutoff ORDER BY conversation_id LIMIT :limit)".into(),
     PRUNE_SANDBOX_OUTBOX(cutoff: Timestamp, limit: u32) => |_|
         "DELETE FROM sandbox_outbox WHERE id IN (SELECT id FROM sandbox_outbox WHERE created_at < :cutoff ORDER BY id LIMIT :limit)".into(),

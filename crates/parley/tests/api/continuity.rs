@@ -162,6 +162,9 @@ async fn a_transcript_needs_an_address_and_comes_once_an_hour() {
     assert_eq!(status, StatusCode::CREATED);
     let public_id = app.open_conversation("/api", &f.token, "ann", "hello").await;
     let path = format!("/api/v1/widget/conversations/{public_id}/transcript");
+    let (status, body) = app.post(&path, json!({"token": f.token})).await;
+    assert_fields(status, &body, &["email"]);
+    crate::continuity_mail::verify(&app, &smtp, &f.token, &public_id).await;
     let (status, body) = app.post(&path, json!({"token": other.token})).await;
     assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     let (status, body) = app.post(&path, json!({})).await;

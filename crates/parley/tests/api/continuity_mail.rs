@@ -37,11 +37,25 @@ fn spawn(smtp: &SmtpSink) -> Spawn {
         .var("PARLEY_PUBLIC_URL", "https://chat.parley.test")
 }
 
+/// Proves the visitor's address with an emailed code, as the widget does.
+pub async fn verify(app: &TestApp, smtp: &SmtpSink, token: &str, public_id: &str) {
+    let path = format!("/api/widget/conversations/{public_id}/verification/start");
+    let (status, started) = app.post(&path, json!({"token": token, "method": "email_otp"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
+    let data = smtp.next().await.data;
+    let at = data.find("code is ").expect("a code") + "code is ".len();
+    let code: String = data[at..].chars().take(6).collect();
+    let path = format!("/api/widget/conversations/{public_id}/verification/confirm");
+    let body = json!({"token": token, "challenge_id": started["challenge"]["id"], "code": code});
+    let (status, confirmed) = app.post(&path, body).await;
+    assert_eq!(status, StatusCode::OK, "{confirmed}");
+}
+
 /// A visitor who gave an address, in a conversation an admin answers.
 async fn chat() -> Chat {
     let smtp = SmtpSink::start().await;
     let app = spawn(&smtp).start().await;
-    let f = app.fixture("acme", &[]).await;
+    let f = app.fixture("acme", &["shop.example.com"]).await;
     let visitor = json!({"token": f.token, "uuid": "renee", "name": "Renée Müller", "email": "renee@example.com",
                          "current_url": "https://shop.example.com/pricing"});
     let (status, body) = app.post("/api/v1/widget/visitors", visitor).await;
@@ -414,7 +428,13 @@ async fn a_mail_server_that_is_down_delays_the_email_and_the_transcript_comes_wh
     let mail = read(&c.smtp.next().await);
     assert!(mail.text.contains("Sent while the mail server is down"));
 
-    let (status, body) = c.app.post(&format!("/api/widget/conversations/{}/transcript", c.public_id), json!({"token": c.token})).await;
+    // A transcript goes only to an address the visitor proved.
+    let path = format!("/api/widget/conversations/{}/transcript", c.public_id);
+    let (status, body) = c.app.post(&path, json!({"token": c.token})).await;
+    assert_fields(status, &body, &["email"]);
+    verify(&c.app, &c.smtp, &c.token, &c.public_id).await;
+
+    let (status, body) = c.app.post(&path, json!({"token": c.token})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let transcript = read(&c.smtp.next().await);
     assert_eq!(transcript.subject, "Transcript of your conversation with acme site");

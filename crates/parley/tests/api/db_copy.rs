@@ -76,6 +76,19 @@ async fn demo(dir: &Path) -> Demo {
     let mail_id = list["conversations"][0]["id"].as_i64().expect("a conversation");
     let path = format!("/api/mobile/conversations/{mail_id}/messages");
     assert_eq!(app.authed(Method::POST, &path, &mobile_token, Some(json!({"body": "an answer"}))).await.0, StatusCode::OK);
+    // The transcript goes to a proven address: the code from the demo's outbox.
+    let path = format!("/api/widget/conversations/{mailed}/verification/start");
+    let (status, started) = app.post(&path, json!({"token": widget_token, "method": "email_otp"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
+    let (_, outbox) = app.get("/sandbox/outbox").await;
+    let body = outbox["messages"].as_array().expect("outbox").iter().find(|m| m["to"] == "mail@example.com").expect("the code")["body"]
+        .as_str()
+        .expect("body")
+        .to_owned();
+    let at = body.find("code is ").expect("a code") + 8;
+    let confirm = json!({"token": widget_token, "challenge_id": started["challenge"]["id"], "code": &body[at..at + 6]});
+    let path = format!("/api/widget/conversations/{mailed}/verification/confirm");
+    assert_eq!(app.post(&path, confirm).await.0, StatusCode::OK);
     let path = format!("/api/widget/conversations/{mailed}/transcript");
     assert_eq!(app.post(&path, json!({"token": widget_token})).await.0, StatusCode::ACCEPTED);
     let stream = crate::sse::open_ok(&app, &format!("/api/widget/conversations/{mailed}/events?token={widget_token}"), &[]).await;
