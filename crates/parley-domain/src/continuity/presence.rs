@@ -2,28 +2,45 @@
 //! to the database so that every instance's mail worker knows whether the
 //! visitor is still on the page.
 //!
-//! A stream's opening is written at once; while streams stay open, one
-//! transaction every [`PRESENCE_REFRESH`] pushes all of this instance's
-//! forward (one write a minute however many streams it holds); when the
-//! last stream of a conversation here ends, this instance's presence for
-//! it is brought to a few seconds ahead. Each instance keeps its own row
-//! per conversation and the latest counts, so one whose stream ended never
-//! shortens another's (a reload that lands on another instance).
+//! Streams only change memory; one loop writes what changed, in one
+//! transaction every [`PRESENCE_FLUSH`] (streams that opened, and
+//! conversations whose last stream here ended, brought to a few seconds
+//! ahead), and every [`PRESENCE_REFRESH`] pushes all of this instance's
+//! open ones forward. Ten thousand widgets reconnecting after a deploy
+//! are then a write a second, not twenty thousand. Each instance keeps its
+//! own row per conversation and the latest counts, so one whose stream
+//! ended never shortens another's (a reload that lands on another
+//! instance).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::{PRESENCE_GRACE, PRESENCE_REFRESH, PRESENCE_WINDOW};
 use crate::clock::Clock;
 use crate::model::{ConversationId, TenantId};
 use crate::store::Database;
 
+/// How soon a stream that opened or ended is written. Far below the
+/// email delay: an answer is never emailed for lack of it.
+pub const PRESENCE_FLUSH: Duration = Duration::from_secs(1);
+
 pub struct Presence {
     db: Database,
     clock: Arc<dyn Clock>,
     /// This instance's name (`PARLEY_INSTANCE`): whose rows it writes.
     instance: Arc<str>,
-    open: Mutex<HashMap<ConversationId, (TenantId, usize)>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Streams open here, by conversation.
+    open: HashMap<ConversationId, (TenantId, usize)>,
+    /// Not yet written: conversations whose first stream here opened, and
+    /// those whose last one ended.
+    opened: BTreeSet<(ConversationId, TenantId)>,
+    ended: BTreeSet<(ConversationId, TenantId)>,
 }
 
 /// Held by a stream while it is open.
@@ -35,66 +52,97 @@ pub struct PresenceGuard {
 
 impl Presence {
     pub fn new(db: Database, clock: Arc<dyn Clock>, instance: Arc<str>) -> Arc<Self> {
-        Arc::new(Self { db, clock, instance, open: Mutex::default() })
+        Arc::new(Self { db, clock, instance, state: Mutex::default() })
     }
 
-    /// A stream of `conversation` opened: written before it answers, so
-    /// the mail worker holds back from then on.
-    pub async fn enter(self: &Arc<Self>, tenant: TenantId, conversation: ConversationId) -> PresenceGuard {
-        self.open.lock().unwrap_or_else(|p| p.into_inner()).entry(conversation).or_insert((tenant, 0)).1 += 1;
-        self.write(vec![(tenant, conversation)], PRESENCE_WINDOW, false).await;
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A stream of `conversation` opened; written within [`PRESENCE_FLUSH`].
+    pub fn enter(self: &Arc<Self>, tenant: TenantId, conversation: ConversationId) -> PresenceGuard {
+        let mut state = self.state();
+        let count = &mut state.open.entry(conversation).or_insert((tenant, 0)).1;
+        *count += 1;
+        if *count == 1 {
+            state.ended.remove(&(conversation, tenant));
+            state.opened.insert((conversation, tenant));
+        }
         PresenceGuard { presence: Arc::clone(self), tenant, conversation }
     }
 
-    async fn write(&self, mut list: Vec<(TenantId, ConversationId)>, ahead: std::time::Duration, ended: bool) {
-        if list.is_empty() {
-            return;
-        }
-        // In one order, whoever writes.
-        list.sort_by_key(|(_, c)| c.0);
-        let until = self.clock.now().plus(ahead);
-        let count = list.len();
-        let instance = Arc::clone(&self.instance);
-        if let Err(e) = self.db.write(move |tx| Ok(tx.set_presence(&instance, &list, until, ended)?)).await {
-            tracing::warn!(error = %e, conversations = count, "could not record open widget streams");
-        }
-    }
-
-    fn leave(self: &Arc<Self>, tenant: TenantId, conversation: ConversationId) {
-        let last = {
-            let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-            match open.get_mut(&conversation) {
-                Some((_, n)) if *n > 1 => {
-                    *n -= 1;
-                    false
-                }
-                Some(_) => {
-                    open.remove(&conversation);
-                    true
-                }
-                None => false,
+    fn leave(&self, tenant: TenantId, conversation: ConversationId) {
+        let mut state = self.state();
+        let last = match state.open.get_mut(&conversation) {
+            Some((_, n)) if *n > 1 => {
+                *n -= 1;
+                false
             }
+            Some(_) => true,
+            None => false,
         };
-        if last && let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let me = Arc::clone(self);
-            runtime.spawn(async move { me.write(vec![(tenant, conversation)], PRESENCE_GRACE, true).await });
+        if last {
+            state.open.remove(&conversation);
+            // Written even when its opening was not yet: another instance
+            // may still hold back for an earlier row of this one.
+            state.opened.remove(&(conversation, tenant));
+            state.ended.insert((conversation, tenant));
         }
     }
 
-    /// Pushes the presence of every stream open here forward, every
-    /// [`PRESENCE_REFRESH`], until `shutdown`.
+    /// Writes what changed every [`PRESENCE_FLUSH`], and everything open
+    /// every [`PRESENCE_REFRESH`], until `shutdown`; then the streams
+    /// still open here are written as ended (they end with the process).
     pub async fn run(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
-        let mut ticks = tokio::time::interval(PRESENCE_REFRESH);
+        let mut ticks = tokio::time::interval(PRESENCE_FLUSH);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        ticks.tick().await;
+        let mut refreshed = Instant::now();
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
                 _ = ticks.tick() => {}
             }
-            let list: Vec<_> = self.open.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(c, (t, _))| (*t, *c)).collect();
-            self.write(list, PRESENCE_WINDOW, false).await;
+            let refresh = refreshed.elapsed() >= PRESENCE_REFRESH;
+            if refresh {
+                refreshed = Instant::now();
+            }
+            self.flush(refresh).await;
+        }
+        let mut state = std::mem::take(&mut *self.state());
+        let ended: Vec<_> = state.open.drain().map(|(c, (t, _))| (c, t)).chain(state.ended).collect();
+        self.write(ended, PRESENCE_GRACE, true).await;
+    }
+
+    /// Writes the streams that opened and ended since the last flush, and
+    /// with `refresh` every one open here.
+    pub async fn flush(&self, refresh: bool) {
+        let (opened, ended) = {
+            let mut state = self.state();
+            let opened: Vec<_> = if refresh {
+                state.opened.clear();
+                state.open.iter().map(|(c, (t, _))| (*c, *t)).collect()
+            } else {
+                std::mem::take(&mut state.opened).into_iter().collect()
+            };
+            (opened, std::mem::take(&mut state.ended).into_iter().collect::<Vec<_>>())
+        };
+        self.write(opened, PRESENCE_WINDOW, false).await;
+        self.write(ended, PRESENCE_GRACE, true).await;
+    }
+
+    async fn write(&self, mut list: Vec<(ConversationId, TenantId)>, ahead: Duration, ended: bool) {
+        if list.is_empty() {
+            return;
+        }
+        // In one order, whoever writes.
+        list.sort_unstable();
+        let until = self.clock.now().plus(ahead);
+        let count = list.len();
+        let instance = Arc::clone(&self.instance);
+        let list: Vec<_> = list.into_iter().map(|(c, t)| (t, c)).collect();
+        if let Err(e) = self.db.write(move |tx| Ok(tx.set_presence(&instance, &list, until, ended)?)).await {
+            tracing::warn!(error = %e, conversations = count, "could not record open widget streams");
         }
     }
 }

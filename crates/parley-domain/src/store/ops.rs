@@ -427,6 +427,9 @@ pub trait ContinuityRead {
     /// operator messages unread after the last emailed; a transcript's:
     /// what the visitor sees, the latest `TRANSCRIPT_LIMIT`).
     fn mail_context(&mut self, mail: &ClaimedMail) -> StoreResult<Option<MailContext>>;
+    /// Until when a widget stream of the conversation counts as open (the
+    /// latest any instance said).
+    fn widget_open_until(&mut self, tenant: TenantId, conversation: ConversationId) -> StoreResult<Option<Timestamp>>;
     /// When the next email not out falls due: a reply `delay` after it was
     /// queued unless another time was set. Leased ones are not waited for
     /// (a lease left by a dead instance is found by the poll).

@@ -153,7 +153,7 @@ impl ContinuityRead for Tx<'_> {
         let Some(details) = self.conversation_details(scope, conversation)? else { return Ok(None) };
         let Some(site) = self.site(tenant, details.conversation.site_id)? else { return Ok(None) };
         let thread = self.mail_thread(tenant, conversation)?;
-        let open_until = self.one(OPEN_UNTIL { tenant, conversation }, |r| r.opt_ts("open_until"))?.flatten();
+        let open_until = self.widget_open_until(tenant, conversation)?;
         let messages = match mail.kind {
             MailKind::Reply => {
                 let after = thread.emailed_through;
@@ -165,6 +165,10 @@ impl ContinuityRead for Tx<'_> {
             }
         };
         Ok(Some(MailContext { details, site, thread, open_until, messages }))
+    }
+
+    fn widget_open_until(&mut self, tenant: TenantId, conversation: ConversationId) -> StoreResult<Option<Timestamp>> {
+        Ok(self.one(OPEN_UNTIL { tenant, conversation }, |r| r.opt_ts("open_until"))?.flatten())
     }
 
     fn next_visitor_mail_due(&mut self, delay: Duration) -> StoreResult<Option<Timestamp>> {

@@ -204,6 +204,9 @@ async fn nothing_is_emailed_once_read_or_while_the_widget_is_open() {
 
     // A widget stream open holds the email back; once it ends, it goes.
     let stream = crate::sse::open_ok(&c.app, &format!("/api/widget/conversations/{}/events?token={}", c.public_id, c.token), &[]).await;
+    // Written within a second of the stream's opening.
+    let (tenant, conversation) = (parley_domain::model::TenantId(1), parley_domain::model::ConversationId(c.id));
+    eventually(|| async { c.app.db.read(move |r| Ok(r.widget_open_until(tenant, conversation)?)).await.expect("read") }).await;
     c.reply("Seen live, not read").await;
     c.app.clock.advance(DELAY + Duration::from_secs(1));
     // The worker looks, and puts it off until the stream's presence ends.

@@ -65,6 +65,22 @@ async fn a_reply_reaches_the_visitor_and_a_note_never_does() {
 }
 
 #[tokio::test]
+async fn the_page_shows_what_the_visitor_has_seen() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let (public_id, id, mut admin) = opened(&app, &f).await;
+    admin.acted(id, "reply", &[("body", "It left the warehouse today.")]).await;
+    assert!(!admin.conversation(id).await.html.contains("class=\"seen\""), "not seen yet");
+    let (_, body) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={}", f.token)).await;
+    let answer = body["messages"].as_array().unwrap().last().unwrap()["id"].clone();
+    let (status, _) =
+        app.post(&format!("/api/widget/conversations/{public_id}/read"), json!({"token": f.token, "message_id": answer})).await;
+    assert_eq!(status, StatusCode::OK);
+    let page = admin.conversation(id).await;
+    assert_eq!(page.html.matches("class=\"seen\"").count(), 1, "the answer's receipt, and nothing for the visitor's own message");
+}
+
+#[tokio::test]
 async fn take_hand_over_with_a_note_close_and_reopen() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
