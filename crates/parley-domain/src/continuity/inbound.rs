@@ -44,7 +44,7 @@ pub fn read(raw: &[u8]) -> Option<InboundMail> {
         Some(PartType::Text(text)) => cut(text).to_owned(),
         // An HTML-only reply: the history it quotes is cut before the HTML
         // is made text, which keeps no trace of what was quoted.
-        Some(PartType::Html(html)) => html_to_text(without_quoted_html(cut(html))),
+        Some(PartType::Html(html)) => cut(&html_to_text(&without_quoted_html(html))).to_owned(),
         _ => String::new(),
     };
     let automatic = is_automatic(&message);
@@ -64,19 +64,61 @@ fn cut(text: &str) -> &str {
     &text[..end]
 }
 
-/// The HTML before the history mail clients quote in it: a
-/// `<blockquote>`, Gmail's `gmail_quote`, Outlook's `divRplyFwdMsg` and
-/// `appendonsend`, Thunderbird's `moz-cite-prefix`, Apple Mail's
-/// `AppleOriginalContents`.
-fn without_quoted_html(html: &str) -> &str {
-    const MARKERS: [&str; 6] = ["<blockquote", "gmail_quote", "divrplyfwdmsg", "appendonsend", "moz-cite-prefix", "appleoriginalcontents"];
-    let lower = html.to_ascii_lowercase();
-    let first = MARKERS.iter().filter_map(|m| lower.find(m)).min();
-    match first {
-        // A marker inside a tag: cut where that tag opens.
-        Some(at) => &html[..lower[..at + 1].rfind('<').unwrap_or(at)],
-        None => html,
+/// The HTML of the visitor's own words: the `<head>`, styles and scripts
+/// go, and so does what mail clients quote, element by element (text
+/// after a quote, an interleaved answer, stays): `<blockquote>`, Gmail's
+/// `gmail_quote`, Thunderbird's `moz-cite-prefix`, Apple Mail's
+/// `AppleOriginalContents`. Outlook writes its history after its reply
+/// header (`divRplyFwdMsg`, `appendonsend`): from there on, everything
+/// goes. Markers count only inside a tag, never in the text.
+fn without_quoted_html(html: &str) -> String {
+    const QUOTES: [&str; 3] = ["gmail_quote", "moz-cite-prefix", "appleoriginalcontents"];
+    const HISTORY: [&str; 2] = ["divrplyfwdmsg", "appendonsend"];
+    const HIDDEN: [&str; 3] = ["head", "style", "script"];
+    let mut out = String::with_capacity(html.len().min(TEXT_LIMIT));
+    // The element being left out, and how deep inside it the walk is.
+    let mut skipping: Option<(String, usize)> = None;
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        let Some(close) = rest[open..].find('>').map(|c| open + c) else { break };
+        if skipping.is_none() {
+            out.push_str(&rest[..open]);
+        }
+        let tag = &rest[open + 1..close];
+        let lower = tag.to_ascii_lowercase();
+        let closing = lower.starts_with('/');
+        let name: String = lower.trim_start_matches('/').chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+        let self_closing = lower.ends_with('/');
+        match &mut skipping {
+            Some((skipped, depth)) if *skipped == name && !self_closing => {
+                if closing {
+                    *depth -= 1;
+                    if *depth == 0 {
+                        skipping = None;
+                    }
+                } else {
+                    *depth += 1;
+                }
+            }
+            Some(_) => {}
+            None if closing || name.is_empty() => out.push_str(&rest[open..=close]),
+            None if HISTORY.iter().any(|m| lower.contains(m)) => return out,
+            None if !self_closing
+                && (name == "blockquote" || HIDDEN.contains(&name.as_str()) || QUOTES.iter().any(|m| lower.contains(m))) =>
+            {
+                skipping = Some((name, 1));
+            }
+            None => out.push_str(&rest[open..=close]),
+        }
+        rest = &rest[close + 1..];
+        if out.len() > TEXT_LIMIT {
+            return out;
+        }
     }
+    if skipping.is_none() {
+        out.push_str(rest);
+    }
+    out
 }
 
 /// An out-of-office answer, a bounce or a list's mail (RFC 3834's
@@ -160,6 +202,19 @@ mod tests {
         assert_eq!(read(apple.as_bytes()).expect("a message").text.trim(), "Fine");
         let outlook = html("<p>Thanks</p><div id=\"divRplyFwdMsg\"><b>From:</b> Acme</div><div>old</div>");
         assert_eq!(read(outlook.as_bytes()).expect("a message").text.trim(), "Thanks");
+        let interleaved = html(
+            "<div>You asked:</div><blockquote><div>Which plan?</div><blockquote>deeper</blockquote></blockquote><div>The pro one.</div>",
+        );
+        let text = read(interleaved.as_bytes()).expect("a message").text;
+        assert!(
+            text.contains("You asked:") && text.contains("The pro one.") && !text.contains("Which plan") && !text.contains("deeper"),
+            "{text:?}"
+        );
+        let words =
+            html("<html><head><style>.gmail_quote{color:red}</style></head><body><p>I use gmail_quote in my text</p></body></html>");
+        assert_eq!(read(words.as_bytes()).expect("a message").text.trim(), "I use gmail_quote in my text", "markers count only in tags");
+        let big_head = html(&format!("<html><head><style>{}</style></head><body><p>Short answer</p></body></html>", "x".repeat(100_000)));
+        assert_eq!(read(big_head.as_bytes()).expect("a message").text.trim(), "Short answer");
     }
 
     #[test]

@@ -26,7 +26,13 @@ pub fn plan(mail: &ClaimedMail, ctx: Option<&MailContext>, settings: &MailSettin
     if ctx.thread.unsubscribed_at.is_some() {
         return MailStep::Drop("unsubscribed");
     }
-    let Some(to) = ctx.details.visitor.mail_address() else { return MailStep::Drop("no email address") };
+    // A transcript carries what the visitor wrote: only to the address
+    // proven now (a visitor may have typed another since asking).
+    let to = match mail.kind {
+        MailKind::Reply => ctx.details.visitor.mail_address(),
+        MailKind::Transcript => ctx.details.visitor.proven_email(),
+    };
+    let Some(to) = to else { return MailStep::Drop("no email address") };
     if mail.kind == MailKind::Reply {
         let Some(first) = ctx.messages.first() else { return MailStep::Drop("read meanwhile") };
         let due = first.created_at.plus(settings.delay);
@@ -185,6 +191,18 @@ mod tests {
     }
 
     #[test]
+    fn a_transcript_goes_only_to_the_address_proven_when_it_is_sent() {
+        let (s, t) = (settings(), tokens());
+        let mut ctx = context(Some("victim@example.com"), vec![answer(1, T0)]);
+        assert_eq!(plan(&mail(MailKind::Transcript), Some(&ctx), &s, &t, T0), MailStep::Drop("no email address"), "typed, not proven");
+        ctx.details.visitor.verified_at = Some(T0);
+        ctx.details.visitor.verified_method = Some(crate::verification::Method::EmailOtp);
+        ctx.details.visitor.verified_target = Some("me@example.com".into());
+        let MailStep::Send(email, _) = plan(&mail(MailKind::Transcript), Some(&ctx), &s, &t, T0) else { panic!("sent") };
+        assert_eq!(email.to, "me@example.com", "the proven address, not the one typed since");
+    }
+
+    #[test]
     fn a_long_backlog_is_sent_in_parts_and_a_transcript_at_once() {
         let (s, t) = (settings(), tokens());
         let backlog: Vec<_> = (1..=i64::from(REPLY_LIMIT)).map(|id| answer(id, T0)).collect();
@@ -193,7 +211,11 @@ mod tests {
             panic!("sent")
         };
         assert!(sent.more, "the rest follows");
-        let transcript = plan(&mail(MailKind::Transcript), Some(&context(Some("v@example.com"), vec![answer(1, T0)])), &s, &t, T0);
+        let mut proven = context(Some("v@example.com"), vec![answer(1, T0)]);
+        proven.details.visitor.verified_at = Some(T0);
+        proven.details.visitor.verified_method = Some(crate::verification::Method::EmailOtp);
+        proven.details.visitor.verified_target = Some("v@example.com".into());
+        let transcript = plan(&mail(MailKind::Transcript), Some(&proven), &s, &t, T0);
         assert!(matches!(transcript, MailStep::Send(_, SentThread { emailed_through: None, .. })));
     }
 

@@ -248,7 +248,11 @@ impl ContinuityService {
 /// unsubscribe links dropped (whoever reads the message could otherwise
 /// unsubscribe the visitor), cut at the longest message there may be.
 fn clean(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.contains(UNSUBSCRIBE_PATH)).collect();
+    // The path, or a token alone (a link that quoting wrapped over lines).
+    static TOKEN: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let token = TOKEN.get_or_init(|| regex::Regex::new(r"\b[1-9][0-9]{0,18}-[0-9a-f]{32}\b").ok());
+    let carries_link = |l: &str| l.contains(UNSUBSCRIBE_PATH) || token.as_ref().is_some_and(|t| t.is_match(l));
+    let lines: Vec<&str> = text.lines().filter(|l| !carries_link(l)).collect();
     let kept: String =
         lines.join("\n").chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').take(crate::validate::MAX_MESSAGE_CHARS).collect();
     kept.trim().to_owned()
@@ -259,4 +263,15 @@ fn clean(text: &str) -> String {
 /// email to stay within a header line.
 fn threadable(id: &str) -> bool {
     id.len() <= 250 && id.contains('@') && id.bytes().all(|b| b.is_ascii_graphic() && b != b'<' && b != b'>')
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_reply_keeps_no_unsubscribe_link_and_no_control_characters() {
+        let text = "Thanks!\nhttps://chat.example.com/email/unsubscribe/\n42-0123456789abcdef0123456789abcdef\nBye\u{7}";
+        assert_eq!(super::clean(text), "Thanks!\nBye");
+        assert!(super::threadable("abc@mail.example.com"));
+        assert!(!super::threadable("no at sign") && !super::threadable(&format!("{}@x", "a".repeat(300))));
+    }
 }

@@ -221,7 +221,10 @@ impl Db for PgDb {
         let (Some(column), Some(sequence)) = (table.sequence.clone(), self.sequence_of(table)?) else { return Ok(()) };
         let largest: Option<i64> =
             self.client.query_one(&format!("SELECT MAX({}) FROM {}", quote(&column), quote(&table.name)), &[]).map_err(text)?.get(0);
-        match largest.max(at_least) {
+        // A source that never handed a value out may say 0 (SQLite's
+        // `sqlite_sequence` for a table whose rows all went), which no
+        // sequence can hold.
+        match largest.max(at_least).filter(|last| *last >= 1) {
             // The next value is the one after.
             Some(last) => self.client.execute("SELECT setval($1::text::regclass, $2, true)", &[&sequence, &last]),
             // Nothing handed out yet: the next value is the first.

@@ -185,6 +185,20 @@ fn sqlite_to_postgres_and_back() {
     assert!(matches!(e, CopyError::NotEmpty { .. }), "{e}");
 }
 
+/// A table whose rows all went leaves SQLite's counter at 0 for it (or
+/// names 0 when only its row was made); PostgreSQL's sequence then starts
+/// at 1 rather than refusing 0.
+#[test]
+fn an_emptied_autoincrement_table_copies_to_postgres() {
+    let Some(server) = testing::postgres_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let source = seeded(dir.path());
+    let Ok(Location::Sqlite(path)) = Location::parse(&source) else { panic!() };
+    Connection::open(path).unwrap().execute_batch("INSERT OR REPLACE INTO sqlite_sequence (name, seq) VALUES ('push_outbox', 0)").unwrap();
+    let pg = testing::fresh_postgres(&server).unwrap();
+    copy(&source, &pg.url, &()).expect("to PostgreSQL");
+}
+
 /// A database that holds another application's tables, even empty ones,
 /// is refused before anything of Parley's is created in it.
 #[test]
