@@ -3,8 +3,9 @@
 //! the lease runs out), reads what its conversation says now on a reader,
 //! lets `continuity::plan` decide, sends through the email channel, and
 //! records the outcome while the lease holds. It looks again when the
-//! next email falls due, at most a poll interval later. On shutdown it
-//! stops claiming; the email being sent finishes within its bound.
+//! next email falls due, at most a poll interval later. [`SENDERS`] such
+//! loops run side by side. On shutdown they stop claiming; the emails
+//! being sent finish within their bound.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,9 @@ use tokio_util::sync::CancellationToken;
 /// How long a claimed email stays with this instance: well past the
 /// longest a send may take, so that no other instance sends it meanwhile.
 pub const MAIL_LEASE: Duration = Duration::from_secs(300);
+/// Emails sent at once by an instance: each sender claims its own, so a
+/// slow mail server holds back one email, not every one behind it.
+pub const SENDERS: usize = 4;
 /// A send that has not ended by then has failed (and is tried again).
 /// The SMTP client's own timeout bounds each command, not the whole.
 const SEND_TIMEOUT: Duration = Duration::from_secs(120);

@@ -332,7 +332,9 @@ impl Application {
         let tasks = TaskTracker::new();
         tasks.spawn(Arc::clone(&self.webhook_worker).run(shutdown.clone()));
         tasks.spawn(Arc::clone(&self.push_worker).run(shutdown.clone()));
-        tasks.spawn(Arc::clone(&self.mail_worker).run(shutdown.clone()));
+        for _ in 0..parley_worker::mail::SENDERS {
+            tasks.spawn(Arc::clone(&self.mail_worker).run(shutdown.clone()));
+        }
         let stopping = shutdown.clone();
         tasks.spawn(Arc::clone(&self.presence).run(async move { stopping.cancelled().await }));
         self.sweeper.spawn(&tasks, shutdown.clone());
