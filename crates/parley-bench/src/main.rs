@@ -206,8 +206,9 @@ async fn run(args: RunArgs) -> Result<(), String> {
                 return Err("creating the bench tenant failed".into());
             }
             // The mix holds one connection per visitor, plus the senders and
-            // operators: the server's connection cap must leave room for all.
-            let cap = (args.visitors + 1024).max(10_000).to_string();
+            // operators: the server's connection cap must leave room for all,
+            // and one address may hold streams on half of it at most.
+            let cap = (2 * args.visitors + 1024).max(10_000).to_string();
             let mut serve = process::parley(&parley_bin, dir.path(), &database_url, &["serve"]);
             serve.env("PARLEY_MAX_CONNECTIONS", cap);
             // Every stream of the bench comes from one address.
