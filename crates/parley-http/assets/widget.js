@@ -449,7 +449,10 @@
     this.showUnread();
     // Not recorded: they stay unread (for the server too), and are read
     // again the next time the panel shows them.
-    var keep = function () { Object.keys(reading).forEach(function (id) { self.unread[id] = reading[id]; }); };
+    var keep = function () {
+      Object.keys(reading).forEach(function (id) { self.unread[id] = reading[id]; });
+      self.showUnread();
+    };
     api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/read", {
       token: this.token, message_id: newest
     }).then(function (res) { if (res.status !== 200) keep(); }).catch(keep);

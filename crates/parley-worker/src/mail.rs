@@ -19,14 +19,12 @@ use parley_domain::{Clock, Database};
 use tokio_util::sync::CancellationToken;
 
 /// How long a claimed email stays with this instance: well past the
-/// longest a send may take, so that no other instance sends it meanwhile.
+/// longest a send may take (`send_timeout`), so that no other instance
+/// sends it meanwhile.
 pub const MAIL_LEASE: Duration = Duration::from_secs(300);
 /// Emails sent at once by an instance: each sender claims its own, so a
 /// slow mail server holds back one email, not every one behind it.
 pub const SENDERS: usize = 4;
-/// A send that has not ended by then has failed (and is tried again).
-/// The SMTP client's own timeout bounds each command, not the whole.
-const SEND_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct MailWorker {
     pub db: Database,
@@ -37,6 +35,11 @@ pub struct MailWorker {
     pub tokens: MailTokens,
     pub metrics: Metrics,
     pub poll_interval: Duration,
+    /// A send that has not ended by then has failed (and is tried again).
+    /// The SMTP client's own timeout bounds each command, not the whole;
+    /// this is kept inside the shutdown time, so that a send in flight at
+    /// shutdown ends and is recorded before the database closes.
+    pub send_timeout: Duration,
 }
 
 /// What an attempt came to, as the metrics and the log name it.
@@ -155,7 +158,7 @@ impl MailWorker {
 
     async fn send(&self, mail: &ClaimedMail, email: parley_domain::verification::channels::Email) -> Result<(), SendFailure> {
         let Some(sender) = &self.sender else { return Err(SendFailure::transient("no email channel")) };
-        match tokio::time::timeout(SEND_TIMEOUT, sender.send(mail.tenant, email)).await {
+        match tokio::time::timeout(self.send_timeout, sender.send(mail.tenant, email)).await {
             Ok(result) => result,
             Err(_) => Err(SendFailure::transient("the mail server did not finish in time")),
         }

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parley_domain::admin::AdminService;
 use parley_domain::auth::{AuthService, DeviceMarks};
@@ -197,6 +198,7 @@ impl Application {
             tokens: mail_tokens,
             metrics: metrics.clone(),
             poll_interval: config.webhook_poll_interval,
+            send_timeout: config.shutdown_timeout.saturating_sub(Duration::from_secs(2)).max(Duration::from_secs(5)),
         });
         let presence = Presence::new(db.clone(), Arc::clone(&clock), Arc::clone(&instance));
         let sweeper = Sweeper {

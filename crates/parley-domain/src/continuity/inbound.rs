@@ -6,9 +6,10 @@ use mail_parser::{Address, HeaderValue, MessageParser, MimeHeaders, PartType};
 
 use super::InboundMail;
 
-/// What of the body is read, at most: a reply's new text comes first, and
-/// a message may hold 5,000 characters. The rest (quoted history,
-/// padding) is never looked at, so a large email costs no more than this.
+/// What of the body's text is kept, at most: a reply's new text comes
+/// first, and a message may hold 5,000 characters. The rest (quoted
+/// history, padding) never reaches the reply's parsing, whose cost grows
+/// with the text (an HTML body is walked once, linearly, to find it).
 const TEXT_LIMIT: usize = 64 * 1024;
 
 /// The headers a delivery may name its recipient in besides `To` and
@@ -44,7 +45,13 @@ pub fn read(raw: &[u8]) -> Option<InboundMail> {
         Some(PartType::Text(text)) => cut(text).to_owned(),
         // An HTML-only reply: the history it quotes is cut before the HTML
         // is made text, which keeps no trace of what was quoted.
-        Some(PartType::Html(html)) => cut(&html_to_text(&without_quoted_html(html))).to_owned(),
+        Some(PartType::Html(html)) => {
+            let text = html_to_text(&without_quoted_html(html));
+            // Nothing left (markup this walk misread): the whole, rather
+            // than a refusal that would bounce the visitor's reply.
+            let text = if text.trim().is_empty() { html_to_text(html) } else { text };
+            cut(&text).to_owned()
+        }
         _ => String::new(),
     };
     let automatic = is_automatic(&message);
@@ -102,9 +109,13 @@ fn without_quoted_html(html: &str) -> String {
             }
             Some(_) => {}
             None if closing || name.is_empty() => out.push_str(&rest[open..=close]),
-            None if HISTORY.iter().any(|m| lower.contains(m)) => return out,
+            None if HISTORY.iter().any(|m| lower.contains(&format!("id=\"{m}\"")) || lower.contains(&format!("id={m}"))) => return out,
+            // Only elements that always close: a marker on a `<p>` or a
+            // `<br>` would leave out everything after it.
             None if !self_closing
-                && (name == "blockquote" || HIDDEN.contains(&name.as_str()) || QUOTES.iter().any(|m| lower.contains(m))) =>
+                && (name == "blockquote"
+                    || HIDDEN.contains(&name.as_str())
+                    || (name == "div" && QUOTES.iter().any(|m| lower.contains(m)))) =>
             {
                 skipping = Some((name, 1));
             }
@@ -213,6 +224,10 @@ mod tests {
         let words =
             html("<html><head><style>.gmail_quote{color:red}</style></head><body><p>I use gmail_quote in my text</p></body></html>");
         assert_eq!(read(words.as_bytes()).expect("a message").text.trim(), "I use gmail_quote in my text", "markers count only in tags");
+        let unclosed = html("<p class=\"gmail_quote\">Kept<br class=\"gmail_quote\">and this</p>");
+        assert!(read(unclosed.as_bytes()).expect("a message").text.contains("and this"), "a marker on a p or br removes nothing");
+        let link = html("<p>See <a href=\"https://x.example/appendonsend\">this</a> please</p>");
+        assert!(read(link.as_bytes()).expect("a message").text.contains("please"), "history markers count only as ids");
         let big_head = html(&format!("<html><head><style>{}</style></head><body><p>Short answer</p></body></html>", "x".repeat(100_000)));
         assert_eq!(read(big_head.as_bytes()).expect("a message").text.trim(), "Short answer");
     }

@@ -27,7 +27,8 @@ pub fn plan(mail: &ClaimedMail, ctx: Option<&MailContext>, settings: &MailSettin
         return MailStep::Drop("unsubscribed");
     }
     // A transcript carries what the visitor wrote: only to the address
-    // proven now (a visitor may have typed another since asking).
+    // proven now. (A visitor that types another address loses its proof,
+    // so this holds as long as that rule of the widget does.)
     let to = match mail.kind {
         MailKind::Reply => ctx.details.visitor.mail_address(),
         MailKind::Transcript => ctx.details.visitor.proven_email(),

@@ -111,11 +111,12 @@ impl Presence {
         }
         let mut state = std::mem::take(&mut *self.state());
         let ended: Vec<_> = state.open.drain().map(|(c, (t, _))| (c, t)).chain(state.ended).collect();
-        self.write(ended, PRESENCE_GRACE, true).await;
+        self.write(&[], &ended).await;
     }
 
-    /// Writes the streams that opened and ended since the last flush, and
-    /// with `refresh` every one open here.
+    /// Writes the streams that opened and ended since the last flush (and
+    /// with `refresh` every one open here) in one transaction. What could
+    /// not be written is kept for the next flush.
     pub async fn flush(&self, refresh: bool) {
         let (opened, ended) = {
             let mut state = self.state();
@@ -127,23 +128,39 @@ impl Presence {
             };
             (opened, std::mem::take(&mut state.ended).into_iter().collect::<Vec<_>>())
         };
-        self.write(opened, PRESENCE_WINDOW, false).await;
-        self.write(ended, PRESENCE_GRACE, true).await;
+        if !self.write(&opened, &ended).await {
+            let mut state = self.state();
+            let State { open, opened: pending_open, ended: pending_end } = &mut *state;
+            // Unless a stream changed them meanwhile.
+            pending_open.extend(opened.into_iter().filter(|(c, _)| open.contains_key(c)));
+            pending_end.extend(ended.into_iter().filter(|(c, _)| !open.contains_key(c)));
+        }
     }
 
-    async fn write(&self, mut list: Vec<(ConversationId, TenantId)>, ahead: Duration, ended: bool) {
-        if list.is_empty() {
-            return;
+    /// Whether it was written.
+    async fn write(&self, opened: &[(ConversationId, TenantId)], ended: &[(ConversationId, TenantId)]) -> bool {
+        if opened.is_empty() && ended.is_empty() {
+            return true;
         }
-        // In one order, whoever writes.
-        list.sort_unstable();
-        let until = self.clock.now().plus(ahead);
-        let count = list.len();
+        // In one order, whoever writes: `BTreeSet`s and a sorted refresh.
+        let mut opened: Vec<_> = opened.iter().map(|(c, t)| (*t, *c)).collect();
+        opened.sort_unstable_by_key(|(_, c)| *c);
+        let ended: Vec<_> = ended.iter().map(|(c, t)| (*t, *c)).collect();
+        let now = self.clock.now();
+        let (open_until, end_until) = (now.plus(PRESENCE_WINDOW), now.plus(PRESENCE_GRACE));
+        let count = opened.len() + ended.len();
         let instance = Arc::clone(&self.instance);
-        let list: Vec<_> = list.into_iter().map(|(c, t)| (t, c)).collect();
-        if let Err(e) = self.db.write(move |tx| Ok(tx.set_presence(&instance, &list, until, ended)?)).await {
-            tracing::warn!(error = %e, conversations = count, "could not record open widget streams");
+        let written = self
+            .db
+            .write(move |tx| {
+                tx.set_presence(&instance, &opened, open_until, false)?;
+                Ok(tx.set_presence(&instance, &ended, end_until, true)?)
+            })
+            .await;
+        if let Err(e) = &written {
+            tracing::warn!(error = %e, conversations = count, "could not record open widget streams; kept for the next try");
         }
+        written.is_ok()
     }
 }
 

@@ -124,12 +124,12 @@ impl ContinuityService {
             .await
     }
 
-    /// Queues the conversation's transcript to the visitor's address: at
-    /// most once an hour (429 before), 422 without an address, 409 once
-    /// the visitor left the conversation's emails.
-    /// Answers the address it goes to. Only to an address the visitor's
-    /// verification proved: a transcript carries what the visitor wrote,
-    /// and an address typed into the widget may be anyone's.
+    /// Queues the conversation's transcript to the visitor's verified
+    /// address and answers that address: at most once an hour (429
+    /// before), 422 without a verified address, 409 once the visitor left
+    /// the conversation's emails or when no email channel is configured.
+    /// Only a verified address: a transcript carries what the visitor
+    /// wrote, and an address typed into the widget may be anyone's.
     pub async fn request_transcript(&self, caller: &Caller, token: &str, public_id: String) -> Result<String, DomainError> {
         let ctx = self.widget.resolve_for_write(token, caller, false).await?;
         if !self.settings.mail_enabled {
@@ -249,9 +249,7 @@ impl ContinuityService {
 /// unsubscribe the visitor), cut at the longest message there may be.
 fn clean(text: &str) -> String {
     // The path, or a token alone (a link that quoting wrapped over lines).
-    static TOKEN: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-    let token = TOKEN.get_or_init(|| regex::Regex::new(r"\b[1-9][0-9]{0,18}-[0-9a-f]{32}\b").ok());
-    let carries_link = |l: &str| l.contains(UNSUBSCRIBE_PATH) || token.as_ref().is_some_and(|t| t.is_match(l));
+    let carries_link = |l: &str| l.contains(UNSUBSCRIBE_PATH) || super::tokens::mentions_token(l);
     let lines: Vec<&str> = text.lines().filter(|l| !carries_link(l)).collect();
     let kept: String =
         lines.join("\n").chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').take(crate::validate::MAX_MESSAGE_CHARS).collect();

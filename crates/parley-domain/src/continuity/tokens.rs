@@ -95,6 +95,14 @@ impl MailTokens {
     }
 }
 
+/// Whether `text` holds something shaped like one of these tokens (the
+/// conversation's number, a dash, the MAC in hex).
+pub fn mentions_token(text: &str) -> bool {
+    static TOKEN: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let pattern = format!(r"\b[1-9][0-9]{{0,18}}-[0-9a-f]{{{}}}\b", MAC_LEN * 2);
+    TOKEN.get_or_init(|| regex::Regex::new(&pattern).ok()).as_ref().is_some_and(|t| t.is_match(text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

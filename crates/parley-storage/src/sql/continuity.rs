@@ -75,9 +75,13 @@ statements! {
         "INSERT INTO mail_threads (conversation_id, tenant_id, emailed_through, transcript_at, updated_at)
          VALUES (:conversation, :tenant, 0, :at, :at)
          ON CONFLICT (conversation_id) DO UPDATE SET transcript_at = excluded.transcript_at, updated_at = excluded.updated_at".into(),
+    /// Due and not out, and no other email of its conversation out: each
+    /// email of a thread answers the one before, so they go one by one.
     DUE_MAIL(now: Timestamp, delay: i64, limit: u32) => |d| d.claim(format!(
         "SELECT vm.id, vm.tenant_id, vm.conversation_id, vm.kind, vm.attempts, vm.revision FROM visitor_mail vm
          WHERE {DUE} <= :now AND (vm.lease_until IS NULL OR vm.lease_until <= :now)
+           AND NOT EXISTS (SELECT 1 FROM visitor_mail o
+                           WHERE o.conversation_id = vm.conversation_id AND o.id <> vm.id AND o.lease_until > :now)
          ORDER BY {DUE}, vm.id LIMIT :limit"
     ), "vm"),
     LEASE_MAIL<'a>(lease_until: Timestamp, mails: &'a IdList) => |d| format!(
