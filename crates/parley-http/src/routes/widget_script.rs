@@ -5,6 +5,7 @@ use axum::Router;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
+use tower_http::compression::CompressionLayer;
 
 use crate::AppState;
 use crate::static_file::StaticFile;
@@ -17,6 +18,8 @@ async fn script(headers: HeaderMap) -> Response {
     SCRIPT.respond(&headers, "public, max-age=300, must-revalidate")
 }
 
+/// Gzipped for browsers that take it (all do): the script is mostly
+/// text that repeats, and every partner's visitor fetches it.
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/widget.js", get(script))
+    Router::new().route("/widget.js", get(script)).layer(CompressionLayer::new().gzip(true))
 }

@@ -173,4 +173,14 @@ async fn the_widget_script_is_served_with_caching_headers() {
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
     let other = app.client.get(app.url("/widget.js")).header("if-none-match", "\"something-else\"").send().await.unwrap();
     assert_eq!(other.status(), StatusCode::OK);
+
+    // Gzipped for a browser that takes it, whole for one that does not.
+    let gzipped = app.client.get(app.url("/widget.js")).header("accept-encoding", "gzip, deflate, br").send().await.unwrap();
+    assert_eq!(gzipped.headers()["content-encoding"], "gzip");
+    assert!(gzipped.headers()["vary"].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"));
+    let packed = gzipped.bytes().await.unwrap().len();
+    assert!(packed * 3 < body.len(), "{packed} bytes gzipped of {}", body.len());
+    let again =
+        app.client.get(app.url("/widget.js")).header("accept-encoding", "gzip").header("if-none-match", &etag).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "the same version, however it is encoded");
 }
