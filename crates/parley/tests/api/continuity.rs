@@ -55,10 +55,15 @@ async fn the_widget_reads_operator_messages_and_operators_see_the_receipts() {
 
         // Operators hear of it on their feed: the conversation, with the
         // last message read and its receipt.
-        let (status, feed) = app.authed(Method::GET, &format!("/api/v1/mobile/events?after={cursor}"), &admin, None).await;
-        assert_eq!(status, StatusCode::OK, "{feed}");
-        let read = feed["events"].as_array().expect("events").iter().find(|e| e["data"]["message"]["id"] == first).expect("an event");
-        assert_eq!(read["event"], "conversation.updated");
+        // (On PostgreSQL an entry is readable once every transaction
+        // before it has ended: it may take a moment.)
+        let read = eventually(|| async {
+            let (status, feed) = app.authed(Method::GET, &format!("/api/v1/mobile/events?after={cursor}"), &admin, None).await;
+            assert_eq!(status, StatusCode::OK, "{feed}");
+            let events = feed["events"].as_array().expect("events").clone();
+            events.into_iter().find(|e| e["event"] == "conversation.updated" && e["data"]["message"]["id"] == first)
+        })
+        .await;
         assert!(read["data"]["message"]["read_by_visitor_at"].is_string(), "{read}");
 
         // Never backwards, and reading again changes nothing.
