@@ -461,9 +461,10 @@ pub trait ContinuityWrite: ContinuityRead {
         message: MessageId,
         at: Timestamp,
     ) -> StoreResult<Option<VisitorRead>>;
-    /// Queues the `reply` email of a conversation whose visitor has an
-    /// address and has not unsubscribed; one already waiting takes it in
-    /// (its revision counts it).
+    /// Queues the `reply` email of a conversation that was not
+    /// unsubscribed, whatever its visitor's address is now (the worker
+    /// decides when it falls due); one already waiting takes it in (its
+    /// revision counts it).
     fn queue_reply_mail(&mut self, tenant: TenantId, conversation: ConversationId, at: Timestamp) -> StoreResult<()>;
     /// Queues the transcript, due now, and notes when it was asked for.
     fn queue_transcript(&mut self, tenant: TenantId, conversation: ConversationId, at: Timestamp) -> StoreResult<()>;

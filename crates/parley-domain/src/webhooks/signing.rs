@@ -10,6 +10,7 @@
 //! During a rotation's overlap there is one signature per secret:
 //! comma-separated `v1=` values, and space-separated `v1,` values.
 
+use crate::ids::hex;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, KeyInit, Mac};
@@ -25,7 +26,7 @@ const PREFIX: &str = "whsec_";
 /// carries it to say which secret it showed.
 pub fn fingerprint(secret: &str) -> String {
     use sha2::Digest;
-    Sha256::digest(secret.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
+    hex(&Sha256::digest(secret.as_bytes())[..8])
 }
 
 pub fn new_secret() -> Result<String, DomainError> {
@@ -51,10 +52,6 @@ fn hmac(secret: &str, parts: &[&[u8]]) -> Vec<u8> {
         mac.update(p);
     }
     mac.finalize().into_bytes().to_vec()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The value of `X-Service-Signature`.

@@ -9,7 +9,8 @@ use parley_domain::model::*;
 use parley_domain::store::ops::{ContinuityRead, ContinuityWrite, ConversationsRead, MailFinish, TenancyRead};
 use parley_domain::store::{MessagePage, StoreResult};
 
-use super::conversations::{MESSAGE_COLS, SCOPE, message};
+use super::conversations::{MESSAGE_COLS, message};
+use super::notifications::MESSAGE_OF;
 use super::{IdList, Row, Tx, statements};
 
 /// The operator messages the visitor sees and has not read (what the
@@ -47,12 +48,6 @@ statements! {
         format!("SELECT {MESSAGE_COLS} FROM messages m WHERE {UNREAD_ANSWER} AND m.id > :after ORDER BY m.id LIMIT :limit"),
     COUNT_UNREAD_ANSWERS(tenant: TenantId, conversation: ConversationId) => |_|
         format!("SELECT COUNT(*) AS n FROM messages WHERE {UNREAD_ANSWER}"),
-    /// A message of the conversation that its visitor sees (never a note:
-    /// whether one exists is not the visitor's to learn).
-    VISITOR_MESSAGE_OF(scope: ConversationScope, conversation: ConversationId, message: MessageId) => |_| format!(
-        "SELECT m.id AS id FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
-         WHERE {SCOPE} AND c.id = :conversation AND m.id = :message AND m.internal = FALSE"
-    ),
     MARK_ANSWERS_READ(tenant: TenantId, conversation: ConversationId, message: MessageId, at: Timestamp) => |_|
         format!("UPDATE messages SET read_by_visitor_at = :at WHERE {UNREAD_ANSWER} AND id <= :message RETURNING id"),
     NEXT_MAIL_DUE(delay: i64) => |_|
@@ -188,7 +183,7 @@ impl ContinuityWrite for Tx<'_> {
         message: MessageId,
         at: Timestamp,
     ) -> StoreResult<Option<VisitorRead>> {
-        if self.one(VISITOR_MESSAGE_OF { scope, conversation, message }, |r| r.i64("id"))?.is_none() {
+        if self.one(MESSAGE_OF { scope, conversation, message, include_internal: false }, |r| r.i64("id"))?.is_none() {
             return Ok(None);
         }
         let tenant = scope.tenant;

@@ -108,10 +108,11 @@ statements! {
     UNREAD_CONVERSATIONS(scope: ConversationScope) => |_| format!(
         "SELECT COUNT(*) AS n FROM conversations c WHERE {SCOPE} AND c.status <> 'closed' AND {HAS_UNREAD}"
     ),
-    /// A message of a conversation the scope sees.
-    MESSAGE_OF(scope: ConversationScope, conversation: ConversationId, message: MessageId) => |_| format!(
+    /// A message of a conversation the scope sees; a note only with
+    /// `include_internal` (whether one exists is not a visitor's to learn).
+    MESSAGE_OF(scope: ConversationScope, conversation: ConversationId, message: MessageId, include_internal: bool) => |_| format!(
         "SELECT m.id AS id FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
-         WHERE {SCOPE} AND c.id = :conversation AND m.id = :message"
+         WHERE {SCOPE} AND c.id = :conversation AND m.id = :message AND (:include_internal OR m.internal = FALSE)"
     ),
     /// Never backwards: a marker further on stays.
     MOVE_MARKER(tenant: TenantId, reader: OperatorId, conversation: ConversationId, message: MessageId, at: Timestamp) => |_|
@@ -301,7 +302,7 @@ impl NotificationsWrite for Tx<'_> {
         at: Timestamp,
     ) -> StoreResult<Option<ReadMarker>> {
         let Some((reader, _)) = scope.operator else { return Ok(None) };
-        if self.one(MESSAGE_OF { scope, conversation, message }, |r| r.i64("id"))?.is_none() {
+        if self.one(MESSAGE_OF { scope, conversation, message, include_internal: true }, |r| r.i64("id"))?.is_none() {
             return Ok(None);
         }
         self.exec(MOVE_MARKER { tenant: scope.tenant, reader, conversation, message, at })?;
