@@ -123,7 +123,7 @@ describe("the widget", () => {
     await send(page, attack);
     const shown = page.locator("li.msg.visitor[data-id]", { hasText: "<img" });
     await shown.waitFor();
-    assert.equal(await shown.textContent(), attack);
+    assert.equal(await shown.locator(".body").textContent(), attack);
     const images = await page.evaluate(() => document.querySelector("#parley-widget").shadowRoot.querySelectorAll("img").length);
     assert.equal(images, 0, "nothing was parsed as HTML");
     assert.deepEqual(problems, [], "no script ran and nothing was thrown");

@@ -30,6 +30,31 @@
   var STREAM_OPEN_MS = 10000;
   // The messages answer at most this many at a time.
   var PAGE = 100;
+  // The events a host page may listen to with Parley('on', name, fn).
+  var EVENTS = ["ready", "open", "close", "message", "unread"];
+
+  /** The widget's own words. The configuration brings them in the
+   * visitor's language; these are the English ones it falls back to. */
+  var EN = {
+    chat: "Chat", open: "Open chat", open_unread: "Open chat ({n} unread)", close: "Close chat", messages: "Messages",
+    name: "Your name (optional)", email: "Your email (optional)", consent: "I agree that my messages are stored to answer me.",
+    privacy: "Privacy policy", email_use: "If you leave before we answer, the answer is emailed to this address.",
+    accept: "Please accept the privacy notice to start the chat.", write: "Write a message", write_hint: "Write a message\u2026",
+    send: "Send", send_label: "Send message", sending: "Sending\u2026", not_sent: "Not sent.",
+    unreachable: "The chat service cannot be reached.", not_sent_unreachable: "Not sent: the chat service cannot be reached.",
+    retry: "Retry", retry_label: "Retry sending this message", verify: "Verify my identity", email_otp: "Email me a code",
+    sms_otp: "Text me a code", magic_link: "Email me a link", method: "Verification method",
+    target: "Email or phone to verify (optional)", target_hint: "Email or phone (optional)", code: "Verification code",
+    code_hint: "Code", confirm: "Confirm", verified: "\u2713 You are verified", code_failed: "Could not send the code.",
+    link_sent: "We emailed a link to {target}. Open it, then come back here.", code_sent: "We sent a code to {target}.",
+    not_worked: "That did not work.", invalid_code: "That code is not right. Try again.",
+    challenge_expired: "That code has expired. Ask for a new one.", rate_limited: "Too many attempts. Please wait a moment.",
+    transcript: "Email me this conversation", transcript_sent: "On its way to {email}.",
+    transcript_verify: "Verify your email address first: it goes only to an address you proved.",
+    transcript_failed: "The conversation could not be sent.", typing: "{name} is typing\u2026", someone: "Someone",
+    away: "We are away right now.", back_at: "We are back {when}.", away_email: "Leave your email address and we will answer you there.",
+    email_needed: "Please give your email address so that we can answer you."
+  };
 
   function warn(message, detail) {
     try { console.warn("[parley] " + message, detail === undefined ? "" : detail); } catch (e) { /* no console */ }
@@ -87,21 +112,32 @@
     "cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.25);z-index:2147483646;display:flex;align-items:center;justify-content:center}",
     ".launcher svg{width:26px;height:26px;fill:currentColor}",
     ".launcher:focus-visible,button:focus-visible,textarea:focus-visible,input:focus-visible,select:focus-visible{outline:3px solid #111;outline-offset:2px}",
-    ".panel{position:fixed;right:16px;bottom:84px;width:min(380px,calc(100vw - 16px));height:min(560px,calc(100vh - 100px));",
+    // --vw, --vh, --vr and --vb are the visual viewport's size and its
+    // distance from the layout viewport's right and bottom edges (see
+    // `fit`): a page wider than the phone's screen widens the layout
+    // viewport, and the panel must fit what the visitor sees.
+    ".panel{position:fixed;right:calc(var(--vr,0px) + 16px);bottom:calc(var(--vb,0px) + 84px);",
+    "width:min(380px,calc(var(--vw,100vw) - 16px));height:min(560px,calc(var(--vh,100vh) - 100px));",
     "background:#fff;color:#1f2937;border-radius:14px;box-shadow:0 10px 40px rgba(0,0,0,.28);display:flex;flex-direction:column;",
     "overflow:hidden;z-index:2147483647;font-size:15px;line-height:1.4}",
+    // On a short screen the forms give way (and scroll) before the
+    // header, the messages and the message field do.
+    ".head,.compose{flex-shrink:0}",
+    ".consent,.verify,.transcript,.greeting{flex-shrink:1;min-height:0;overflow-y:auto}",
     ".panel[hidden]{display:none}",
-    "@media (max-width:480px){.panel{right:8px;left:8px;width:auto;bottom:80px;height:calc(100vh - 96px)}}",
+    ".narrow .panel{right:calc(var(--vr,0px) + 8px);width:calc(var(--vw,100vw) - 16px);bottom:calc(var(--vb,0px) + 80px);height:calc(var(--vh,100vh) - 96px)}",
+    ".launcher,.preview{margin-right:var(--vr,0px);margin-bottom:var(--vb,0px)}",
     ".head{background:var(--accent);color:#fff;padding:12px 14px;display:flex;align-items:center;gap:8px}",
     ".head h2{font-size:16px;margin:0;flex:1;font-weight:600}",
     ".head button{background:transparent;border:0;color:#fff;font-size:20px;line-height:1;cursor:pointer;padding:4px 8px;border-radius:6px}",
     ".greeting{padding:10px 14px;background:#f3f4f6;font-size:14px;margin:0}",
-    ".log{flex:1;overflow-y:auto;padding:12px 14px;display:flex;flex-direction:column;gap:8px;margin:0;list-style:none}",
+    ".log{flex:1 1 0;min-height:48px;overflow-y:auto;padding:12px 14px;display:flex;flex-direction:column;gap:8px;margin:0;list-style:none}",
     ".msg{max-width:85%;padding:8px 11px;border-radius:12px;white-space:pre-wrap;word-wrap:break-word;overflow-wrap:anywhere}",
     ".msg.visitor{align-self:flex-end;background:var(--accent);color:#fff;border-bottom-right-radius:4px}",
     ".msg.operator{align-self:flex-start;background:#eef0f3;border-bottom-left-radius:4px}",
     ".msg.system{align-self:center;background:transparent;color:#6b7280;font-size:13px;text-align:center}",
     ".who{display:block;font-size:12px;opacity:.75;margin-bottom:2px}",
+    ".time{display:block;font-size:11px;opacity:.7;margin-top:2px;text-align:end}",
     ".msg.pending{opacity:.6}",
     ".msg.failed{outline:2px solid #dc2626}",
     ".state{display:block;font-size:12px;margin-top:3px}",
@@ -178,7 +214,57 @@
     // unread messages in it (data-unread-title="true").
     this.titleCount = script.getAttribute("data-unread-title") === "true";
     this.pageTitle = null;
+    // The host page's listeners, by event name.
+    this.listeners = Object.create(null);
+    EVENTS.forEach(function (name) { this.listeners[name] = []; }, this);
+    // Commands given before the widget was ready, run once it is.
+    this.waiting = [];
+    this.ready = false;
+    this.unreadCount = 0;
+    // What the host page told about its signed-in user, sent with every
+    // synchronisation until `logout`.
+    this.identity = null;
   }
+
+  /** Runs one command of the page's `Parley(...)` API. Before the widget
+   * is ready (its configuration loaded) commands wait, in order; a
+   * listener is registered at once, and `ready` fires for a late one. */
+  Widget.prototype.command = function (name, arg, fn) {
+    if (name === "on") {
+      if (EVENTS.indexOf(arg) < 0 || typeof fn !== "function") { warn("Parley('on') takes one of " + EVENTS.join(", ") + " and a function"); return; }
+      this.listeners[arg].push(fn);
+      if (arg === "ready" && this.ready) this.call(fn, {});
+      return;
+    }
+    if (!this.ready) { this.waiting.push([name, arg]); return; }
+    switch (name) {
+      case "open": this.toggle(true); break;
+      case "close": this.toggle(false); break;
+      case "toggle": this.toggle(); break;
+      case "show": this.launcher.hidden = false; this.showUnread(); break;
+      case "hide": this.launcher.hidden = true; this.preview.hidden = true; break;
+      case "identify": this.identify(arg); break;
+      case "set": this.setAttributes(arg); break;
+      case "logout": this.logout(); break;
+      default: warn("unknown command", String(name));
+    }
+  };
+
+  Widget.prototype.call = function (fn, data) {
+    try { fn(data); } catch (e) { warn("a listener failed", e && e.message); }
+  };
+
+  Widget.prototype.emit = function (name, data) {
+    var self = this;
+    this.listeners[name].slice().forEach(function (fn) { self.call(fn, data); });
+  };
+
+  /** One of the widget's own strings in the visitor's language, with
+   * `{name}` places filled from `args`. */
+  Widget.prototype.t = function (key, args) {
+    var text = (this.strings && typeof this.strings[key] === "string" && this.strings[key]) || EN[key] || key;
+    return text.replace(/\{(\w+)\}/g, function (all, name) { return args && args[name] !== undefined ? String(args[name]) : all; });
+  };
 
   Widget.prototype.read = function (name) {
     return this.store ? this.store.getItem(this.key + name) : null;
@@ -197,13 +283,28 @@
         return;
       }
       self.config = res.body;
+      self.strings = res.body.strings;
       if (res.body.installation && res.body.installation.status === "disabled") { warn("this installation is disabled"); return; }
       self.render();
       self.heartbeat();
       self.visitor = self.read("visitor") || newUuid();
       self.write("visitor", self.visitor);
-      self.sync({}).catch(function () { /* retried with the first message */ });
-      if (self.conversation) { self.showChat(); self.poll(); }
+      self.ready = true;
+      // `identify` and `set` given before now ride on the first
+      // synchronisation instead of making their own.
+      var waiting = self.waiting;
+      self.waiting = [];
+      waiting.forEach(function (c) {
+        if (c[0] === "identify") self.identity = self.identityOf(c[1]) || self.identity;
+        else if (c[0] === "set") self.attributes = self.attributesOf(c[1]) || self.attributes;
+      });
+      if (self.identity) self.identify(self.identity);
+      else {
+        self.sync({}).catch(function () { /* retried with the first message */ });
+        if (self.conversation) { self.showChat(); self.poll(); }
+      }
+      waiting.forEach(function (c) { if (c[0] !== "identify" && c[0] !== "set") self.command(c[0], c[1]); });
+      self.emit("ready", {});
     }).catch(function (e) { warn("the chat service cannot be reached", e && e.message); });
   };
 
@@ -215,15 +316,108 @@
 
   Widget.prototype.sync = function (extra) {
     var body = { token: this.token, uuid: this.visitor, current_url: pageUrl() };
+    var identity = this.identity;
+    if (identity) Object.keys(identity).forEach(function (k) { body[k] = identity[k]; });
+    if (this.attributes) body.attributes = this.attributes;
     Object.keys(extra).forEach(function (k) { if (extra[k]) body[k] = extra[k]; });
     return api(this.base, "POST", "/api/v1/widget/visitors", body);
+  };
+
+  /** The fields of an `identify` call the server takes, or null (with a
+   * warning) when the call cannot identify anyone. */
+  Widget.prototype.identityOf = function (arg) {
+    if (!arg || typeof arg !== "object" || (typeof arg.user_id !== "string" && typeof arg.jwt !== "string") ||
+        (typeof arg.user_hash !== "string" && typeof arg.jwt !== "string")) {
+      warn("Parley('identify') takes {user_id, user_hash} or {jwt}");
+      return null;
+    }
+    var out = {};
+    ["user_id", "user_hash", "jwt", "name", "email", "phone"].forEach(function (k) { if (typeof arg[k] === "string" && arg[k]) out[k] = arg[k]; });
+    var attributes = this.attributesOf(arg);
+    if (attributes) out.attributes = attributes;
+    return out;
+  };
+
+  Widget.prototype.attributesOf = function (arg) {
+    return arg && typeof arg.attributes === "object" && arg.attributes && !Array.isArray(arg.attributes) ? arg.attributes : null;
+  };
+
+  /** Tells the server who the page's signed-in user is. The server
+   * answers with that user's visitor, the same in every browser, and its
+   * latest conversation, which this widget then shows. */
+  Widget.prototype.identify = function (arg) {
+    var self = this;
+    var identity = this.identityOf(arg);
+    if (!identity) return;
+    this.identity = identity;
+    if (identity.attributes) { this.attributes = identity.attributes; delete identity.attributes; }
+    this.sync({}).then(function (res) {
+      if (res.status !== 200 && res.status !== 201) {
+        warn("the visitor could not be identified", res.body && res.body.error && res.body.error.code);
+        self.identity = null;
+        return;
+      }
+      var visitor = res.body && res.body.visitor;
+      var conversation = res.body && res.body.conversation && res.body.conversation.public_id;
+      if (visitor && visitor.uuid && visitor.uuid !== self.visitor) {
+        self.forget();
+        self.visitor = visitor.uuid;
+        self.write("visitor", self.visitor);
+      }
+      if (conversation && conversation !== self.conversation) {
+        self.forget();
+        self.conversation = conversation;
+        self.write("conversation", conversation);
+      }
+      if (self.conversation) { self.showChat(); self.poll(); }
+    }).catch(function (e) { warn("the visitor could not be identified", e && e.message); });
+  };
+
+  Widget.prototype.setAttributes = function (arg) {
+    var attributes = this.attributesOf(arg);
+    if (!attributes) { warn("Parley('set') takes {attributes: {...}}"); return; }
+    this.attributes = attributes;
+    this.sync({}).then(function (res) {
+      if (res.status !== 200 && res.status !== 201) warn("the attributes were not saved", res.body && res.body.error && res.body.error.code);
+    }).catch(function () { /* sent again with the next synchronisation */ });
+  };
+
+  /** Drops the conversation shown (not the visitor): its messages, its
+   * stream and what is unread in it. */
+  Widget.prototype.forget = function () {
+    this.closeStream();
+    clearTimeout(this.timer);
+    this.conversation = null;
+    this.write("conversation", null);
+    this.messages = Object.create(null);
+    this.pending = Object.create(null);
+    this.unread = Object.create(null);
+    this.lastId = 0;
+    this.cursor = null;
+    this.log.textContent = "";
+    this.consent.hidden = false;
+    if (this.transcript) this.transcript.hidden = true;
+    this.verify.hidden = true;
+    this.setVerified(false);
+    this.showUnread();
+  };
+
+  /** The page's user signed out: this browser forgets its visitor, so
+   * the next person at it starts anew. */
+  Widget.prototype.logout = function () {
+    this.forget();
+    this.identity = null;
+    this.attributes = null;
+    this.visitor = newUuid();
+    this.write("visitor", this.visitor);
+    this.sync({}).catch(function () { /* retried with the first message */ });
   };
 
   Widget.prototype.render = function () {
     var self = this;
     var cfg = this.config;
     var look = (cfg.site && cfg.site.widget) || {};
-    var title = look.title || (cfg.site && cfg.site.name) || "Chat";
+    var title = look.title || (cfg.site && cfg.site.name) || this.t("chat");
     // Several widgets on one page sit side by side instead of on top of each other.
     var index = document.querySelectorAll("[data-parley=widget]").length;
     var host = el("div", { id: index ? "parley-widget-" + (index + 1) : "parley-widget", "data-parley": "widget" });
@@ -233,7 +427,7 @@
     var offset = ".launcher{right:" + (16 + index * 72) + "px}";
     root.appendChild(el("style", { text: ":host{--accent:" + accent + "}" + CSS + (index ? offset : "") }));
 
-    this.launcher = el("button", { "class": "launcher", type: "button", "aria-label": "Open chat", "aria-expanded": "false", "aria-controls": "parley-panel" });
+    this.launcher = el("button", { "class": "launcher", type: "button", "aria-label": this.t("open"), "aria-expanded": "false", "aria-controls": "parley-panel" });
     this.launcher.innerHTML = '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z"/></svg>';
     this.launcher.addEventListener("click", function () { self.toggle(); });
     this.badge = el("span", { "class": "badge", hidden: true, "aria-hidden": "true" });
@@ -241,9 +435,9 @@
     this.preview = el("button", { "class": "preview", type: "button", hidden: true });
     this.preview.addEventListener("click", function () { self.toggle(true); });
 
-    var close = el("button", { type: "button", "aria-label": "Close chat", text: "\u00d7" });
+    var close = el("button", { type: "button", "aria-label": this.t("close"), text: "\u00d7" });
     close.addEventListener("click", function () { self.toggle(false); });
-    this.log = el("ol", { "class": "log", role: "log", "aria-live": "polite", "aria-label": "Messages" });
+    this.log = el("ol", { "class": "log", role: "log", "aria-live": "polite", "aria-label": this.t("messages") });
     this.panel = el("section", { "class": "panel", id: "parley-panel", role: "dialog", "aria-label": title, hidden: true }, [
       el("div", { "class": "head" }, [el("h2", { text: title }), close]),
       look.greeting ? el("p", { "class": "greeting", text: look.greeting }) : null,
@@ -255,10 +449,17 @@
     this.buildComposer();
     this.buildVerification();
     this.buildTranscript();
-    root.appendChild(this.panel);
-    root.appendChild(this.preview);
-    root.appendChild(this.launcher);
+    this.frame = el("div", {}, [this.panel, this.preview, this.launcher]);
+    root.appendChild(this.frame);
     this.root = root;
+    this.host = host;
+    this.fit();
+    var fit = function () { self.fit(); };
+    if (window.visualViewport) {
+      window.visualViewport.addEventListener("resize", fit);
+      window.visualViewport.addEventListener("scroll", fit);
+    }
+    window.addEventListener("resize", fit);
     document.addEventListener("visibilitychange", function () {
       if (!document.hidden) { self.wake(); self.markRead(); } else self.schedule();
     });
@@ -267,16 +468,16 @@
 
   Widget.prototype.buildConsent = function (look) {
     var self = this;
-    this.nameInput = el("input", { type: "text", autocomplete: "name", "aria-label": "Your name (optional)", placeholder: "Your name (optional)", maxlength: "255" });
-    this.emailInput = el("input", { type: "email", autocomplete: "email", "aria-label": "Your email (optional)", placeholder: "Your email (optional)" });
+    this.nameInput = el("input", { type: "text", autocomplete: "name", "aria-label": this.t("name"), placeholder: this.t("name"), maxlength: "255" });
+    this.emailInput = el("input", { type: "email", autocomplete: "email", "aria-label": this.t("email"), placeholder: this.t("email") });
     this.consentBox = el("input", { type: "checkbox", id: "parley-consent", required: "required" });
-    var policy = el("span", { text: (look.privacy_text || "I agree that my messages are stored to answer me.") + " " });
+    var policy = el("span", { text: (look.privacy_text || this.t("consent")) + " " });
     if (look.privacy_url && /^https?:\/\//.test(look.privacy_url)) {
-      policy.appendChild(el("a", { href: look.privacy_url, target: "_blank", rel: "noopener noreferrer", text: "Privacy policy" }));
+      policy.appendChild(el("a", { href: look.privacy_url, target: "_blank", rel: "noopener noreferrer", text: this.t("privacy") }));
     }
     this.consentError = el("p", { "class": "error", role: "alert", hidden: true });
     // What giving an address means, said where it is given.
-    var emailUse = el("p", { "class": "notice", text: "If you leave before we answer, the answer is emailed to this address." });
+    var emailUse = el("p", { "class": "notice", text: this.t("email_use") });
     this.consent = el("div", { "class": "consent" }, [
       this.nameInput, this.emailInput, emailUse,
       el("label", { "class": "check", "for": "parley-consent" }, [this.consentBox, policy]),
@@ -287,8 +488,8 @@
 
   Widget.prototype.buildComposer = function () {
     var self = this;
-    this.input = el("textarea", { "aria-label": "Write a message", placeholder: "Write a message\u2026", maxlength: "5000", rows: "1" });
-    this.send = el("button", { "class": "primary", type: "submit", text: "Send", "aria-label": "Send message" });
+    this.input = el("textarea", { "aria-label": this.t("write"), placeholder: this.t("write_hint"), maxlength: "5000", rows: "1" });
+    this.send = el("button", { "class": "primary", type: "submit", text: this.t("send"), "aria-label": this.t("send_label") });
     var form = el("form", { "class": "compose" }, [this.input, this.send]);
     form.addEventListener("submit", function (e) { e.preventDefault(); self.submit(); });
     this.input.addEventListener("keydown", function (e) {
@@ -302,18 +503,17 @@
     var methods = (this.config.installation && this.config.installation.verification_methods) || [];
     this.verify = el("div", { "class": "verify", hidden: true });
     if (!methods.length) return;
-    var labels = { email_otp: "Email me a code", sms_otp: "Text me a code", magic_link: "Email me a link" };
-    var open = el("button", { "class": "link", type: "button", text: "Verify my identity" });
-    var select = el("select", { "aria-label": "Verification method" });
-    methods.forEach(function (m) { select.appendChild(el("option", { value: m, text: labels[m] || m })); });
-    var target = el("input", { type: "text", "aria-label": "Email or phone to verify (optional)", placeholder: "Email or phone (optional)" });
-    var sendCode = el("button", { "class": "primary", type: "button", text: "Send" });
+    var open = el("button", { "class": "link", type: "button", text: this.t("verify") });
+    var select = el("select", { "aria-label": this.t("method") });
+    methods.forEach(function (m) { select.appendChild(el("option", { value: m, text: self.t(m) })); });
+    var target = el("input", { type: "text", "aria-label": this.t("target"), placeholder: this.t("target_hint") });
+    var sendCode = el("button", { "class": "primary", type: "button", text: this.t("send") });
     var status = el("p", { "class": "notice", role: "status" });
-    var code = el("input", { type: "text", inputmode: "numeric", autocomplete: "one-time-code", "aria-label": "Verification code", placeholder: "Code" });
-    var confirm = el("button", { "class": "primary", type: "button", text: "Confirm" });
+    var code = el("input", { type: "text", inputmode: "numeric", autocomplete: "one-time-code", "aria-label": this.t("code"), placeholder: this.t("code_hint") });
+    var confirm = el("button", { "class": "primary", type: "button", text: this.t("confirm") });
     var codeRow = el("div", { "class": "row", hidden: true }, [code, confirm]);
     var form = el("div", { hidden: true }, [select, el("div", { "class": "row" }, [target, sendCode])]);
-    this.verifiedNote = el("p", { "class": "verified", hidden: true, text: "\u2713 You are verified" });
+    this.verifiedNote = el("p", { "class": "verified", hidden: true, text: this.t("verified") });
     this.verify.appendChild(open);
     this.verify.appendChild(form);
     this.verify.appendChild(codeRow);
@@ -326,24 +526,24 @@
       if (!self.conversation) return;
       sendCode.disabled = true;
       status.className = "notice";
-      status.textContent = "Sending\u2026";
+      status.textContent = self.t("sending");
       var body = { token: self.token, method: select.value };
       if (target.value.trim()) body.target = target.value.trim();
       api(self.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(self.conversation) + "/verification/start", body)
         .then(function (res) {
           sendCode.disabled = false;
-          if (res.status !== 202) { status.className = "error"; status.textContent = self.problem(res, "Could not send the code."); return; }
+          if (res.status !== 202) { status.className = "error"; status.textContent = self.problem(res, self.t("code_failed")); return; }
           self.challenge = res.body.challenge;
           if (select.value === "magic_link") {
-            status.textContent = "We emailed a link to " + res.body.challenge.target_hint + ". Open it, then come back here.";
+            status.textContent = self.t("link_sent", { target: res.body.challenge.target_hint });
             codeRow.hidden = true;
           } else {
-            status.textContent = "We sent a code to " + res.body.challenge.target_hint + ".";
+            status.textContent = self.t("code_sent", { target: res.body.challenge.target_hint });
             codeRow.hidden = false;
             code.focus();
           }
         })
-        .catch(function () { sendCode.disabled = false; status.className = "error"; status.textContent = "The chat service cannot be reached."; });
+        .catch(function () { sendCode.disabled = false; status.className = "error"; status.textContent = self.t("unreachable"); });
     });
     confirm.addEventListener("click", function () {
       if (!self.challenge || !code.value.trim()) return;
@@ -352,45 +552,43 @@
       api(self.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(self.conversation) + "/verification/confirm", body)
         .then(function (res) {
           confirm.disabled = false;
-          if (res.status !== 200) { status.className = "error"; status.textContent = self.problem(res, "That did not work."); return; }
+          if (res.status !== 200) { status.className = "error"; status.textContent = self.problem(res, self.t("not_worked")); return; }
           form.hidden = true;
           codeRow.hidden = true;
           status.textContent = "";
           self.setVerified(true);
           if (!self.source) self.poll();
         })
-        .catch(function () { confirm.disabled = false; status.className = "error"; status.textContent = "The chat service cannot be reached."; });
+        .catch(function () { confirm.disabled = false; status.className = "error"; status.textContent = self.t("unreachable"); });
     });
   };
 
   /** "Email me this conversation": a transcript to the visitor's address. */
   Widget.prototype.buildTranscript = function () {
     var self = this;
-    var ask = el("button", { "class": "link", type: "button", text: "Email me this conversation" });
+    var ask = el("button", { "class": "link", type: "button", text: this.t("transcript") });
     var status = el("p", { "class": "notice", role: "status" });
     this.transcript = el("div", { "class": "transcript", hidden: !this.conversation }, [ask, status]);
     this.panel.appendChild(this.transcript);
     ask.addEventListener("click", function () {
       ask.disabled = true;
       status.className = "notice";
-      status.textContent = "Sending\u2026";
+      status.textContent = self.t("sending");
       api(self.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(self.conversation) + "/transcript", { token: self.token })
         .then(function (res) {
           ask.disabled = false;
-          if (res.status === 202) { status.textContent = "On its way to " + res.body.email + "."; return; }
+          if (res.status === 202) { status.textContent = self.t("transcript_sent", { email: res.body.email }); return; }
           status.className = "error";
-          status.textContent = res.status === 422 ? "Verify your email address first: it goes only to an address you proved." : self.problem(res, "The conversation could not be sent.");
+          status.textContent = res.status === 422 ? self.t("transcript_verify") : self.problem(res, self.t("transcript_failed"));
         })
-        .catch(function () { ask.disabled = false; status.className = "error"; status.textContent = "The chat service cannot be reached."; });
+        .catch(function () { ask.disabled = false; status.className = "error"; status.textContent = self.t("unreachable"); });
     });
   };
 
   Widget.prototype.problem = function (res, fallback) {
     var err = res.body && res.body.error;
     if (!err) return fallback;
-    if (err.code === "invalid_code") return "That code is not right. Try again.";
-    if (err.code === "challenge_expired") return "That code has expired. Ask for a new one.";
-    if (err.code === "rate_limited") return "Too many attempts. Please wait a moment.";
+    if (err.code === "invalid_code" || err.code === "challenge_expired" || err.code === "rate_limited") return this.t(err.code);
     if (err.fields) return Object.keys(err.fields).map(function (k) { return err.fields[k].join(" "); }).join(" ");
     return err.message || fallback;
   };
@@ -399,14 +597,43 @@
     if (this.verifiedNote) this.verifiedNote.hidden = !yes;
   };
 
+  /** Keeps the launcher and the panel inside what the visitor sees: the
+   * visual viewport, which on a phone is smaller than the layout
+   * viewport `position: fixed` refers to when the page is wider than
+   * the screen or zoomed in. */
+  Widget.prototype.fit = function () {
+    var vv = window.visualViewport;
+    // `position: fixed` places against the layout viewport, which a
+    // page wider than the screen widens: innerWidth and innerHeight.
+    var layoutWidth = window.innerWidth;
+    var layoutHeight = window.innerHeight;
+    var width = vv ? vv.width : layoutWidth;
+    var height = vv ? vv.height : layoutHeight;
+    var right = vv ? Math.max(0, layoutWidth - vv.offsetLeft - vv.width) : 0;
+    var bottom = vv ? Math.max(0, layoutHeight - vv.offsetTop - vv.height) : 0;
+    // A page without a mobile viewport is shown zoomed out: the widget
+    // zooms back in, so that it has its normal size on the screen. (A
+    // visitor who zooms in keeps the larger text.)
+    var zoom = vv && vv.scale > 0 && vv.scale < 1 ? 1 / vv.scale : 1;
+    var style = this.host.style;
+    style.setProperty("--vw", Math.floor(width / zoom) + "px");
+    style.setProperty("--vh", Math.floor(height / zoom) + "px");
+    style.setProperty("--vr", Math.ceil(right / zoom) + "px");
+    style.setProperty("--vb", Math.ceil(bottom / zoom) + "px");
+    this.frame.style.zoom = zoom === 1 ? "" : String(zoom);
+    this.frame.className = width / zoom <= 480 ? "narrow" : "";
+  };
+
   Widget.prototype.toggle = function (force) {
+    var was = this.open;
     this.open = force === undefined ? !this.open : force;
     this.panel.hidden = !this.open;
     this.launcher.setAttribute("aria-expanded", String(this.open));
-    this.launcher.setAttribute("aria-label", this.open ? "Close chat" : "Open chat");
+    this.launcher.setAttribute("aria-label", this.open ? this.t("close") : this.t("open"));
     if (this.open) { this.input.focus(); this.scroll(); }
     this.markRead();
     this.schedule();
+    if (was !== this.open) this.emit(this.open ? "open" : "close", {});
   };
 
   /** Whether the visitor can see the messages now. */
@@ -421,9 +648,9 @@
     var count = ids.length;
     this.badge.hidden = count === 0;
     this.badge.textContent = count > 99 ? "99+" : String(count);
-    this.launcher.setAttribute("aria-label", this.open ? "Close chat" : count ? "Open chat (" + count + " unread)" : "Open chat");
+    this.launcher.setAttribute("aria-label", this.open ? this.t("close") : count ? this.t("open_unread", { n: count }) : this.t("open"));
     var latest = count ? this.unread[ids.reduce(function (a, b) { return Number(a) > Number(b) ? a : b; })] : null;
-    this.preview.hidden = !latest || this.open;
+    this.preview.hidden = !latest || this.open || this.launcher.hidden;
     if (latest) {
       var text = latest.body.length > 90 ? latest.body.slice(0, 90) + "\u2026" : latest.body;
       this.preview.textContent = "";
@@ -435,6 +662,10 @@
       document.title = count ? "(" + count + ") " + this.pageTitle : this.pageTitle;
     }
     if (!count) this.pageTitle = null;
+    if (count !== this.unreadCount) {
+      this.unreadCount = count;
+      this.emit("unread", { count: count });
+    }
   };
 
   /** The panel shows the messages: the unread ones are read, up to the
@@ -477,7 +708,9 @@
     item.className = "msg " + kind;
     item.textContent = "";
     if (kind === "operator" && m.sender.name) item.appendChild(el("span", { "class": "who", text: m.sender.name }));
-    item.appendChild(document.createTextNode(m.body));
+    item.appendChild(el("span", { "class": "body", text: m.body }));
+    var at = m.created_at && new Date(m.created_at);
+    if (at && !isNaN(at.getTime())) item.appendChild(el("time", { "class": "time", datetime: m.created_at, text: this.when(at) }));
     if (m.id) {
       item.setAttribute("data-id", String(m.id));
       this.messages[m.id] = item;
@@ -487,9 +720,24 @@
     return item;
   };
 
+  /** A message's time in the visitor's language: the time alone today,
+   * with the day before. */
+  Widget.prototype.when = function (date) {
+    var today = new Date().toDateString() === date.toDateString();
+    var options = today ? { hour: "numeric", minute: "2-digit" } : { day: "numeric", month: "short", hour: "numeric", minute: "2-digit" };
+    try { return new Intl.DateTimeFormat(this.locale(), options).format(date); } catch (e) { return date.toLocaleString(); }
+  };
+
+  /** The language the widget speaks: the configuration's choice, else the browser's. */
+  Widget.prototype.locale = function () {
+    return (this.config && this.config.locale) || navigator.language || "en";
+  };
+
   /** Shows messages not shown yet; one the visitor sent replaces its
-   * pending copy, whichever way it came back first. */
-  Widget.prototype.receive = function (list) {
+   * pending copy, whichever way it came back first. Messages that were
+   * not there when the conversation was loaded are told to the page's
+   * `message` listeners. */
+  Widget.prototype.receive = function (list, history) {
     var self = this;
     (list || []).forEach(function (m) {
       var mine = m.sender && m.sender.type === "visitor" && m.client_message_id;
@@ -498,6 +746,12 @@
       if (self.messages[m.id]) { if (waiting) waiting.remove(); return; }
       self.show(m, waiting || undefined);
       if (m.sender && m.sender.type === "operator" && !m.read_by_visitor_at) self.unread[m.id] = m;
+      if (!history) {
+        self.emit("message", {
+          id: m.id, conversation: self.conversation, body: m.body, created_at: m.created_at,
+          sender: { type: m.sender && m.sender.type, name: (m.sender && m.sender.name) || null }
+        });
+      }
     });
     this.showUnread();
     this.markRead();
@@ -508,15 +762,15 @@
     if (!text) return;
     if (!this.conversation && !this.consentBox.checked) {
       this.consentError.hidden = false;
-      this.consentError.textContent = "Please accept the privacy notice to start the chat.";
+      this.consentError.textContent = this.t("accept");
       this.consentBox.focus();
       return;
     }
     this.consentError.hidden = true;
     this.input.value = "";
     var pending = el("li", { "class": "msg visitor pending" });
-    pending.appendChild(document.createTextNode(text));
-    var state = el("span", { "class": "state", text: "Sending\u2026" });
+    pending.appendChild(el("span", { "class": "body", text: text }));
+    var state = el("span", { "class": "state", text: this.t("sending") });
     pending.appendChild(state);
     this.log.appendChild(pending);
     this.scroll();
@@ -561,9 +815,9 @@
         // A new conversation has no stream yet: loading it starts one.
         if (opens || !self.source) self.poll();
       } else {
-        self.failed(text, pending, self.problem(res, "Not sent."), clientId);
+        self.failed(text, pending, self.problem(res, self.t("not_sent")), clientId);
       }
-    }).catch(function () { self.failed(text, pending, "Not sent: the chat service cannot be reached.", clientId); });
+    }).catch(function () { self.failed(text, pending, self.t("not_sent_unreachable"), clientId); });
     if (opens) {
       this.opening = settled.then(function () { self.opening = null; });
     }
@@ -576,12 +830,12 @@
     if (!this.pending[clientId]) return;
     pending.className = "msg visitor failed";
     pending.textContent = "";
-    pending.appendChild(document.createTextNode(text));
+    pending.appendChild(el("span", { "class": "body", text: text }));
     var state = el("span", { "class": "state", role: "alert", text: why });
-    var retry = el("button", { "class": "retry", type: "button", text: "Retry", "aria-label": "Retry sending this message" });
+    var retry = el("button", { "class": "retry", type: "button", text: this.t("retry"), "aria-label": this.t("retry_label") });
     retry.addEventListener("click", function () {
       pending.className = "msg visitor pending";
-      state.textContent = "Sending\u2026";
+      state.textContent = self.t("sending");
       retry.remove();
       self.deliver(text, pending, clientId);
     });
@@ -610,7 +864,7 @@
       if (res.status !== 200 || !res.body) throw new Error("HTTP " + res.status);
       self.failures = 0;
       self.update(res.body.conversation);
-      self.receive(res.body.messages);
+      self.receive(res.body.messages, !after);
       (res.body.messages || []).forEach(function (m) { if (m.id > self.lastId) self.lastId = m.id; });
       // A full page after `after_id` may not be all: its cursor is the
       // conversation's latest, so read on before following from it.
@@ -720,6 +974,22 @@
     this.timer = setTimeout(function () { self.poll(); }, pace);
   };
 
+  /** Makes `window.Parley` the page's handle on the first widget on the
+   * page, and runs the commands queued before the script loaded (the
+   * stub of docs/widget.md keeps them in `Parley.q`). */
+  function expose(widget) {
+    var existing = window.Parley;
+    if (typeof existing === "function" && existing.__parley) return;
+    var queued = (typeof existing === "function" && Array.isArray(existing.q)) ? existing.q : [];
+    var handle = function () {
+      try { widget.command.apply(widget, arguments); } catch (e) { warn("command failed", e && e.message); }
+    };
+    handle.__parley = true;
+    handle.version = VERSION;
+    window.Parley = handle;
+    queued.forEach(function (args) { handle.apply(null, Array.prototype.slice.call(args)); });
+  }
+
   function boot() {
     try {
       var script = findScript();
@@ -729,6 +999,7 @@
       var token = script.getAttribute("data-installation-token");
       if (registry[token]) return;
       registry[token] = new Widget(script);
+      expose(registry[token]);
       var start = function () { try { registry[token].start(); } catch (e) { warn("failed to start", e && e.message); } };
       if (document.body) start(); else document.addEventListener("DOMContentLoaded", start);
     } catch (e) {

@@ -180,7 +180,21 @@ async fn the_widget_script_is_served_with_caching_headers() {
     assert!(gzipped.headers()["vary"].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"));
     let packed = gzipped.bytes().await.unwrap().len();
     assert!(packed * 3 < body.len(), "{packed} bytes gzipped of {}", body.len());
+    assert!(packed <= 25 * 1024, "the widget stays within 25 KB gzipped, every language included: {packed} bytes");
     let again =
         app.client.get(app.url("/widget.js")).header("accept-encoding", "gzip").header("if-none-match", &etag).send().await.unwrap();
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "the same version, however it is encoded");
+}
+
+#[tokio::test]
+async fn the_page_api_types_are_served_beside_the_script() {
+    let app = TestApp::spawn().await;
+    let res = app.client.get(app.url("/widget.d.ts")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "application/typescript; charset=utf-8");
+    assert!(res.headers()["etag"].to_str().unwrap().starts_with('"'));
+    let body = res.text().await.unwrap();
+    for command in ["\"identify\"", "\"logout\"", "\"on\"", "unread: { count: number }", "interface Window"] {
+        assert!(body.contains(command), "{command} is declared");
+    }
 }

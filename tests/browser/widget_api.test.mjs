@@ -1,0 +1,206 @@
+// The widget as a platform, in Chromium against a real `parley demo`: the
+// host page (another origin) drives it through `window.Parley`, hears its
+// events, identifies its users, and the widget fits a phone's screen and
+// speaks the visitor's language.
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { join } from "node:path";
+import { apiClient, artifacts, launchBrowser, openContext, startParley } from "./support.mjs";
+
+let parley, api, creds, host, hostUrl, browser;
+let json, asAdmin;
+
+/** The queue stub of docs/widget.md, then `pre`, then the widget. */
+function hostPage(apiBase, token, { pre = "", wide = false } = {}) {
+  // "desktop": a page without a mobile viewport; "table": a mobile page
+  // with content wider than the screen.
+  const viewport = wide === "desktop" ? "" : '<meta name="viewport" content="width=device-width, initial-scale=1">';
+  const content = wide ? '<div style="width:1600px;height:40px;background:#eee">A wide table</div>' : "<p>Some content.</p>";
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Partner app</title>${viewport}</head>
+<body><h1>Partner app</h1>${content}
+<script>
+window.seen = [];
+window.Parley = window.Parley || function () { (Parley.q = Parley.q || []).push(arguments); };
+${pre}
+</script>
+<script async src="${apiBase}/widget.js" data-api-base="${apiBase}" data-installation-token="${token}"></script>
+</body></html>`;
+}
+
+function serveHost() {
+  const pages = new Map();
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, "http://localhost");
+    const page = pages.get(url.pathname) ?? {};
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(hostPage(api, page.token ?? creds.widget_token, page));
+  });
+  server.pages = pages;
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+/** A page of the host site at `path` with these options. */
+function page(path, options) {
+  host.pages.set(path, options);
+  return hostUrl + path;
+}
+
+/** Records every widget event in `window.seen` as "name" or "name:detail". */
+const RECORD = `
+["ready", "open", "close"].forEach(function (n) { Parley("on", n, function () { seen.push(n); }); });
+Parley("on", "unread", function (d) { seen.push("unread:" + d.count); });
+Parley("on", "message", function (m) { seen.push("message:" + m.sender.type + ":" + m.body); });
+`;
+
+const seen = (p) => p.evaluate(() => window.seen);
+
+async function waitSeen(p, entry) {
+  await p.waitForFunction((e) => window.seen.includes(e), entry, { timeout: 10000 });
+}
+
+before(async () => {
+  const started = await startParley();
+  parley = started.child;
+  api = started.url;
+  json = apiClient(api);
+  asAdmin = apiClient(api, () => creds.mobile_token);
+  creds = (await json("/sandbox/credentials")).body;
+  host = await serveHost();
+  hostUrl = `http://127.0.0.1:${host.address().port}`;
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  host?.close();
+  parley?.kill("SIGTERM");
+});
+
+async function conversationOf(email) {
+  const list = await asAdmin("/api/v1/mobile/conversations?per_page=100");
+  const found = list.body.conversations.find((c) => c.visitor.email === email);
+  assert.ok(found, `a conversation of ${email}`);
+  return found.id;
+}
+
+describe("the page API", () => {
+  it("runs commands queued before the script loaded and tells its events", async () => {
+    const { context, page: tab, problems } = await openContext(browser);
+    await tab.goto(page("/queue", { pre: RECORD + 'Parley("open");' }));
+    const panel = tab.locator("section.panel");
+    await panel.waitFor({ state: "visible" });
+    await waitSeen(tab, "open");
+    assert.deepEqual((await seen(tab)).slice(0, 2), ["open", "ready"], "the queued open ran as the widget became ready");
+
+    // A listener added after `ready` hears it at once.
+    await tab.evaluate(() => Parley("on", "ready", () => window.seen.push("late ready")));
+    assert.ok((await seen(tab)).includes("late ready"));
+
+    await tab.evaluate(() => Parley("close"));
+    await panel.waitFor({ state: "hidden" });
+    await tab.evaluate(() => Parley("toggle"));
+    await panel.waitFor({ state: "visible" });
+    assert.deepEqual((await seen(tab)).filter((e) => e === "open" || e === "close"), ["open", "close", "open"]);
+
+    await tab.evaluate(() => Parley("hide"));
+    await tab.locator("button.launcher").waitFor({ state: "hidden" });
+    await tab.evaluate(() => Parley("show"));
+    await tab.locator("button.launcher").waitFor({ state: "visible" });
+
+    // Messages both ways are told; a reply to a closed panel is unread.
+    await tab.locator("input[type=email]").fill("api@example.com");
+    await tab.locator("#parley-consent").check();
+    await tab.locator("textarea").fill("Hello from the page");
+    await tab.locator("textarea").press("Enter");
+    await waitSeen(tab, "message:visitor:Hello from the page");
+    const shown = tab.locator("li.msg.visitor[data-id]");
+    await shown.waitFor();
+    const time = await shown.locator("time").getAttribute("datetime");
+    assert.ok(!Number.isNaN(Date.parse(time)), `the message shows its time: ${time}`);
+    assert.match(await shown.locator("time").textContent(), /\d/);
+    await tab.waitForFunction(() => Object.values(window.__parleyWidgets).some((w) => w.source && w.source.readyState === 1));
+    await tab.evaluate(() => Parley("close"));
+    const id = await conversationOf("api@example.com");
+    await asAdmin(`/api/v1/mobile/conversations/${id}/messages`, { method: "POST", body: JSON.stringify({ body: "Hello from us" }) });
+    await waitSeen(tab, "message:operator:Hello from us");
+    await waitSeen(tab, "unread:1");
+    await tab.evaluate(() => Parley("open"));
+    await waitSeen(tab, "unread:0");
+
+    // Logout forgets this browser's visitor and its conversation.
+    const before = await tab.evaluate(() => localStorage.getItem(`parley:${Object.keys(window.__parleyWidgets)[0]}:visitor`));
+    await tab.evaluate(() => Parley("logout"));
+    await tab.locator(".consent").waitFor({ state: "visible" });
+    assert.equal(await tab.locator("li.msg").count(), 0, "no message of the previous visitor stays");
+    const token = await tab.evaluate(() => Object.keys(window.__parleyWidgets)[0]);
+    const stored = await tab.evaluate((t) => [localStorage.getItem(`parley:${t}:visitor`), localStorage.getItem(`parley:${t}:conversation`)], token);
+    assert.notEqual(stored[0], before, "a new visitor");
+    assert.equal(stored[1], null, "no conversation");
+    await tab.reload();
+    await tab.locator(".consent").waitFor({ state: "visible" }); // the page's queued open ran again
+    assert.equal(await tab.locator("li.msg").count(), 0);
+
+    // A wrong command is a console warning, never an exception.
+    await tab.evaluate(() => { Parley("explode"); Parley("on", "nothing", () => {}); Parley("identify", 42); });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+});
+
+describe("the panel on a phone", () => {
+  /** Where the panel, its send and close buttons are, against what the visitor sees. */
+  const measure = (tab) => tab.evaluate(() => {
+    const root = document.querySelector("#parley-widget").shadowRoot;
+    const vv = window.visualViewport;
+    const panel = root.querySelector("section.panel").getBoundingClientRect();
+    const inside = (el) => {
+      const r = el.getBoundingClientRect();
+      const within = (box) => r.left >= box.left - 1 && r.top >= box.top - 1 && r.right <= box.right + 1 && r.bottom <= box.bottom + 1;
+      return within({ left: vv.offsetLeft, top: vv.offsetTop, right: vv.offsetLeft + vv.width, bottom: vv.offsetTop + vv.height }) && within(panel);
+    };
+    return {
+      layout: window.innerWidth, visual: vv.width, scale: vv.scale, screenWidth: panel.width * vv.scale,
+      send: inside(root.querySelector("button.primary[type=submit]")), close: inside(root.querySelector(".head button")),
+    };
+  });
+  const phone = { viewport: { width: 390, height: 700 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+
+  it("fits what the visitor sees on a page wider than the screen, zoomed in or not", async () => {
+    const { context, page: tab, problems } = await openContext(browser, phone);
+    await tab.goto(page("/wide", { wide: "table" }));
+    await tab.locator("button.launcher").click();
+    await tab.locator("section.panel").waitFor({ state: "visible" });
+    let fits = await measure(tab);
+    assert.ok(fits.layout > fits.visual, `the page is wider than the screen: ${JSON.stringify(fits)}`);
+    assert.ok(fits.send && fits.close, `the send and close buttons are on screen: ${JSON.stringify(fits)}`);
+    await tab.screenshot({ path: join(artifacts, "widget-wide-page.png") });
+
+    const cdp = await context.newCDPSession(tab);
+    await cdp.send("Emulation.setPageScaleFactor", { pageScaleFactor: 2 });
+    await tab.waitForFunction(() => window.visualViewport.scale === 2);
+    await tab.waitForFunction(() => {
+      const r = document.querySelector("#parley-widget").shadowRoot.querySelector("section.panel").getBoundingClientRect();
+      return r.right <= window.visualViewport.offsetLeft + window.visualViewport.width + 1;
+    });
+    fits = await measure(tab);
+    assert.ok(fits.send && fits.close, `zoomed in, still on screen: ${JSON.stringify(fits)}`);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("keeps its size on the screen on a page made for desktops only", async () => {
+    const { context, page: tab, problems } = await openContext(browser, phone);
+    await tab.goto(page("/desktop", { wide: "desktop" }));
+    await tab.locator("button.launcher").click();
+    await tab.locator("section.panel").waitFor({ state: "visible" });
+    const fits = await measure(tab);
+    assert.ok(fits.scale < 1, `the page is shown zoomed out: ${JSON.stringify(fits)}`);
+    assert.ok(fits.screenWidth > 300, `the panel is readable, not shrunk with the page: ${JSON.stringify(fits)}`);
+    assert.ok(fits.send && fits.close, `its buttons are on screen: ${JSON.stringify(fits)}`);
+    await tab.screenshot({ path: join(artifacts, "widget-desktop-page.png") });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+});
