@@ -5,6 +5,7 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { apiClient, artifacts, launchBrowser, openContext, startParley } from "./support.mjs";
@@ -146,6 +147,135 @@ describe("the page API", () => {
     await tab.evaluate(() => { Parley("explode"); Parley("on", "nothing", () => {}); Parley("identify", 42); });
     assert.deepEqual(problems, []);
     await context.close();
+  });
+});
+
+describe("signed identity", () => {
+  let installation, secret, second;
+
+  before(async () => {
+    const sites = await asAdmin("/api/v1/admin/sites");
+    const list = await asAdmin(`/api/v1/admin/sites/${sites.body.sites[0].id}/installations`);
+    installation = list.body.installations.find((i) => i.token === creds.widget_token).id;
+    const made = await asAdmin(`/api/v1/admin/installations/${installation}/identity-secret`, { method: "POST" });
+    assert.equal(made.status, 200);
+    secret = made.body.identity_secret;
+    // A second installation, which will take identified visitors only.
+    const created = await asAdmin(`/api/v1/admin/sites/${sites.body.sites[0].id}/installations`, { method: "POST", body: JSON.stringify({ name: "Members area" }) });
+    second = created.body.installation;
+  });
+
+  const hash = (key, userId) => createHmac("sha256", key).update(userId).digest("hex");
+  const identifyPage = (path, call, token) =>
+    page(path, { token, pre: RECORD + `Parley("identify", ${JSON.stringify(call)});` });
+
+  it("shows one user the same history in two browsers", async () => {
+    const call = { user_id: "customer-1", user_hash: hash(secret, "customer-1"), name: "Grace", email: "grace@example.com" };
+    const first = await openContext(browser);
+    await first.page.goto(identifyPage("/signed-in", call));
+    await first.page.locator("button.launcher").click();
+    await first.page.locator("#parley-consent").check();
+    await first.page.locator("textarea").fill("Sent from my laptop");
+    await first.page.locator("textarea").press("Enter");
+    await first.page.locator("li.msg.visitor[data-id]", { hasText: "Sent from my laptop" }).waitFor();
+
+    const secondDevice = await openContext(browser);
+    await secondDevice.page.goto(hostUrl + "/signed-in");
+    await secondDevice.page.locator("button.launcher").click();
+    await secondDevice.page.locator("li.msg.visitor", { hasText: "Sent from my laptop" }).waitFor({ timeout: 10000 });
+    assert.equal(await secondDevice.page.locator(".consent").isHidden(), true, "the conversation goes on");
+    await secondDevice.page.locator("textarea").fill("And from my phone");
+    await secondDevice.page.locator("textarea").press("Enter");
+    await first.page.locator("li.msg.visitor", { hasText: "And from my phone" }).waitFor({ timeout: 10000 });
+
+    const list = await asAdmin("/api/v1/mobile/conversations?per_page=100");
+    const mine = list.body.conversations.filter((c) => c.visitor.user_id === "customer-1");
+    assert.equal(mine.length, 1, "one conversation for the user");
+    assert.equal(mine[0].visitor.identified, true);
+    assert.deepEqual([...first.problems, ...secondDevice.problems], []);
+    await first.context.close();
+    await secondDevice.context.close();
+  });
+
+  it("refuses a bad hash and shows nothing of the user it names", async () => {
+    const call = { user_id: "customer-1", user_hash: hash("idsec_guessed", "customer-1") };
+    const { context, page: tab, problems } = await openContext(browser);
+    const warnings = [];
+    tab.on("console", (m) => m.type() === "warning" && warnings.push(m.text()));
+    await tab.goto(identifyPage("/forged", call));
+    await tab.locator("button.launcher").click();
+    for (let i = 0; i < 100 && !warnings.some((w) => w.includes("identity_invalid")); i++) await tab.waitForTimeout(50);
+    assert.ok(warnings.some((w) => w.includes("identity_invalid")), `a console warning: ${warnings}`);
+    await tab.locator(".consent").waitFor({ state: "visible" });
+    assert.equal(await tab.locator("li.msg").count(), 0, "no history of the user it named");
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("waits for the page to identify its user where identity is required", async () => {
+    const made = await asAdmin(`/api/v1/admin/installations/${second.id}/identity-secret`, { method: "POST" });
+    const required = await asAdmin(`/api/v1/admin/installations/${second.id}`, { method: "PATCH", body: JSON.stringify({ identity_required: true }) });
+    assert.equal(required.status, 200);
+    const { context, page: tab, problems } = await openContext(browser);
+    await tab.goto(page("/members", { token: second.token, pre: RECORD }));
+    await tab.waitForFunction(() => window.seen.includes("ready"));
+    assert.equal(await tab.locator("button.launcher").isHidden(), true, "no chat for an anonymous visitor");
+    await tab.evaluate((call) => Parley("identify", call), { user_id: "member-9", user_hash: hash(made.body.identity_secret, "member-9") });
+    await tab.locator("button.launcher").waitFor({ state: "visible" });
+    await tab.locator("button.launcher").click();
+    await tab.locator("#parley-consent").check();
+    await tab.locator("textarea").fill("Members only");
+    await tab.locator("textarea").press("Enter");
+    await tab.locator("li.msg.visitor[data-id]", { hasText: "Members only" }).waitFor();
+    await tab.evaluate(() => Parley("logout"));
+    await tab.locator("button.launcher").waitFor({ state: "hidden" });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+});
+
+describe("typing", () => {
+  it("shows each side that the other is writing", async () => {
+    const visitorSide = await openContext(browser);
+    const v = visitorSide.page;
+    await v.goto(page("/typing", {}));
+    await v.locator("button.launcher").click();
+    await v.locator("input[type=email]").fill("typist@example.com");
+    await v.locator("#parley-consent").check();
+    await v.locator("textarea").fill("A first question");
+    await v.locator("textarea").press("Enter");
+    await v.locator("li.msg.visitor[data-id]").waitFor();
+    await v.waitForFunction(() => Object.values(window.__parleyWidgets).some((w) => w.source && w.source.readyState === 1));
+    const id = await conversationOf("typist@example.com");
+
+    const operatorSide = await openContext(browser);
+    const o = operatorSide.page;
+    await o.goto(api + "/app/login");
+    await o.getByLabel("Email").fill("admin@sandbox.parley.test");
+    await o.getByLabel("Password").fill("sandbox-admin-password");
+    await o.getByRole("button", { name: "Sign in" }).click();
+    await o.locator("h1", { hasText: "Inbox" }).waitFor();
+    const opened = o.waitForResponse((r) => r.url().includes("/app/events"));
+    await o.goto(`${api}/app/conversations/${id}`);
+    await opened;
+
+    // The visitor writes: the operator's page says so.
+    await v.locator("textarea").pressSequentially("Another thing", { delay: 20 });
+    const line = o.locator("#typing");
+    await line.waitFor({ state: "visible", timeout: 10000 });
+    assert.match(await line.textContent(), /is typing/);
+
+    // The operator writes: the widget says so, with the operator's name.
+    await o.locator("#reply").pressSequentially("Let me check", { delay: 20 });
+    const note = v.locator("p.typing");
+    await note.waitFor({ state: "visible", timeout: 10000 });
+    assert.match(await note.textContent(), /is typing/);
+    await o.getByRole("button", { name: "Send reply" }).click();
+    await v.locator("li.msg.operator", { hasText: "Let me check" }).waitFor({ timeout: 10000 });
+    assert.equal(await note.isHidden(), true, "the reply ends the indicator");
+    assert.deepEqual([...visitorSide.problems, ...operatorSide.problems], []);
+    await visitorSide.context.close();
+    await operatorSide.context.close();
   });
 });
 

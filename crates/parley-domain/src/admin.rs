@@ -11,6 +11,20 @@ use crate::password;
 use crate::store::{Database, StoreError};
 use crate::tenancy::{NewSiteInput, Tenancy};
 use crate::widget::embed_snippet;
+use crate::{identity, ids};
+
+/// What a page shows of an installation's identity secret, to send back
+/// with a rotation: a fingerprint of it, or `none`.
+pub fn identity_shown(installation: &Installation) -> String {
+    installation.identity.secret.as_deref().map_or_else(|| "none".to_owned(), crate::webhooks::signing::fingerprint)
+}
+
+/// What an admin changes about an installation; `None` leaves it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InstallationPatch {
+    pub enabled: Option<bool>,
+    pub identity_required: Option<bool>,
+}
 
 pub struct NewInstallationInput {
     pub name: Option<String>,
@@ -144,6 +158,17 @@ impl AdminService {
         id: InstallationId,
         enabled: bool,
     ) -> Result<(Installation, Site), DomainError> {
+        self.update_installation(session, id, InstallationPatch { enabled: Some(enabled), identity_required: None }).await
+    }
+
+    /// Applies what `patch` gives, in one transaction. Requiring identity
+    /// needs a secret to identify visitors with.
+    pub async fn update_installation(
+        &self,
+        session: &Session,
+        id: InstallationId,
+        patch: InstallationPatch,
+    ) -> Result<(Installation, Site), DomainError> {
         let tenant = require_admin(session)?;
         let tenant_record = session.tenant.clone();
         let now = self.clock.now();
@@ -151,14 +176,63 @@ impl AdminService {
             .write(move |tx| {
                 let mut installation = tx.installation(tenant, id)?.ok_or(DomainError::NotFound)?;
                 let site = tx.site(tenant, installation.site_id)?.ok_or(DomainError::NotFound)?;
+                if let Some(required) = patch.identity_required
+                    && installation.identity.required != required
+                {
+                    if required && installation.identity.secret.is_none() {
+                        return Err(DomainError::invalid(
+                            "identity_required",
+                            "make an identity secret first: without one no visitor can be identified",
+                        ));
+                    }
+                    installation.identity.required = required;
+                    tx.set_installation_identity(tenant, id, &installation.identity)?;
+                }
                 let previous = installation.status();
-                if installation.enabled != enabled {
+                if let Some(enabled) = patch.enabled
+                    && installation.enabled != enabled
+                {
                     tx.set_installation_enabled(tenant, id, enabled)?;
                     installation.enabled = enabled;
                     let event = events::installation_health_changed(&tenant_record, &site, &installation, previous, now);
                     tx.insert_event(tenant, &event)?;
                 }
                 Ok((installation, site))
+            })
+            .await
+    }
+
+    /// Makes a new identity secret for the installation and returns it:
+    /// the only time it is shown. The secret it replaces keeps checking
+    /// for [`identity::ROTATION_OVERLAP`], so pages the site rendered
+    /// before keep identifying their users while the site switches.
+    ///
+    /// `shown` is what a page showed of the secret (its [`identity_shown`]):
+    /// the same form sent again (a reload of its answer) would otherwise
+    /// end at once the secret the site has just switched to.
+    pub async fn rotate_identity_secret(
+        &self,
+        session: &Session,
+        id: InstallationId,
+        shown: Option<String>,
+    ) -> Result<(Installation, Site, String), DomainError> {
+        let tenant = require_admin(session)?;
+        let secret = ids::prefixed::<32>(identity::SECRET_PREFIX)?;
+        let until = self.clock.now().plus(identity::ROTATION_OVERLAP);
+        self.db
+            .write(move |tx| {
+                let mut installation = tx.installation(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let site = tx.site(tenant, installation.site_id)?.ok_or(DomainError::NotFound)?;
+                if shown.is_some_and(|shown| shown != identity_shown(&installation)) {
+                    return Err(DomainError::Conflict(
+                        "the identity secret changed since the page was shown, so it was not replaced again",
+                    ));
+                }
+                let settings = &mut installation.identity;
+                settings.previous_secret = settings.secret.replace(secret.clone());
+                settings.previous_secret_expires_at = settings.previous_secret.as_ref().map(|_| until);
+                tx.set_installation_identity(tenant, id, settings)?;
+                Ok((installation, site, secret))
             })
             .await
     }

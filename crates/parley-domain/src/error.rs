@@ -70,6 +70,13 @@ pub enum DomainError {
     /// feed holds: the client reloads and follows from a new cursor.
     #[error("cursor expired")]
     CursorExpired,
+    /// A `user_hash` or identity token the installation's secrets do not
+    /// sign (or an expired token): nothing is merged or changed.
+    #[error("identity invalid")]
+    IdentityInvalid,
+    /// The installation takes identified visitors only.
+    #[error("identity required")]
+    IdentityRequired,
     #[error("rate limited")]
     RateLimited { retry_after_secs: u64 },
     #[error("{0}")]

@@ -115,6 +115,12 @@ impl InboxService {
             .await
     }
 
+    /// Whether the operator of `scope` sees conversation `id` (for what
+    /// a stream shows without reading the feed: typing indicators).
+    pub async fn sees(&self, scope: OperatorScope, id: ConversationId) -> Result<bool, DomainError> {
+        self.db.read(move |r| Ok(r.conversation(scope.into(), id)?.is_some())).await
+    }
+
     pub async fn get(&self, session: &Session, id: ConversationId) -> Result<ConversationDetails, DomainError> {
         let scope: ConversationScope = session.operator.scope().into();
         self.db.read(move |r| r.conversation_details(scope, id)?.ok_or(DomainError::NotFound)).await

@@ -278,6 +278,26 @@ pub static PUSH_TOKEN: Rule = Rule::new(
     "The device's push token from APNs or FCM: 1 to 4,096 printable ASCII characters, no spaces.",
 );
 
+/// The site's own id of its signed-in user: printable, not all blank.
+pub static USER_ID: Rule = Rule::new(
+    concat!("^[^", controls!(), "]*[^", controls!(), white_space!(), "][^", controls!(), "]*$"),
+    1,
+    crate::identity::USER_ID_MAX,
+    "must be printable characters, not all blank",
+    "The site's own id of its signed-in user: 1 to 255 printable characters, not all blank.",
+);
+
+/// A signature of the site's server (`user_hash`, `jwt`): printable
+/// ASCII. Whether it signs anything is checked later, and a wrong one is
+/// 401 `identity_invalid`, never a validation error.
+pub static SIGNATURE: Rule = Rule::new(
+    "^[\\u0021-\\u007E]+$",
+    1,
+    4_096,
+    "must be printable ASCII without spaces",
+    "As the site's server made it: 1 to 4,096 printable ASCII characters. A signature that does not check is 401 `identity_invalid`.",
+);
+
 /// A language tag (BCP 47), such as `en`, `pt-BR` or `zh-Hant-TW`.
 pub static LOCALE: Rule = Rule::new(
     "^[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*$",

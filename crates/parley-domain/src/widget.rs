@@ -13,6 +13,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
 use crate::feed::{Cursor, Reader, record};
+use crate::identity;
 use crate::ids;
 use crate::limits::{ClientKey, RateLimits};
 use crate::model::*;
@@ -80,6 +81,17 @@ pub struct VisitorInput {
     pub email: Option<String>,
     pub phone: Option<String>,
     pub current_url: Option<PageUrl>,
+    /// Who the page says its signed-in user is (empty: anonymous).
+    pub identity: identity::Claim,
+    pub attributes: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A synchronised visitor. An identified one comes with its latest
+/// conversation, so a second device continues it.
+pub struct SyncedVisitor {
+    pub visitor: Visitor,
+    pub synced: Synced,
+    pub conversation: Option<Conversation>,
 }
 
 pub struct OpenConversationInput {
@@ -178,6 +190,13 @@ impl WidgetService {
         Ok(context)
     }
 
+    /// Resolves a token for a typing indicator: the origin is checked, but
+    /// not the write limit, which a visitor typing for a minute would
+    /// spend (typing has its own, see `typing`).
+    pub(crate) async fn resolve_typing(&self, token: &str, caller: &Caller) -> Result<Arc<InstallationContext>, DomainError> {
+        self.resolve(token, caller, Freshness::Cached).await
+    }
+
     pub async fn config(&self, token: &str, caller: &Caller) -> Result<Arc<InstallationContext>, DomainError> {
         self.resolve(token, caller, Freshness::Fresh).await
     }
@@ -269,40 +288,40 @@ impl WidgetService {
     }
 
     /// Creates the visitor, or updates the fields it tells about itself.
-    pub async fn sync_visitor(&self, caller: &Caller, input: VisitorInput) -> Result<(Visitor, Synced), DomainError> {
+    ///
+    /// With an identity the page signed, the visitor is the site's user:
+    /// the one visitor that user already is (on any device), else this
+    /// browser's anonymous visitor, which becomes that user's, else a new
+    /// one. A claim that does not check changes nothing.
+    pub async fn sync_visitor(&self, caller: &Caller, input: VisitorInput) -> Result<SyncedVisitor, DomainError> {
         let ctx = self.resolve_for_write(&input.token, caller, true).await?;
-        let scope = ctx.scope();
         let now = self.clock.now();
-        let profile =
+        let identified = if input.identity.is_empty() {
+            if ctx.installation.identity.required {
+                return Err(DomainError::IdentityRequired);
+            }
+            None
+        } else {
+            Some(identity::check(&ctx.installation.identity, &input.identity, now)?)
+        };
+        let mut profile =
             VisitorProfile { name: input.name, email: input.email, phone: input.phone, last_url: input.current_url.map(|u| u.url) };
-        self.db
-            .write(move |tx| match tx.visitor_by_uuid(scope, &input.uuid)? {
-                Some(mut visitor) => {
-                    let before = visitor.profile.clone();
-                    if visitor.profile.merge(&profile) {
-                        tx.update_visitor_profile(scope, visitor.id, &visitor.profile, now)?;
-                        visitor.updated_at = now;
-                        // A verification vouches for one email or phone: a new one is unverified.
-                        let changed = match visitor.verified_method {
-                            Some(m) if m.uses_phone() => before.phone != visitor.profile.phone,
-                            Some(_) => !matches!((&before.email, &visitor.profile.email), (Some(a), Some(b)) if validate::same_email(a, b)),
-                            None => false,
-                        };
-                        if changed {
-                            tx.clear_verification(scope, visitor.id)?;
-                            visitor.verified_at = None;
-                            visitor.verified_method = None;
-                            visitor.verified_target = None;
-                        }
-                    }
-                    Ok((visitor, Synced::Updated))
-                }
-                None => {
-                    let visitor = tx.insert_visitor(scope, &NewVisitor { uuid: input.uuid, profile, created_at: now })?;
-                    Ok((visitor, Synced::Created))
-                }
-            })
-            .await
+        if let Some(signed) = &identified {
+            profile.name = signed.name.clone().or(profile.name);
+            profile.email = signed.email.clone().or(profile.email);
+        }
+        let sync = Arc::new(VisitorSync { scope: ctx.scope(), uuid: input.uuid, profile, identified, attributes: input.attributes, now });
+        // Two devices of one new user identifying at the same moment: the
+        // second meets the first's visitor on a second try.
+        match self.write_sync(&sync).await {
+            Err(DomainError::Store(crate::store::StoreError::Duplicate(_))) if sync.identified.is_some() => self.write_sync(&sync).await,
+            other => other,
+        }
+    }
+
+    async fn write_sync(&self, sync: &Arc<VisitorSync>) -> Result<SyncedVisitor, DomainError> {
+        let sync = Arc::clone(sync);
+        self.db.write(move |tx| sync_in(tx, &sync)).await
     }
 
     /// Opens a conversation with its first message. A visitor the widget
@@ -319,9 +338,13 @@ impl WidgetService {
         let public_id = ids::conversation_public_id()?;
         let tenant = ctx.tenant.clone();
         let installation_id = ctx.installation.id;
+        let required = ctx.installation.identity.required;
         self.db
             .write(move |tx| {
                 let visitor = visitor_for(tx, scope, &input.visitor_uuid, input.current_url.as_ref(), now)?;
+                if required && visitor.user_id.is_none() {
+                    return Err(DomainError::IdentityRequired);
+                }
                 // A repeat of an open that succeeded: the conversation it
                 // opened, with the first message, as it answered then.
                 if let Some(id) = &input.client_message_id
@@ -405,10 +428,14 @@ impl WidgetService {
         let tenant = ctx.tenant.clone();
         let now = self.clock.now();
         let limits = Arc::clone(&self.limits);
+        let required = ctx.installation.identity.required;
         self.db
             .write(move |tx| {
                 let (mut conversation, visitor) =
                     tx.conversation_and_visitor_by_public_id(scope.into(), &input.public_id)?.ok_or(DomainError::NotFound)?;
+                if required && visitor.user_id.is_none() {
+                    return Err(DomainError::IdentityRequired);
+                }
                 let new =
                     NewMessage { client_message_id: input.client_message_id, ..visitor_message(&conversation, &visitor, input.body, now) };
                 if let Some(earlier) = crate::activity::earlier_send(tx, scope.into(), &new)? {
@@ -426,6 +453,94 @@ impl WidgetService {
             })
             .await
     }
+}
+
+/// What one visitor synchronisation writes.
+struct VisitorSync {
+    scope: SiteScope,
+    uuid: String,
+    profile: VisitorProfile,
+    identified: Option<identity::Identified>,
+    attributes: Option<serde_json::Map<String, serde_json::Value>>,
+    now: Timestamp,
+}
+
+fn sync_in(tx: &mut dyn WriteTx, sync: &VisitorSync) -> Result<SyncedVisitor, DomainError> {
+    let (scope, now) = (sync.scope, sync.now);
+    let found = match &sync.identified {
+        Some(signed) => match tx.visitor_by_user_id(scope, &signed.user_id)? {
+            Some(visitor) => Some(visitor),
+            // This browser's visitor becomes the user's, unless it is
+            // another user's already (a shared computer without a logout):
+            // then the user gets a visitor of its own.
+            None => tx.visitor_by_uuid(scope, &sync.uuid)?.filter(|v| v.user_id.is_none()),
+        },
+        None => tx.visitor_by_uuid(scope, &sync.uuid)?,
+    };
+    let (mut visitor, synced) = match found {
+        Some(mut visitor) => {
+            update_profile(tx, scope, &mut visitor, &sync.profile, now)?;
+            (visitor, Synced::Updated)
+        }
+        None => {
+            let uuid = match (&sync.identified, tx.visitor_by_uuid(scope, &sync.uuid)?) {
+                (Some(_), Some(_)) => uuid::Uuid::new_v4().to_string(),
+                _ => sync.uuid.clone(),
+            };
+            let visitor = tx.insert_visitor(scope, &NewVisitor { uuid, profile: sync.profile.clone(), created_at: now })?;
+            (visitor, Synced::Created)
+        }
+    };
+    let mut changed = false;
+    if let Some(signed) = &sync.identified {
+        changed |= visitor.user_id.as_deref() != Some(signed.user_id.as_str());
+        visitor.user_id = Some(signed.user_id.clone());
+        if signed.email.is_some() && visitor.site_email != signed.email {
+            visitor.site_email = signed.email.clone();
+            changed = true;
+        }
+    }
+    if let Some(update) = &sync.attributes {
+        changed |= identity::merge_attributes(&mut visitor.attributes, update)?;
+    }
+    if changed {
+        tx.update_visitor_identity(scope, &visitor, now)?;
+        visitor.updated_at = now;
+    }
+    let conversation = match visitor.user_id {
+        Some(_) => tx.latest_conversation_of(scope, visitor.id)?,
+        None => None,
+    };
+    Ok(SyncedVisitor { visitor, synced, conversation })
+}
+
+/// Applies what the visitor told about itself. A verification vouches
+/// for one email or phone: a new one is unverified.
+fn update_profile(
+    tx: &mut dyn WriteTx,
+    scope: SiteScope,
+    visitor: &mut Visitor,
+    profile: &VisitorProfile,
+    now: Timestamp,
+) -> Result<(), DomainError> {
+    let before = visitor.profile.clone();
+    if !visitor.profile.merge(profile) {
+        return Ok(());
+    }
+    tx.update_visitor_profile(scope, visitor.id, &visitor.profile, now)?;
+    visitor.updated_at = now;
+    let changed = match visitor.verified_method {
+        Some(m) if m.uses_phone() => before.phone != visitor.profile.phone,
+        Some(_) => !matches!((&before.email, &visitor.profile.email), (Some(a), Some(b)) if validate::same_email(a, b)),
+        None => false,
+    };
+    if changed {
+        tx.clear_verification(scope, visitor.id)?;
+        visitor.verified_at = None;
+        visitor.verified_method = None;
+        visitor.verified_target = None;
+    }
+    Ok(())
 }
 
 fn visitor_for(tx: &mut dyn WriteTx, scope: SiteScope, uuid: &str, url: Option<&PageUrl>, now: Timestamp) -> Result<Visitor, DomainError> {

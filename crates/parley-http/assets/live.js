@@ -31,6 +31,7 @@ function start(root) {
   markUnread();
   localTimes(document);
   keepDrafts();
+  sendTyping();
   // Looked at again: the inbox learns what was read elsewhere (another
   // tab, the phone), a conversation is read now that it is shown, and a
   // reload put off while the tab was hidden happens.
@@ -69,6 +70,7 @@ function start(root) {
       status.hidden = true;
     });
     source.addEventListener("reset", reload);
+    source.addEventListener("typing", onTyping);
     source.addEventListener("error", () => {
       // While the browser retries by itself the state is CONNECTING.
       // CLOSED means the answer was a refusal: a session that ended
@@ -109,6 +111,46 @@ function start(root) {
     return line;
   }
 
+  // "The visitor is typing" on the conversation's page, for as long as
+  // the event says, or until the visitor's message comes.
+  let typingTimer = null;
+  function onTyping(event) {
+    const line = document.getElementById("typing");
+    let data;
+    try {
+      data = JSON.parse(event.data);
+    } catch {
+      return;
+    }
+    if (kind !== "conversation" || !line || String(data.conversation_id) !== conversation) return;
+    clearTimeout(typingTimer);
+    line.textContent = (data.sender && data.sender.name ? data.sender.name : "The visitor") + " is typing…";
+    line.hidden = false;
+    typingTimer = setTimeout(() => (line.hidden = true), Math.min(data.expires_in_ms || 5000, 10000));
+  }
+
+  function stopTyping() {
+    const line = document.getElementById("typing");
+    clearTimeout(typingTimer);
+    if (line) line.hidden = true;
+  }
+
+  // The operator writing a reply tells the visitor, at most every 2
+  // seconds (what the server passes on).
+  function sendTyping() {
+    const field = document.getElementById("reply");
+    const token = document.querySelector("form.compose input[name=csrf]");
+    if (kind !== "conversation" || !field || !token) return;
+    let last = 0;
+    field.addEventListener("input", () => {
+      const now = Date.now();
+      if (!field.value.trim() || now - last < 2000) return;
+      last = now;
+      const body = new URLSearchParams({ csrf: token.value });
+      fetch("/app/conversations/" + conversation + "/typing", { method: "POST", body, credentials: "same-origin" }).catch(() => {});
+    });
+  }
+
   function onEvent(name, event) {
     let data;
     try {
@@ -120,6 +162,7 @@ function start(root) {
     const id = String(data.conversation && data.conversation.id);
     if (kind === "conversation" && id !== conversation) return;
     if (name === "message.created" && data.message) say(data);
+    if (name === "message.created" && data.message && data.message.sender && data.message.sender.type === "visitor") stopTyping();
     if (name === "conversation.created" && kind === "inbox") announce.textContent = "New conversation from " + visitorName(data.conversation);
     // Events come in bursts (a reply is a message and a change): one
     // refresh answers a burst. The first event of a burst starts the

@@ -32,6 +32,8 @@
   var PAGE = 100;
   // The events a host page may listen to with Parley('on', name, fn).
   var EVENTS = ["ready", "open", "close", "message", "unread"];
+  // The server passes on one typing indicator per sender every 2 seconds.
+  var TYPING_EVERY_MS = 2000;
 
   /** The widget's own words. The configuration brings them in the
    * visitor's language; these are the English ones it falls back to. */
@@ -137,6 +139,7 @@
     ".msg.operator{align-self:flex-start;background:#eef0f3;border-bottom-left-radius:4px}",
     ".msg.system{align-self:center;background:transparent;color:#6b7280;font-size:13px;text-align:center}",
     ".who{display:block;font-size:12px;opacity:.75;margin-bottom:2px}",
+    ".typing{margin:0;padding:0 14px 6px;font-size:13px;color:#6b7280;font-style:italic}",
     ".time{display:block;font-size:11px;opacity:.7;margin-top:2px;text-align:end}",
     ".msg.pending{opacity:.6}",
     ".msg.failed{outline:2px solid #dc2626}",
@@ -241,13 +244,22 @@
       case "open": this.toggle(true); break;
       case "close": this.toggle(false); break;
       case "toggle": this.toggle(); break;
-      case "show": this.launcher.hidden = false; this.showUnread(); break;
-      case "hide": this.launcher.hidden = true; this.preview.hidden = true; break;
+      case "show": this.pageHidden = false; this.showLauncher(); break;
+      case "hide": this.pageHidden = true; this.showLauncher(); break;
       case "identify": this.identify(arg); break;
       case "set": this.setAttributes(arg); break;
       case "logout": this.logout(); break;
       default: warn("unknown command", String(name));
     }
+  };
+
+  /** The launcher shows unless the page hid it, or the installation
+   * takes identified visitors only and the page has not identified one. */
+  Widget.prototype.showLauncher = function () {
+    var waiting = this.requiresIdentity && !this.identified;
+    this.launcher.hidden = !!this.pageHidden || waiting;
+    if (waiting && this.open) this.toggle(false);
+    this.showUnread();
   };
 
   Widget.prototype.call = function (fn, data) {
@@ -298,7 +310,10 @@
         if (c[0] === "identify") self.identity = self.identityOf(c[1]) || self.identity;
         else if (c[0] === "set") self.attributes = self.attributesOf(c[1]) || self.attributes;
       });
+      self.requiresIdentity = !!(res.body.installation && res.body.installation.identity_required);
+      self.showLauncher();
       if (self.identity) self.identify(self.identity);
+      else if (self.requiresIdentity) warn("this installation takes identified visitors only: the page must call Parley('identify', ...)");
       else {
         self.sync({}).catch(function () { /* retried with the first message */ });
         if (self.conversation) { self.showChat(); self.poll(); }
@@ -357,6 +372,8 @@
         self.identity = null;
         return;
       }
+      self.identified = true;
+      self.showLauncher();
       var visitor = res.body && res.body.visitor;
       var conversation = res.body && res.body.conversation && res.body.conversation.public_id;
       if (visitor && visitor.uuid && visitor.uuid !== self.visitor) {
@@ -407,10 +424,12 @@
   Widget.prototype.logout = function () {
     this.forget();
     this.identity = null;
+    this.identified = false;
     this.attributes = null;
     this.visitor = newUuid();
     this.write("visitor", this.visitor);
-    this.sync({}).catch(function () { /* retried with the first message */ });
+    this.showLauncher();
+    if (!this.requiresIdentity) this.sync({}).catch(function () { /* retried with the first message */ });
   };
 
   Widget.prototype.render = function () {
@@ -438,10 +457,12 @@
     var close = el("button", { type: "button", "aria-label": this.t("close"), text: "\u00d7" });
     close.addEventListener("click", function () { self.toggle(false); });
     this.log = el("ol", { "class": "log", role: "log", "aria-live": "polite", "aria-label": this.t("messages") });
+    this.typingNote = el("p", { "class": "typing", "aria-live": "polite", hidden: true });
     this.panel = el("section", { "class": "panel", id: "parley-panel", role: "dialog", "aria-label": title, hidden: true }, [
       el("div", { "class": "head" }, [el("h2", { text: title }), close]),
       look.greeting ? el("p", { "class": "greeting", text: look.greeting }) : null,
-      this.log
+      this.log,
+      this.typingNote
     ]);
     this.panel.addEventListener("keydown", function (e) { if (e.key === "Escape") { self.toggle(false); self.launcher.focus(); } });
 
@@ -495,6 +516,7 @@
     this.input.addEventListener("keydown", function (e) {
       if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); self.submit(); }
     });
+    this.input.addEventListener("input", function () { self.typing(); });
     this.panel.appendChild(form);
   };
 
@@ -746,6 +768,7 @@
       if (self.messages[m.id]) { if (waiting) waiting.remove(); return; }
       self.show(m, waiting || undefined);
       if (m.sender && m.sender.type === "operator" && !m.read_by_visitor_at) self.unread[m.id] = m;
+      if (m.sender && m.sender.type === "operator") { clearTimeout(self.typingTimer); self.typingNote.hidden = true; }
       if (!history) {
         self.emit("message", {
           id: m.id, conversation: self.conversation, body: m.body, created_at: m.created_at,
@@ -755,6 +778,25 @@
     });
     this.showUnread();
     this.markRead();
+  };
+
+  /** Tells the operators the visitor is writing: at most every 2
+   * seconds, as the server passes them on. */
+  Widget.prototype.typing = function () {
+    var now = Date.now();
+    if (!this.conversation || !this.input.value.trim() || now - (this.typedAt || 0) < TYPING_EVERY_MS) return;
+    this.typedAt = now;
+    api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/typing", { token: this.token })
+      .catch(function () { /* a hint, not worth a retry */ });
+  };
+
+  /** Shows that an operator is writing, until `ms` pass or a message comes. */
+  Widget.prototype.showTyping = function (sender, ms) {
+    var self = this;
+    clearTimeout(this.typingTimer);
+    this.typingNote.textContent = this.t("typing", { name: (sender && sender.name) || this.t("someone") });
+    this.typingNote.hidden = false;
+    this.typingTimer = setTimeout(function () { self.typingNote.hidden = true; }, Math.min(ms || 5000, 10000));
   };
 
   Widget.prototype.submit = function () {
@@ -917,6 +959,11 @@
       track(e);
       var data = parse(e.data);
       if (data) self.update(data.conversation);
+    });
+    // Ephemeral: no id, so the cursor stays where it is.
+    source.addEventListener("typing", function (e) {
+      var data = parse(e.data);
+      if (data && data.sender && data.sender.type === "operator") self.showTyping(data.sender, data.expires_in_ms);
     });
     // The cursor is unknown or too old: load afresh, then follow anew.
     source.addEventListener("reset", function () {

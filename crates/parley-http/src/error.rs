@@ -141,6 +141,16 @@ fn domain_answer(e: DomainError) -> Answer {
             "cursor_expired",
             "This cursor is older than the events kept, or unknown; reload and follow from the new cursor.",
         ),
+        DomainError::IdentityInvalid => Answer::new(
+            S::UNAUTHORIZED,
+            "identity_invalid",
+            "The user_hash or identity token is not signed by this installation's identity secret, or has expired.",
+        ),
+        DomainError::IdentityRequired => Answer::new(
+            S::UNAUTHORIZED,
+            "identity_required",
+            "This installation takes identified visitors only: the page must identify its user first.",
+        ),
         DomainError::RateLimited { retry_after_secs } => Answer {
             retry_after: Some(retry_after_secs.max(1)),
             ..Answer::new(S::TOO_MANY_REQUESTS, "rate_limited", "Too many requests; retry later.")

@@ -66,6 +66,8 @@ pub struct Services {
     pub verification: VerificationService,
     pub feed: FeedService,
     pub continuity: parley_domain::continuity::ContinuityService,
+    /// Typing indicators, to the other side's streams.
+    pub typing: parley_domain::typing::TypingService,
     /// Which conversations have a widget stream open here.
     pub presence: Arc<parley_domain::continuity::presence::Presence>,
     /// `PARLEY_INBOUND_TOKEN`: what `POST inbound/email` requires; the

@@ -25,8 +25,11 @@ use parley_domain::feed::{Catchup, Cursor, FeedItem, Follower, Reader, Slot, Ste
 use parley_domain::limits::ClientKey;
 use parley_domain::metrics::Metrics;
 use parley_domain::model::OperatorScope;
+use parley_domain::typing::{Side, Typing};
 use parley_domain::widget::Caller;
+use std::collections::HashMap;
 use std::sync::Arc;
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -134,6 +137,22 @@ impl Holder {
 /// show.
 pub(crate) type Render = fn(&FeedItem) -> Option<Event>;
 
+/// The typing indicators a stream shows: the other side's, in the
+/// conversations its holder sees.
+struct Indicators {
+    receiver: broadcast::Receiver<Typing>,
+    /// Conversations an operator's stream has checked, and whether the
+    /// operator sees them, for a minute: one read per conversation, not
+    /// one per indicator.
+    seen: HashMap<i64, (bool, Instant)>,
+}
+
+/// How long an operator stream trusts what it learned about a
+/// conversation it may see, for typing indicators.
+const SEEN_FOR: Duration = Duration::from_secs(60);
+/// Conversations an operator stream remembers for that.
+const SEEN_AT_MOST: usize = 1_000;
+
 /// A follower of the feed held by someone who is checked again while it
 /// waits: what streams and long polls share.
 struct Live {
@@ -148,6 +167,8 @@ struct Live {
     read: bool,
     /// The place of its client address, if it holds one.
     _slot: Option<Slot>,
+    /// A stream's typing indicators (a long poll has none).
+    typing: Option<Indicators>,
 }
 
 /// What following gave next.
@@ -162,6 +183,8 @@ enum Next {
     Closing,
     /// The deadline came first.
     TimedOut,
+    /// The other side is typing.
+    Typing(Typing),
 }
 
 impl Live {
@@ -181,7 +204,14 @@ impl Live {
             read: true,
             _slot: slot,
             state,
+            typing: None,
         }
+    }
+
+    /// Shows the other side's typing indicators too.
+    fn with_typing(mut self) -> Self {
+        self.typing = Some(Indicators { receiver: self.state.typing.subscribe(), seen: HashMap::new() });
+        self
     }
 
     /// Waits for the next entries, until `deadline` if there is one.
@@ -225,12 +255,60 @@ impl Live {
             }
             let failed = self.read;
             let wake = deadline.map_or(self.next_check, |d| d.min(self.next_check));
-            self.read = tokio::select! {
+            let reader = self.follower.reader();
+            let woken = tokio::select! {
                 _ = self.follower.changed() => true,
                 _ = tokio::time::sleep_until(wake) => failed,
+                typing = indicator(&self.state, &self.holder, reader, &mut self.typing) => {
+                    self.read = failed;
+                    return Next::Typing(typing);
+                }
             };
+            self.read = woken;
         }
     }
+}
+
+/// The next indicator a stream shows; never, for one without indicators.
+async fn indicator(state: &AppState, holder: &Holder, reader: Reader, typing: &mut Option<Indicators>) -> Typing {
+    let Some(indicators) = typing.as_mut() else { return std::future::pending().await };
+    loop {
+        let typing = match indicators.receiver.recv().await {
+            Ok(typing) => typing,
+            // Late indicators are worth nothing: skip to the present.
+            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => return std::future::pending().await,
+        };
+        let shown = match (holder, reader) {
+            (Holder::Visitor { .. }, Reader::Visitor(_, conversation)) => typing.for_visitor(conversation),
+            (Holder::Operator { scope, .. }, _) => {
+                typing.side == Side::Visitor
+                    && typing.tenant == scope.tenant.0
+                    && sees(state, indicators, *scope, typing.conversation).await
+            }
+            _ => false,
+        };
+        if shown {
+            return typing;
+        }
+    }
+}
+
+/// Whether the operator of `scope` sees conversation `id`, as the
+/// stream last learned it.
+async fn sees(state: &AppState, indicators: &mut Indicators, scope: OperatorScope, id: i64) -> bool {
+    let now = Instant::now();
+    if let Some((yes, at)) = indicators.seen.get(&id)
+        && now.duration_since(*at) < SEEN_FOR
+    {
+        return *yes;
+    }
+    let Ok(yes) = state.inbox.sees(scope, parley_domain::model::ConversationId(id)).await else { return false };
+    if indicators.seen.len() >= SEEN_AT_MOST {
+        indicators.seen.retain(|_, (_, at)| now.duration_since(*at) < SEEN_FOR);
+    }
+    indicators.seen.insert(id, (yes, now));
+    yes
 }
 
 /// Opens a stream in the place `slot` holds: from the client's
@@ -260,7 +338,7 @@ pub(crate) async fn open(
         None => None,
     };
     let follower = state.feed.follow(reader, from).await?;
-    Ok(respond(Live::new(state.clone(), follower, holder, Some(slot)), render))
+    Ok(respond(Live::new(state.clone(), follower, holder, Some(slot)).with_typing(), render))
 }
 
 /// Opens an operator's stream (the mobile API's, or the web app's under
@@ -310,7 +388,7 @@ pub(crate) async fn long_poll(
         Next::Items(items) => items,
         Next::Reset => return Err(DomainError::CursorExpired.into()),
         Next::Refused => return Err(DomainError::Unauthenticated.into()),
-        Next::Closing | Next::TimedOut => Vec::new(),
+        Next::Closing | Next::TimedOut | Next::Typing(_) => Vec::new(),
     };
     Ok(Catchup { items, cursor: live.follower.cursor() })
 }
@@ -340,6 +418,13 @@ fn respond(live: Live, render: Render) -> Response {
                     }
                 }
                 Next::Reset => return Some((vec![reset_event()], (live, true))),
+                Next::Typing(typing) => {
+                    let operators = matches!(live.holder, Holder::Operator { .. });
+                    let data = crate::views::stream::TypingEventData::new(&typing, operators);
+                    if let Ok(event) = Event::default().event("typing").json_data(data) {
+                        return Some((vec![event], (live, false)));
+                    }
+                }
                 Next::Refused | Next::Closing | Next::TimedOut => return None,
             }
         }

@@ -45,9 +45,22 @@ impl<T> Queue<T> {
     }
 }
 
+/// What other instances broadcast (see `Backend::broadcast`).
+pub(crate) struct Heard(tokio::sync::broadcast::Sender<String>);
+
+impl Default for Heard {
+    fn default() -> Self {
+        // A receiver that falls this far behind skips the oldest: hints
+        // only, and a late typing indicator is worth nothing anyway.
+        Self(tokio::sync::broadcast::channel(256).0)
+    }
+}
+
 /// What the rest of the program hears after a commit.
 #[derive(Default)]
 pub(crate) struct Signals {
+    /// What other instances broadcast.
+    heard: Heard,
     /// Woken after every commit that added webhook deliveries.
     deliveries: Arc<Notify>,
     /// Moved on after every commit that changed what a token resolves to.
@@ -82,6 +95,16 @@ impl Signals {
                 counter.fetch_add(n, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Another instance broadcast `text`.
+    pub(crate) fn hear(&self, text: String) {
+        // Nobody listening is no failure.
+        let _ = self.heard.0.send(text);
+    }
+
+    pub(crate) fn heard(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.heard.0.subscribe()
     }
 
     pub(crate) fn messages_created(&self) -> MessageCounts {

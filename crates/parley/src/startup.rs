@@ -230,7 +230,9 @@ impl Application {
         let per_address = crate::resources::fit_streams_per_address(config.streams_per_address, max_connections);
         let total = crate::resources::streams_total(max_connections);
         let streams = Streams::new(StreamSettings { keepalive: config.stream_keepalive, per_address, total }, &metrics);
+        let typing = parley_domain::typing::TypingService::new(db.clone(), widget.clone());
         let state = AppState::new(Services {
+            typing,
             widget,
             streams: streams.clone(),
             verification,

@@ -159,9 +159,10 @@ impl Visitor {
     }
 
     /// The address the visitor's verification proved (an email code or a
-    /// magic link), if any.
+    /// magic link), else the one its site vouched for in a signed identity
+    /// token, if any.
     pub fn proven_email(&self) -> Option<String> {
-        self.proof().filter(|p| !p.method.uses_phone()).map(|p| p.target)
+        self.proof().filter(|p| !p.method.uses_phone()).map(|p| p.target).or_else(|| self.site_email.clone())
     }
 }
 

@@ -119,6 +119,9 @@ mod tests {
             verified_at: None,
             verified_method: None,
             verified_target: None,
+            user_id: None,
+            site_email: None,
+            attributes: Default::default(),
             created_at: T0,
             updated_at: T0,
         };

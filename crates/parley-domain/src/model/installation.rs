@@ -54,6 +54,8 @@ pub struct Installation {
     /// The installation type the widget last reported about itself.
     pub reported_type: Option<String>,
     pub created_at: Timestamp,
+    /// How the site signs its users for this installation (see `identity`).
+    pub identity: crate::identity::IdentitySettings,
 }
 
 impl Installation {

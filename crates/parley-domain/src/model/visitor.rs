@@ -15,6 +15,13 @@ pub struct Visitor {
     pub verified_method: Option<crate::verification::Method>,
     /// The email address or phone number the verification proved.
     pub verified_target: Option<String>,
+    /// The site's own id of its signed-in user, once the page identified
+    /// the visitor with a valid signature: one visitor per user and site.
+    pub user_id: Option<String>,
+    /// The email address the site vouched for in a signed token.
+    pub site_email: Option<String>,
+    /// What the page told about the visitor with `Parley('set')`.
+    pub attributes: crate::identity::Attributes,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

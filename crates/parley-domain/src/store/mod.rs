@@ -155,6 +155,12 @@ pub trait Backend: Send + Sync + 'static {
     /// sharing the database is running it: `None` when one is. The
     /// returned guard gives the task up when dropped.
     fn lead(&self, task: &'static str) -> Pin<Box<dyn Future<Output = StoreResult<Option<Lead>>> + Send + '_>>;
+    /// Tells the other instances sharing the database `text`, a hint that
+    /// is not stored (a typing indicator): at most once, maybe never.
+    /// With one instance only (SQLite) there is nobody to tell.
+    fn broadcast(&self, text: String);
+    /// What other instances broadcast, from now on.
+    fn heard(&self) -> tokio::sync::broadcast::Receiver<String>;
 }
 
 /// Messages committed, by sender; operator-only notes are not counted.
@@ -291,6 +297,16 @@ impl Database {
 
     pub fn installations_generation(&self) -> u64 {
         self.backend.installations_generation()
+    }
+
+    /// See [`Backend::broadcast`].
+    pub fn broadcast(&self, text: String) {
+        self.backend.broadcast(text);
+    }
+
+    /// See [`Backend::heard`].
+    pub fn heard(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.backend.heard()
     }
 
     /// See [`Backend::lead`].

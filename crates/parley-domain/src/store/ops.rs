@@ -45,6 +45,12 @@ pub trait TenancyWrite: TenancyRead {
     fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
     fn insert_installation(&mut self, scope: SiteScope, installation: &NewInstallation) -> StoreResult<Installation>;
     fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()>;
+    fn set_installation_identity(
+        &mut self,
+        tenant: TenantId,
+        id: InstallationId,
+        identity: &crate::identity::IdentitySettings,
+    ) -> StoreResult<()>;
     fn set_heartbeat_status(&mut self, scope: SiteScope, id: InstallationId, status: InstallationStatus) -> StoreResult<()>;
     fn record_heartbeat(
         &mut self,
@@ -91,6 +97,10 @@ pub trait OperatorsWrite: OperatorsRead {
 pub trait ConversationsRead {
     fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>>;
     fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>>;
+    /// The visitor the site's user `user_id` is, locked inside a write unit.
+    fn visitor_by_user_id(&mut self, scope: SiteScope, user_id: &str) -> StoreResult<Option<Visitor>>;
+    /// The visitor's conversation with the latest activity.
+    fn latest_conversation_of(&mut self, scope: SiteScope, visitor: VisitorId) -> StoreResult<Option<Conversation>>;
     /// Inside a write unit the conversation stays locked until the commit,
     /// so what the unit writes back is based on what it read.
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>>;
@@ -148,6 +158,8 @@ pub trait ConversationsWrite: ConversationsRead {
     fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>>;
     fn insert_visitor(&mut self, scope: SiteScope, visitor: &NewVisitor) -> StoreResult<Visitor>;
     fn update_visitor_profile(&mut self, scope: SiteScope, id: VisitorId, profile: &VisitorProfile, at: Timestamp) -> StoreResult<()>;
+    /// Saves the visitor's user id, site-vouched email and attributes.
+    fn update_visitor_identity(&mut self, scope: SiteScope, visitor: &Visitor, at: Timestamp) -> StoreResult<()>;
     fn insert_conversation(&mut self, scope: SiteScope, conversation: &NewConversation) -> StoreResult<Conversation>;
     /// Saves status, assignee, activity time and closing time.
     fn update_conversation(&mut self, scope: ConversationScope, conversation: &Conversation) -> StoreResult<()>;

@@ -40,6 +40,9 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
         verified_at: Some(now),
         verified_method: Some(Method::EmailOtp),
         verified_target: Some("visitor@example.com".into()),
+        user_id: None,
+        site_email: None,
+        attributes: Default::default(),
         created_at: now,
         updated_at: now,
     };
@@ -89,6 +92,7 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
                 page_host: Some("www.example.com".into()),
                 reported_type: None,
                 created_at: now,
+                identity: Default::default(),
             };
             events::installation_health_changed(tenant, &site, &installation, InstallationStatus::Healthy, now)
         }

@@ -41,8 +41,17 @@ async fn confirm(h: &Services, token: &str, public_id: &str, challenge: Challeng
 
 /// The visitor as the widget syncs it, changing nothing.
 async fn visitor(h: &Services, token: &str) -> parley_domain::model::Visitor {
-    let unchanged = VisitorInput { token: token.into(), uuid: VISITOR.into(), name: None, email: None, phone: None, current_url: None };
-    h.widget.sync_visitor(&h.caller(), unchanged).await.expect("the visitor syncs").0
+    let unchanged = VisitorInput {
+        token: token.into(),
+        uuid: VISITOR.into(),
+        name: None,
+        email: None,
+        phone: None,
+        current_url: None,
+        identity: Default::default(),
+        attributes: None,
+    };
+    h.widget.sync_visitor(&h.caller(), unchanged).await.expect("the visitor syncs").visitor
 }
 
 /// A conversation of acme's visitor with an email challenge started:

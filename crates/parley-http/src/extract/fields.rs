@@ -150,6 +150,12 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// Whether the field was given as text (a query or a form, where an
+    /// object cannot be written).
+    pub fn present_text(&self, name: &str) -> bool {
+        matches!(self.get(name), Some(Given::Text(_)))
+    }
+
     /// Records a problem found by a rule that spans more than one check.
     pub fn reject(&mut self, name: &str, message: impl Into<String>) -> Invalid {
         self.errors.add(name, message);

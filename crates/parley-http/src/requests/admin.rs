@@ -1,6 +1,6 @@
 //! The tenant administration API's requests.
 
-use parley_domain::admin::{NewInstallationInput, NewOperatorInput, OperatorPatch};
+use parley_domain::admin::{InstallationPatch, NewInstallationInput, NewOperatorInput, OperatorPatch};
 use parley_domain::auth::{MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};
 use parley_domain::events::EventKind;
 use parley_domain::model::{Role, SiteId, WidgetAppearance};
@@ -60,9 +60,22 @@ impl From<InstallationCreateRequest> for NewInstallationInput {
     }
 }
 
+/// At least one of the two.
 #[derive(ToSchema, FromFields)]
 pub struct InstallationPatchRequest {
-    pub enabled: bool,
+    pub enabled: Option<bool>,
+    /// Refuse visitors the page has not identified (401
+    /// `identity_required`). Needs an identity secret.
+    pub identity_required: Option<bool>,
+}
+
+impl InstallationPatchRequest {
+    pub fn patch(&self) -> Result<InstallationPatch, parley_domain::DomainError> {
+        if self.enabled.is_none() && self.identity_required.is_none() {
+            return Err(parley_domain::DomainError::invalid("enabled", "give enabled, identity_required or both"));
+        }
+        Ok(InstallationPatch { enabled: self.enabled, identity_required: self.identity_required })
+    }
 }
 
 #[derive(ToSchema, FromFields)]

@@ -148,6 +148,8 @@ rule_types! {
     Password(String) => validate::PASSWORD, |s| as_sent(&validate::PASSWORD, s);
     NewPassword(String) => validate::NEW_PASSWORD, |s| validate::new_password(s).map(Some);
     Code(String) => validate::CODE, |s| validate::code(s).map(Some);
+    UserId(String) => validate::USER_ID, |s| as_sent(&validate::USER_ID, s);
+    Signature(String) => validate::SIGNATURE, |s| as_sent(&validate::SIGNATURE, s);
     /// Checked for its shape only: it is opened against its conversation
     /// once that is known.
     VisitorCursor(String) => validate::VISITOR_CURSOR, |s| as_sent(&validate::VISITOR_CURSOR, s);
@@ -203,6 +205,20 @@ fields! {
     event_kind => {
         let kinds: Vec<&str> = parley_domain::events::EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect();
         one_of(&kinds, false)
+    };
+    /// A visitor's attributes.
+    attributes => {
+        use parley_domain::identity::{ATTRIBUTE_KEY_MAX, ATTRIBUTE_TEXT_MAX, ATTRIBUTES_MAX};
+        let value = ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::String, Type::Number, Type::Boolean, Type::Null]))
+            .max_length(Some(ATTRIBUTE_TEXT_MAX));
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+            .additional_properties(Some(value))
+            .property_names(Some(ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).min_length(Some(1)).max_length(Some(ATTRIBUTE_KEY_MAX))))
+            .max_properties(Some(ATTRIBUTES_MAX))
+            .description(Some("Facts about the visitor that operators see: at most 50 keys of 1 to 64 characters; values are text (at most 1,000 characters), numbers, booleans, or null to remove the key."))
+            .build()
     };
     /// Must be `true`.
     always_true => ObjectBuilder::new().schema_type(SchemaType::new(Type::Boolean)).enum_values(Some([true])).build();

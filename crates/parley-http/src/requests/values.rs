@@ -9,7 +9,7 @@ use parley_domain::events::EventKind;
 use parley_domain::feed::Cursor;
 use parley_domain::model::{ChallengeId, MessageId, OperatorId, Role, SiteId, StatusFilter};
 use parley_domain::validate;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::schema;
 use crate::extract::{Field, Fields, Invalid, Item, Schema, Shape, positive_id};
@@ -236,5 +236,39 @@ impl Field for WebhookUrl {
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         f.optional(name, |s| validate::PAGE_URL.check(s).map(|()| WebhookUrl(s.to_owned())))
+    }
+}
+
+/// Facts about a visitor a page sets: an object of at most 50 keys whose
+/// values are text, numbers, booleans or null (null removes a key).
+#[derive(Debug)]
+pub struct Attributes(pub Map<String, Value>);
+
+impl Field for Attributes {
+    const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::attributes().into()
+    }
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        let Some(value) = f.json(name) else {
+            return match f.present_text(name) {
+                true => Err(f.reject(name, "must be an object")),
+                false => Ok(None),
+            };
+        };
+        let Value::Object(map) = value else {
+            return Err(f.reject(name, "must be an object"));
+        };
+        // The rules are the domain's: checked here against nothing, so
+        // that a 422 names every bad field of the request at once.
+        match parley_domain::identity::merge_attributes(&mut Default::default(), map) {
+            Err(parley_domain::DomainError::Validation(errors)) => {
+                let messages: Vec<String> = errors.fields().values().flatten().cloned().collect();
+                Err(f.reject(name, messages.join("; ")))
+            }
+            _ => Ok(Some(Attributes(map.clone()))),
+        }
     }
 }

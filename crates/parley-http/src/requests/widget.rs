@@ -1,10 +1,11 @@
 //! The widget's requests.
 
+use parley_domain::identity::Claim;
 use parley_domain::widget::{OpenConversationInput, PingInput, PostMessageInput, VisitorInput};
 use utoipa::ToSchema;
 
 use super::schema;
-use super::values::{Accepted, AfterId};
+use super::values::{Accepted, AfterId, Attributes};
 use crate::extract::FromFields;
 
 #[derive(ToSchema, FromFields)]
@@ -41,6 +42,16 @@ pub struct WidgetVisitorRequest {
     /// E.164, such as `+14155550123`.
     phone: Option<schema::Phone>,
     current_url: Option<schema::PageUrl>,
+    /// The site's own id of its signed-in user, with `user_hash`.
+    user_id: Option<schema::UserId>,
+    /// Hex of HMAC-SHA256(identity secret, user_id), made by the site's server.
+    user_hash: Option<schema::Signature>,
+    /// Instead of `user_id` and `user_hash`: an HS256 token signed with the
+    /// identity secret, with `sub` (the user id), `exp` (at most 24 hours
+    /// ahead) and optionally `email` and `name`, which the site vouches for.
+    jwt: Option<schema::Signature>,
+    #[schema(schema_with = schema::attributes)]
+    attributes: Option<Attributes>,
 }
 
 impl From<WidgetVisitorRequest> for VisitorInput {
@@ -52,6 +63,8 @@ impl From<WidgetVisitorRequest> for VisitorInput {
             email: r.email.map(|e| e.0),
             phone: r.phone.map(|p| p.0),
             current_url: r.current_url.map(|u| u.0),
+            identity: Claim { user_id: r.user_id.map(|u| u.0), user_hash: r.user_hash.map(|h| h.0), jwt: r.jwt.map(|j| j.0) },
+            attributes: r.attributes.map(|a| a.0),
         }
     }
 }
@@ -148,6 +161,12 @@ pub struct WidgetReadRequest {
     /// up to it are read. An earlier one than before changes nothing.
     #[schema(schema_with = schema::record_id)]
     pub message_id: parley_domain::model::MessageId,
+}
+
+/// Says the visitor is typing.
+#[derive(ToSchema, FromFields)]
+pub struct WidgetTypingRequest {
+    pub token: schema::Token,
 }
 
 /// Asks for the conversation by email.

@@ -18,6 +18,7 @@ pub fn routes(api: Mount) -> Mount {
     api.routes(routes!(list_sites, create_site))
         .routes(routes!(list_installations, create_installation))
         .routes(routes!(update_installation))
+        .routes(routes!(rotate_identity_secret))
         .routes(routes!(list_operators, create_operator))
         .routes(routes!(update_operator))
 }
@@ -77,7 +78,8 @@ async fn create_installation(
     Ok((StatusCode::CREATED, Json(InstallationCreatedResponse { installation, embed_snippet })))
 }
 
-/// Enables or disables an installation.
+/// Enables or disables an installation, or sets whether it takes
+/// identified visitors only.
 #[utoipa::path(patch, path = "/admin/installations/{id}", operation_id = "admin_update_installation", tag = "admin",
     security(("bearer" = [])), params(("id" = i64, Path)), request_body = InstallationPatchRequest,
     responses((status = 200, body = InstallationResponse), AdminErrors))]
@@ -87,8 +89,22 @@ async fn update_installation(
     PathId(id): PathId,
     JsonBody(input): JsonBody<InstallationPatchRequest>,
 ) -> Result<Json<InstallationResponse>, ApiError> {
-    let (installation, site) = s.admin.set_installation_enabled(&session, InstallationId(id), input.enabled).await?;
+    let (installation, site) = s.admin.update_installation(&session, InstallationId(id), input.patch()?).await?;
     Ok(Json(InstallationResponse { installation: installation_view(&s, &site, &installation) }))
+}
+
+/// Makes a new identity secret and shows it, this once. The secret it
+/// replaces keeps checking signatures for 24 hours.
+#[utoipa::path(post, path = "/admin/installations/{id}/identity-secret", operation_id = "admin_rotate_identity_secret", tag = "admin",
+    security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 200, body = IdentitySecretResponse), AdminReadErrors))]
+async fn rotate_identity_secret(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+) -> Result<Json<IdentitySecretResponse>, ApiError> {
+    let (installation, site, identity_secret) = s.admin.rotate_identity_secret(&session, InstallationId(id), None).await?;
+    Ok(Json(IdentitySecretResponse { installation: installation_view(&s, &site, &installation), identity_secret }))
 }
 
 /// The tenant's operators.

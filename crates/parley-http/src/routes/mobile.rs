@@ -31,6 +31,7 @@ pub fn routes(api: Mount) -> Mount {
         .routes(routes!(transfer))
         .routes(routes!(close))
         .routes(routes!(mark_read))
+        .routes(routes!(typing))
         .routes(routes!(events))
 }
 
@@ -128,6 +129,17 @@ async fn mark_read(
 ) -> Result<Json<ReadMarkerResponse>, ApiError> {
     let marker = s.inbox.mark_read(&session, ConversationId(id), input.message_id).await?;
     Ok(Json((&marker).into()))
+}
+
+/// The operator is typing in the conversation: the visitor's widget shows
+/// it for 5 seconds. Not stored; at most one every 2 seconds is passed on
+/// (more are answered the same and dropped).
+#[utoipa::path(post, path = "/mobile/conversations/{id}/typing", operation_id = "mobile_typing", tag = "mobile",
+    security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 204, description = "Passed on, or dropped as too soon after the last"), OperatorErrors))]
+async fn typing(State(s): State<AppState>, Authenticated(session): Authenticated, PathId(id): PathId) -> Result<StatusCode, ApiError> {
+    s.typing.operator(&session, ConversationId(id)).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The conversations visible to the operator, most recent activity first.

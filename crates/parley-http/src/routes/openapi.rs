@@ -266,6 +266,25 @@ impl IntoResponses for WriteErrors {
     }
 }
 
+/// Errors of widget writes an installation's identity rules apply to:
+/// a widget write's, and 401.
+pub struct IdentityWriteErrors;
+
+impl IntoResponses for IdentityWriteErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            ("401", "`identity_invalid`: the `user_hash` or `jwt` does not check, and nothing changed; `identity_required`: the installation takes identified visitors only"),
+            ORIGIN,
+            NOT_FOUND,
+            INVALID,
+            ("429", "`rate_limited`, with a `Retry-After` header"),
+            UNAVAILABLE,
+        ]);
+        errors(&list)
+    }
+}
+
 /// The inbound email route's.
 pub struct InboundErrors;
 

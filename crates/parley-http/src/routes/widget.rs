@@ -11,7 +11,7 @@ use parley_domain::widget::Synced;
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{ReadErrors, StreamErrors, TranscriptErrors, WriteErrors};
+use super::openapi::{IdentityWriteErrors, ReadErrors, StreamErrors, TranscriptErrors, WriteErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{ClientCaller, JsonBody, QueryFields};
@@ -29,6 +29,7 @@ pub fn routes(api: Mount) -> Mount {
         .routes(routes!(events))
         .routes(routes!(mark_read))
         .routes(routes!(request_transcript))
+        .routes(routes!(typing))
 }
 
 /// The widget's configuration: tenant, site (with what the widget shows)
@@ -88,24 +89,25 @@ async fn ping(
     responses(
         (status = 200, description = "Existing visitor synchronised", body = WidgetVisitorResponse),
         (status = 201, description = "Visitor created", body = WidgetVisitorResponse),
-        WriteErrors))]
+        IdentityWriteErrors))]
 async fn sync_visitor(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
     JsonBody(input): JsonBody<WidgetVisitorRequest>,
 ) -> Result<(StatusCode, Json<WidgetVisitorResponse>), ApiError> {
-    let (visitor, synced) = s.widget.sync_visitor(&caller, input.into()).await?;
-    let status = match synced {
+    let synced = s.widget.sync_visitor(&caller, input.into()).await?;
+    let status = match synced.synced {
         Synced::Created => StatusCode::CREATED,
         Synced::Updated => StatusCode::OK,
     };
-    Ok((status, Json(WidgetVisitorResponse { visitor: (&visitor).into() })))
+    let conversation = synced.conversation.as_ref().map(Into::into);
+    Ok((status, Json(WidgetVisitorResponse { visitor: (&synced.visitor).into(), conversation })))
 }
 
 /// Opens a conversation with its first message. `privacy_accepted` must be true.
 #[utoipa::path(post, path = "/widget/conversations", operation_id = "widget_open_conversation", tag = "widget",
     request_body = WidgetConversationRequest,
-    responses((status = 201, body = WidgetConversationResponse), WriteErrors))]
+    responses((status = 201, body = WidgetConversationResponse), IdentityWriteErrors))]
 async fn open_conversation(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
@@ -195,6 +197,23 @@ async fn mark_read(
     Ok(Json(WidgetReadResponse { message_id: read.message_id.0, unread_count: read.unread_count }))
 }
 
+/// The visitor is typing: the conversation's operators see it on their
+/// streams for 5 seconds. Not stored; at most one every 2 seconds is
+/// passed on (more are answered the same and dropped).
+#[utoipa::path(post, path = "/widget/conversations/{public_id}/typing", operation_id = "widget_typing", tag = "widget",
+    params(("public_id" = String, Path, description = "Conversation public id")),
+    request_body = WidgetTypingRequest,
+    responses((status = 204, description = "Passed on, or dropped as too soon after the last"), WriteErrors))]
+async fn typing(
+    State(s): State<AppState>,
+    ClientCaller(caller): ClientCaller,
+    Path(public_id): Path<String>,
+    JsonBody(input): JsonBody<WidgetTypingRequest>,
+) -> Result<StatusCode, ApiError> {
+    s.typing.visitor(&caller, &input.token.0, public_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// Emails the conversation to the visitor's address: once an hour (429
 /// before), 422 without an address, 409 once the visitor unsubscribed
 /// from the conversation's emails.
@@ -216,7 +235,7 @@ async fn request_transcript(
 #[utoipa::path(post, path = "/widget/conversations/{public_id}/messages", operation_id = "widget_post_message", tag = "widget",
     params(("public_id" = String, Path, description = "Conversation public id")),
     request_body = WidgetMessageCreateRequest,
-    responses((status = 201, body = WidgetMessageCreateResponse), WriteErrors))]
+    responses((status = 201, body = WidgetMessageCreateResponse), IdentityWriteErrors))]
 async fn post_message(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,

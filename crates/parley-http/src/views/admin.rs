@@ -49,6 +49,12 @@ pub struct AdminInstallationView {
     /// site's domains, a stale or old widget, disabled).
     pub warnings: Vec<String>,
     pub created_at: DateTime,
+    /// An identity secret exists (it is shown only when made).
+    pub identity_secret_set: bool,
+    /// Until when the secret a rotation replaced still checks signatures.
+    pub previous_identity_secret_expires_at: Option<DateTime>,
+    /// Visitors the page has not identified are refused.
+    pub identity_required: bool,
 }
 
 impl AdminInstallationView {
@@ -69,6 +75,9 @@ impl AdminInstallationView {
             embed_snippet,
             warnings,
             created_at: at(i.created_at),
+            identity_secret_set: i.identity.secret.is_some(),
+            previous_identity_secret_expires_at: i.identity.previous_secret_expires_at.map(at),
+            identity_required: i.identity.required,
         }
     }
 }
@@ -86,6 +95,14 @@ pub struct SiteResponse {
 #[derive(Serialize, ToSchema)]
 pub struct InstallationListResponse {
     pub installations: Vec<AdminInstallationView>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct IdentitySecretResponse {
+    pub installation: AdminInstallationView,
+    /// Sign user ids with it on the site's server: `user_hash` = hex of
+    /// HMAC-SHA256(this secret, user_id), or an HS256 token. Shown once.
+    pub identity_secret: String,
 }
 
 #[derive(Serialize, ToSchema)]

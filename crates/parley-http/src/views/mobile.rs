@@ -86,6 +86,18 @@ pub struct ConversationVisitorView {
     pub email_verified: bool,
     /// `phone` is the number a verification proved.
     pub phone_verified: bool,
+    /// Who proved `email`: `verification` (Parley's own code or link),
+    /// `site` (the site's signed identity token named it), or null.
+    #[schema(value_type = Option<String>, example = "site")]
+    pub email_proven_by: Option<&'static str>,
+    /// The page identified the visitor as one of its signed-in users
+    /// with a valid signature.
+    pub identified: bool,
+    /// The site's own id of that user.
+    pub user_id: Option<String>,
+    /// What the page set about the visitor (`Parley('set')`).
+    #[schema(value_type = Object)]
+    pub attributes: parley_domain::identity::Attributes,
 }
 
 impl From<&Visitor> for ConversationVisitorView {
@@ -102,7 +114,22 @@ impl From<&Visitor> for ConversationVisitorView {
             verified_target: proof.as_ref().map(|p| p.target.clone()),
             email_verified: proof.as_ref().is_some_and(|p| p.email),
             phone_verified: proof.as_ref().is_some_and(|p| p.phone),
+            email_proven_by: email_proven_by(v, proof.as_ref()),
+            identified: v.user_id.is_some(),
+            user_id: v.user_id.clone(),
+            attributes: v.attributes.clone(),
         }
+    }
+}
+
+/// Parley's own verification first: it is the stronger word.
+fn email_proven_by(v: &Visitor, proof: Option<&parley_domain::model::Proof>) -> Option<&'static str> {
+    if proof.is_some_and(|p| p.email) {
+        return Some("verification");
+    }
+    match (&v.profile.email, &v.site_email) {
+        (Some(email), Some(vouched)) if parley_domain::validate::same_email(email, vouched) => Some("site"),
+        _ => None,
     }
 }
 

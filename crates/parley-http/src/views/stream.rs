@@ -42,6 +42,57 @@ fn reset() -> RefOr<Schema> {
     event("reset", "The cursor is unknown or expired: reload, then follow from the new cursor. The stream ends.", empty, false)
 }
 
+/// Who is typing, as a `typing` event tells it.
+#[derive(serde::Serialize, ToSchema)]
+pub struct TypingSender {
+    /// `operator` on a visitor's stream, `visitor` on an operator's.
+    #[schema(example = "operator")]
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The operator's name, or the visitor's if it gave one.
+    pub name: Option<String>,
+}
+
+/// `data` of a `typing` event: show "… is typing" for `expires_in_ms`,
+/// unless another comes.
+#[derive(serde::Serialize, ToSchema)]
+pub struct TypingEventData {
+    /// The conversation's id (operators' streams only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<i64>,
+    /// The conversation's public id.
+    pub public_id: String,
+    pub sender: TypingSender,
+    #[schema(example = 5000)]
+    pub expires_in_ms: u64,
+}
+
+impl TypingEventData {
+    pub fn new(t: &parley_domain::typing::Typing, operators: bool) -> Self {
+        let kind = match t.side {
+            parley_domain::typing::Side::Visitor => "visitor",
+            parley_domain::typing::Side::Operator => "operator",
+        };
+        Self {
+            conversation_id: operators.then_some(t.conversation),
+            public_id: t.public_id.clone(),
+            sender: TypingSender { kind, name: t.name.clone() },
+            expires_in_ms: u64::try_from(parley_domain::typing::SHOWN_FOR.as_millis()).unwrap_or(5000),
+        }
+    }
+}
+
+/// `typing`: the other side is writing. Never stored: it has no `id`,
+/// and a replay after a reconnect does not bring it.
+fn typing() -> RefOr<Schema> {
+    event(
+        "typing",
+        "The other side is writing: show it for `expires_in_ms`. Not stored, never replayed; it has no `id`.",
+        reference::<TypingEventData>(),
+        false,
+    )
+}
+
 /// An event of a visitor's stream.
 pub struct WidgetStreamEvent;
 
@@ -61,6 +112,7 @@ impl PartialSchema for WidgetStreamEvent {
                 reference::<WidgetConversationEventData>(),
                 true,
             ))
+            .item(typing())
             .item(reset())
             .into()
     }
@@ -76,6 +128,7 @@ impl ToSchema for WidgetStreamEvent {
         <WidgetMessageEventData as ToSchema>::schemas(schemas);
         schemas.push((WidgetConversationEventData::name().into(), WidgetConversationEventData::schema()));
         <WidgetConversationEventData as ToSchema>::schemas(schemas);
+        typing_schemas(schemas);
     }
 }
 
@@ -93,7 +146,7 @@ impl PartialSchema for OperatorStreamEvent {
             };
             one_of = one_of.item(event(kind.stream_name(), description, reference::<OperatorEventData>(), true));
         }
-        one_of.item(reset()).into()
+        one_of.item(typing()).item(reset()).into()
     }
 }
 
@@ -105,5 +158,11 @@ impl ToSchema for OperatorStreamEvent {
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
         schemas.push((OperatorEventData::name().into(), OperatorEventData::schema()));
         <OperatorEventData as ToSchema>::schemas(schemas);
+        typing_schemas(schemas);
     }
+}
+
+fn typing_schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((TypingEventData::name().into(), TypingEventData::schema()));
+    <TypingEventData as ToSchema>::schemas(schemas);
 }

@@ -103,6 +103,9 @@ pub struct InstallationView {
     pub last_seen_at: Option<DateTime>,
     /// Verification methods the widget may offer.
     pub verification_methods: Vec<String>,
+    /// Visitors the page has not identified are refused: the widget waits
+    /// for `Parley('identify', …)`.
+    pub identity_required: bool,
 }
 
 impl InstallationView {
@@ -121,6 +124,7 @@ impl From<&Installation> for InstallationView {
             enabled: i.enabled,
             last_seen_at: i.last_seen_at.map(at),
             verification_methods: Vec::new(),
+            identity_required: i.identity.required,
         }
     }
 }
@@ -156,6 +160,8 @@ pub struct VisitorView {
     /// Masked phone, such as `+1*******123`, when one is known.
     pub phone_hint: Option<String>,
     pub verified: bool,
+    /// The page identified the visitor as one of its signed-in users.
+    pub identified: bool,
     pub created_at: DateTime,
 }
 
@@ -166,6 +172,7 @@ impl From<&Visitor> for VisitorView {
             email_hint: v.profile.email.as_deref().map(mask::email),
             phone_hint: v.profile.phone.as_deref().map(mask::phone),
             verified: v.verified_at.is_some(),
+            identified: v.user_id.is_some(),
             created_at: at(v.created_at),
         }
     }
@@ -275,6 +282,10 @@ pub struct WidgetPingResponse {
 #[derive(Serialize, ToSchema)]
 pub struct WidgetVisitorResponse {
     pub visitor: VisitorView,
+    /// An identified visitor's latest conversation (from any device),
+    /// which the widget continues; null for an anonymous visitor or one
+    /// without a conversation yet.
+    pub conversation: Option<WidgetConversationView>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -56,12 +56,21 @@ const DELIVERIES: &str = "deliveries";
 const INSTALLATIONS: &str = "installations";
 const FEED: &str = "feed";
 const PUSHES: &str = "pushes";
+/// A broadcast of `Backend::broadcast`: `signal <instance> <text>`.
+const SIGNAL: &str = "signal";
+/// NOTIFY takes payloads below 8,000 bytes.
+const SIGNAL_MAX: usize = 7_000;
+/// Broadcasts waiting for the listener; past this the newest are dropped
+/// (hints only) rather than memory growing while the connection is down.
+const SIGNALS_WAITING: usize = 1_024;
 
 /// What a pool thread tells this instance's listener after a commit.
 #[derive(Default)]
 pub(crate) struct Outgoing {
     /// The effects committed since the last announcement.
     pending: std::sync::Mutex<Effects>,
+    /// Broadcasts to send.
+    said: std::sync::Mutex<Vec<String>>,
     wake: Notify,
 }
 
@@ -76,6 +85,24 @@ impl Outgoing {
 
     fn take(&self) -> Effects {
         std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Queues a broadcast to the other instances.
+    pub(crate) fn say(&self, text: String) {
+        if text.len() > SIGNAL_MAX {
+            tracing::warn!(bytes = text.len(), "a broadcast too long for NOTIFY was dropped");
+            return;
+        }
+        let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
+        if said.len() < SIGNALS_WAITING {
+            said.push(text);
+        }
+        drop(said);
+        self.wake.notify_one();
+    }
+
+    fn take_said(&self) -> Vec<String> {
+        std::mem::take(&mut *self.said.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -269,13 +296,21 @@ async fn serve(
                     let payload = format!("{kind} {me}");
                     within(client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])).await?;
                 }
+                for text in outgoing.take_said() {
+                    let payload = format!("{SIGNAL} {me} {text}");
+                    within(client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])).await?;
+                }
                 tokio::time::sleep(GAP).await;
             }
             payload = notifications.recv() => {
                 let Some(payload) = payload else { return Err(StoreError::Unavailable("connection closed".into())) };
-                let (kind, from) = payload.split_once(' ').unwrap_or((payload.as_str(), ""));
+                let mut parts = payload.splitn(3, ' ');
+                let (kind, from) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
                 if from != me {
-                    signals.after_commit(named(kind));
+                    match (kind, parts.next()) {
+                        (SIGNAL, Some(text)) => signals.hear(text.to_owned()),
+                        _ => signals.after_commit(named(kind)),
+                    }
                 }
             }
             request = requests.recv() => match request {

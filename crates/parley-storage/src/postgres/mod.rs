@@ -66,6 +66,8 @@ struct PgBackend {
     jobs: Queue<Job>,
     threads: Threads,
     instances: Instances,
+    /// What the listener tells the other instances.
+    outgoing: Arc<Outgoing>,
 }
 
 pub(crate) fn connector(url: &str) -> Result<Connector, OpenError> {
@@ -84,8 +86,8 @@ pub(crate) async fn open(url: String, pool: usize) -> Result<Database, OpenError
             .map_err(|e| OpenError::Postgres(e.to_string()))??
     };
     let (jobs, threads) = opened;
-    let instances = Instances::start(connector, Arc::clone(&signals), outgoing);
-    Ok(Database::new(Arc::new(PgBackend { signals, jobs, threads, instances })))
+    let instances = Instances::start(connector, Arc::clone(&signals), Arc::clone(&outgoing));
+    Ok(Database::new(Arc::new(PgBackend { signals, jobs, threads, instances, outgoing })))
 }
 
 pub(crate) async fn migrate_only(url: String) -> Result<Vec<u32>, OpenError> {
@@ -256,6 +258,14 @@ impl Backend for PgBackend {
 
     fn messages_created(&self) -> parley_domain::store::MessageCounts {
         self.signals.messages_created()
+    }
+
+    fn broadcast(&self, text: String) {
+        self.outgoing.say(text);
+    }
+
+    fn heard(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.signals.heard()
     }
 
     fn lead(&self, task: &'static str) -> Pin<Box<dyn Future<Output = StoreResult<Option<Lead>>> + Send + '_>> {

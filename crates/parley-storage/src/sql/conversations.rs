@@ -12,7 +12,8 @@ use super::{Params, Row, Tx, statements};
 pub(super) const VISITOR_COLS: &str = "v.id AS v_id, v.tenant_id AS v_tenant_id, v.site_id AS v_site_id, v.uuid AS v_uuid, v.name AS v_name, \
      v.email AS v_email, v.phone AS v_phone, v.last_url AS v_last_url, v.verified_at AS v_verified_at, \
      v.created_at AS v_created_at, v.updated_at AS v_updated_at, v.verified_method AS v_verified_method, \
-     v.verified_target AS v_verified_target";
+     v.verified_target AS v_verified_target, v.user_id AS v_user_id, v.site_email AS v_site_email, \
+     v.attributes AS v_attributes";
 
 fn visitor(r: &dyn Row) -> StoreResult<Visitor> {
     Ok(Visitor {
@@ -31,6 +32,12 @@ fn visitor(r: &dyn Row) -> StoreResult<Visitor> {
         updated_at: r.ts("v_updated_at")?,
         verified_method: r.opt_parsed("v_verified_method", Method::parse)?,
         verified_target: r.text("v_verified_target")?,
+        user_id: r.text("v_user_id")?,
+        site_email: r.text("v_site_email")?,
+        attributes: match r.text("v_attributes")? {
+            Some(json) => serde_json::from_str(&json).map_err(|e| StoreError::Internal(format!("visitor attributes: {e}")))?,
+            None => Default::default(),
+        },
     })
 }
 
@@ -215,6 +222,10 @@ fn visitor_by_uuid() -> String {
     format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = :tenant AND v.site_id = :site AND v.uuid = :uuid")
 }
 
+fn visitor_by_user_id() -> String {
+    format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = :tenant AND v.site_id = :site AND v.user_id = :user_id")
+}
+
 fn visitor_by_id() -> String {
     format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = :tenant AND v.site_id = :site AND v.id = :id")
 }
@@ -237,6 +248,12 @@ fn conversation_and_visitor(condition: &str) -> String {
 statements! {
     VISITOR_BY_UUID<'a>(tenant: TenantId, site: SiteId, uuid: &'a str) locked VISITOR_BY_UUID_LOCKED => |_| visitor_by_uuid(),
     VISITOR(tenant: TenantId, site: SiteId, id: VisitorId) locked VISITOR_LOCKED => |_| visitor_by_id(),
+    VISITOR_BY_USER_ID<'a>(tenant: TenantId, site: SiteId, user_id: &'a str) locked VISITOR_BY_USER_ID_LOCKED => |_| visitor_by_user_id(),
+    LATEST_CONVERSATION_OF(tenant: TenantId, site: SiteId, visitor: VisitorId) => |_| format!(
+        "SELECT {CONVERSATION_COLS} FROM conversations c
+         WHERE c.tenant_id = :tenant AND c.site_id = :site AND c.visitor_id = :visitor
+         ORDER BY c.last_message_at DESC, c.id DESC LIMIT 1"
+    ),
     CONVERSATION_BY_PUBLIC_ID<'a>(scope: ConversationScope, public_id: &'a str) locked CONVERSATION_BY_PUBLIC_ID_LOCKED => |_|
         conversation_where("c.public_id = :public_id"),
     CONVERSATION_AND_VISITOR_BY_PUBLIC_ID<'a>(scope: ConversationScope, public_id: &'a str)
@@ -306,6 +323,11 @@ statements! {
         last_url: Option<&'a str>, at: Timestamp,
     ) => |_| "UPDATE visitors SET name = :name, email = :email, phone = :phone, last_url = :last_url, updated_at = :at
          WHERE tenant_id = :tenant AND site_id = :site AND id = :id".into(),
+    UPDATE_VISITOR_IDENTITY<'a>(
+        tenant: TenantId, site: SiteId, id: VisitorId, user_id: Option<&'a str>, site_email: Option<&'a str>,
+        attributes: Option<&'a str>, at: Timestamp,
+    ) => |_| "UPDATE visitors SET user_id = :user_id, site_email = :site_email, attributes = :attributes, updated_at = :at
+         WHERE tenant_id = :tenant AND site_id = :site AND id = :id".into(),
     INSERT_CONVERSATION<'a>(
         public_id: &'a str, tenant: TenantId, site: SiteId, installation: InstallationId, visitor: VisitorId,
         subject: Option<&'a str>, start_url: Option<&'a str>, created_at: Timestamp,
@@ -347,6 +369,14 @@ impl ConversationsRead for Tx<'_> {
 
     fn visitor(&mut self, scope: SiteScope, id: VisitorId) -> StoreResult<Option<Visitor>> {
         self.one(self.locking(VISITOR { tenant: scope.tenant, site: scope.site, id }), visitor)
+    }
+
+    fn visitor_by_user_id(&mut self, scope: SiteScope, user_id: &str) -> StoreResult<Option<Visitor>> {
+        self.one(self.locking(VISITOR_BY_USER_ID { tenant: scope.tenant, site: scope.site, user_id }), visitor)
+    }
+
+    fn latest_conversation_of(&mut self, scope: SiteScope, visitor: VisitorId) -> StoreResult<Option<Conversation>> {
+        self.one(LATEST_CONVERSATION_OF { tenant: scope.tenant, site: scope.site, visitor }, conversation)
     }
 
     fn conversation_by_public_id(&mut self, scope: ConversationScope, public_id: &str) -> StoreResult<Option<Conversation>> {
@@ -505,9 +535,30 @@ impl ConversationsWrite for Tx<'_> {
             verified_at: None,
             verified_method: None,
             verified_target: None,
+            user_id: None,
+            site_email: None,
+            attributes: Default::default(),
             created_at: v.created_at,
             updated_at: v.created_at,
         })
+    }
+
+    fn update_visitor_identity(&mut self, scope: SiteScope, v: &Visitor, at: Timestamp) -> StoreResult<()> {
+        let attributes = if v.attributes.is_empty() {
+            None
+        } else {
+            Some(serde_json::to_string(&v.attributes).map_err(|e| StoreError::Internal(format!("visitor attributes: {e}")))?)
+        };
+        self.exec(UPDATE_VISITOR_IDENTITY {
+            tenant: scope.tenant,
+            site: scope.site,
+            id: v.id,
+            user_id: v.user_id.as_deref(),
+            site_email: v.site_email.as_deref(),
+            attributes: attributes.as_deref(),
+            at,
+        })?;
+        Ok(())
     }
 
     fn update_visitor_profile(&mut self, scope: SiteScope, id: VisitorId, p: &VisitorProfile, at: Timestamp) -> StoreResult<()> {

@@ -1,6 +1,7 @@
 //! Tenants, sites and installations.
 
 use parley_domain::Timestamp;
+use parley_domain::identity::IdentitySettings;
 use parley_domain::model::*;
 use parley_domain::store::StoreResult;
 use parley_domain::store::ops::{TenancyRead, TenancyWrite};
@@ -37,7 +38,9 @@ fn site(r: &dyn Row) -> StoreResult<Site> {
 const INSTALLATION_COLS: &str = "i.id AS i_id, i.tenant_id AS i_tenant_id, i.site_id AS i_site_id, i.token AS i_token, \
      i.name AS i_name, i.installation_type AS i_installation_type, i.enabled AS i_enabled, \
      i.heartbeat_status AS i_heartbeat_status, i.last_seen_at AS i_last_seen_at, i.widget_version AS i_widget_version, \
-     i.page_host AS i_page_host, i.reported_type AS i_reported_type, i.created_at AS i_created_at";
+     i.page_host AS i_page_host, i.reported_type AS i_reported_type, i.created_at AS i_created_at, \
+     i.identity_secret AS i_identity_secret, i.previous_identity_secret AS i_previous_identity_secret, \
+     i.previous_identity_secret_expires_at AS i_previous_identity_secret_expires_at, i.identity_required AS i_identity_required";
 
 fn installation(r: &dyn Row) -> StoreResult<Installation> {
     Ok(Installation {
@@ -54,6 +57,12 @@ fn installation(r: &dyn Row) -> StoreResult<Installation> {
         page_host: r.text("i_page_host")?,
         reported_type: r.text("i_reported_type")?,
         created_at: r.ts("i_created_at")?,
+        identity: IdentitySettings {
+            secret: r.text("i_identity_secret")?,
+            previous_secret: r.text("i_previous_identity_secret")?,
+            previous_secret_expires_at: r.opt_ts("i_previous_identity_secret_expires_at")?,
+            required: r.flag("i_identity_required")?,
+        },
     })
 }
 
@@ -98,6 +107,12 @@ statements! {
          RETURNING id".into(),
     SET_INSTALLATION_ENABLED(tenant: TenantId, id: InstallationId, enabled: bool) => |_|
         "UPDATE installations SET enabled = :enabled WHERE tenant_id = :tenant AND id = :id".into(),
+    SET_INSTALLATION_IDENTITY<'a>(
+        tenant: TenantId, id: InstallationId, secret: Option<&'a str>, previous_secret: Option<&'a str>,
+        previous_expires_at: Option<Timestamp>, required: bool,
+    ) => |_| "UPDATE installations SET identity_secret = :secret, previous_identity_secret = :previous_secret,
+         previous_identity_secret_expires_at = :previous_expires_at, identity_required = :required
+         WHERE tenant_id = :tenant AND id = :id".into(),
     SET_HEARTBEAT_STATUS<'a>(tenant: TenantId, site: SiteId, id: InstallationId, status: &'a str) => |_|
         "UPDATE installations SET heartbeat_status = :status WHERE tenant_id = :tenant AND site_id = :site AND id = :id".into(),
     RECORD_HEARTBEAT<'a>(
@@ -197,7 +212,22 @@ impl TenancyWrite for Tx<'_> {
             page_host: None,
             reported_type: None,
             created_at: i.created_at,
+            identity: IdentitySettings::default(),
         })
+    }
+
+    fn set_installation_identity(&mut self, tenant: TenantId, id: InstallationId, identity: &IdentitySettings) -> StoreResult<()> {
+        self.exec(SET_INSTALLATION_IDENTITY {
+            tenant,
+            id,
+            secret: identity.secret.as_deref(),
+            previous_secret: identity.previous_secret.as_deref(),
+            previous_expires_at: identity.previous_secret_expires_at,
+            required: identity.required,
+        })?;
+        // Tokens resolve from a cache that this invalidates.
+        self.effects.installations_changed = true;
+        Ok(())
     }
 
     fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()> {

@@ -137,6 +137,13 @@ impl Backend for SqliteBackend {
         Box::pin(async { Ok(Some(Lead::sole())) })
     }
 
+    /// One instance owns a SQLite file: there is nobody to tell.
+    fn broadcast(&self, _text: String) {}
+
+    fn heard(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.signals.heard()
+    }
+
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
             self.writes.close();

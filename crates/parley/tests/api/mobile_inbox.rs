@@ -410,6 +410,14 @@ async fn routing_lines_written_before_are_kept_among_operators() {
              UPDATE messages SET body = 'admin reopened the conversation', sender_name = NULL, sender_id = NULL WHERE body = 'Conversation reopened';
              DROP INDEX IF EXISTS messages_unread_by_visitor;
              ALTER TABLE messages DROP COLUMN read_by_visitor_at;
+             DROP INDEX IF EXISTS visitors_site_user;
+             ALTER TABLE visitors DROP COLUMN user_id;
+             ALTER TABLE visitors DROP COLUMN site_email;
+             ALTER TABLE visitors DROP COLUMN attributes;
+             ALTER TABLE installations DROP COLUMN identity_secret;
+             ALTER TABLE installations DROP COLUMN previous_identity_secret;
+             ALTER TABLE installations DROP COLUMN previous_identity_secret_expires_at;
+             ALTER TABLE installations DROP COLUMN identity_required;
              {unmigrate}"
         ),
     )

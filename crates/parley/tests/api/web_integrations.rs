@@ -126,6 +126,51 @@ async fn sites_and_installations_are_made_and_show_token_snippet_and_health() {
     assert_eq!(list["installations"][0]["status"], "healthy");
 }
 
+#[tokio::test]
+async fn an_identity_secret_is_made_shown_once_and_visitors_can_be_required_to_be_identified() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let page = browser.open("/app/integrations").await;
+    assert!(page.html.contains("No identity secret"), "{}", page.html);
+    assert!(!page.html.contains("Require identified visitors"), "nothing to require with yet");
+
+    let form = [("csrf", page.field("csrf")), ("shown", page.field("shown"))];
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let made = browser.post("/app/integrations/installations/1/identity-secret", &form).await;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.html);
+    let secret = text_of(&made, "identity-secret-1");
+    assert!(secret.starts_with("idsec_"), "{secret}");
+    let hash = crate::widget_identity::user_hash(&secret, "user-1");
+    let (status, body) =
+        app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "b", "user_id": "user-1", "user_hash": hash})).await;
+    assert_eq!(status, StatusCode::CREATED, "the secret shown signs users: {body}");
+
+    // The same form again (a reload of the answer) replaces nothing.
+    let reload = browser.post("/app/integrations/installations/1/identity-secret", &form).await;
+    assert_eq!(reload.status, StatusCode::CONFLICT, "{}", reload.html);
+    let (status, _) =
+        app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "b", "user_id": "user-1", "user_hash": hash})).await;
+    assert_eq!(status, StatusCode::OK, "the secret still signs");
+    let page = browser.open("/app/integrations").await;
+    assert!(!page.html.contains(&secret), "shown once");
+    assert!(page.html.contains("An identity secret is set"));
+
+    let answer =
+        browser.submit("/app/integrations", "/app/integrations/installations/1/identity-required", &[("identity_required", "true")]).await;
+    assert_eq!(answer.location.as_deref(), Some("/app/integrations?done=required#installation-1"));
+    let (_, list) = app.authed(Method::GET, "/api/admin/sites/1/installations", &admin, None).await;
+    assert_eq!(list["installations"][0]["identity_required"], true);
+    let (status, body) = app.post("/api/widget/visitors", json!({"token": f.token, "uuid": "anonymous"})).await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "identity_required");
+    let page = browser.open("/app/integrations?done=required").await;
+    assert!(page.html.contains("Only identified visitors may chat") && page.html.contains("Allow anonymous visitors"));
+    let bad =
+        browser.submit("/app/integrations", "/app/integrations/installations/1/identity-required", &[("identity_required", "maybe")]).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
 /// Acme's records the forms below act on: an endpoint with a delivery,
 /// a personal token, site 1 and installation 1.
 struct Acme {
@@ -157,6 +202,8 @@ fn every_form(a: &Acme) -> Vec<(String, Vec<(&'static str, &'static str)>)> {
         ("/app/integrations/sites/1/installations".into(), vec![("name", "Intruder")]),
         ("/app/integrations/installations/1/disable".into(), vec![]),
         ("/app/integrations/installations/1/enable".into(), vec![]),
+        ("/app/integrations/installations/1/identity-secret".into(), vec![]),
+        ("/app/integrations/installations/1/identity-required".into(), vec![("identity_required", "false")]),
         ("/app/integrations/tokens".into(), vec![("name", "Intruder")]),
         (format!("/app/integrations/tokens/{}/revoke", a.token), vec![]),
         ("/app/integrations/webhooks".into(), vec![("url", "https://intruder.example/hook")]),
@@ -175,6 +222,7 @@ async fn acme_unchanged(app: &TestApp, a: &Acme) {
     assert_eq!(sites["sites"].as_array().unwrap().len(), 1, "{sites}");
     let (_, list) = app.authed(Method::GET, "/api/admin/sites/1/installations", &admin, None).await;
     assert_eq!((list["installations"].as_array().unwrap().len(), list["installations"][0]["enabled"].as_bool()), (1, Some(true)));
+    assert_eq!(list["installations"][0]["identity_secret_set"], false, "no identity secret was made: {list}");
     let (_, hooks) = app.authed(Method::GET, "/api/admin/webhooks", &admin, None).await;
     assert_eq!(hooks["webhooks"].as_array().unwrap().len(), 1);
     assert_eq!(hooks["webhooks"][0]["id"], a.endpoint);

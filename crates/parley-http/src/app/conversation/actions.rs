@@ -96,6 +96,19 @@ pub async fn reply(
     settle(&s, &who, id, (Which::Reply, LATEST), text, done).await
 }
 
+/// The operator is typing a reply: the visitor's widget shows it (see
+/// `TypingService`). Posted by the page's script, with the session's
+/// anti-forgery token.
+pub async fn typing(
+    State(s): State<AppState>,
+    who: WebSession,
+    Conversation(id): Conversation,
+    _form: CheckedForm,
+) -> Result<StatusCode, PageError> {
+    s.typing.operator(&who.session, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 pub async fn note(
     State(s): State<AppState>,
     who: WebSession,

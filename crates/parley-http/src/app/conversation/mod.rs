@@ -23,7 +23,7 @@ use super::path::Id;
 use super::session::WebSession;
 use crate::AppState;
 
-pub use actions::{close, hand_over, note, reopen, reply, show_page, take};
+pub use actions::{close, hand_over, note, reopen, reply, show_page, take, typing};
 
 /// Messages a page shows at most, the latest; a page stays small.
 const SHOWN: u32 = 200;

@@ -32,6 +32,8 @@ pub fn page(who: &WebSession, t: &Transcript, problem: Option<&Problem>) -> Mark
                 ol #messages.messages aria-label="Messages" {
                     @for (i, m) in t.messages.iter().enumerate() { (message(m, i == last)) }
                 }
+                // "The visitor is typing", shown by the page's script.
+                p #typing.typing aria-live="polite" hidden {}
                 (reply_forms(who, id, problem))
             }
             aside #details aria-label="Conversation details" {

@@ -30,6 +30,8 @@ pub fn routes() -> Router<AppState> {
         .route("/app/integrations/installations/{id}/enable", get(common::to_overview).post(sites::enable))
         .route("/app/integrations/installations/{id}/disable", get(common::to_overview).post(sites::disable))
         .route("/app/integrations/installations/{id}/try", get(sites::try_it))
+        .route("/app/integrations/installations/{id}/identity-secret", get(common::to_overview).post(sites::rotate_identity))
+        .route("/app/integrations/installations/{id}/identity-required", get(common::to_overview).post(sites::set_identity_required))
         .route("/app/integrations/tokens", get(tokens::page).post(tokens::create))
         .route("/app/integrations/tokens/{id}/revoke", get(tokens::to_page).post(tokens::revoke))
         .route("/app/integrations/webhooks", get(webhooks::list).post(webhooks::create))

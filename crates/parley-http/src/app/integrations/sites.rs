@@ -2,7 +2,7 @@
 //! its health and what to fix, enable and disable, and the *try it* page
 //! that embeds the widget on Parley itself.
 
-use crate::requests::admin::{InstallationCreateRequest, SiteCreateRequest};
+use crate::requests::admin::{InstallationCreateRequest, InstallationPatchRequest, SiteCreateRequest};
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -19,17 +19,20 @@ use crate::app::session::WebSession;
 
 const HERE: &str = "/app/integrations";
 
-const DONE: [(&str, &str); 4] = [
+const DONE: [(&str, &str); 6] = [
     ("site", "The site is added."),
     ("installation", "The installation is added: put its snippet on the site's pages."),
     ("enabled", "The installation is enabled."),
     ("disabled", "The installation is disabled: its widget takes no new conversations."),
+    ("required", "The installation now takes identified visitors only."),
+    ("optional", "The installation takes anonymous visitors again."),
 ];
 
 /// Which form a problem is about.
 enum Which {
     Site,
     Installation(SiteId),
+    Identity(InstallationId),
 }
 
 /// A refused form, and which.
@@ -39,7 +42,7 @@ struct Problem {
 }
 
 pub async fn page(State(s): State<AppState>, Admin(who): Admin, RawQuery(query): RawQuery) -> Result<Response, PageError> {
-    render(&s, &who, StatusCode::OK, None, done_message(query.as_deref(), &DONE)).await
+    render(&s, &who, StatusCode::OK, None, done_message(query.as_deref(), &DONE), None).await
 }
 
 async fn render(
@@ -48,6 +51,7 @@ async fn render(
     status: StatusCode,
     refused: Option<Problem>,
     done: Option<&str>,
+    made: Option<Made>,
 ) -> Result<Response, PageError> {
     let listed = s.admin.sites_with_installations(&who.session).await?;
     let site_refused = refused.as_ref().filter(|p| matches!(p.form, Which::Site)).map(|p| &p.refused);
@@ -59,7 +63,7 @@ async fn render(
         @if listed.is_empty() { p.empty { "No sites yet: add one below." } }
         @for (site, installations) in &listed {
             @let installation_problem = refused.as_ref().filter(|p| matches!(p.form, Which::Installation(id) if id == site.id)).map(|p| &p.refused);
-            (site_section(s, who, site, installations, installation_problem))
+            (site_section(s, who, site, installations, installation_problem, &Shown { refused: refused.as_ref(), made: made.as_ref() }))
         }
         section aria-labelledby="new-site" {
             h2 #new-site { "Add a site" }
@@ -80,7 +84,26 @@ async fn render(
     Ok(frame(who, "Integrations", HERE, status, main))
 }
 
-fn site_section(s: &AppState, who: &WebSession, site: &Site, installations: &[Installation], refused: Option<&Refused>) -> Markup {
+/// An identity secret just made: shown this once, beside its installation.
+struct Made {
+    installation: InstallationId,
+    secret: String,
+}
+
+/// What one answer shows beside the installations' identity forms.
+struct Shown<'a> {
+    refused: Option<&'a Problem>,
+    made: Option<&'a Made>,
+}
+
+fn site_section(
+    s: &AppState,
+    who: &WebSession,
+    site: &Site,
+    installations: &[Installation],
+    refused: Option<&Refused>,
+    shown: &Shown<'_>,
+) -> Markup {
     let heading = format!("site-{}", site.id.0);
     let problem_id = format!("installation-problem-{}", site.id.0);
     let message = message(refused);
@@ -92,7 +115,7 @@ fn site_section(s: &AppState, who: &WebSession, site: &Site, installations: &[In
                 @else { "Domains: " (site.domains.join(", ")) }
             }
             @if installations.is_empty() { p.empty { "No installations yet." } }
-            @for i in installations { (installation(s, who, site, i)) }
+            @for i in installations { (installation(s, who, site, i, shown)) }
             form.inline method="post" action={ (HERE) "/sites/" (site.id.0) "/installations" } {
                 (token_field(who))
                 label for={ "installation-name-" (site.id.0) } { "New installation of " (site.name) }
@@ -115,7 +138,7 @@ fn status_label(status: InstallationStatus) -> &'static str {
     }
 }
 
-fn installation(s: &AppState, who: &WebSession, site: &Site, i: &Installation) -> Markup {
+fn installation(s: &AppState, who: &WebSession, site: &Site, i: &Installation, shown: &Shown<'_>) -> Markup {
     let id = i.id.0;
     let heading = format!("installation-{id}");
     let warnings = s.widget.warnings(site, i, None);
@@ -156,6 +179,56 @@ fn installation(s: &AppState, who: &WebSession, site: &Site, i: &Installation) -
                     }
                 }
             }
+            (identity_section(who, i, shown))
+        }
+    }
+}
+
+/// The installation's identity secret and rule: the site's server signs
+/// its users' ids with the secret, and the widget passes them on.
+fn identity_section(who: &WebSession, i: &Installation, shown: &Shown<'_>) -> Markup {
+    let id = i.id.0;
+    let made = shown.made.filter(|m| m.installation == i.id);
+    let refused = shown.refused.filter(|p| matches!(p.form, Which::Identity(x) if x == i.id)).map(|p| &p.refused);
+    let problem_id = format!("identity-problem-{id}");
+    html! {
+        section.identity aria-labelledby={ "identity-" (id) } {
+            h4 #{ "identity-" (id) } { "Signed identity" }
+            @if let Some(made) = made {
+                p.notice role="status" { "The new identity secret. Copy it now: it is not shown again." }
+                (copyable(&format!("identity-secret-{id}"), &format!("the identity secret of {}", i.name), &made.secret, false))
+                p.help { "On the site's server, sign each signed-in user's id: " code { "user_hash = hex(HMAC-SHA256(secret, user_id))" }
+                    ", or an HS256 token with " code { "sub" } " and " code { "exp" } "; then call " code { "Parley('identify', {user_id, user_hash})" } "." }
+            }
+            @match (&i.identity.secret, i.identity.previous_secret_expires_at) {
+                (None, _) => p { "No identity secret: visitors are anonymous until they verify an email or phone." },
+                (Some(_), Some(until)) => p { "An identity secret is set. The one it replaced still checks signatures until " (when(until)) "." },
+                (Some(_), None) => p { "An identity secret is set." },
+            }
+            @if i.identity.required { p { strong { "Only identified visitors may chat." } } }
+            (problem(&problem_id, message(refused)))
+            div.actions {
+                form method="post" action={ (HERE) "/installations/" (id) "/identity-secret" } {
+                    (token_field(who))
+                    input type="hidden" name="shown" value=(parley_domain::admin::identity_shown(i));
+                    @if i.identity.secret.is_some() {
+                        button type="submit" aria-label={ "Replace the identity secret of " (i.name) } { "Replace the secret" }
+                    } @else {
+                        button type="submit" aria-label={ "Make an identity secret for " (i.name) } { "Make a secret" }
+                    }
+                }
+                @if i.identity.secret.is_some() || i.identity.required {
+                    form method="post" action={ (HERE) "/installations/" (id) "/identity-required" } {
+                        (token_field(who))
+                        input type="hidden" name="identity_required" value=(!i.identity.required);
+                        @if i.identity.required {
+                            button type="submit" aria-label={ "Allow anonymous visitors on " (i.name) } { "Allow anonymous visitors" }
+                        } @else {
+                            button type="submit" aria-label={ "Require identified visitors on " (i.name) } { "Require identified visitors" }
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -169,7 +242,7 @@ pub async fn create_site(State(s): State<AppState>, Admin(who): Admin, CheckedFo
         Ok(()) => Ok(back(&format!("{HERE}?done=site"))),
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, Some(Problem { form: Which::Site, refused: Refused { message, held: form } }), None).await
+            render(&s, &who, status, Some(Problem { form: Which::Site, refused: Refused { message, held: form } }), None, None).await
         }
     }
 }
@@ -189,8 +262,8 @@ pub async fn create_installation(
         Ok(id) => Ok(back(&format!("{HERE}?done=installation#installation-{}", id.0))),
         Err(e) => {
             let (status, message) = refusal(e)?;
-            render(&s, &who, status, Some(Problem { form: Which::Installation(site), refused: Refused { message, held: form } }), None)
-                .await
+            let refused = Some(Problem { form: Which::Installation(site), refused: Refused { message, held: form } });
+            render(&s, &who, status, refused, None, None).await
         }
     }
 }
@@ -207,6 +280,52 @@ async fn set_enabled(State(s): State<AppState>, Admin(who): Admin, Id(id): Id, e
     s.admin.set_installation_enabled(&who.session, InstallationId(id), enabled).await?;
     let done = if enabled { "enabled" } else { "disabled" };
     Ok(back(&format!("{HERE}?done={done}#installation-{id}")))
+}
+
+/// Makes or replaces the identity secret and shows it, this once.
+pub async fn rotate_identity(
+    State(s): State<AppState>,
+    Admin(who): Admin,
+    Id(id): Id,
+    CheckedForm(form): CheckedForm,
+) -> Result<Response, PageError> {
+    let installation = InstallationId(id);
+    let shown = form.get("shown").map(str::to_owned);
+    match s.admin.rotate_identity_secret(&who.session, installation, shown).await {
+        Ok((_, _, secret)) => render(&s, &who, StatusCode::OK, None, None, Some(Made { installation, secret })).await,
+        Err(e) => refused_identity(&s, &who, installation, form, e).await,
+    }
+}
+
+/// The page again, with a refusal beside the installation's identity forms.
+async fn refused_identity(
+    s: &AppState,
+    who: &WebSession,
+    installation: InstallationId,
+    form: crate::app::form::Form,
+    e: parley_domain::DomainError,
+) -> Result<Response, PageError> {
+    let (status, message) = refusal(e)?;
+    let refused = Some(Problem { form: Which::Identity(installation), refused: Refused { message, held: form } });
+    render(s, who, status, refused, None, None).await
+}
+
+/// Requires identified visitors, or allows anonymous ones again.
+pub async fn set_identity_required(
+    State(s): State<AppState>,
+    Admin(who): Admin,
+    Id(id): Id,
+    CheckedForm(form): CheckedForm,
+) -> Result<Response, PageError> {
+    let installation = InstallationId(id);
+    let updated = match form.read::<InstallationPatchRequest>().and_then(|r| r.patch()) {
+        Ok(patch) => s.admin.update_installation(&who.session, installation, patch).await.map(|(i, _)| i.identity.required),
+        Err(e) => Err(e),
+    };
+    match updated {
+        Ok(required) => Ok(back(&format!("{HERE}?done={}#installation-{id}", if required { "required" } else { "optional" }))),
+        Err(e) => refused_identity(&s, &who, installation, form, e).await,
+    }
 }
 
 /// The widget of one installation, embedded on Parley itself: the admin
