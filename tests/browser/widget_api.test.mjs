@@ -279,6 +279,97 @@ describe("typing", () => {
   });
 });
 
+describe("languages and hours", () => {
+  /** A new site of the demo tenant with one installation: its id and token. */
+  async function newSite(name, patch) {
+    const site = await asAdmin("/api/v1/admin/sites", { method: "POST", body: JSON.stringify({ name }) });
+    assert.equal(site.status, 201, JSON.stringify(site.body));
+    const id = site.body.site.id;
+    if (patch) {
+      const patched = await asAdmin(`/api/v1/admin/sites/${id}`, { method: "PATCH", body: JSON.stringify(patch) });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    }
+    const made = await asAdmin(`/api/v1/admin/sites/${id}/installations`, { method: "POST", body: JSON.stringify({}) });
+    return made.body.installation.token;
+  }
+
+  const words = async (token, lang) => (await json(`/api/v1/widget/config/${token}?lang=${lang}`)).body.strings;
+
+  it("speaks German to a German browser, with the site's German texts", async () => {
+    const token = await newSite("Shop DE", { texts: { de: { title: "Hilfe und Kontakt", greeting: "Hallo! Wie können wir helfen?" } } });
+    const de = await words(token, "de");
+    const { context, page: tab, problems } = await openContext(browser, { locale: "de-DE" });
+    await tab.goto(page("/de", { token }));
+    const launcher = tab.locator("button.launcher");
+    await launcher.waitFor();
+    assert.equal(await launcher.getAttribute("aria-label"), de.open);
+    await launcher.click();
+    await tab.locator("h2", { hasText: "Hilfe und Kontakt" }).waitFor();
+    assert.equal(await tab.locator("button.primary[type=submit]").textContent(), de.send);
+    assert.equal(await tab.locator("textarea").getAttribute("placeholder"), de.write_hint);
+    assert.equal(await tab.locator("[dir]").first().getAttribute("lang"), "de");
+    await tab.screenshot({ path: join(artifacts, "widget-german.png") });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("writes Arabic right to left", async () => {
+    const token = await newSite("Shop AR");
+    const ar = await words(token, "ar");
+    const { context, page: tab, problems } = await openContext(browser, { locale: "ar-EG" });
+    await tab.goto(page("/ar", { token }));
+    await tab.locator("button.launcher").click();
+    await tab.locator("section.panel").waitFor({ state: "visible" });
+    assert.equal(await tab.locator("section.panel").evaluate((el) => getComputedStyle(el).direction), "rtl");
+    assert.equal(await tab.locator("button.primary[type=submit]").textContent(), ar.send);
+    await tab.locator("#parley-consent").check();
+    await tab.locator("textarea").fill("مرحبا");
+    await tab.locator("textarea").press("Enter");
+    const mine = tab.locator("li.msg.visitor[data-id]");
+    await mine.waitFor();
+    const [panel, message] = await Promise.all([tab.locator("section.panel").boundingBox(), mine.boundingBox()]);
+    assert.ok(message.x < panel.x + panel.width / 2, `the visitor's message sits on the left in RTL: ${JSON.stringify({ panel, message })}`);
+    await tab.screenshot({ path: join(artifacts, "widget-arabic.png") });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it("says when a closed team is back, asks for an email first and replies once", async () => {
+    // Open for an hour on the weekday three days from now (UTC): closed now.
+    const day = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"][(new Date().getUTCDay() + 3) % 7];
+    const token = await newSite("Shop closed", { business_hours: { time_zone: "UTC", weekly: [{ day, open: "09:00", close: "10:00" }] } });
+    const config = (await json(`/api/v1/widget/config/${token}?lang=en`)).body;
+    assert.equal(config.online, false);
+    assert.ok(config.next_open_at, "a next opening");
+    const { context, page: tab, problems } = await openContext(browser, { locale: "en-GB" });
+    await tab.goto(page("/closed", { token }));
+    await tab.locator("button.launcher").click();
+    const away = tab.locator("p.away");
+    await away.waitFor();
+    assert.match(await away.textContent(), /We are back/);
+    await tab.locator("#parley-consent").check();
+    await tab.locator("textarea").fill("Anyone there at night?");
+    await tab.locator("textarea").press("Enter");
+    const error = tab.locator(".consent .error");
+    await error.waitFor({ state: "visible" });
+    assert.equal(await error.textContent(), config.strings.email_needed);
+    assert.equal(await tab.locator("li.msg").count(), 0, "nothing sent without an address");
+    await tab.locator("input[type=email]").fill("night@example.com");
+    await tab.locator("textarea").fill("Anyone there at night?");
+    await tab.locator("textarea").press("Enter");
+    await tab.locator("li.msg.visitor[data-id]").waitFor();
+    const reply = tab.locator("li.msg.system", { hasText: "We are away right now" });
+    await reply.waitFor({ timeout: 10000 });
+    await tab.locator("textarea").fill("Still there?");
+    await tab.locator("textarea").press("Enter");
+    await tab.locator("li.msg.visitor[data-id]", { hasText: "Still there?" }).waitFor();
+    assert.equal(await tab.locator("li.msg.system").count(), 1, "one automatic reply");
+    await tab.screenshot({ path: join(artifacts, "widget-closed.png") });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+});
+
 describe("the panel on a phone", () => {
   /** Where the panel, its send and close buttons are, against what the visitor sees. */
   const measure = (tab) => tab.evaluate(() => {

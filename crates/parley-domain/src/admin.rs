@@ -19,6 +19,16 @@ pub fn identity_shown(installation: &Installation) -> String {
     installation.identity.secret.as_deref().map_or_else(|| "none".to_owned(), crate::webhooks::signing::fingerprint)
 }
 
+/// What an admin changes about a site's settings; `None` leaves a part,
+/// `Some(None)` clears it. Checked by whoever builds it (the request
+/// readers check each part by the rules of `locale` and `hours`).
+#[derive(Clone, Debug, Default)]
+pub struct SitePatch {
+    pub locale: Option<Option<String>>,
+    pub texts: Option<std::collections::BTreeMap<String, SiteTexts>>,
+    pub hours: Option<Option<crate::hours::BusinessHours>>,
+}
+
 /// What an admin changes about an installation; `None` leaves it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct InstallationPatch {
@@ -95,6 +105,29 @@ impl AdminService {
     pub async fn create_site(&self, session: &Session, input: NewSiteInput) -> Result<Site, DomainError> {
         let tenant = require_admin(session)?;
         self.tenancy.create_site(tenant, input).await
+    }
+
+    /// Changes what `patch` gives of the site's language, texts per
+    /// language and business hours, and returns the site.
+    pub async fn update_site(&self, session: &Session, id: SiteId, patch: SitePatch) -> Result<Site, DomainError> {
+        let tenant = require_admin(session)?;
+        self.db
+            .write(move |tx| {
+                let mut site = tx.site(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let settings = &mut site.settings;
+                if let Some(locale) = patch.locale {
+                    settings.locale = locale;
+                }
+                if let Some(texts) = patch.texts {
+                    settings.texts = texts;
+                }
+                if let Some(hours) = patch.hours {
+                    settings.hours = hours;
+                }
+                tx.update_site_settings(tenant, id, &site.settings)?;
+                Ok(site)
+            })
+            .await
     }
 
     /// A site with its installations, in one snapshot.

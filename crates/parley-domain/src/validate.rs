@@ -278,6 +278,15 @@ pub static PUSH_TOKEN: Rule = Rule::new(
     "The device's push token from APNs or FCM: 1 to 4,096 printable ASCII characters, no spaces.",
 );
 
+/// A browser's languages: tags separated by commas (weights allowed).
+pub static LANGUAGE_LIST: Rule = Rule::new(
+    "^[A-Za-z0-9_,;=. -]*$",
+    0,
+    500,
+    "must be language tags separated by commas",
+    "Language tags separated by commas, best first, such as `de-AT,de,en`: at most 500 characters.",
+);
+
 /// The site's own id of its signed-in user: printable, not all blank.
 pub static USER_ID: Rule = Rule::new(
     concat!("^[^", controls!(), "]*[^", controls!(), white_space!(), "][^", controls!(), "]*$"),

@@ -13,6 +13,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
 use crate::feed::{Cursor, Reader, record};
+use crate::hours::Availability;
 use crate::identity;
 use crate::ids;
 use crate::limits::{ClientKey, RateLimits};
@@ -84,6 +85,9 @@ pub struct VisitorInput {
     /// Who the page says its signed-in user is (empty: anonymous).
     pub identity: identity::Claim,
     pub attributes: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The language the widget speaks (a tag; one the widget has no words
+    /// for is not kept).
+    pub locale: Option<String>,
 }
 
 /// A synchronised visitor. An identified one comes with its latest
@@ -109,6 +113,14 @@ pub struct PostMessageInput {
     pub body: String,
     pub current_url: Option<PageUrl>,
     pub client_message_id: Option<String>,
+}
+
+/// An installation as its widget presents it.
+pub struct Presented {
+    pub context: Arc<InstallationContext>,
+    /// One of `locale::LANGUAGES`.
+    pub language: &'static str,
+    pub availability: Availability,
 }
 
 /// Whether a visitor synchronisation created the visitor.
@@ -197,8 +209,13 @@ impl WidgetService {
         self.resolve(token, caller, Freshness::Cached).await
     }
 
-    pub async fn config(&self, token: &str, caller: &Caller) -> Result<Arc<InstallationContext>, DomainError> {
-        self.resolve(token, caller, Freshness::Fresh).await
+    /// The installation as the widget presents it to a browser whose
+    /// languages are `accepted` (comma-separated, best first).
+    pub async fn config(&self, token: &str, caller: &Caller, accepted: &str) -> Result<Presented, DomainError> {
+        let context = self.resolve(token, caller, Freshness::Fresh).await?;
+        let language = crate::locale::choose(context.site.settings.locale.as_deref(), accepted);
+        let availability = context.site.settings.hours.as_ref().map_or(Availability::ALWAYS, |h| h.availability(self.clock.now()));
+        Ok(Presented { context, language, availability })
     }
 
     /// The installation's health as a partner would want to read it. Open
@@ -304,8 +321,13 @@ impl WidgetService {
         } else {
             Some(identity::check(&ctx.installation.identity, &input.identity, now)?)
         };
-        let mut profile =
-            VisitorProfile { name: input.name, email: input.email, phone: input.phone, last_url: input.current_url.map(|u| u.url) };
+        let mut profile = VisitorProfile {
+            name: input.name,
+            email: input.email,
+            phone: input.phone,
+            last_url: input.current_url.map(|u| u.url),
+            locale: input.locale.as_deref().and_then(crate::locale::supported).map(str::to_owned),
+        };
         if let Some(signed) = &identified {
             profile.name = signed.name.clone().or(profile.name);
             profile.email = signed.email.clone().or(profile.email);
@@ -337,6 +359,7 @@ impl WidgetService {
         let now = self.clock.now();
         let public_id = ids::conversation_public_id()?;
         let tenant = ctx.tenant.clone();
+        let site = ctx.site.clone();
         let installation_id = ctx.installation.id;
         let required = ctx.installation.identity.required;
         self.db
@@ -373,7 +396,9 @@ impl WidgetService {
                 // its first message.
                 record::conversation_created(tx, &tenant, &conversation, &visitor, &message)?;
                 record::appended_message(tx, &tenant, &conversation, &message)?;
-                Ok((conversation, vec![message]))
+                let mut messages = vec![message];
+                messages.extend(reply_when_away(tx, &tenant, &site, &conversation, &visitor, now)?);
+                Ok((conversation, messages))
             })
             .await
     }
@@ -426,6 +451,7 @@ impl WidgetService {
         let ctx = self.resolve_for_write(&input.token, caller, false).await?;
         let scope = ctx.scope();
         let tenant = ctx.tenant.clone();
+        let site = ctx.site.clone();
         let now = self.clock.now();
         let limits = Arc::clone(&self.limits);
         let required = ctx.installation.identity.required;
@@ -443,6 +469,7 @@ impl WidgetService {
                 }
                 limits.conversation_message(conversation.id)?;
                 let message = crate::activity::add_message(tx, &tenant, scope.into(), &mut conversation, &new)?;
+                reply_when_away(tx, &tenant, &site, &conversation, &visitor, now)?;
                 if let Some(url) = input.current_url {
                     let mut profile = visitor.profile.clone();
                     if profile.merge(&VisitorProfile { last_url: Some(url.url), ..Default::default() }) {
@@ -453,6 +480,39 @@ impl WidgetService {
             })
             .await
     }
+}
+
+/// Outside the site's business hours, a visitor's message gets an
+/// automatic reply saying when the team is back, once per conversation,
+/// in the visitor's language (else the site's). Returns the reply.
+fn reply_when_away(
+    tx: &mut dyn WriteTx,
+    tenant: &Tenant,
+    site: &Site,
+    c: &Conversation,
+    visitor: &Visitor,
+    now: Timestamp,
+) -> Result<Option<Message>, DomainError> {
+    let Some(hours) = &site.settings.hours else { return Ok(None) };
+    let availability = hours.availability(now);
+    let scope = SiteScope { tenant: c.tenant_id, site: c.site_id };
+    if availability.online || !tx.mark_away_replied(scope, c.id, now)? {
+        return Ok(None);
+    }
+    let language = visitor.profile.locale.as_deref().or(site.settings.locale.as_deref()).unwrap_or("en");
+    let body = match availability.next_open_at {
+        Some(at) => crate::locale::text(language, "auto_reply", &[("when", &hours.local(at))]),
+        None => crate::locale::text(language, "auto_reply_later", &[]),
+    };
+    let reply = NewMessage {
+        conversation_id: c.id,
+        sender: Sender { kind: SenderKind::System, name: None, operator_id: None },
+        body,
+        internal: false,
+        created_at: now,
+        client_message_id: None,
+    };
+    Ok(Some(record::message(tx, tenant, scope.into(), c, &reply)?))
 }
 
 /// What one visitor synchronisation writes.

@@ -35,28 +35,6 @@
   // The server passes on one typing indicator per sender every 2 seconds.
   var TYPING_EVERY_MS = 2000;
 
-  /** The widget's own words. The configuration brings them in the
-   * visitor's language; these are the English ones it falls back to. */
-  var EN = {
-    chat: "Chat", open: "Open chat", open_unread: "Open chat ({n} unread)", close: "Close chat", messages: "Messages",
-    name: "Your name (optional)", email: "Your email (optional)", consent: "I agree that my messages are stored to answer me.",
-    privacy: "Privacy policy", email_use: "If you leave before we answer, the answer is emailed to this address.",
-    accept: "Please accept the privacy notice to start the chat.", write: "Write a message", write_hint: "Write a message\u2026",
-    send: "Send", send_label: "Send message", sending: "Sending\u2026", not_sent: "Not sent.",
-    unreachable: "The chat service cannot be reached.", not_sent_unreachable: "Not sent: the chat service cannot be reached.",
-    retry: "Retry", retry_label: "Retry sending this message", verify: "Verify my identity", email_otp: "Email me a code",
-    sms_otp: "Text me a code", magic_link: "Email me a link", method: "Verification method",
-    target: "Email or phone to verify (optional)", target_hint: "Email or phone (optional)", code: "Verification code",
-    code_hint: "Code", confirm: "Confirm", verified: "\u2713 You are verified", code_failed: "Could not send the code.",
-    link_sent: "We emailed a link to {target}. Open it, then come back here.", code_sent: "We sent a code to {target}.",
-    not_worked: "That did not work.", invalid_code: "That code is not right. Try again.",
-    challenge_expired: "That code has expired. Ask for a new one.", rate_limited: "Too many attempts. Please wait a moment.",
-    transcript: "Email me this conversation", transcript_sent: "On its way to {email}.",
-    transcript_verify: "Verify your email address first: it goes only to an address you proved.",
-    transcript_failed: "The conversation could not be sent.", typing: "{name} is typing\u2026", someone: "Someone",
-    away: "We are away right now.", back_at: "We are back {when}.", away_email: "Leave your email address and we will answer you there.",
-    email_needed: "Please give your email address so that we can answer you."
-  };
 
   function warn(message, detail) {
     try { console.warn("[parley] " + message, detail === undefined ? "" : detail); } catch (e) { /* no console */ }
@@ -133,6 +111,7 @@
     ".head h2{font-size:16px;margin:0;flex:1;font-weight:600}",
     ".head button{background:transparent;border:0;color:#fff;font-size:20px;line-height:1;cursor:pointer;padding:4px 8px;border-radius:6px}",
     ".greeting{padding:10px 14px;background:#f3f4f6;font-size:14px;margin:0}",
+    ".away{padding:10px 14px;background:#fef3c7;color:#78350f;font-size:14px;margin:0}",
     ".log{flex:1 1 0;min-height:48px;overflow-y:auto;padding:12px 14px;display:flex;flex-direction:column;gap:8px;margin:0;list-style:none}",
     ".msg{max-width:85%;padding:8px 11px;border-radius:12px;white-space:pre-wrap;word-wrap:break-word;overflow-wrap:anywhere}",
     ".msg.visitor{align-self:flex-end;background:var(--accent);color:#fff;border-bottom-right-radius:4px}",
@@ -271,10 +250,11 @@
     this.listeners[name].slice().forEach(function (fn) { self.call(fn, data); });
   };
 
-  /** One of the widget's own strings in the visitor's language, with
+  /** One of the widget's own words in the visitor's language (the
+   * configuration brings them: see locales/ in parley-domain), with
    * `{name}` places filled from `args`. */
   Widget.prototype.t = function (key, args) {
-    var text = (this.strings && typeof this.strings[key] === "string" && this.strings[key]) || EN[key] || key;
+    var text = (this.strings && typeof this.strings[key] === "string" && this.strings[key]) || key;
     return text.replace(/\{(\w+)\}/g, function (all, name) { return args && args[name] !== undefined ? String(args[name]) : all; });
   };
 
@@ -289,7 +269,8 @@
   Widget.prototype.start = function () {
     var self = this;
     if (!this.base || !this.token) { warn("the script needs data-api-base and data-installation-token"); return; }
-    api(this.base, "GET", "/api/v1/widget/config/" + encodeURIComponent(this.token)).then(function (res) {
+    var languages = (navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || "en"]).join(",");
+    api(this.base, "GET", "/api/v1/widget/config/" + encodeURIComponent(this.token) + "?lang=" + encodeURIComponent(languages.slice(0, 500))).then(function (res) {
       if (res.status !== 200 || !res.body) {
         warn("the widget could not load its configuration (HTTP " + res.status + ")", res.body && res.body.error);
         return;
@@ -331,6 +312,7 @@
 
   Widget.prototype.sync = function (extra) {
     var body = { token: this.token, uuid: this.visitor, current_url: pageUrl() };
+    if (this.config && this.config.locale) body.locale = this.config.locale;
     var identity = this.identity;
     if (identity) Object.keys(identity).forEach(function (k) { body[k] = identity[k]; });
     if (this.attributes) body.attributes = this.attributes;
@@ -459,8 +441,11 @@
     this.log = el("ol", { "class": "log", role: "log", "aria-live": "polite", "aria-label": this.t("messages") });
     this.typingNote = el("p", { "class": "typing", "aria-live": "polite", hidden: true });
     this.panel = el("section", { "class": "panel", id: "parley-panel", role: "dialog", "aria-label": title, hidden: true }, [
-      el("div", { "class": "head" }, [el("h2", { text: title }), close]),
-      look.greeting ? el("p", { "class": "greeting", text: look.greeting }) : null,
+      // What the site and the people write may be in another script
+      // than the widget's language: each finds its own direction.
+      el("div", { "class": "head" }, [el("h2", { text: title, dir: "auto" }), close]),
+      look.greeting ? el("p", { "class": "greeting", text: look.greeting, dir: "auto" }) : null,
+      this.awayNotice(),
       this.log,
       this.typingNote
     ]);
@@ -470,7 +455,7 @@
     this.buildComposer();
     this.buildVerification();
     this.buildTranscript();
-    this.frame = el("div", {}, [this.panel, this.preview, this.launcher]);
+    this.frame = el("div", { dir: cfg.direction === "rtl" ? "rtl" : "ltr", lang: cfg.locale || "en" }, [this.panel, this.preview, this.launcher]);
     root.appendChild(this.frame);
     this.root = root;
     this.host = host;
@@ -485,6 +470,24 @@
       if (!document.hidden) { self.wake(); self.markRead(); } else self.schedule();
     });
     window.addEventListener("online", function () { self.wake(); });
+  };
+
+  /** Outside the site's business hours: when the team is back, and
+   * that an email address is needed to answer. */
+  Widget.prototype.awayNotice = function () {
+    var cfg = this.config;
+    if (cfg.online !== false) return null;
+    var back = cfg.next_open_at ? new Date(cfg.next_open_at) : null;
+    var when = back && !isNaN(back.getTime()) ? this.day(back) : null;
+    var text = this.t("away") + (when ? " " + this.t("back_at", { when: when }) : "") + " " + this.t("away_email");
+    return el("p", { "class": "away", role: "status", text: text });
+  };
+
+  /** A day and time in the visitor's language: "Monday 09:00". */
+  Widget.prototype.day = function (date) {
+    try {
+      return new Intl.DateTimeFormat(this.locale(), { weekday: "long", hour: "numeric", minute: "2-digit" }).format(date);
+    } catch (e) { return date.toLocaleString(); }
   };
 
   Widget.prototype.buildConsent = function (look) {
@@ -730,7 +733,7 @@
     item.className = "msg " + kind;
     item.textContent = "";
     if (kind === "operator" && m.sender.name) item.appendChild(el("span", { "class": "who", text: m.sender.name }));
-    item.appendChild(el("span", { "class": "body", text: m.body }));
+    item.appendChild(el("span", { "class": "body", text: m.body, dir: "auto" }));
     var at = m.created_at && new Date(m.created_at);
     if (at && !isNaN(at.getTime())) item.appendChild(el("time", { "class": "time", datetime: m.created_at, text: this.when(at) }));
     if (m.id) {
@@ -802,6 +805,12 @@
   Widget.prototype.submit = function () {
     var text = this.input.value.trim();
     if (!text) return;
+    if (!this.conversation && this.config.online === false && !this.emailInput.value.trim()) {
+      this.consentError.hidden = false;
+      this.consentError.textContent = this.t("email_needed");
+      this.emailInput.focus();
+      return;
+    }
     if (!this.conversation && !this.consentBox.checked) {
       this.consentError.hidden = false;
       this.consentError.textContent = this.t("accept");

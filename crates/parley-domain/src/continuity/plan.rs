@@ -139,6 +139,7 @@ mod tests {
             domains: vec!["shop.example.com".into()],
             appearance: Default::default(),
             created_at: T0,
+            settings: Default::default(),
         };
         MailContext { details, site, thread: MailThread::default(), open_until: None, messages }
     }

@@ -19,7 +19,7 @@ pub use device::{Device, NewDevice, Platform, WebPushKeys};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
 pub use message::{Message, NewMessage, Sender, SenderKind};
 pub use operator::{NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, PersonalToken, Role, Session, TokenKind};
-pub use site::{NewSite, Site, WidgetAppearance};
+pub use site::{NewSite, Site, SiteSettings, SiteTexts, WidgetAppearance};
 pub use tenant::{NewTenant, Tenant};
 pub use visitor::{NewVisitor, Proof, Visitor, VisitorProfile};
 

@@ -11,9 +11,46 @@ pub struct Site {
     pub domains: Vec<String>,
     pub appearance: WidgetAppearance,
     pub created_at: Timestamp,
+    /// The widget's language, its texts per language, business hours.
+    pub settings: SiteSettings,
+}
+
+/// What a site sets beyond its look (`PATCH admin/sites/{id}`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SiteSettings {
+    /// One of `locale::LANGUAGES`; `None`: each visitor's browser chooses.
+    pub locale: Option<String>,
+    /// The title, greeting and privacy text in other languages, by language.
+    pub texts: std::collections::BTreeMap<String, SiteTexts>,
+    /// `None`: always open.
+    pub hours: Option<crate::hours::BusinessHours>,
+}
+
+/// A site's own texts in one language; what is not given falls back to
+/// the site's defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SiteTexts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub greeting: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privacy_text: Option<String>,
 }
 
 impl Site {
+    /// The widget's look in `language`: the site's texts in it where it
+    /// has them, its defaults otherwise.
+    pub fn appearance_in(&self, language: &str) -> WidgetAppearance {
+        let mut look = self.appearance.clone();
+        if let Some(texts) = self.settings.texts.get(language) {
+            look.title = texts.title.clone().unwrap_or(look.title);
+            look.greeting = texts.greeting.clone().unwrap_or(look.greeting);
+            look.privacy_text = texts.privacy_text.clone().unwrap_or(look.privacy_text);
+        }
+        look
+    }
+
     /// Whether a page or origin host may use this site's widget.
     pub fn allows_host(&self, host: &str) -> bool {
         if self.domains.is_empty() {
@@ -58,6 +95,7 @@ mod tests {
             domains: domains.iter().map(|d| d.to_string()).collect(),
             appearance: WidgetAppearance::default(),
             created_at: Timestamp::from_millis(0),
+            settings: SiteSettings::default(),
         }
     }
 

@@ -58,6 +58,9 @@ pub struct VisitorProfile {
     pub email: Option<String>,
     pub phone: Option<String>,
     pub last_url: Option<String>,
+    /// The language the widget speaks to the visitor (one of
+    /// `locale::LANGUAGES`): what the server writes to it is in it.
+    pub locale: Option<String>,
 }
 
 impl VisitorProfile {
@@ -69,6 +72,7 @@ impl VisitorProfile {
             (&mut self.email, &update.email),
             (&mut self.phone, &update.phone),
             (&mut self.last_url, &update.last_url),
+            (&mut self.locale, &update.locale),
         ] {
             if theirs.is_some() {
                 mine.clone_from(theirs);

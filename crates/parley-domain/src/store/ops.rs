@@ -45,6 +45,8 @@ pub trait TenancyWrite: TenancyRead {
     fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
     fn insert_installation(&mut self, scope: SiteScope, installation: &NewInstallation) -> StoreResult<Installation>;
     fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()>;
+    /// Saves the site's language, texts per language and business hours.
+    fn update_site_settings(&mut self, tenant: TenantId, id: SiteId, settings: &SiteSettings) -> StoreResult<()>;
     fn set_installation_identity(
         &mut self,
         tenant: TenantId,
@@ -158,6 +160,9 @@ pub trait ConversationsWrite: ConversationsRead {
     fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>>;
     fn insert_visitor(&mut self, scope: SiteScope, visitor: &NewVisitor) -> StoreResult<Visitor>;
     fn update_visitor_profile(&mut self, scope: SiteScope, id: VisitorId, profile: &VisitorProfile, at: Timestamp) -> StoreResult<()>;
+    /// Marks the conversation as having had its automatic reply outside
+    /// business hours: `false` when it had one already.
+    fn mark_away_replied(&mut self, scope: SiteScope, conversation: ConversationId, at: Timestamp) -> StoreResult<bool>;
     /// Saves the visitor's user id, site-vouched email and attributes.
     fn update_visitor_identity(&mut self, scope: SiteScope, visitor: &Visitor, at: Timestamp) -> StoreResult<()>;
     fn insert_conversation(&mut self, scope: SiteScope, conversation: &NewConversation) -> StoreResult<Conversation>;

@@ -25,6 +25,7 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
         domains: vec!["www.example.com".into()],
         appearance: WidgetAppearance::default(),
         created_at: now,
+        settings: Default::default(),
     };
     let visitor = Visitor {
         id: VisitorId(0),
@@ -36,6 +37,7 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
             email: Some("visitor@example.com".into()),
             phone: None,
             last_url: Some("https://www.example.com/pricing".into()),
+            locale: None,
         },
         verified_at: Some(now),
         verified_method: Some(Method::EmailOtp),

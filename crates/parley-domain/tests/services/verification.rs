@@ -50,6 +50,7 @@ async fn visitor(h: &Services, token: &str) -> parley_domain::model::Visitor {
         current_url: None,
         identity: Default::default(),
         attributes: None,
+        locale: None,
     };
     h.widget.sync_visitor(&h.caller(), unchanged).await.expect("the visitor syncs").visitor
 }

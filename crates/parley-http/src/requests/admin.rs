@@ -1,6 +1,6 @@
 //! The tenant administration API's requests.
 
-use parley_domain::admin::{InstallationPatch, NewInstallationInput, NewOperatorInput, OperatorPatch};
+use parley_domain::admin::{InstallationPatch, NewInstallationInput, NewOperatorInput, OperatorPatch, SitePatch};
 use parley_domain::auth::{MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};
 use parley_domain::events::EventKind;
 use parley_domain::model::{Role, SiteId, WidgetAppearance};
@@ -11,7 +11,7 @@ use parley_domain::webhooks::service::NewWebhookInput;
 use utoipa::ToSchema;
 
 use super::schema;
-use super::values::{EventKinds, TokenDays, WebhookUrl};
+use super::values::{EventKinds, Hours, SiteLocale, SiteTextsByLanguage, TokenDays, WebhookUrl};
 use crate::extract::{Fields, FromFields, Invalid, Shape};
 
 #[derive(ToSchema, FromFields)]
@@ -43,6 +43,27 @@ impl From<SiteCreateRequest> for NewSiteInput {
             },
             name,
         }
+    }
+}
+
+/// What changes of a site's language, texts per language and business
+/// hours; what is left out stays.
+#[derive(ToSchema, FromFields)]
+pub struct SitePatchRequest {
+    #[schema(schema_with = schema::site_locale)]
+    locale: Option<SiteLocale>,
+    #[schema(schema_with = schema::site_texts)]
+    texts: Option<SiteTextsByLanguage>,
+    #[schema(schema_with = schema::business_hours)]
+    business_hours: Option<Hours>,
+}
+
+impl SitePatchRequest {
+    pub fn patch(self) -> Result<SitePatch, parley_domain::DomainError> {
+        if self.locale.is_none() && self.texts.is_none() && self.business_hours.is_none() {
+            return Err(parley_domain::DomainError::invalid("locale", "give locale, texts, business_hours or several"));
+        }
+        Ok(SitePatch { locale: self.locale.map(|l| l.0), texts: self.texts.map(|t| t.0), hours: self.business_hours.map(|h| h.0) })
     }
 }
 

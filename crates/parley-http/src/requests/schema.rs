@@ -149,6 +149,8 @@ rule_types! {
     NewPassword(String) => validate::NEW_PASSWORD, |s| validate::new_password(s).map(Some);
     Code(String) => validate::CODE, |s| validate::code(s).map(Some);
     UserId(String) => validate::USER_ID, |s| as_sent(&validate::USER_ID, s);
+    Languages(String) => validate::LANGUAGE_LIST, |s| as_sent(&validate::LANGUAGE_LIST, s);
+    Locale(String) => validate::LOCALE, |s| as_sent(&validate::LOCALE, s);
     Signature(String) => validate::SIGNATURE, |s| as_sent(&validate::SIGNATURE, s);
     /// Checked for its shape only: it is opened against its conversation
     /// once that is known.
@@ -205,6 +207,51 @@ fields! {
     event_kind => {
         let kinds: Vec<&str> = parley_domain::events::EventKind::WEBHOOK.iter().map(|k| k.as_str()).collect();
         one_of(&kinds, false)
+    };
+    /// A site's language.
+    site_locale => {
+        let mut values = vec!["auto"];
+        values.extend(parley_domain::locale::LANGUAGES);
+        ObjectBuilder::from(one_of(&values, true)).description(Some("The widget's language for every visitor, or `auto`: each visitor's browser chooses."))
+    };
+    /// A site's texts per language.
+    site_texts => {
+        let text = |max: usize| ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).max_length(Some(max));
+        let texts = ObjectBuilder::new()
+            .schema_type(SchemaType::new(Type::Object))
+            .property("title", text(validate::NAME.max_chars))
+            .property("greeting", text(validate::LONG_TEXT.max_chars))
+            .property("privacy_text", text(validate::LONG_TEXT.max_chars))
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)));
+        let languages: Vec<Value> = parley_domain::locale::LANGUAGES.iter().map(|l| Value::from(*l)).collect();
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+            .property_names(Some(ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).enum_values(Some(languages))))
+            .additional_properties(Some(texts))
+            .description(Some("The widget's title, greeting and privacy text by language (`de`, `fr`, …); what a language does not give is the site's default. Replaces every language's texts; `{}` removes them."))
+    };
+    /// A site's business hours.
+    business_hours => {
+        let time = |close: bool| {
+            let pattern = if close { "^(?:[01][0-9]|2[0-3]):[0-5][0-9]$|^24:00$" } else { "^(?:[01][0-9]|2[0-3]):[0-5][0-9]$" };
+            ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).pattern(Some(pattern))
+        };
+        let opening = ObjectBuilder::new()
+            .schema_type(SchemaType::new(Type::Object))
+            .property("day", one_of(&parley_domain::hours::Day::NAMES, false))
+            .required("day")
+            .property("open", time(false))
+            .required("open")
+            .property("close", time(true))
+            .required("close")
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)));
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+            .property("time_zone", ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).description(Some("An IANA time zone such as Europe/Berlin.")))
+            .property("weekly", ArrayBuilder::new().items(opening).max_items(Some(parley_domain::hours::OPENINGS_MAX)))
+            .property("closed_dates", ArrayBuilder::new().items(ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))).max_items(Some(parley_domain::hours::CLOSED_DATES_MAX)))
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)))
+            .description(Some("When the team is there, in the site's time zone: `time_zone` and `weekly` openings (`day`, `open`, `close` as HH:MM; close after open, up to 24:00), and `closed_dates`. Replaces the hours; `{}` removes them (always open). Outside them the widget says when the team is back, asks for an email first, and the conversation gets one automatic reply."))
     };
     /// A visitor's attributes.
     attributes => {

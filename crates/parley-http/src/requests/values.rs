@@ -272,3 +272,115 @@ impl Field for Attributes {
         }
     }
 }
+
+/// A site's language: one of the widget's languages, or `auto` (each
+/// visitor's browser chooses). `None` inside: `auto`.
+#[derive(Debug)]
+pub struct SiteLocale(pub Option<String>);
+
+impl Field for SiteLocale {
+    const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::site_locale().into()
+    }
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| match s {
+            "auto" => Ok(SiteLocale(None)),
+            tag => parley_domain::locale::LANGUAGES
+                .iter()
+                .find(|l| **l == tag)
+                .map(|l| SiteLocale(Some((*l).to_owned())))
+                .ok_or_else(|| format!("must be auto or one of {}", parley_domain::locale::LANGUAGES.join(", "))),
+        })
+    }
+}
+
+/// A site's title, greeting and privacy text per language.
+#[derive(Debug)]
+pub struct SiteTextsByLanguage(pub std::collections::BTreeMap<String, parley_domain::model::SiteTexts>);
+
+impl Field for SiteTextsByLanguage {
+    const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::site_texts().into()
+    }
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        let Some(value) = f.json(name) else {
+            return if f.present_text(name) { Err(f.reject(name, "must be an object")) } else { Ok(None) };
+        };
+        let Value::Object(map) = value else { return Err(f.reject(name, "must be an object")) };
+        let mut out = std::collections::BTreeMap::new();
+        let mut problems = Vec::new();
+        for (language, texts) in map {
+            if !parley_domain::locale::LANGUAGES.contains(&language.as_str()) {
+                problems.push(format!("{language} is not one of {}", parley_domain::locale::LANGUAGES.join(", ")));
+                continue;
+            }
+            match site_texts(texts) {
+                Ok(texts) => {
+                    out.insert(language.clone(), texts);
+                }
+                Err(problem) => problems.push(format!("{language}: {problem}")),
+            }
+        }
+        if problems.is_empty() { Ok(Some(SiteTextsByLanguage(out))) } else { Err(f.reject(name, problems.join("; "))) }
+    }
+}
+
+/// One language's texts: `title` under the name rule, `greeting` and
+/// `privacy_text` under the long text rule; blank counts as not given.
+fn site_texts(value: &Value) -> Result<parley_domain::model::SiteTexts, String> {
+    let Value::Object(map) = value else { return Err("must be an object of title, greeting and privacy_text".into()) };
+    let mut texts = parley_domain::model::SiteTexts::default();
+    for (key, v) in map {
+        let text = v.as_str().ok_or_else(|| format!("{key} must be a string"))?;
+        let slot = match key.as_str() {
+            "title" => {
+                texts.title = validate::name(text).map_err(|m| format!("title {m}"))?;
+                continue;
+            }
+            "greeting" => &mut texts.greeting,
+            "privacy_text" => &mut texts.privacy_text,
+            other => return Err(format!("{other} is not title, greeting or privacy_text")),
+        };
+        *slot = validate::optional(&validate::LONG_TEXT, text).map_err(|m| format!("{key} {m}"))?;
+    }
+    Ok(texts)
+}
+
+/// A site's business hours; `{}` removes them (always open).
+#[derive(Debug)]
+pub struct Hours(pub Option<parley_domain::hours::BusinessHours>);
+
+impl Field for Hours {
+    const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::business_hours().into()
+    }
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        let Some(value) = f.json(name) else {
+            return if f.present_text(name) { Err(f.reject(name, "must be an object")) } else { Ok(None) };
+        };
+        match value {
+            Value::Object(map) if map.is_empty() => Ok(Some(Hours(None))),
+            Value::Object(_) => {
+                let hours: parley_domain::hours::BusinessHours =
+                    serde_json::from_value(value.clone()).map_err(|e| f.reject(name, format!("{e}")))?;
+                let problems = hours.check(name);
+                if problems.is_empty() {
+                    Ok(Some(Hours(Some(hours))))
+                } else {
+                    let all: Vec<String> = problems.fields().values().flatten().cloned().collect();
+                    Err(f.reject(name, all.join("; ")))
+                }
+            }
+            _ => Err(f.reject(name, "must be an object")),
+        }
+    }
+}

@@ -52,6 +52,9 @@ pub struct WidgetVisitorRequest {
     jwt: Option<schema::Signature>,
     #[schema(schema_with = schema::attributes)]
     attributes: Option<Attributes>,
+    /// The language the widget speaks (the configuration's `locale`):
+    /// what the server writes to the visitor is in it.
+    locale: Option<schema::Locale>,
 }
 
 impl From<WidgetVisitorRequest> for VisitorInput {
@@ -65,6 +68,7 @@ impl From<WidgetVisitorRequest> for VisitorInput {
             current_url: r.current_url.map(|u| u.0),
             identity: Claim { user_id: r.user_id.map(|u| u.0), user_hash: r.user_hash.map(|h| h.0), jwt: r.jwt.map(|j| j.0) },
             attributes: r.attributes.map(|a| a.0),
+            locale: r.locale.map(|l| l.0),
         }
     }
 }
@@ -143,6 +147,14 @@ pub struct StreamParams {
     pub token: schema::Token,
     /// Replay every event after this cursor (`cursor` of the messages, or an event's `id`), then go live. A `Last-Event-ID` header wins over it. Without either, only what happens from now.
     pub last_event_id: Option<schema::VisitorCursor>,
+}
+
+/// The query of the widget's configuration.
+#[derive(FromFields)]
+#[fields(query)]
+pub struct ConfigParams {
+    /// The browser's languages, best first, comma-separated (`navigator.languages`): the widget speaks the first it has words for, unless the site set its language.
+    pub lang: Option<schema::Languages>,
 }
 
 /// The query of the installation health: an optional page URL.

@@ -16,6 +16,7 @@ use crate::views::admin::*;
 
 pub fn routes(api: Mount) -> Mount {
     api.routes(routes!(list_sites, create_site))
+        .routes(routes!(update_site))
         .routes(routes!(list_installations, create_installation))
         .routes(routes!(update_installation))
         .routes(routes!(rotate_identity_secret))
@@ -42,6 +43,21 @@ async fn create_site(
 ) -> Result<(StatusCode, Json<SiteResponse>), ApiError> {
     let site = s.admin.create_site(&session, input.into()).await?;
     Ok((StatusCode::CREATED, Json(SiteResponse { site: (&site).into() })))
+}
+
+/// Sets the site's language, its widget texts per language and its
+/// business hours.
+#[utoipa::path(patch, path = "/admin/sites/{id}", operation_id = "admin_update_site", tag = "admin",
+    security(("bearer" = [])), params(("id" = i64, Path, description = "Site id")), request_body = SitePatchRequest,
+    responses((status = 200, body = SiteResponse), AdminErrors))]
+async fn update_site(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+    JsonBody(input): JsonBody<SitePatchRequest>,
+) -> Result<Json<SiteResponse>, ApiError> {
+    let site = s.admin.update_site(&session, SiteId(id), input.patch()?).await?;
+    Ok(Json(SiteResponse { site: (&site).into() }))
 }
 
 /// The site's installations.

@@ -35,15 +35,16 @@ pub fn routes(api: Mount) -> Mount {
 /// The widget's configuration: tenant, site (with what the widget shows)
 /// and installation.
 #[utoipa::path(get, path = "/widget/config/{token}", operation_id = "widget_config", tag = "widget",
-    params(("token" = String, Path, description = "Installation token")),
+    params(("token" = String, Path, description = "Installation token"), ConfigParams),
     responses((status = 200, body = WidgetConfigResponse), ReadErrors))]
 async fn config(
     State(s): State<AppState>,
     ClientCaller(caller): ClientCaller,
     Path(token): Path<String>,
+    QueryFields(q): QueryFields<ConfigParams>,
 ) -> Result<Json<WidgetConfigResponse>, ApiError> {
-    let ctx = s.widget.config(&token, &caller).await?;
-    Ok(Json(WidgetConfigResponse::new(&ctx, &s.verification.methods())))
+    let presented = s.widget.config(&token, &caller, q.lang.as_ref().map_or("", |l| l.0.as_str())).await?;
+    Ok(Json(WidgetConfigResponse::new(&presented, &s.verification.methods())))
 }
 
 /// How the installation is doing, with warnings a partner can act on.

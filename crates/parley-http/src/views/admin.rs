@@ -18,12 +18,30 @@ pub struct AdminSiteView {
     pub domains: Vec<String>,
     pub widget: WidgetAppearanceView,
     pub created_at: DateTime,
+    /// The widget's language for every visitor, or `auto`.
+    #[schema(example = "auto")]
+    pub locale: String,
+    /// The widget's texts by language.
+    #[schema(value_type = Object)]
+    pub texts: std::collections::BTreeMap<String, parley_domain::model::SiteTexts>,
+    /// Null: always open.
+    #[schema(value_type = Option<Object>)]
+    pub business_hours: Option<parley_domain::hours::BusinessHours>,
 }
 
 impl From<&Site> for AdminSiteView {
     fn from(s: &Site) -> Self {
         let public = super::widget::SiteView::from(s);
-        Self { id: s.id.0, name: public.name, domains: public.domains, widget: public.widget, created_at: at(s.created_at) }
+        Self {
+            id: s.id.0,
+            name: public.name,
+            domains: public.domains,
+            widget: public.widget,
+            created_at: at(s.created_at),
+            locale: s.settings.locale.clone().unwrap_or_else(|| "auto".to_owned()),
+            texts: s.settings.texts.clone(),
+            business_hours: s.settings.hours.clone(),
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! `sender`; a widget conversation has `public_id`, `status`, `subject`,
 //! `created_at`).
 
-use parley_domain::model::{Conversation, Installation, InstallationContext, Message, SenderKind, Site, Tenant, Visitor};
+use parley_domain::model::{Conversation, Installation, Message, SenderKind, Site, Tenant, Visitor};
 use parley_domain::verification::Method;
 use parley_domain::{Timestamp, mask};
 use serde::Serialize;
@@ -76,7 +76,17 @@ pub struct SiteView {
 
 impl From<&Site> for SiteView {
     fn from(s: &Site) -> Self {
-        let a = &s.appearance;
+        Self::with(s, &s.appearance)
+    }
+}
+
+impl SiteView {
+    /// The site as its widget shows it in `language`.
+    pub fn in_language(s: &Site, language: &str) -> Self {
+        Self::with(s, &s.appearance_in(language))
+    }
+
+    fn with(s: &Site, a: &parley_domain::model::WidgetAppearance) -> Self {
         Self {
             name: s.name.clone(),
             domains: s.domains.clone(),
@@ -253,13 +263,39 @@ impl From<&Message> for MessageView {
 #[derive(Serialize, ToSchema)]
 pub struct WidgetConfigResponse {
     pub tenant: TenantView,
+    /// With `widget`'s texts in `locale`.
     pub site: SiteView,
     pub installation: InstallationView,
+    /// The language the widget speaks: the site's, else the first of the
+    /// browser's (`lang`) there are words for, else `en`.
+    #[schema(example = "de")]
+    pub locale: &'static str,
+    /// `ltr`, or `rtl` for Arabic and Hebrew.
+    #[schema(example = "ltr")]
+    pub direction: &'static str,
+    /// The widget's own words in `locale`, by key.
+    #[schema(value_type = Object)]
+    pub strings: &'static parley_domain::locale::Words,
+    /// Within the site's business hours (always, without hours).
+    pub online: bool,
+    /// When closed, the start of the next opening; null when open, or
+    /// when no opening is ahead.
+    pub next_open_at: Option<DateTime>,
 }
 
 impl WidgetConfigResponse {
-    pub fn new(c: &InstallationContext, methods: &[Method]) -> Self {
-        Self { tenant: (&c.tenant).into(), site: (&c.site).into(), installation: InstallationView::new(&c.installation, methods) }
+    pub fn new(p: &parley_domain::widget::Presented, methods: &[Method]) -> Self {
+        let c = &p.context;
+        Self {
+            tenant: (&c.tenant).into(),
+            site: SiteView::in_language(&c.site, p.language),
+            installation: InstallationView::new(&c.installation, methods),
+            locale: p.language,
+            direction: parley_domain::locale::direction(p.language),
+            strings: parley_domain::locale::words(p.language),
+            online: p.availability.online,
+            next_open_at: p.availability.next_open_at.map(at),
+        }
     }
 }
 

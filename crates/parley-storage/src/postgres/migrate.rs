@@ -19,7 +19,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (10, include_str!("../../migrations/postgres/0010_operator_notifications.sql")),
     (11, include_str!("../../migrations/postgres/0011_push_outbox.sql")),
     (12, include_str!("../../migrations/postgres/0012_visitor_continuity.sql")),
-    (13, include_str!("../../migrations/postgres/0013_widget_identity.sql")),
+    (13, include_str!("../../migrations/postgres/0013_widget_platform.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

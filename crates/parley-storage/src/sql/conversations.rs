@@ -13,7 +13,7 @@ pub(super) const VISITOR_COLS: &str = "v.id AS v_id, v.tenant_id AS v_tenant_id,
      v.email AS v_email, v.phone AS v_phone, v.last_url AS v_last_url, v.verified_at AS v_verified_at, \
      v.created_at AS v_created_at, v.updated_at AS v_updated_at, v.verified_method AS v_verified_method, \
      v.verified_target AS v_verified_target, v.user_id AS v_user_id, v.site_email AS v_site_email, \
-     v.attributes AS v_attributes";
+     v.attributes AS v_attributes, v.locale AS v_locale";
 
 fn visitor(r: &dyn Row) -> StoreResult<Visitor> {
     Ok(Visitor {
@@ -26,6 +26,7 @@ fn visitor(r: &dyn Row) -> StoreResult<Visitor> {
             email: r.text("v_email")?,
             phone: r.text("v_phone")?,
             last_url: r.text("v_last_url")?,
+            locale: r.text("v_locale")?,
         },
         verified_at: r.opt_ts("v_verified_at")?,
         created_at: r.ts("v_created_at")?,
@@ -313,16 +314,20 @@ statements! {
     ), "c"),
     INSERT_VISITOR<'a>(
         tenant: TenantId, site: SiteId, uuid: &'a str, name: Option<&'a str>, email: Option<&'a str>, phone: Option<&'a str>,
-        last_url: Option<&'a str>, created_at: Timestamp,
+        last_url: Option<&'a str>, locale: Option<&'a str>, created_at: Timestamp,
     ) => |_| "INSERT INTO visitors
-         (tenant_id, site_id, uuid, name, email, phone, last_url, created_at, updated_at)
-         VALUES (:tenant, :site, :uuid, :name, :email, :phone, :last_url, :created_at, :created_at)
+         (tenant_id, site_id, uuid, name, email, phone, last_url, locale, created_at, updated_at)
+         VALUES (:tenant, :site, :uuid, :name, :email, :phone, :last_url, :locale, :created_at, :created_at)
          ON CONFLICT (site_id, uuid) DO NOTHING RETURNING id".into(),
     UPDATE_VISITOR_PROFILE<'a>(
         tenant: TenantId, site: SiteId, id: VisitorId, name: Option<&'a str>, email: Option<&'a str>, phone: Option<&'a str>,
-        last_url: Option<&'a str>, at: Timestamp,
-    ) => |_| "UPDATE visitors SET name = :name, email = :email, phone = :phone, last_url = :last_url, updated_at = :at
+        last_url: Option<&'a str>, locale: Option<&'a str>, at: Timestamp,
+    ) => |_| "UPDATE visitors SET name = :name, email = :email, phone = :phone, last_url = :last_url, locale = :locale,
+         updated_at = :at
          WHERE tenant_id = :tenant AND site_id = :site AND id = :id".into(),
+    MARK_AWAY_REPLIED(tenant: TenantId, site: SiteId, id: ConversationId, at: Timestamp) => |_|
+        "UPDATE conversations SET away_replied_at = :at
+         WHERE tenant_id = :tenant AND site_id = :site AND id = :id AND away_replied_at IS NULL".into(),
     UPDATE_VISITOR_IDENTITY<'a>(
         tenant: TenantId, site: SiteId, id: VisitorId, user_id: Option<&'a str>, site_email: Option<&'a str>,
         attributes: Option<&'a str>, at: Timestamp,
@@ -518,6 +523,7 @@ impl ConversationsWrite for Tx<'_> {
             email: p.email.as_deref(),
             phone: p.phone.as_deref(),
             last_url: p.last_url.as_deref(),
+            locale: p.locale.as_deref(),
             created_at: v.created_at,
         };
         let inserted = self.one(params, |r| r.i64("id"))?;
@@ -541,6 +547,10 @@ impl ConversationsWrite for Tx<'_> {
             created_at: v.created_at,
             updated_at: v.created_at,
         })
+    }
+
+    fn mark_away_replied(&mut self, scope: SiteScope, id: ConversationId, at: Timestamp) -> StoreResult<bool> {
+        Ok(self.exec(MARK_AWAY_REPLIED { tenant: scope.tenant, site: scope.site, id, at })? == 1)
     }
 
     fn update_visitor_identity(&mut self, scope: SiteScope, v: &Visitor, at: Timestamp) -> StoreResult<()> {
@@ -570,6 +580,7 @@ impl ConversationsWrite for Tx<'_> {
             email: p.email.as_deref(),
             phone: p.phone.as_deref(),
             last_url: p.last_url.as_deref(),
+            locale: p.locale.as_deref(),
             at,
         })?;
         Ok(())

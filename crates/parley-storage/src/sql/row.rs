@@ -95,4 +95,12 @@ impl dyn Row + '_ {
     pub fn json<T: serde::de::DeserializeOwned>(&self, col: &str) -> StoreResult<T> {
         serde_json::from_str(&self.string(col)?).map_err(|e| StoreError::Internal(format!("column {col}: {e}")))
     }
+
+    /// A nullable JSON column.
+    pub fn opt_json<T: serde::de::DeserializeOwned>(&self, col: &str) -> StoreResult<Option<T>> {
+        match self.text(col)? {
+            Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| StoreError::Internal(format!("column {col}: {e}"))),
+            None => Ok(None),
+        }
+    }
 }

@@ -16,7 +16,8 @@ pub(super) fn tenant(r: &dyn Row) -> StoreResult<Tenant> {
 
 const SITE_COLS: &str = "s.id AS s_id, s.tenant_id AS s_tenant_id, s.name AS s_name, s.domains AS s_domains, \
      s.widget_title AS s_widget_title, s.widget_greeting AS s_widget_greeting, s.accent_color AS s_accent_color, \
-     s.privacy_text AS s_privacy_text, s.privacy_url AS s_privacy_url, s.created_at AS s_created_at";
+     s.privacy_text AS s_privacy_text, s.privacy_url AS s_privacy_url, s.created_at AS s_created_at, \
+     s.locale AS s_locale, s.texts AS s_texts, s.business_hours AS s_business_hours";
 
 fn site(r: &dyn Row) -> StoreResult<Site> {
     Ok(Site {
@@ -32,6 +33,11 @@ fn site(r: &dyn Row) -> StoreResult<Site> {
             privacy_url: r.text("s_privacy_url")?,
         },
         created_at: r.ts("s_created_at")?,
+        settings: SiteSettings {
+            locale: r.text("s_locale")?,
+            texts: r.opt_json("s_texts")?.unwrap_or_default(),
+            hours: r.opt_json("s_business_hours")?,
+        },
     })
 }
 
@@ -85,6 +91,9 @@ statements! {
     ), "i"),
     TENANT_BY_SLUG<'a>(slug: &'a str) => |_| format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.slug = :slug"),
     TENANT(id: TenantId) => |_| format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.id = :id"),
+    UPDATE_SITE_SETTINGS<'a>(
+        tenant: TenantId, id: SiteId, locale: Option<&'a str>, texts: Option<&'a str>, hours: Option<&'a str>,
+    ) => |_| "UPDATE sites SET locale = :locale, texts = :texts, business_hours = :hours WHERE tenant_id = :tenant AND id = :id".into(),
     SITES(tenant: TenantId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant ORDER BY s.id"),
     SITE(tenant: TenantId, id: SiteId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant AND s.id = :id"),
     INSTALLATIONS(tenant: TenantId, site: SiteId) => |_|
@@ -186,6 +195,7 @@ impl TenancyWrite for Tx<'_> {
             domains: s.domains.clone(),
             appearance: s.appearance.clone(),
             created_at: s.created_at,
+            settings: SiteSettings::default(),
         })
     }
 
@@ -214,6 +224,21 @@ impl TenancyWrite for Tx<'_> {
             created_at: i.created_at,
             identity: IdentitySettings::default(),
         })
+    }
+
+    fn update_site_settings(&mut self, tenant: TenantId, id: SiteId, settings: &SiteSettings) -> StoreResult<()> {
+        let texts = if settings.texts.is_empty() { None } else { Some(to_json(&settings.texts)?) };
+        let hours = settings.hours.as_ref().map(to_json).transpose()?;
+        self.exec(UPDATE_SITE_SETTINGS {
+            tenant,
+            id,
+            locale: settings.locale.as_deref(),
+            texts: texts.as_deref(),
+            hours: hours.as_deref(),
+        })?;
+        // The widget's configuration comes through the token cache.
+        self.effects.installations_changed = true;
+        Ok(())
     }
 
     fn set_installation_identity(&mut self, tenant: TenantId, id: InstallationId, identity: &IdentitySettings) -> StoreResult<()> {
@@ -254,4 +279,8 @@ impl TenancyWrite for Tx<'_> {
         })?;
         Ok(())
     }
+}
+
+fn to_json(value: &impl serde::Serialize) -> StoreResult<String> {
+    serde_json::to_string(value).map_err(|e| parley_domain::StoreError::Internal(format!("a JSON column: {e}")))
 }

@@ -33,7 +33,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (16, include_str!("../../migrations/sqlite/0016_operator_notifications.sql")),
     (17, include_str!("../../migrations/sqlite/0017_push_outbox.sql")),
     (18, include_str!("../../migrations/sqlite/0018_visitor_continuity.sql")),
-    (19, include_str!("../../migrations/sqlite/0019_widget_identity.sql")),
+    (19, include_str!("../../migrations/sqlite/0019_widget_platform.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.

@@ -45,6 +45,7 @@ mod webhooks;
 mod widget_config;
 mod widget_conversations;
 mod widget_identity;
+mod widget_locale;
 mod widget_messages;
 mod widget_ping;
 mod widget_visitors;

@@ -418,6 +418,11 @@ async fn routing_lines_written_before_are_kept_among_operators() {
              ALTER TABLE installations DROP COLUMN previous_identity_secret;
              ALTER TABLE installations DROP COLUMN previous_identity_secret_expires_at;
              ALTER TABLE installations DROP COLUMN identity_required;
+             ALTER TABLE visitors DROP COLUMN locale;
+             ALTER TABLE sites DROP COLUMN locale;
+             ALTER TABLE sites DROP COLUMN texts;
+             ALTER TABLE sites DROP COLUMN business_hours;
+             ALTER TABLE conversations DROP COLUMN away_replied_at;
              {unmigrate}"
         ),
     )

@@ -147,8 +147,11 @@ async fn every_response_is_described_and_every_stream_event_has_a_schema() {
     };
     for prefix in PREFIXES {
         let widget = events(&format!("{prefix}/widget/conversations/{{public_id}}/events"), "get");
-        assert_eq!(widget, ["conversation.updated", "message.created", "reset"].map(String::from).into());
+        assert_eq!(widget, ["conversation.updated", "message.created", "reset", "typing"].map(String::from).into());
         let operator = events(&format!("{prefix}/mobile/events"), "get");
-        assert_eq!(operator, ["conversation.created", "conversation.updated", "message.created", "reset"].map(String::from).into());
+        assert_eq!(
+            operator,
+            ["conversation.created", "conversation.updated", "message.created", "reset", "typing"].map(String::from).into()
+        );
     }
 }

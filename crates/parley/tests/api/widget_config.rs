@@ -198,3 +198,21 @@ async fn the_page_api_types_are_served_beside_the_script() {
         assert!(body.contains(command), "{command} is declared");
     }
 }
+
+#[tokio::test]
+async fn every_word_the_widget_asks_for_comes_with_the_configuration() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let script = app.client.get(app.url("/widget.js")).send().await.unwrap().text().await.unwrap();
+    let mut asked: Vec<&str> = script.split(".t(\"").skip(1).filter_map(|rest| rest.split('"').next()).collect();
+    // Asked for by value: the verification methods and the codes of errors.
+    asked.extend(["email_otp", "sms_otp", "magic_link", "invalid_code", "challenge_expired", "rate_limited"]);
+    assert!(asked.len() > 30, "{asked:?}");
+    for language in parley_domain::locale::LANGUAGES {
+        let (_, config) = app.get(&format!("/api/v1/widget/config/{}?lang={language}", f.token)).await;
+        assert_eq!(config["locale"], language);
+        for key in &asked {
+            assert!(config["strings"][key].is_string(), "{language} has {key}");
+        }
+    }
+}
