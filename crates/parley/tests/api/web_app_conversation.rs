@@ -81,6 +81,44 @@ async fn the_page_shows_what_the_visitor_has_seen() {
 }
 
 #[tokio::test]
+async fn the_page_shows_who_the_site_says_the_visitor_is_and_sends_typing() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let token = app.login("admin@acme.example.com").await;
+    let (_, list) = app.authed(reqwest::Method::GET, &format!("/api/admin/sites/{}/installations", f.scope.site.0), &token, None).await;
+    let installation = list["installations"][0]["id"].as_i64().unwrap();
+    let (_, made) =
+        app.authed(reqwest::Method::POST, &format!("/api/admin/installations/{installation}/identity-secret"), &token, None).await;
+    let secret = made["identity_secret"].as_str().unwrap();
+    let jwt = {
+        use base64::Engine;
+        use hmac::{KeyInit, Mac};
+        let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        let exp = parley_domain::Clock::now(&*app.clock).unix_seconds() + 600;
+        let signing = format!("{}.{}", b64(&json!({"alg": "HS256"})), b64(&json!({"sub": "u-9", "exp": exp, "email": "ann@example.com"})));
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(signing.as_bytes());
+        format!("{signing}.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()))
+    };
+    let (status, body) = app
+        .post(
+            "/api/widget/visitors",
+            json!({"token": f.token, "uuid": "ann", "jwt": jwt, "attributes": {"plan": "<b>pro</b>", "seats": 3}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (_, id, mut admin) = opened(&app, &f).await;
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("Yes, by the site: user <strong>u-9</strong>"), "{}", page.html);
+    assert!(page.html.contains("ann@example.com <span class=\"proven\">(proven by the site)</span>"));
+    assert!(page.html.contains("plan: &lt;b&gt;pro&lt;/b&gt;") && page.html.contains("seats: 3"), "attributes, as text");
+
+    let csrf = page.field("csrf");
+    let answer = admin.post(&format!("/app/conversations/{id}/typing"), &[("csrf", &csrf)]).await;
+    assert_eq!(answer.status, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
 async fn take_hand_over_with_a_note_close_and_reopen() {
     let app = TestApp::spawn().await;
     let f = app.fixture("acme", &[]).await;
@@ -168,7 +206,7 @@ async fn every_form_of_the_page_needs_its_token_and_this_origin() {
     let f = app.fixture("acme", &[]).await;
     let (public_id, id, mut admin) = opened(&app, &f).await;
     let csrf = admin.conversation(id).await.field("csrf");
-    for action in ["reply", "note", "take", "hand-over", "close", "reopen"] {
+    for action in ["reply", "note", "take", "hand-over", "close", "reopen", "typing"] {
         let path = format!("/app/conversations/{id}/{action}");
         let fields = [("body", "forged"), ("operator_id", "1")];
         let without = admin.post(&path, &fields).await;
@@ -207,7 +245,7 @@ async fn a_page_shows_only_what_its_operator_may_see() {
         let mut other = Browser::signed_in(&app, email).await;
         let csrf = csrf_of(&other.inbox("").await);
         assert_eq!(other.get(&format!("/app/conversations/{id}")).await.status, StatusCode::NOT_FOUND, "{email}");
-        for action in ["reply", "note", "take", "hand-over", "close", "reopen"] {
+        for action in ["reply", "note", "take", "hand-over", "close", "reopen", "typing"] {
             let fields = [("csrf", csrf.as_str()), ("body", "intruder"), ("operator_id", "1")];
             let answer = other.post(&format!("/app/conversations/{id}/{action}"), &fields).await;
             assert_eq!(answer.status, StatusCode::NOT_FOUND, "{email} {action}");

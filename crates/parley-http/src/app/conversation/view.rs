@@ -191,7 +191,12 @@ fn visitor(t: &Transcript) -> Markup {
             h2 #visitor-title { "Visitor" }
             dl {
                 dt { "Name" } dd { (p.name.as_deref().unwrap_or("Not given")) }
-                dt { "Email" } dd { (p.email.as_deref().unwrap_or("Not given")) }
+                dt { "Email" } dd {
+                    (p.email.as_deref().unwrap_or("Not given"))
+                    @if v.site_email.as_deref().zip(p.email.as_deref()).is_some_and(|(a, b)| parley_domain::validate::same_email(a, b)) {
+                        " " span.proven { "(proven by the site)" }
+                    }
+                }
                 dt { "Phone" } dd { (p.phone.as_deref().unwrap_or("Not given")) }
                 dt { "Last page" } dd.url { (p.last_url.as_deref().unwrap_or("Unknown")) }
                 dt { "Verified" }
@@ -205,10 +210,35 @@ fn visitor(t: &Transcript) -> Markup {
                         _ => "No",
                     }
                 }
+                dt { "Identified" }
+                dd.identified {
+                    @match &v.user_id {
+                        Some(user) => { "Yes, by the site: user " strong { (user) } }
+                        None => "No",
+                    }
+                }
+                @if !v.attributes.is_empty() {
+                    dt { "Attributes" }
+                    dd.attributes {
+                        ul {
+                            @for (key, value) in &v.attributes {
+                                li { (key) ": " (attribute_text(value)) }
+                            }
+                        }
+                    }
+                }
                 dt { "Site" } dd { (t.details.site.name) }
                 dt { "Started" } dd { (when(c.created_at)) }
             }
         }
+    }
+}
+
+/// An attribute's value as text: a string as it is, anything else as JSON.
+fn attribute_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
     }
 }
 
