@@ -135,6 +135,7 @@ describe("the page API", () => {
     await tab.evaluate(() => Parley("logout"));
     await tab.locator(".consent").waitFor({ state: "visible" });
     assert.equal(await tab.locator("li.msg").count(), 0, "no message of the previous visitor stays");
+    assert.equal(await tab.locator("input[type=email]").inputValue(), "", "nor the address it typed");
     const token = await tab.evaluate(() => Object.keys(window.__parleyWidgets)[0]);
     const stored = await tab.evaluate((t) => [localStorage.getItem(`parley:${t}:visitor`), localStorage.getItem(`parley:${t}:conversation`)], token);
     assert.notEqual(stored[0], before, "a new visitor");

@@ -20,13 +20,37 @@ pub fn identity_shown(installation: &Installation) -> String {
 }
 
 /// What an admin changes about a site's settings; `None` leaves a part,
-/// `Some(None)` clears it. Checked by whoever builds it (the request
-/// readers check each part by the rules of `locale` and `hours`).
+/// `Some(None)` clears it.
 #[derive(Clone, Debug, Default)]
 pub struct SitePatch {
     pub locale: Option<Option<String>>,
     pub texts: Option<std::collections::BTreeMap<String, SiteTexts>>,
     pub hours: Option<Option<crate::hours::BusinessHours>>,
+}
+
+impl SitePatch {
+    /// The rules the request readers apply, again where the change is
+    /// made: whoever builds a patch, nothing unknown is stored.
+    fn check(&self) -> Result<(), DomainError> {
+        let mut errors = FieldErrors::new();
+        let known = |language: &str| crate::locale::LANGUAGES.contains(&language);
+        if let Some(Some(locale)) = &self.locale
+            && !known(locale)
+        {
+            errors.add("locale", "is not a language the widget speaks");
+        }
+        for language in self.texts.iter().flat_map(|t| t.keys()) {
+            if !known(language) {
+                errors.add("texts", format!("{language} is not a language the widget speaks"));
+            }
+        }
+        if let Some(Some(hours)) = &self.hours {
+            for (field, messages) in hours.check("business_hours").fields() {
+                messages.iter().for_each(|m| errors.add(field, m.clone()));
+            }
+        }
+        if errors.is_empty() { Ok(()) } else { Err(DomainError::Validation(errors)) }
+    }
 }
 
 /// What an admin changes about an installation; `None` leaves it.
@@ -111,6 +135,7 @@ impl AdminService {
     /// language and business hours, and returns the site.
     pub async fn update_site(&self, session: &Session, id: SiteId, patch: SitePatch) -> Result<Site, DomainError> {
         let tenant = require_admin(session)?;
+        patch.check()?;
         self.db
             .write(move |tx| {
                 let mut site = tx.site(tenant, id)?.ok_or(DomainError::NotFound)?;

@@ -85,7 +85,7 @@ impl Availability {
 /// Minutes since midnight of `HH:MM` (`24:00` is 1440 when `end`).
 fn minutes(text: &str, end: bool) -> Option<u32> {
     let (h, m) = text.split_once(':')?;
-    if h.len() != 2 || m.len() != 2 {
+    if h.len() != 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
         return None;
     }
     let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
@@ -244,12 +244,13 @@ mod tests {
             weekly: vec![
                 Opening { day: Day::Monday, open: "17:00".into(), close: "09:00".into() },
                 Opening { day: Day::Monday, open: "9:00".into(), close: "25:00".into() },
+                Opening { day: Day::Monday, open: "+9:00".into(), close: "10:00".into() },
             ],
             closed_dates: vec!["2026-02-30".into()],
         };
         let errors = bad.check("business_hours");
         let all: Vec<&String> = errors.fields().values().flatten().collect();
-        assert_eq!(all.len(), 4, "{all:?}");
+        assert_eq!(all.len(), 5, "{all:?}");
         assert!(hours(&[(Day::Monday, "09:00", "24:00")], &["2026-12-25"]).check("h").is_empty());
     }
 }

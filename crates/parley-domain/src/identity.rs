@@ -37,7 +37,7 @@ pub const ATTRIBUTE_KEY_MAX: usize = 64;
 pub const ATTRIBUTE_TEXT_MAX: usize = 1000;
 
 /// An installation's identity settings.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct IdentitySettings {
     pub secret: Option<String>,
     pub previous_secret: Option<String>,
@@ -58,12 +58,35 @@ impl IdentitySettings {
     }
 }
 
+/// The secrets never reach a log, whatever prints the installation.
+impl std::fmt::Debug for IdentitySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdentitySettings")
+            .field("secret", &self.secret.as_ref().map(|_| "…"))
+            .field("previous_secret", &self.previous_secret.as_ref().map(|_| "…"))
+            .field("previous_secret_expires_at", &self.previous_secret_expires_at)
+            .field("required", &self.required)
+            .finish()
+    }
+}
+
 /// What a page sent to identify its user.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Claim {
     pub user_id: Option<String>,
     pub user_hash: Option<String>,
     pub jwt: Option<String>,
+}
+
+/// A signature is a credential: it is not printed.
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claim")
+            .field("user_id", &self.user_id)
+            .field("user_hash", &self.user_hash.as_ref().map(|_| "…"))
+            .field("jwt", &self.jwt.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 impl Claim {
@@ -85,6 +108,9 @@ pub struct Identified {
 struct TokenClaims {
     sub: String,
     exp: i64,
+    /// Not before: a token for later is not good yet.
+    #[serde(default)]
+    nbf: Option<i64>,
     #[serde(default)]
     email: Option<String>,
     #[serde(default)]
@@ -137,19 +163,28 @@ fn hash_matches(secret: &str, user_id: &str, hash: &[u8]) -> bool {
 
 fn token_claims(secret: &str, token: &str, now: Timestamp) -> Option<Identified> {
     use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode};
+    // A header naming extensions the token's reader must understand
+    // (RFC 7515, `crit`) asks for what is not done here.
+    if jsonwebtoken::decode_header(token).ok()?.crit.is_some() {
+        return None;
+    }
     let mut validation = Validation::new(Algorithm::HS256);
     validation.set_required_spec_claims(&["exp", "sub"]);
-    // Expiry is checked against the service's clock below.
+    // Time is checked against the service's clock below; an audience is
+    // the site's own business.
     validation.validate_exp = false;
+    validation.validate_nbf = false;
+    validation.validate_aud = false;
     let data = decode::<TokenClaims>(token, &DecodingKey::from_secret(secret.as_bytes()), &validation).ok()?;
     let claims = data.claims;
     let now = now.unix_seconds();
     let horizon = i64::try_from(TOKEN_HORIZON.as_secs()).unwrap_or(i64::MAX);
-    if claims.exp <= now - CLOCK_SKEW || claims.exp > now + horizon + CLOCK_SKEW {
+    if claims.exp <= now - CLOCK_SKEW || claims.exp > now + horizon + CLOCK_SKEW || claims.nbf.is_some_and(|nbf| nbf > now + CLOCK_SKEW) {
         return None;
     }
     let email = claims.email.and_then(|e| crate::validate::email(&e).ok());
-    Some(Identified { user_id: claims.sub, email, name: claims.name.map(|n| n.chars().take(255).collect()) })
+    let name = claims.name.and_then(|n| crate::validate::name(&n).ok().flatten());
+    Some(Identified { user_id: claims.sub, email, name })
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
@@ -159,11 +194,9 @@ fn decode_hex(text: &str) -> Option<Vec<u8>> {
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok()).collect()
 }
 
+/// The request's rule for a user id, applied to a token's `sub` too.
 fn valid_user_id(user_id: &str) -> Result<(), DomainError> {
-    if user_id.is_empty() || user_id.chars().count() > USER_ID_MAX || user_id.chars().any(char::is_control) {
-        return Err(DomainError::invalid("user_id", format!("must be 1 to {USER_ID_MAX} characters without control characters")));
-    }
-    Ok(())
+    crate::validate::USER_ID.check(user_id).map_err(|message| DomainError::invalid("user_id", message))
 }
 
 /// Custom facts about a visitor: text, numbers, booleans.
@@ -262,10 +295,20 @@ mod tests {
             token(SECRET, serde_json::json!({"sub": "u-7", "exp": now.unix_seconds() + 2 * 86_400})),
             token(SECRET, serde_json::json!({"sub": "", "exp": exp})),
             Claim { jwt: Some("not.a.token".into()), ..Claim::default() },
+            token(SECRET, serde_json::json!({"sub": "u-7", "exp": exp, "nbf": exp - 60})),
+            {
+                let header = Header { crit: Some(vec!["b64".into()]), ..Header::default() };
+                let jwt =
+                    encode(&header, &serde_json::json!({"sub": "u-7", "exp": exp}), &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
+                Claim { jwt: Some(jwt), ..Claim::default() }
+            },
         ];
         for claim in invalid {
             assert!(matches!(check(&s, &claim, now), Err(DomainError::IdentityInvalid)), "{claim:?}");
         }
+        // An audience is the site's business, a past nbf is fine.
+        let with_aud = token(SECRET, serde_json::json!({"sub": "u-7", "exp": exp, "aud": "shop", "nbf": now.unix_seconds() - 10}));
+        assert_eq!(check(&s, &with_aud, now).unwrap().user_id, "u-7");
         // A token names its user: a user_id beside it must be the same.
         let mut other = good.clone();
         other.user_id = Some("u-8".into());

@@ -10,28 +10,35 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-/// The languages there are words for, English first (the fallback).
-pub const LANGUAGES: [&str; 14] = ["en", "de", "fr", "es", "pt", "it", "nl", "pl", "tr", "ru", "ja", "zh-CN", "ar", "he"];
-
-/// Languages written right to left.
-const RIGHT_TO_LEFT: [&str; 2] = ["ar", "he"];
-
-const FILES: [&str; 14] = [
-    include_str!("locales/en.json"),
-    include_str!("locales/de.json"),
-    include_str!("locales/fr.json"),
-    include_str!("locales/es.json"),
-    include_str!("locales/pt.json"),
-    include_str!("locales/it.json"),
-    include_str!("locales/nl.json"),
-    include_str!("locales/pl.json"),
-    include_str!("locales/tr.json"),
-    include_str!("locales/ru.json"),
-    include_str!("locales/ja.json"),
-    include_str!("locales/zh-CN.json"),
-    include_str!("locales/ar.json"),
-    include_str!("locales/he.json"),
+/// Each language: its code, its words, and whether it is written right
+/// to left. English first: it is the fallback.
+const TABLE: [(&str, &str, bool); 14] = [
+    ("en", include_str!("locales/en.json"), false),
+    ("de", include_str!("locales/de.json"), false),
+    ("fr", include_str!("locales/fr.json"), false),
+    ("es", include_str!("locales/es.json"), false),
+    ("pt", include_str!("locales/pt.json"), false),
+    ("it", include_str!("locales/it.json"), false),
+    ("nl", include_str!("locales/nl.json"), false),
+    ("pl", include_str!("locales/pl.json"), false),
+    ("tr", include_str!("locales/tr.json"), false),
+    ("ru", include_str!("locales/ru.json"), false),
+    ("ja", include_str!("locales/ja.json"), false),
+    ("zh-CN", include_str!("locales/zh-CN.json"), false),
+    ("ar", include_str!("locales/ar.json"), true),
+    ("he", include_str!("locales/he.json"), true),
 ];
+
+/// The languages there are words for, as `TABLE` lists them.
+pub const LANGUAGES: [&str; 14] = {
+    let mut codes = [""; 14];
+    let mut i = 0;
+    while i < TABLE.len() {
+        codes[i] = TABLE[i].0;
+        i += 1;
+    }
+    codes
+};
 
 /// One language's words, by key.
 pub type Words = BTreeMap<String, String>;
@@ -40,7 +47,7 @@ fn all() -> &'static [Words; 14] {
     static ALL: OnceLock<[Words; 14]> = OnceLock::new();
     // The files are checked by this module's tests: one that does not
     // parse is empty here rather than a panic in a request.
-    ALL.get_or_init(|| FILES.map(|text| serde_json::from_str(text).unwrap_or_default()))
+    ALL.get_or_init(|| TABLE.map(|(_, text, _)| serde_json::from_str(text).unwrap_or_default()))
 }
 
 /// The words of `language` (one of [`LANGUAGES`]; English otherwise).
@@ -57,7 +64,7 @@ pub fn text(language: &str, key: &str, args: &[(&str, &str)]) -> String {
 
 /// `ltr` or `rtl`.
 pub fn direction(language: &str) -> &'static str {
-    if RIGHT_TO_LEFT.contains(&language) { "rtl" } else { "ltr" }
+    if TABLE.iter().any(|(code, _, rtl)| *rtl && *code == language) { "rtl" } else { "ltr" }
 }
 
 /// The supported language a tag names: itself, else its language alone
@@ -104,8 +111,8 @@ mod tests {
 
     #[test]
     fn every_language_has_every_word_with_the_same_places() {
-        let english: Words = serde_json::from_str(FILES[0]).expect("en.json");
-        for (language, text) in LANGUAGES.iter().zip(FILES) {
+        let english: Words = serde_json::from_str(TABLE[0].1).expect("en.json");
+        for (language, text, _) in TABLE {
             let words: Words = serde_json::from_str(text).unwrap_or_else(|e| panic!("{language}.json: {e}"));
             let keys: BTreeSet<&String> = words.keys().collect();
             assert_eq!(keys, english.keys().collect(), "{language}.json has the keys of en.json");

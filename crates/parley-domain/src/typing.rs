@@ -26,8 +26,12 @@ use crate::widget::{Caller, WidgetService};
 pub const SHOWN_FOR: Duration = Duration::from_secs(5);
 /// The least time between two indicators of one sender.
 pub const AT_MOST_EVERY: Duration = Duration::from_secs(2);
-/// Senders remembered for the limit before old ones are forgotten.
+/// Senders remembered for the limit in each of its two windows: past
+/// that, more indicators are dropped until the window turns, so a flood
+/// of made-up senders costs a bounded amount of memory.
 const REMEMBERED: usize = 10_000;
+/// The longest conversation public id there is (`conv_` and 24 more).
+const PUBLIC_ID_MAX: usize = 64;
 /// Indicators a slow stream may fall behind by before it skips some.
 const BUFFER: usize = 1_024;
 
@@ -80,7 +84,16 @@ pub struct TypingService {
     bus: broadcast::Sender<Typing>,
     /// When each sender was last heard: a visitor by its token and
     /// conversation, an operator by its id and conversation.
-    recent: Arc<Mutex<HashMap<String, Instant>>>,
+    recent: Arc<Mutex<Recent>>,
+}
+
+/// Senders heard lately, in two windows of [`AT_MOST_EVERY`]: the
+/// current one and the one before, which is dropped as a whole when the
+/// current one turns, so nothing needs sweeping.
+struct Recent {
+    current: HashMap<String, Instant>,
+    previous: HashMap<String, Instant>,
+    turned: Instant,
 }
 
 impl TypingService {
@@ -103,7 +116,8 @@ impl TypingService {
                 }
             }
         });
-        Self { db, widget, bus, recent: Arc::new(Mutex::new(HashMap::new())) }
+        let recent = Recent { current: HashMap::new(), previous: HashMap::new(), turned: Instant::now() };
+        Self { db, widget, bus, recent: Arc::new(Mutex::new(recent)) }
     }
 
     /// What a stream hears from now on (filtered by the stream).
@@ -116,12 +130,19 @@ impl TypingService {
     /// or dropped by the limit.
     pub async fn visitor(&self, caller: &Caller, token: &str, public_id: String) -> Result<(), DomainError> {
         let context = self.widget.resolve_typing(token, caller).await?;
+        // Not a conversation id this service makes: nothing to remember.
+        if public_id.len() > PUBLIC_ID_MAX || !public_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return Err(DomainError::NotFound);
+        }
         if !self.first_in_a_while(format!("v {token} {public_id}")) {
             return Ok(());
         }
         let scope = context.scope();
         let (conversation, visitor) =
             self.db.read(move |r| r.conversation_and_visitor_by_public_id(scope.into(), &public_id)?.ok_or(DomainError::NotFound)).await?;
+        if context.installation.identity.required && visitor.user_id.is_none() {
+            return Err(DomainError::IdentityRequired);
+        }
         self.send(Typing::of(conversation, Side::Visitor, None, visitor.profile.name));
         Ok(())
     }
@@ -145,16 +166,16 @@ impl TypingService {
     fn first_in_a_while(&self, sender: String) -> bool {
         let now = Instant::now();
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        if recent.len() >= REMEMBERED {
-            recent.retain(|_, at| now.duration_since(*at) < AT_MOST_EVERY);
+        if now.duration_since(recent.turned) >= AT_MOST_EVERY {
+            recent.previous = std::mem::take(&mut recent.current);
+            recent.turned = now;
         }
-        match recent.get(&sender) {
-            Some(at) if now.duration_since(*at) < AT_MOST_EVERY => false,
-            _ => {
-                recent.insert(sender, now);
-                true
-            }
+        let heard = recent.current.get(&sender).or_else(|| recent.previous.get(&sender));
+        if heard.is_some_and(|at| now.duration_since(*at) < AT_MOST_EVERY) || recent.current.len() >= REMEMBERED {
+            return false;
         }
+        recent.current.insert(sender, now);
+        true
     }
 
     fn send(&self, typing: Typing) {

@@ -105,6 +105,9 @@ pub struct OpenConversationInput {
     pub subject: Option<String>,
     pub current_url: Option<PageUrl>,
     pub client_message_id: Option<String>,
+    /// The page's signature for its user: an identified visitor opens
+    /// conversations only with it.
+    pub identity: identity::Claim,
 }
 
 pub struct PostMessageInput {
@@ -333,10 +336,11 @@ impl WidgetService {
             profile.email = signed.email.clone().or(profile.email);
         }
         let sync = Arc::new(VisitorSync { scope: ctx.scope(), uuid: input.uuid, profile, identified, attributes: input.attributes, now });
-        // Two devices of one new user identifying at the same moment: the
-        // second meets the first's visitor on a second try.
+        // Two devices of one new user identifying at the same moment, or
+        // one uuid claimed by two at once (PostgreSQL): the second meets
+        // the first's visitor, or takes a fresh uuid, on a second try.
         match self.write_sync(&sync).await {
-            Err(DomainError::Store(crate::store::StoreError::Duplicate(_))) if sync.identified.is_some() => self.write_sync(&sync).await,
+            Err(DomainError::Store(crate::store::StoreError::Duplicate(_))) => self.write_sync(&sync).await,
             other => other,
         }
     }
@@ -361,13 +365,11 @@ impl WidgetService {
         let tenant = ctx.tenant.clone();
         let site = ctx.site.clone();
         let installation_id = ctx.installation.id;
-        let required = ctx.installation.identity.required;
+        let settings = ctx.installation.identity.clone();
         self.db
             .write(move |tx| {
                 let visitor = visitor_for(tx, scope, &input.visitor_uuid, input.current_url.as_ref(), now)?;
-                if required && visitor.user_id.is_none() {
-                    return Err(DomainError::IdentityRequired);
-                }
+                vouched(&settings, &input.identity, &visitor, now)?;
                 // A repeat of an open that succeeded: the conversation it
                 // opened, with the first message, as it answered then.
                 if let Some(id) = &input.client_message_id
@@ -515,6 +517,19 @@ fn reply_when_away(
     Ok(Some(record::message(tx, tenant, scope.into(), c, &reply)?))
 }
 
+/// Whether the caller may act as `visitor`: an identified visitor only
+/// with a signature of its own user (its uuid alone proves nothing), an
+/// anonymous one unless the installation takes identified visitors only.
+fn vouched(settings: &identity::IdentitySettings, claim: &identity::Claim, visitor: &Visitor, now: Timestamp) -> Result<(), DomainError> {
+    match &visitor.user_id {
+        None if settings.required => Err(DomainError::IdentityRequired),
+        None => Ok(()),
+        Some(_) if claim.is_empty() => Err(DomainError::IdentityRequired),
+        Some(user) if identity::check(settings, claim, now)?.user_id == *user => Ok(()),
+        Some(_) => Err(DomainError::IdentityInvalid),
+    }
+}
+
 /// What one visitor synchronisation writes.
 struct VisitorSync {
     scope: SiteScope,
@@ -535,7 +550,10 @@ fn sync_in(tx: &mut dyn WriteTx, sync: &VisitorSync) -> Result<SyncedVisitor, Do
             // then the user gets a visitor of its own.
             None => tx.visitor_by_uuid(scope, &sync.uuid)?.filter(|v| v.user_id.is_none()),
         },
-        None => tx.visitor_by_uuid(scope, &sync.uuid)?,
+        // An identified visitor is not this browser's to use unsigned: its
+        // uuid reached every device of its user (and a shared computer's
+        // next visitor). Without a signature the caller is someone new.
+        None => tx.visitor_by_uuid(scope, &sync.uuid)?.filter(|v| v.user_id.is_none()),
     };
     let (mut visitor, synced) = match found {
         Some(mut visitor) => {
@@ -543,11 +561,17 @@ fn sync_in(tx: &mut dyn WriteTx, sync: &VisitorSync) -> Result<SyncedVisitor, Do
             (visitor, Synced::Updated)
         }
         None => {
-            let uuid = match (&sync.identified, tx.visitor_by_uuid(scope, &sync.uuid)?) {
-                (Some(_), Some(_)) => uuid::Uuid::new_v4().to_string(),
-                _ => sync.uuid.clone(),
+            let uuid = match tx.visitor_by_uuid(scope, &sync.uuid)? {
+                Some(_) => uuid::Uuid::new_v4().to_string(),
+                None => sync.uuid.clone(),
             };
             let visitor = tx.insert_visitor(scope, &NewVisitor { uuid, profile: sync.profile.clone(), created_at: now })?;
+            // A unit beside this one (PostgreSQL) registered the same new
+            // uuid first and made it another user's: try again, which
+            // takes a fresh uuid.
+            if visitor.user_id.is_some() {
+                return Err(DomainError::Store(crate::store::StoreError::Duplicate("the visitor became another user's".into())));
+            }
             (visitor, Synced::Created)
         }
     };

@@ -206,6 +206,9 @@
     // What the host page told about its signed-in user, sent with every
     // synchronisation until `logout`.
     this.identity = null;
+    // Moved on when the conversation shown is dropped: an answer that
+    // comes back after that is about something else and is ignored.
+    this.generation = 0;
   }
 
   /** Runs one command of the page's `Parley(...)` API. Before the widget
@@ -225,7 +228,7 @@
       case "toggle": this.toggle(); break;
       case "show": this.pageHidden = false; this.showLauncher(); break;
       case "hide": this.pageHidden = true; this.showLauncher(); break;
-      case "identify": this.identify(arg); break;
+      case "identify": if (this.takeIdentity(arg)) this.identify(); break;
       case "set": this.setAttributes(arg); break;
       case "logout": this.logout(); break;
       default: warn("unknown command", String(name));
@@ -283,23 +286,27 @@
       self.visitor = self.read("visitor") || newUuid();
       self.write("visitor", self.visitor);
       self.ready = true;
-      // `identify` and `set` given before now ride on the first
-      // synchronisation instead of making their own.
+      self.requiresIdentity = !!(res.body.installation && res.body.installation.identity_required);
+      // Commands given before now run in their order; `identify`, `set`
+      // and `logout` only change what the first synchronisation sends,
+      // instead of each making one of their own.
       var waiting = self.waiting;
       self.waiting = [];
       waiting.forEach(function (c) {
-        if (c[0] === "identify") self.identity = self.identityOf(c[1]) || self.identity;
+        if (c[0] === "identify") self.takeIdentity(c[1]);
         else if (c[0] === "set") self.attributes = self.attributesOf(c[1]) || self.attributes;
+        else if (c[0] === "logout") self.logout(true);
+        else self.command(c[0], c[1]);
       });
-      self.requiresIdentity = !!(res.body.installation && res.body.installation.identity_required);
       self.showLauncher();
-      if (self.identity) self.identify(self.identity);
+      if (self.identity) self.identify();
       else if (self.requiresIdentity) warn("this installation takes identified visitors only: the page must call Parley('identify', ...)");
       else {
-        self.sync({}).catch(function () { /* retried with the first message */ });
+        var generation = self.generation;
+        self.sync({}).then(function (r) { if (generation === self.generation) self.adopt(r); })
+          .catch(function () { /* retried with the first message */ });
         if (self.conversation) { self.showChat(); self.poll(); }
       }
-      waiting.forEach(function (c) { if (c[0] !== "identify" && c[0] !== "set") self.command(c[0], c[1]); });
       self.emit("ready", {});
     }).catch(function (e) { warn("the chat service cannot be reached", e && e.message); });
   };
@@ -339,30 +346,44 @@
     return arg && typeof arg.attributes === "object" && arg.attributes && !Array.isArray(arg.attributes) ? arg.attributes : null;
   };
 
+  /** Keeps what an `identify` call gives (its attributes go with every
+   * synchronisation); false when it cannot identify anyone. */
+  Widget.prototype.takeIdentity = function (arg) {
+    var identity = this.identityOf(arg);
+    if (!identity) return false;
+    if (identity.attributes) { this.attributes = identity.attributes; delete identity.attributes; }
+    this.identity = identity;
+    return true;
+  };
+
   /** Tells the server who the page's signed-in user is. The server
    * answers with that user's visitor, the same in every browser, and its
-   * latest conversation, which this widget then shows. */
-  Widget.prototype.identify = function (arg) {
+   * latest conversation, which this widget then shows. A refusal leaves
+   * nobody identified: whatever the previous user had is dropped. */
+  Widget.prototype.identify = function (retried) {
     var self = this;
-    var identity = this.identityOf(arg);
-    if (!identity) return;
-    this.identity = identity;
-    if (identity.attributes) { this.attributes = identity.attributes; delete identity.attributes; }
+    var generation = this.generation;
     this.sync({}).then(function (res) {
+      if (generation !== self.generation) return;
+      var error = res.body && res.body.error;
+      // Attributes the server refused are dropped, and the rest sent again.
+      if (res.status === 422 && error && error.fields && error.fields.attributes && !retried) {
+        warn("the attributes were refused", error.fields.attributes.join(" "));
+        self.attributes = null;
+        self.identify(true);
+        return;
+      }
       if (res.status !== 200 && res.status !== 201) {
-        warn("the visitor could not be identified", res.body && res.body.error && res.body.error.code);
+        warn("the visitor could not be identified", error && error.code);
+        var was = self.identified;
         self.identity = null;
+        if (was) self.logout(); else { self.identified = false; self.showLauncher(); }
         return;
       }
       self.identified = true;
       self.showLauncher();
-      var visitor = res.body && res.body.visitor;
+      self.adopt(res);
       var conversation = res.body && res.body.conversation && res.body.conversation.public_id;
-      if (visitor && visitor.uuid && visitor.uuid !== self.visitor) {
-        self.forget();
-        self.visitor = visitor.uuid;
-        self.write("visitor", self.visitor);
-      }
       if (conversation && conversation !== self.conversation) {
         self.forget();
         self.conversation = conversation;
@@ -372,20 +393,49 @@
     }).catch(function (e) { warn("the visitor could not be identified", e && e.message); });
   };
 
+  /** The visitor the server answered for: a stored uuid that is not this
+   * browser's to use (an identified user's, without its signature) comes
+   * back as a new one, whose conversations this widget does not show. */
+  Widget.prototype.adopt = function (res) {
+    var visitor = res && (res.status === 200 || res.status === 201) && res.body && res.body.visitor;
+    if (!visitor || !visitor.uuid || visitor.uuid === this.visitor) return;
+    if (this.conversation) this.forget();
+    this.visitor = visitor.uuid;
+    this.write("visitor", this.visitor);
+  };
+
   Widget.prototype.setAttributes = function (arg) {
     var attributes = this.attributesOf(arg);
     if (!attributes) { warn("Parley('set') takes {attributes: {...}}"); return; }
+    var self = this;
+    var previous = this.attributes;
     this.attributes = attributes;
     this.sync({}).then(function (res) {
-      if (res.status !== 200 && res.status !== 201) warn("the attributes were not saved", res.body && res.body.error && res.body.error.code);
+      if (res.status === 200 || res.status === 201) return;
+      warn("the attributes were not saved", res.body && res.body.error && res.body.error.code);
+      // Not sent again with every synchronisation to be refused again.
+      if (self.attributes === attributes) self.attributes = previous;
     }).catch(function () { /* sent again with the next synchronisation */ });
   };
 
   /** Drops the conversation shown (not the visitor): its messages, its
    * stream and what is unread in it. */
   Widget.prototype.forget = function () {
+    // Answers still on their way are about what is forgotten.
+    this.generation += 1;
+    this.openedHere = false;
+    this.opening = null;
     this.closeStream();
     clearTimeout(this.timer);
+    clearTimeout(this.typingTimer);
+    this.typingNote.hidden = true;
+    this.typedAt = 0;
+    // Nothing the previous visitor typed or was told stays on screen.
+    [this.nameInput, this.emailInput, this.input].forEach(function (field) { field.value = ""; });
+    this.consentBox.checked = false;
+    this.consentError.hidden = true;
+    this.challenge = null;
+    Array.prototype.forEach.call(this.panel.querySelectorAll("p.notice[role=status], p.error[role=status]"), function (p) { p.textContent = ""; });
     this.conversation = null;
     this.write("conversation", null);
     this.messages = Object.create(null);
@@ -403,7 +453,7 @@
 
   /** The page's user signed out: this browser forgets its visitor, so
    * the next person at it starts anew. */
-  Widget.prototype.logout = function () {
+  Widget.prototype.logout = function (quiet) {
     this.forget();
     this.identity = null;
     this.identified = false;
@@ -411,7 +461,7 @@
     this.visitor = newUuid();
     this.write("visitor", this.visitor);
     this.showLauncher();
-    if (!this.requiresIdentity) this.sync({}).catch(function () { /* retried with the first message */ });
+    if (!quiet && !this.requiresIdentity) this.sync({}).catch(function () { /* retried with the first message */ });
   };
 
   Widget.prototype.render = function () {
@@ -846,15 +896,23 @@
       request = api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages",
         { token: this.token, body: text, current_url: pageUrl(), client_message_id: clientId });
     } else {
-      request = this.sync({ name: this.nameInput.value.trim(), email: this.emailInput.value.trim() }).then(function () {
-        return api(self.base, "POST", "/api/v1/widget/conversations",
-          { token: self.token, visitor_uuid: self.visitor, message: text, privacy_accepted: true, current_url: pageUrl(),
-            client_message_id: clientId });
+      request = this.sync({ name: this.nameInput.value.trim(), email: this.emailInput.value.trim() }).then(function (synced) {
+        self.adopt(synced);
+        var body = { token: self.token, visitor_uuid: self.visitor, message: text, privacy_accepted: true, current_url: pageUrl(),
+          client_message_id: clientId };
+        // An identified visitor opens conversations with its signature.
+        var identity = self.identity || {};
+        ["user_id", "user_hash", "jwt"].forEach(function (k) { if (identity[k]) body[k] = identity[k]; });
+        return api(self.base, "POST", "/api/v1/widget/conversations", body);
       });
     }
+    var generation = this.generation;
     var settled = request.then(function (res) {
+      // The conversation was dropped meanwhile (a logout): not this one's.
+      if (generation !== self.generation) return;
       if (res.status === 201 && res.body) {
         if (res.body.conversation && !self.conversation) {
+          self.openedHere = true;
           self.conversation = res.body.conversation.public_id;
           self.write("conversation", self.conversation);
           self.showChat();
@@ -901,9 +959,11 @@
     clearTimeout(this.timer);
     if (!this.conversation) return;
     var after = this.lastId;
+    var generation = this.generation;
     var path = "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages?token=" +
       encodeURIComponent(this.token) + (after ? "&after_id=" + after : "");
     api(this.base, "GET", path).then(function (res) {
+      if (generation !== self.generation) return;
       if (res.status === 404) {
         // The conversation is gone (another site, or the data was reset).
         self.conversation = null;
@@ -915,7 +975,9 @@
       if (res.status !== 200 || !res.body) throw new Error("HTTP " + res.status);
       self.failures = 0;
       self.update(res.body.conversation);
-      self.receive(res.body.messages, !after);
+      // What a conversation already held when this page came to it is
+      // history, not news for the page's `message` listeners.
+      self.receive(res.body.messages, !after && !self.openedHere);
       (res.body.messages || []).forEach(function (m) { if (m.id > self.lastId) self.lastId = m.id; });
       // A full page after `after_id` may not be all: its cursor is the
       // conversation's latest, so read on before following from it.
@@ -923,6 +985,7 @@
       if (res.body.cursor && !self.source) self.cursor = res.body.cursor;
       self.follow();
     }).catch(function (e) {
+      if (generation !== self.generation) return;
       self.failures += 1;
       if (self.failures === 1) warn("could not fetch messages", e && e.message);
       self.schedule();

@@ -149,7 +149,7 @@ fn domain_answer(e: DomainError) -> Answer {
         DomainError::IdentityRequired => Answer::new(
             S::UNAUTHORIZED,
             "identity_required",
-            "This installation takes identified visitors only: the page must identify its user first.",
+            "This visitor must be identified by the page: send its user's signature (user_hash or jwt).",
         ),
         DomainError::RateLimited { retry_after_secs } => Answer {
             retry_after: Some(retry_after_secs.max(1)),

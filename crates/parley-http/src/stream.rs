@@ -148,8 +148,9 @@ struct Indicators {
 }
 
 /// How long an operator stream trusts what it learned about a
-/// conversation it may see, for typing indicators.
-const SEEN_FOR: Duration = Duration::from_secs(60);
+/// conversation it may see, for typing indicators. As short as a stream's own recheck: an agent taken off a site stops
+/// hearing its visitors as soon as it stops reading its events.
+const SEEN_FOR: Duration = RECHECK_AT_MOST;
 /// Conversations an operator stream remembers for that.
 const SEEN_AT_MOST: usize = 1_000;
 

@@ -40,6 +40,19 @@ pub struct Proof {
 }
 
 impl Visitor {
+    /// Who proved the visitor's email: `verification` (Parley's own code
+    /// or link; the stronger word), `site` (a signed identity token named
+    /// it), or nobody.
+    pub fn email_proven_by(&self) -> Option<&'static str> {
+        if self.proof().is_some_and(|p| p.email) {
+            return Some("verification");
+        }
+        match (&self.profile.email, &self.site_email) {
+            (Some(email), Some(vouched)) if crate::validate::same_email(email, vouched) => Some("site"),
+            _ => None,
+        }
+    }
+
     /// What the visitor's verification proved, if it verified.
     pub fn proof(&self) -> Option<Proof> {
         let (method, target) = (self.verified_method?, self.verified_target.clone()?);

@@ -24,6 +24,7 @@ async fn open(h: &Services, fixture: &TenantFixture, uuid: &str) -> String {
         subject: None,
         current_url: None,
         client_message_id: None,
+        identity: Default::default(),
     };
     let (conversation, _) = h.widget.open_conversation(&h.caller(), input).await.expect("the visitor opens a conversation");
     conversation.public_id

@@ -262,7 +262,13 @@ fields! {
         ObjectBuilder::new()
             .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
             .additional_properties(Some(value))
-            .property_names(Some(ObjectBuilder::new().schema_type(SchemaType::new(Type::String)).min_length(Some(1)).max_length(Some(ATTRIBUTE_KEY_MAX))))
+            .property_names(Some(
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::new(Type::String))
+                    .min_length(Some(1))
+                    .max_length(Some(ATTRIBUTE_KEY_MAX))
+                    .pattern(Some("^[^\\u0000-\\u001F\\u007F-\\u009F]+$")),
+            ))
             .max_properties(Some(ATTRIBUTES_MAX))
             .description(Some("Facts about the visitor that operators see: at most 50 keys of 1 to 64 characters; values are text (at most 1,000 characters), numbers, booleans, or null to remove the key."))
             .build()

@@ -90,6 +90,11 @@ pub struct WidgetConversationRequest {
     /// The client's id for the first message: a repeat answers the
     /// conversation it opened and creates nothing.
     client_message_id: Option<schema::ClientMessageId>,
+    /// For an identified visitor, the same signature as on
+    /// `widget/visitors` (its uuid alone is refused with 401).
+    user_id: Option<schema::UserId>,
+    user_hash: Option<schema::Signature>,
+    jwt: Option<schema::Signature>,
 }
 
 impl From<WidgetConversationRequest> for OpenConversationInput {
@@ -101,6 +106,7 @@ impl From<WidgetConversationRequest> for OpenConversationInput {
             subject: r.subject.map(|s| s.0),
             current_url: r.current_url.map(|u| u.0),
             client_message_id: r.client_message_id.map(|c| c.0),
+            identity: Claim { user_id: r.user_id.map(|u| u.0), user_hash: r.user_hash.map(|h| h.0), jwt: r.jwt.map(|j| j.0) },
         }
     }
 }

@@ -114,22 +114,11 @@ impl From<&Visitor> for ConversationVisitorView {
             verified_target: proof.as_ref().map(|p| p.target.clone()),
             email_verified: proof.as_ref().is_some_and(|p| p.email),
             phone_verified: proof.as_ref().is_some_and(|p| p.phone),
-            email_proven_by: email_proven_by(v, proof.as_ref()),
+            email_proven_by: v.email_proven_by(),
             identified: v.user_id.is_some(),
             user_id: v.user_id.clone(),
             attributes: v.attributes.clone(),
         }
-    }
-}
-
-/// Parley's own verification first: it is the stronger word.
-fn email_proven_by(v: &Visitor, proof: Option<&parley_domain::model::Proof>) -> Option<&'static str> {
-    if proof.is_some_and(|p| p.email) {
-        return Some("verification");
-    }
-    match (&v.profile.email, &v.site_email) {
-        (Some(email), Some(vouched)) if parley_domain::validate::same_email(email, vouched) => Some("site"),
-        _ => None,
     }
 }
 

@@ -19,7 +19,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (10, include_str!("../../migrations/postgres/0010_operator_notifications.sql")),
     (11, include_str!("../../migrations/postgres/0011_push_outbox.sql")),
     (12, include_str!("../../migrations/postgres/0012_visitor_continuity.sql")),
-    (13, include_str!("../../migrations/postgres/0013_widget_platform.sql")),
+    (13, include_str!("../../migrations/postgres/0013_widget_identity.sql")),
+    (14, include_str!("../../migrations/postgres/0014_widget_languages_hours.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

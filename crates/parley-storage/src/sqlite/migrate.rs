@@ -33,7 +33,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (16, include_str!("../../migrations/sqlite/0016_operator_notifications.sql")),
     (17, include_str!("../../migrations/sqlite/0017_push_outbox.sql")),
     (18, include_str!("../../migrations/sqlite/0018_visitor_continuity.sql")),
-    (19, include_str!("../../migrations/sqlite/0019_widget_platform.sql")),
+    (19, include_str!("../../migrations/sqlite/0019_widget_identity.sql")),
+    (20, include_str!("../../migrations/sqlite/0020_widget_languages_hours.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.

@@ -126,8 +126,10 @@ async fn nobody_else_hears_and_nobody_else_may_send() {
         let (status, body) = visitor_types(&app, token, &public_id).await;
         assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     }
-    let (status, body) = visitor_types(&app, &acme.token, "conv_unknown").await;
-    assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    for unknown in ["conv_unknown".to_owned(), "x".repeat(5_000), "conv_<script>".to_owned()] {
+        let (status, body) = visitor_types(&app, &acme.token, &unknown).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    }
     let (status, body) = app.post(&format!("/api/v1/widget/conversations/{public_id}/typing"), json!({})).await;
     assert_fields(status, &body, &["token"]);
     for who in [&globex_admin, &agent] {

@@ -100,14 +100,15 @@ async fn the_page_shows_who_the_site_says_the_visitor_is_and_sends_typing() {
         mac.update(signing.as_bytes());
         format!("{signing}.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()))
     };
+    // An anonymous visitor's conversation, then the page identifies it.
+    let (_, id, mut admin) = opened(&app, &f).await;
     let (status, body) = app
         .post(
             "/api/widget/visitors",
             json!({"token": f.token, "uuid": "ann", "jwt": jwt, "attributes": {"plan": "<b>pro</b>", "seats": 3}}),
         )
         .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (_, id, mut admin) = opened(&app, &f).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     let page = admin.conversation(id).await;
     assert!(page.html.contains("Yes, by the site: user <strong>u-9</strong>"), "{}", page.html);
     assert!(page.html.contains("ann@example.com <span class=\"proven\">(proven by the site)</span>"));

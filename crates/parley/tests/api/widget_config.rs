@@ -180,7 +180,7 @@ async fn the_widget_script_is_served_with_caching_headers() {
     assert!(gzipped.headers()["vary"].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"));
     let packed = gzipped.bytes().await.unwrap().len();
     assert!(packed * 3 < body.len(), "{packed} bytes gzipped of {}", body.len());
-    assert!(packed <= 25 * 1024, "the widget stays within 25 KB gzipped, every language included: {packed} bytes");
+    assert!(packed <= 25 * 1024, "the widget stays within 25 KB gzipped, its words come with the configuration: {packed} bytes");
     let again =
         app.client.get(app.url("/widget.js")).header("accept-encoding", "gzip").header("if-none-match", &etag).send().await.unwrap();
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "the same version, however it is encoded");

@@ -66,6 +66,22 @@ async fn identify(app: &TestApp, token: &str, uuid: &str, extra: Value) -> (Stat
     app.post("/api/v1/widget/visitors", body).await
 }
 
+/// Opens a conversation for a visitor with the page's signature `claim`
+/// (`{}` for none): its public id.
+async fn open_signed(app: &TestApp, token: &str, uuid: &str, claim: Value) -> String {
+    let (status, body) = try_open(app, token, uuid, claim).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["conversation"]["public_id"].as_str().unwrap().to_owned()
+}
+
+async fn try_open(app: &TestApp, token: &str, uuid: &str, claim: Value) -> (StatusCode, Value) {
+    let mut body = json!({"token": token, "visitor_uuid": uuid, "message": "Hello", "privacy_accepted": true});
+    for (k, v) in claim.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    app.post("/api/v1/widget/conversations", body).await
+}
+
 async fn visitor_of(app: &TestApp, admin: &str, public_id: &str) -> Value {
     let (_, list) = app.authed(Method::GET, "/api/v1/mobile/conversations?per_page=100", admin, None).await;
     let found = list["conversations"].as_array().unwrap().iter().find(|c| c["public_id"] == public_id).cloned();
@@ -132,7 +148,7 @@ async fn a_token_names_the_user_and_vouches_for_its_email() {
     let (status, body) = identify(&app, &f.token, "browser-7", json!({"jwt": token, "email": "typed@example.com"})).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["visitor"]["identified"], true);
-    let public_id = app.open_conversation("/api/v1", &f.token, "browser-7", "Hello").await;
+    let public_id = open_signed(&app, &f.token, "browser-7", json!({"jwt": token})).await;
     let visitor = visitor_of(&app, &admin, &public_id).await;
     assert_eq!(visitor["user_id"], "user-7");
     assert_eq!(visitor["email"], "ada@example.com", "the signed email wins over a typed one");
@@ -149,7 +165,7 @@ async fn a_token_names_the_user_and_vouches_for_its_email() {
     )
     .await;
     assert_eq!(status, StatusCode::CREATED);
-    let public_id = app.open_conversation("/api/v1", &f.token, "browser-8", "Hello").await;
+    let public_id = open_signed(&app, &f.token, "browser-8", json!({"user_id": "user-8", "user_hash": user_hash(&secret, "user-8")})).await;
     assert_eq!(visitor_of(&app, &admin, &public_id).await["email_proven_by"], Value::Null);
 }
 
@@ -168,7 +184,22 @@ async fn a_bad_signature_is_refused_and_merges_nothing() {
     let (status, _) =
         identify(&app, &f.token, "victim-device", json!({"user_id": "victim", "user_hash": user_hash(&secret, "victim")})).await;
     assert_eq!(status, StatusCode::CREATED);
-    let victim = app.open_conversation("/api/v1", &f.token, "victim-device", "My private question").await;
+    let victim_claim = json!({"user_id": "victim", "user_hash": user_hash(&secret, "victim")});
+    let victim = open_signed(&app, &f.token, "victim-device", victim_claim.clone()).await;
+
+    // The identified visitor's uuid alone proves nothing: an unsigned
+    // synchronisation with it is someone new, with no conversation, and
+    // opening a conversation with it needs the user's signature.
+    let (status, body) = identify(&app, &f.token, "victim-device", json!({"email": "mallory@example.com"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_ne!(body["visitor"]["uuid"], "victim-device", "a new visitor");
+    assert_eq!((body["visitor"]["identified"].as_bool(), &body["conversation"]), (Some(false), &Value::Null));
+    let (status, body) = try_open(&app, &f.token, "victim-device", json!({})).await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "identity_required");
+    let other = json!({"user_id": "mallory", "user_hash": user_hash(&secret, "mallory")});
+    let (status, body) = try_open(&app, &f.token, "victim-device", other).await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "identity_invalid");
+    assert_ne!(visitor_of(&app, &admin, &victim).await["email"], "mallory@example.com", "the victim's email is untouched");
 
     let exp = in_an_hour(&app);
     let far = exp + 2 * 86_400;
@@ -242,10 +273,10 @@ async fn a_rotated_secret_keeps_checking_for_a_day_and_requiring_identity_refuse
     assert_error(status, &body, StatusCode::UNAUTHORIZED, "identity_required");
     let (status, body) = app.post_message("/api/v1", &f.token, &anonymous, "After the rule").await;
     assert_error(status, &body, StatusCode::UNAUTHORIZED, "identity_required");
+    let (status, body) = app.post(&format!("/api/v1/widget/conversations/{anonymous}/typing"), json!({"token": f.token})).await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "identity_required");
     // An identified visitor chats as before.
-    let (status, body) = app
-        .post("/api/v1/widget/conversations", json!({"token": f.token, "visitor_uuid": "u1", "message": "hi", "privacy_accepted": true}))
-        .await;
+    let (status, body) = try_open(&app, &f.token, "u1", json!({"user_id": "u1", "user_hash": user_hash(&new, "u1")})).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 
     // Empty patches are named; agents may not touch any of it.

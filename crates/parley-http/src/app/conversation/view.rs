@@ -193,7 +193,7 @@ fn visitor(t: &Transcript) -> Markup {
                 dt { "Name" } dd { (p.name.as_deref().unwrap_or("Not given")) }
                 dt { "Email" } dd {
                     (p.email.as_deref().unwrap_or("Not given"))
-                    @if v.site_email.as_deref().zip(p.email.as_deref()).is_some_and(|(a, b)| parley_domain::validate::same_email(a, b)) {
+                    @if v.email_proven_by() == Some("site") {
                         " " span.proven { "(proven by the site)" }
                     }
                 }

@@ -1,5 +1,4 @@
--- The widget as a platform: signed visitor identity, languages and
--- business hours.
+-- The widget as a platform: signed visitor identity.
 --
 -- An installation's identity secret signs its site's users (user_hash,
 -- or an HS256 token). It is needed to check them, so it is kept, never
@@ -7,8 +6,8 @@
 -- rendered before the rotation keep working.
 ALTER TABLE installations ADD COLUMN identity_secret TEXT;
 ALTER TABLE installations ADD COLUMN previous_identity_secret TEXT;
-ALTER TABLE installations ADD COLUMN previous_identity_secret_expires_at INTEGER;
-ALTER TABLE installations ADD COLUMN identity_required INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE installations ADD COLUMN previous_identity_secret_expires_at BIGINT;
+ALTER TABLE installations ADD COLUMN identity_required BOOLEAN NOT NULL DEFAULT FALSE;
 
 -- The site's own user id of an identified visitor (one visitor per user
 -- and site, on every device), the email address the site vouched for in
@@ -17,17 +16,3 @@ ALTER TABLE visitors ADD COLUMN user_id TEXT;
 ALTER TABLE visitors ADD COLUMN site_email TEXT;
 ALTER TABLE visitors ADD COLUMN attributes TEXT;
 CREATE UNIQUE INDEX IF NOT EXISTS visitors_site_user ON visitors (site_id, user_id) WHERE user_id IS NOT NULL;
-
--- The language the visitor's widget speaks (for what the server writes
--- to it, such as the automatic reply outside business hours).
-ALTER TABLE visitors ADD COLUMN locale TEXT;
-
--- A site's language (null: each visitor's browser chooses), its widget
--- texts per language, and its business hours, each as JSON.
-ALTER TABLE sites ADD COLUMN locale TEXT;
-ALTER TABLE sites ADD COLUMN texts TEXT;
-ALTER TABLE sites ADD COLUMN business_hours TEXT;
-
--- When the conversation got its automatic reply outside business hours:
--- one per conversation.
-ALTER TABLE conversations ADD COLUMN away_replied_at INTEGER;
