@@ -130,6 +130,16 @@ describe("the page API", () => {
     await tab.evaluate(() => Parley("open"));
     await waitSeen(tab, "unread:0");
 
+    // `set` stores attributes operators see beside the conversation.
+    await tab.evaluate(() => Parley("set", { attributes: { plan: "pro", seats: 3 } }));
+    let attributes = null;
+    for (let i = 0; i < 100 && !(attributes && attributes.plan); i++) {
+      const list = await asAdmin("/api/v1/mobile/conversations?per_page=100");
+      attributes = list.body.conversations.find((c) => c.id === id).visitor.attributes;
+      if (!attributes.plan) await tab.waitForTimeout(50);
+    }
+    assert.deepEqual(attributes, { plan: "pro", seats: 3 });
+
     // Logout forgets this browser's visitor and its conversation.
     const before = await tab.evaluate(() => localStorage.getItem(`parley:${Object.keys(window.__parleyWidgets)[0]}:visitor`));
     await tab.evaluate(() => Parley("logout"));
