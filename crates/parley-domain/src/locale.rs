@@ -52,8 +52,27 @@ fn all() -> &'static [Words; 14] {
 
 /// The words of `language` (one of [`LANGUAGES`]; English otherwise).
 pub fn words(language: &str) -> &'static Words {
-    let index = LANGUAGES.iter().position(|l| *l == language).unwrap_or(0);
-    &all()[index]
+    &all()[index(language)]
+}
+
+/// The words the widget shows, without those only the server writes
+/// (`auto_reply…`): what the configuration hands a browser.
+pub fn widget_words(language: &str) -> &'static Words {
+    static WIDGET: OnceLock<[Words; 14]> = OnceLock::new();
+    let widget = WIDGET.get_or_init(|| {
+        all().clone().map(|mut w| {
+            w.retain(|key, _| !key.starts_with(SERVER_ONLY));
+            w
+        })
+    });
+    &widget[index(language)]
+}
+
+/// The prefix of the keys only the server writes.
+const SERVER_ONLY: &str = "auto_reply";
+
+fn index(language: &str) -> usize {
+    LANGUAGES.iter().position(|l| *l == language).unwrap_or(0)
 }
 
 /// One of the words of `language`, with `{name}` places filled from `args`.

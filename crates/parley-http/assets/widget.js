@@ -510,7 +510,12 @@
     this.root = root;
     this.host = host;
     this.fit();
-    var fit = function () { self.fit(); };
+    // Scrolling fires often: one fit per frame.
+    var frame = 0;
+    var fit = function () {
+      if (frame) return;
+      frame = window.requestAnimationFrame(function () { frame = 0; self.fit(); });
+    };
     if (window.visualViewport) {
       window.visualViewport.addEventListener("resize", fit);
       window.visualViewport.addEventListener("scroll", fit);
@@ -530,7 +535,14 @@
     var back = cfg.next_open_at ? new Date(cfg.next_open_at) : null;
     var when = back && !isNaN(back.getTime()) ? this.day(back) : null;
     var text = this.t("away") + (when ? " " + this.t("back_at", { when: when }) : "") + " " + this.t("away_email");
-    return el("p", { "class": "away", role: "status", text: text });
+    var notice = el("p", { "class": "away", role: "status", text: text });
+    // A page left open until the team is back: the notice goes then, and
+    // an email is no longer asked for.
+    var wait = back ? back.getTime() - Date.now() : -1;
+    if (wait > 0 && wait < 86400000) {
+      setTimeout(function () { cfg.online = true; notice.remove(); }, wait);
+    }
+    return notice;
   };
 
   /** A day and time in the visitor's language: "Monday 09:00". */

@@ -292,7 +292,7 @@ impl WidgetConfigResponse {
             installation: InstallationView::new(&c.installation, methods),
             locale: p.language,
             direction: parley_domain::locale::direction(p.language),
-            strings: parley_domain::locale::words(p.language),
+            strings: parley_domain::locale::widget_words(p.language),
             online: p.availability.online,
             next_open_at: p.availability.next_open_at.map(at),
         }

@@ -30,6 +30,7 @@ async fn the_browser_or_the_site_chooses_the_language_and_its_texts() {
     let english = config(&app, &f.token, "sv-SE,fi").await;
     assert_eq!((english["locale"].as_str(), english["direction"].as_str()), (Some("en"), Some("ltr")));
     assert_eq!(english["strings"]["send"], "Send");
+    assert!(english["strings"].get("auto_reply").is_none(), "what only the server writes stays there");
     let german = config(&app, &f.token, "de-AT,de;q=0.9,en").await;
     assert_eq!(german["locale"], "de");
     assert_ne!(german["strings"]["send"], "Send", "German words: {}", german["strings"]);
