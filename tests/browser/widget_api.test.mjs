@@ -208,6 +208,46 @@ describe("signed identity", () => {
     await secondDevice.context.close();
   });
 
+  it("shows nothing of a signed-in user to the next person at the browser", async () => {
+    const a = { user_id: "customer-2", user_hash: hash(secret, "customer-2") };
+    const { context, page: tab, problems } = await openContext(browser);
+    await tab.goto(identifyPage("/user-a", a));
+    await tab.locator("button.launcher").click();
+    await tab.locator("#parley-consent").check();
+    await tab.locator("textarea").fill("Private to customer 2");
+    await tab.locator("textarea").press("Enter");
+    await tab.locator("li.msg.visitor[data-id]").waitFor();
+
+    // Another user signs in on the same page: nothing of the first stays.
+    const b = { user_id: "customer-3", user_hash: hash(secret, "customer-3") };
+    await tab.evaluate((call) => Parley("identify", call), b);
+    await tab.locator(".consent").waitFor({ state: "visible" });
+    assert.equal(await tab.locator("li.msg").count(), 0);
+
+    // Back to the first user, then a page that says nobody is signed in
+    // (its site forgot to call logout): the chat is never shown.
+    await tab.evaluate((call) => Parley("identify", call), a);
+    await tab.locator("li.msg.visitor", { hasText: "Private to customer 2" }).waitFor();
+    const shown = [];
+    await tab.exposeFunction("sawMessage", (n) => shown.push(n));
+    await tab.addInitScript(() => {
+      new MutationObserver(() => {
+        const root = document.querySelector("#parley-widget")?.shadowRoot;
+        const n = root ? root.querySelectorAll("li.msg").length : 0;
+        if (n) window.sawMessage(n);
+      }).observe(document, { subtree: true, childList: true });
+    });
+    await tab.goto(page("/anonymous", { pre: RECORD }));
+    await tab.waitForFunction(() => window.seen.includes("ready"));
+    await tab.locator("button.launcher").click();
+    await tab.locator(".consent").waitFor({ state: "visible" });
+    await tab.waitForTimeout(300);
+    assert.equal(await tab.locator("li.msg").count(), 0);
+    assert.deepEqual(shown, [], "not even for a moment");
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   it("refuses a bad hash and shows nothing of the user it names", async () => {
     const call = { user_id: "customer-1", user_hash: hash("idsec_guessed", "customer-1") };
     const { context, page: tab, problems } = await openContext(browser);
@@ -270,19 +310,35 @@ describe("typing", () => {
     await o.goto(`${api}/app/conversations/${id}`);
     await opened;
 
+    /** Types into `field` until `shown` appears on the other side: a
+     * stream that opened a moment after the first indicator hears the
+     * next one (one goes out every 2 seconds while typing). */
+    async function typeUntilShown(field, shown) {
+      for (let i = 0; i < 8; i++) {
+        await field.pressSequentially("ab", { delay: 20 });
+        try {
+          await shown.waitFor({ state: "visible", timeout: 2500 });
+          return;
+        } catch {
+          // Not yet: type on.
+        }
+      }
+      await shown.waitFor({ state: "visible", timeout: 1 });
+    }
+
     // The visitor writes: the operator's page says so.
-    await v.locator("textarea").pressSequentially("Another thing", { delay: 20 });
     const line = o.locator("#typing");
-    await line.waitFor({ state: "visible", timeout: 10000 });
+    await typeUntilShown(v.locator("textarea"), line);
     assert.match(await line.textContent(), /is typing/);
 
     // The operator writes: the widget says so, with the operator's name.
-    await o.locator("#reply").pressSequentially("Let me check", { delay: 20 });
     const note = v.locator("p.typing");
-    await note.waitFor({ state: "visible", timeout: 10000 });
+    await o.locator("#reply").fill("Let me check");
+    await typeUntilShown(o.locator("#reply"), note);
     assert.match(await note.textContent(), /is typing/);
     await o.getByRole("button", { name: "Send reply" }).click();
     await v.locator("li.msg.operator", { hasText: "Let me check" }).waitFor({ timeout: 10000 });
+    await note.waitFor({ state: "hidden" });
     assert.equal(await note.isHidden(), true, "the reply ends the indicator");
     assert.deepEqual([...visitorSide.problems, ...operatorSide.problems], []);
     await visitorSide.context.close();

@@ -32,6 +32,11 @@ pub const AT_MOST_EVERY: Duration = Duration::from_secs(2);
 const REMEMBERED: usize = 10_000;
 /// The longest conversation public id there is (`conv_` and 24 more).
 const PUBLIC_ID_MAX: usize = 64;
+/// Visitor indicators one client address may send, per second and in a
+/// burst: far above what the people behind one office's address type,
+/// far below what would fill a window of [`REMEMBERED`] senders.
+const PER_ADDRESS_PER_SECOND: u32 = 20;
+const PER_ADDRESS_BURST: u32 = 40;
 /// Indicators a slow stream may fall behind by before it skips some.
 const BUFFER: usize = 1_024;
 
@@ -82,9 +87,12 @@ pub struct TypingService {
     db: Database,
     widget: WidgetService,
     bus: broadcast::Sender<Typing>,
-    /// When each sender was last heard: a visitor by its token and
-    /// conversation, an operator by its id and conversation.
-    recent: Arc<Mutex<Recent>>,
+    /// When each visitor was last heard, by its token and conversation.
+    visitors: Arc<Mutex<Recent>>,
+    /// When each operator was last heard, by its id and conversation: a
+    /// window of its own, which no flood of visitors' fills.
+    operators: Arc<Mutex<Recent>>,
+    per_address: Arc<governor::DefaultKeyedRateLimiter<crate::limits::ClientKey>>,
 }
 
 /// Senders heard lately, in two windows of [`AT_MOST_EVERY`]: the
@@ -116,8 +124,11 @@ impl TypingService {
                 }
             }
         });
-        let recent = Recent { current: HashMap::new(), previous: HashMap::new(), turned: Instant::now() };
-        Self { db, widget, bus, recent: Arc::new(Mutex::new(recent)) }
+        let window = || Arc::new(Mutex::new(Recent { current: HashMap::new(), previous: HashMap::new(), turned: Instant::now() }));
+        let quota = governor::Quota::per_second(std::num::NonZeroU32::MIN.saturating_add(PER_ADDRESS_PER_SECOND - 1))
+            .allow_burst(std::num::NonZeroU32::MIN.saturating_add(PER_ADDRESS_BURST - 1));
+        let per_address = Arc::new(governor::RateLimiter::keyed(quota));
+        Self { db, widget, bus, visitors: window(), operators: window(), per_address }
     }
 
     /// What a stream hears from now on (filtered by the stream).
@@ -134,7 +145,13 @@ impl TypingService {
         if public_id.len() > PUBLIC_ID_MAX || !public_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
             return Err(DomainError::NotFound);
         }
-        if !self.first_in_a_while(format!("v {token} {public_id}")) {
+        if self.per_address.check_key(&caller.key()).is_err() {
+            return Err(DomainError::rate_limited(Duration::from_secs(1)));
+        }
+        if self.per_address.len() > REMEMBERED {
+            self.per_address.retain_recent();
+        }
+        if !first_in_a_while(&self.visitors, format!("{token} {public_id}")) {
             return Ok(());
         }
         let scope = context.scope();
@@ -151,7 +168,7 @@ impl TypingService {
     /// to see: the visitor's widget is told.
     pub async fn operator(&self, session: &Session, id: ConversationId) -> Result<(), DomainError> {
         let scope = session.operator.scope();
-        if !self.first_in_a_while(format!("o {} {}", scope.operator.0, id.0)) {
+        if !first_in_a_while(&self.operators, format!("{} {}", scope.operator.0, id.0)) {
             // Still refuses what the operator may not see: the limit
             // must not become a way to tell conversations apart.
             return self.db.read(move |r| r.conversation(scope.into(), id)?.map(drop).ok_or(DomainError::NotFound)).await;
@@ -161,23 +178,6 @@ impl TypingService {
         Ok(())
     }
 
-    /// Whether `sender` was not heard within [`AT_MOST_EVERY`]; it counts
-    /// as heard now if so.
-    fn first_in_a_while(&self, sender: String) -> bool {
-        let now = Instant::now();
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        if now.duration_since(recent.turned) >= AT_MOST_EVERY {
-            recent.previous = std::mem::take(&mut recent.current);
-            recent.turned = now;
-        }
-        let heard = recent.current.get(&sender).or_else(|| recent.previous.get(&sender));
-        if heard.is_some_and(|at| now.duration_since(*at) < AT_MOST_EVERY) || recent.current.len() >= REMEMBERED {
-            return false;
-        }
-        recent.current.insert(sender, now);
-        true
-    }
-
     fn send(&self, typing: Typing) {
         if let Ok(json) = serde_json::to_string(&typing) {
             self.db.broadcast(format!("typing {json}"));
@@ -185,4 +185,22 @@ impl TypingService {
         // No stream listening here is no failure.
         let _ = self.bus.send(typing);
     }
+}
+
+/// Whether `sender` was not heard within [`AT_MOST_EVERY`] in `window`;
+/// it counts as heard now if so. A full window drops the rest until it
+/// turns, so made-up senders cost bounded memory.
+fn first_in_a_while(window: &Mutex<Recent>, sender: String) -> bool {
+    let now = Instant::now();
+    let mut recent = window.lock().unwrap_or_else(|p| p.into_inner());
+    if now.duration_since(recent.turned) >= AT_MOST_EVERY {
+        recent.previous = std::mem::take(&mut recent.current);
+        recent.turned = now;
+    }
+    let heard = recent.current.get(&sender).or_else(|| recent.previous.get(&sender));
+    if heard.is_some_and(|at| now.duration_since(*at) < AT_MOST_EVERY) || recent.current.len() >= REMEMBERED {
+        return false;
+    }
+    recent.current.insert(sender, now);
+    true
 }

@@ -61,6 +61,16 @@
     try { var s = window.localStorage; s.getItem("parley"); return s; } catch (e) { return null; }
   }
 
+  /** Whom an identity names: its user id, or its token's subject. */
+  function subject(identity) {
+    if (!identity) return null;
+    if (identity.user_id) return identity.user_id;
+    try {
+      var part = identity.jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      return JSON.parse(atob(part + "===".slice((part.length + 3) % 4))).sub || null;
+    } catch (e) { return null; }
+  }
+
   function newUuid() {
     if (window.crypto && window.crypto.randomUUID) return window.crypto.randomUUID();
     var bytes = new Uint8Array(16);
@@ -228,7 +238,14 @@
       case "toggle": this.toggle(); break;
       case "show": this.pageHidden = false; this.showLauncher(); break;
       case "hide": this.pageHidden = true; this.showLauncher(); break;
-      case "identify": if (this.takeIdentity(arg)) this.identify(); break;
+      case "identify": {
+        var before = this.identity;
+        if (!this.takeIdentity(arg)) break;
+        // Another user at this browser: nothing of the previous one stays.
+        if (before && subject(before) !== subject(this.identity)) this.switchUser();
+        this.identify();
+        break;
+      }
       case "set": this.setAttributes(arg); break;
       case "logout": this.logout(); break;
       default: warn("unknown command", String(name));
@@ -298,6 +315,10 @@
         else if (c[0] === "logout") self.logout(true);
         else self.command(c[0], c[1]);
       });
+      // The browser's visitor was a signed-in user's, and the page does
+      // not say who is signed in now: that user's conversation is not
+      // shown, not even for a moment.
+      if (!self.identity && self.read("identified")) self.logout(true);
       self.showLauncher();
       if (self.identity) self.identify();
       else if (self.requiresIdentity) warn("this installation takes identified visitors only: the page must call Parley('identify', ...)");
@@ -363,8 +384,10 @@
   Widget.prototype.identify = function (retried) {
     var self = this;
     var generation = this.generation;
+    // Only the latest identify's answer counts.
+    var call = this.identifying = (this.identifying || 0) + 1;
     this.sync({}).then(function (res) {
-      if (generation !== self.generation) return;
+      if (generation !== self.generation || call !== self.identifying) return;
       var error = res.body && res.body.error;
       // Attributes the server refused are dropped, and the rest sent again.
       if (res.status === 422 && error && error.fields && error.fields.attributes && !retried) {
@@ -381,6 +404,7 @@
         return;
       }
       self.identified = true;
+      self.write("identified", "1");
       self.showLauncher();
       self.adopt(res);
       var conversation = res.body && res.body.conversation && res.body.conversation.public_id;
@@ -391,6 +415,16 @@
       }
       if (self.conversation) { self.showChat(); self.poll(); }
     }).catch(function (e) { warn("the visitor could not be identified", e && e.message); });
+  };
+
+  /** A new visitor for another user at this browser: the conversation
+   * shown and the visitor go, the new identity stays. */
+  Widget.prototype.switchUser = function () {
+    this.forget();
+    this.identified = false;
+    this.write("identified", null);
+    this.visitor = newUuid();
+    this.write("visitor", this.visitor);
   };
 
   /** The visitor the server answered for: a stored uuid that is not this
@@ -454,6 +488,8 @@
   /** The page's user signed out: this browser forgets its visitor, so
    * the next person at it starts anew. */
   Widget.prototype.logout = function (quiet) {
+    this.identifying = (this.identifying || 0) + 1;
+    this.write("identified", null);
     this.forget();
     this.identity = null;
     this.identified = false;
@@ -903,12 +939,15 @@
       return;
     }
     var opens = !this.conversation;
+    var generation = this.generation;
     var request;
     if (this.conversation) {
       request = api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages",
         { token: this.token, body: text, current_url: pageUrl(), client_message_id: clientId });
     } else {
       request = this.sync({ name: this.nameInput.value.trim(), email: this.emailInput.value.trim() }).then(function (synced) {
+        // A logout meanwhile: this message is no longer anyone's here.
+        if (generation !== self.generation) return { status: 0, body: null };
         self.adopt(synced);
         var body = { token: self.token, visitor_uuid: self.visitor, message: text, privacy_accepted: true, current_url: pageUrl(),
           client_message_id: clientId };
@@ -918,7 +957,6 @@
         return api(self.base, "POST", "/api/v1/widget/conversations", body);
       });
     }
-    var generation = this.generation;
     var settled = request.then(function (res) {
       // The conversation was dropped meanwhile (a logout): not this one's.
       if (generation !== self.generation) return;

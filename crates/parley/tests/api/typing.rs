@@ -181,3 +181,16 @@ async fn an_indicator_reaches_the_streams_of_another_instance() {
     let (_, kind, data) = next_event(&mut visitor, Duration::from_secs(10)).await.expect("heard on the other instance");
     assert_eq!((kind.as_str(), data["sender"]["type"].as_str()), ("typing", Some("operator")));
 }
+
+#[tokio::test]
+async fn one_address_cannot_flood_the_indicators() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    // Sent at once: however slowly they are served, 300 outrun the
+    // address's burst of 40 and its 20 a second.
+    let ids: Vec<String> = (0..300).map(|i| format!("conv_madeup{i}")).collect();
+    let answers = futures::future::join_all(ids.iter().map(|id| visitor_types(&app, &f.token, id))).await;
+    let limited = answers.iter().filter(|(status, _)| *status == StatusCode::TOO_MANY_REQUESTS).count();
+    assert!(answers.iter().all(|(s, _)| matches!(*s, StatusCode::NOT_FOUND | StatusCode::TOO_MANY_REQUESTS)));
+    assert!(limited > 0, "a burst of indicators from one address is cut short");
+}
