@@ -16,6 +16,7 @@ pub mod devices;
 pub mod error;
 pub mod events;
 pub mod feed;
+pub mod files;
 pub mod health;
 pub mod hours;
 pub mod identity;

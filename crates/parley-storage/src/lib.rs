@@ -5,6 +5,7 @@
 
 mod backend;
 mod copy;
+pub mod files;
 mod locks;
 mod postgres;
 mod sql;
