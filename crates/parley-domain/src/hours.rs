@@ -178,11 +178,15 @@ fn next_opening(
     for _ in 0..LOOK_AHEAD_DAYS {
         if !closed.contains(&date) {
             let day = Day::of(date.weekday());
-            for (_, open, _) in openings.iter().filter(|(d, ..)| *d == day) {
+            for (_, open, close) in openings.iter().filter(|(d, ..)| *d == day) {
                 let (h, m) = (i8::try_from(open / 60).ok()?, i8::try_from(open % 60).ok()?);
-                // A time that does not exist that day (a clock moved
-                // forward) is taken as the moment after the gap.
-                let start = date.at(h, m, 0, 0).to_zoned_datetime(tz.clone()).ok()?.timestamp();
+                let start = opening_instant(tz, date.at(h, m, 0, 0))?;
+                // An opening the skipped hour swallows whole never opens.
+                let shown = start.to_zoned_datetime(tz.clone());
+                let shown_minute = u32::from(shown.hour().unsigned_abs()) * 60 + u32::from(shown.minute().unsigned_abs());
+                if shown.date() == date && shown_minute >= *close {
+                    continue;
+                }
                 if start > instant {
                     return Some(Timestamp::from_millis(start.as_millisecond()));
                 }
@@ -191,6 +195,20 @@ fn next_opening(
         date = date.tomorrow().ok()?;
     }
     None
+}
+
+/// When the site's clock first shows `wall` or later: that moment, or,
+/// for a time the clock skips (moved forward), the moment it jumps, which
+/// is when `availability` starts calling the site open.
+fn opening_instant(tz: &TimeZone, wall: jiff::civil::DateTime) -> Option<jiff::Timestamp> {
+    let ambiguous = tz.to_ambiguous_timestamp(wall);
+    match ambiguous.offset() {
+        jiff::tz::AmbiguousOffset::Gap { .. } => {
+            let before_the_jump = ambiguous.earlier().ok()?;
+            tz.following(before_the_jump).next().map(|t| t.timestamp())
+        }
+        _ => ambiguous.compatible().ok(),
+    }
 }
 
 #[cfg(test)]
@@ -223,6 +241,18 @@ mod tests {
         // Friday 12:30 closes; next is Monday 09:00 (after the clocks change on Sunday 29 March).
         let friday = weekdays.availability(at("2026-03-27T11:45:00Z"));
         assert_eq!(friday, Availability { online: false, next_open_at: Some(at("2026-03-30T07:00:00Z")) });
+    }
+
+    #[test]
+    fn an_opening_the_clock_skips_starts_when_the_clock_jumps() {
+        // Sunday 29 March 2026, Berlin: 02:00 becomes 03:00 (01:00 UTC).
+        let h = hours(&[(Day::Sunday, "02:30", "10:00")], &[]);
+        let saturday = h.availability(at("2026-03-28T12:00:00Z"));
+        assert_eq!(saturday.next_open_at, Some(at("2026-03-29T01:00:00Z")));
+        assert!(h.availability(at("2026-03-29T01:00:00Z")).online, "open as soon as it says so");
+        assert!(!h.availability(at("2026-03-29T00:59:00Z")).online);
+        let swallowed = hours(&[(Day::Sunday, "02:00", "02:45"), (Day::Sunday, "09:00", "10:00")], &[]);
+        assert_eq!(swallowed.availability(at("2026-03-28T12:00:00Z")).next_open_at, Some(at("2026-03-29T07:00:00Z")));
     }
 
     #[test]
