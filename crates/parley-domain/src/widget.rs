@@ -485,8 +485,9 @@ impl WidgetService {
 }
 
 /// Outside the site's business hours, a visitor's message gets an
-/// automatic reply saying when the team is back, once per conversation,
-/// in the visitor's language (else the site's). Returns the reply.
+/// automatic reply saying when the team is back, in the visitor's
+/// language (else the site's): once, and again only after an operator
+/// has answered since. Returns the reply.
 fn reply_when_away(
     tx: &mut dyn WriteTx,
     tenant: &Tenant,

@@ -161,7 +161,8 @@ pub trait ConversationsWrite: ConversationsRead {
     fn insert_visitor(&mut self, scope: SiteScope, visitor: &NewVisitor) -> StoreResult<Visitor>;
     fn update_visitor_profile(&mut self, scope: SiteScope, id: VisitorId, profile: &VisitorProfile, at: Timestamp) -> StoreResult<()>;
     /// Marks the conversation as having had its automatic reply outside
-    /// business hours: `false` when it had one already.
+    /// business hours: `false` when it had one already and no operator
+    /// has answered since.
     fn mark_away_replied(&mut self, scope: SiteScope, conversation: ConversationId, at: Timestamp) -> StoreResult<bool>;
     /// Saves the visitor's user id, site-vouched email and attributes.
     fn update_visitor_identity(&mut self, scope: SiteScope, visitor: &Visitor, at: Timestamp) -> StoreResult<()>;

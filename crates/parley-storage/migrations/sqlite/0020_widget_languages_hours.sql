@@ -13,5 +13,5 @@ ALTER TABLE sites ADD COLUMN texts TEXT;
 ALTER TABLE sites ADD COLUMN business_hours TEXT;
 
 -- When the conversation got its automatic reply outside business hours:
--- one per conversation.
+-- another is due only after an operator's answer.
 ALTER TABLE conversations ADD COLUMN away_replied_at INTEGER;

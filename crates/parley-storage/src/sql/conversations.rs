@@ -325,9 +325,14 @@ statements! {
     ) => |_| "UPDATE visitors SET name = :name, email = :email, phone = :phone, last_url = :last_url, locale = :locale,
          updated_at = :at
          WHERE tenant_id = :tenant AND site_id = :site AND id = :id".into(),
+    /// Once until someone of the team has written since: the reply is
+    /// marked, and a new one is due only after an operator's answer.
     MARK_AWAY_REPLIED(tenant: TenantId, site: SiteId, id: ConversationId, at: Timestamp) => |_|
         "UPDATE conversations SET away_replied_at = :at
-         WHERE tenant_id = :tenant AND site_id = :site AND id = :id AND away_replied_at IS NULL".into(),
+         WHERE tenant_id = :tenant AND site_id = :site AND id = :id
+           AND (away_replied_at IS NULL OR EXISTS (
+               SELECT 1 FROM messages m WHERE m.conversation_id = conversations.id AND m.sender_type = 'operator'
+                 AND m.internal = FALSE AND m.created_at > conversations.away_replied_at))".into(),
     UPDATE_VISITOR_IDENTITY<'a>(
         tenant: TenantId, site: SiteId, id: VisitorId, user_id: Option<&'a str>, site_email: Option<&'a str>,
         attributes: Option<&'a str>, at: Timestamp,

@@ -149,6 +149,19 @@ async fn business_hours_tell_when_the_team_is_back_and_reply_once_outside_them()
     assert_ne!(reply, parley_domain::locale::text("en", "auto_reply", &[("when", "2026-11-30 09:00 (Europe/Berlin)")]), "in German");
     assert_eq!(messages[1]["id"], system[0]["id"], "right after the first message");
 
+    // Once an operator has answered, the next message outside the hours
+    // is told again.
+    set_clock(&app, "2026-11-27T17:30:00Z");
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, list) = app.authed(Method::GET, "/api/v1/mobile/conversations", &admin, None).await;
+    let id = list["conversations"][0]["id"].as_i64().unwrap();
+    app.authed(Method::POST, &format!("/api/v1/mobile/conversations/{id}/messages"), &admin, Some(json!({"body": "Morgen!"}))).await;
+    set_clock(&app, "2026-11-27T18:00:00Z");
+    app.post_message("/api/v1", &f.token, &public_id, "Danke").await;
+    let (_, read) = app.get(&format!("/api/v1/widget/conversations/{public_id}/messages?token={}", f.token)).await;
+    let replies = read["messages"].as_array().unwrap().iter().filter(|m| m["sender"]["type"] == "system").count();
+    assert_eq!(replies, 2, "{read}");
+
     // During the hours nothing is added.
     set_clock(&app, "2026-11-30T09:00:00Z");
     let during = app.open_conversation("/api/v1", &f.token, "v-en", "Good morning").await;
