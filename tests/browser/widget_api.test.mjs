@@ -414,6 +414,7 @@ describe("languages and hours", () => {
     const away = tab.locator("p.away");
     await away.waitFor();
     assert.match(await away.textContent(), /We are back/);
+    assert.equal(await tab.locator("input[type=email]").getAttribute("placeholder"), config.strings.email_required, "not optional now");
     await tab.locator("#parley-consent").check();
     await tab.locator("textarea").fill("Anyone there at night?");
     await tab.locator("textarea").press("Enter");

@@ -576,7 +576,13 @@
     // an email is no longer asked for.
     var wait = back ? back.getTime() - Date.now() : -1;
     if (wait > 0 && wait < 86400000) {
-      setTimeout(function () { cfg.online = true; notice.remove(); }, wait);
+      var self = this;
+      setTimeout(function () {
+        cfg.online = true;
+        notice.remove();
+        self.emailInput.setAttribute("placeholder", self.t("email"));
+        self.emailInput.setAttribute("aria-label", self.t("email"));
+      }, wait);
     }
     return notice;
   };
@@ -591,7 +597,9 @@
   Widget.prototype.buildConsent = function (look) {
     var self = this;
     this.nameInput = el("input", { type: "text", autocomplete: "name", "aria-label": this.t("name"), placeholder: this.t("name"), maxlength: "255" });
-    this.emailInput = el("input", { type: "email", autocomplete: "email", "aria-label": this.t("email"), placeholder: this.t("email") });
+    // Outside the business hours the address is asked for, not optional.
+    var email = this.config.online === false ? this.t("email_required") : this.t("email");
+    this.emailInput = el("input", { type: "email", autocomplete: "email", "aria-label": email, placeholder: email });
     this.consentBox = el("input", { type: "checkbox", id: "parley-consent", required: "required" });
     var policy = el("span", { text: (look.privacy_text || this.t("consent")) + " " });
     if (look.privacy_url && /^https?:\/\//.test(look.privacy_url)) {
