@@ -230,11 +230,19 @@ describe("signed identity", () => {
     await tab.locator("li.msg.visitor", { hasText: "Private to customer 2" }).waitFor();
     const shown = [];
     await tab.exposeFunction("sawMessage", (n) => shown.push(n));
+    // Messages live in the widget's shadow root, which an observer of
+    // the document does not see into: watch the root once it exists.
     await tab.addInitScript(() => {
-      new MutationObserver(() => {
+      new MutationObserver((_, self) => {
         const root = document.querySelector("#parley-widget")?.shadowRoot;
-        const n = root ? root.querySelectorAll("li.msg").length : 0;
-        if (n) window.sawMessage(n);
+        if (!root) return;
+        self.disconnect();
+        const count = () => {
+          const n = root.querySelectorAll("li.msg").length;
+          if (n) window.sawMessage(n);
+        };
+        new MutationObserver(count).observe(root, { subtree: true, childList: true });
+        count();
       }).observe(document, { subtree: true, childList: true });
     });
     await tab.goto(page("/anonymous", { pre: RECORD }));

@@ -153,7 +153,7 @@ impl BusinessHours {
         openings.sort();
         let here = instant.to_zoned_datetime(tz.clone());
         let today = here.date();
-        let minute = u32::from(here.hour().unsigned_abs()) * 60 + u32::from(here.minute().unsigned_abs());
+        let minute = minute_of_day(&here);
         let day = Day::of(today.weekday());
         let online = !closed.contains(&today) && openings.iter().any(|(d, open, close)| *d == day && (*open..*close).contains(&minute));
         if online {
@@ -183,8 +183,7 @@ fn next_opening(
                 let start = opening_instant(tz, date.at(h, m, 0, 0))?;
                 // An opening the skipped hour swallows whole never opens.
                 let shown = start.to_zoned_datetime(tz.clone());
-                let shown_minute = u32::from(shown.hour().unsigned_abs()) * 60 + u32::from(shown.minute().unsigned_abs());
-                if shown.date() == date && shown_minute >= *close {
+                if shown.date() == date && minute_of_day(&shown) >= *close {
                     continue;
                 }
                 if start > instant {
@@ -195,6 +194,11 @@ fn next_opening(
         date = date.tomorrow().ok()?;
     }
     None
+}
+
+/// Minutes since midnight on the site's clock, as openings count them.
+fn minute_of_day(at: &jiff::ZonedDateTime) -> u32 {
+    u32::from(at.hour().unsigned_abs()) * 60 + u32::from(at.minute().unsigned_abs())
 }
 
 /// When the site's clock first shows `wall` or later: that moment, or,

@@ -145,11 +145,6 @@ pub fn check(settings: &IdentitySettings, claim: &Claim, now: Timestamp) -> Resu
     Ok(identified)
 }
 
-/// What the site's server computes for `user_id` (documentation and tests).
-pub fn user_hash(secret: &str, user_id: &str) -> String {
-    crate::ids::hex(&mac(secret, user_id).finalize().into_bytes())
-}
-
 fn mac(secret: &str, user_id: &str) -> Hmac<Sha256> {
     // HMAC takes a key of any length.
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap_or_else(|_| unreachable!());
@@ -240,6 +235,11 @@ pub fn merge_attributes(attributes: &mut Attributes, update: &serde_json::Map<St
 mod tests {
     use super::*;
     use jsonwebtoken::{EncodingKey, Header, encode};
+
+    /// What the site's server computes for `user_id`.
+    fn user_hash(secret: &str, user_id: &str) -> String {
+        crate::ids::hex(&mac(secret, user_id).finalize().into_bytes())
+    }
 
     const SECRET: &str = "idsec_current";
     const OLD: &str = "idsec_old";

@@ -456,7 +456,7 @@ fn operator_message(c: &Conversation, actor: &Operator, body: String, internal: 
 /// A line of the conversation's own; `internal` keeps it among operators.
 /// `actor`, the operator whose action it tells, is for operators only:
 /// what a visitor is shown of a system line names nobody.
-fn system_message(c: &Conversation, body: String, actor: Option<&Operator>, internal: bool, now: Timestamp) -> NewMessage {
+pub(crate) fn system_message(c: &Conversation, body: String, actor: Option<&Operator>, internal: bool, now: Timestamp) -> NewMessage {
     NewMessage {
         conversation_id: c.id,
         sender: Sender { kind: SenderKind::System, name: actor.map(|a| a.name.clone()), operator_id: actor.map(|a| a.id) },

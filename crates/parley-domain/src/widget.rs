@@ -507,14 +507,7 @@ fn reply_when_away(
         Some(at) => crate::locale::text(language, "auto_reply", &[("when", &hours.local(at))]),
         None => crate::locale::text(language, "auto_reply_later", &[]),
     };
-    let reply = NewMessage {
-        conversation_id: c.id,
-        sender: Sender { kind: SenderKind::System, name: None, operator_id: None },
-        body,
-        internal: false,
-        created_at: now,
-        client_message_id: None,
-    };
+    let reply = crate::inbox::system_message(c, body, None, false, now);
     Ok(Some(record::message(tx, tenant, scope.into(), c, &reply)?))
 }
 
@@ -543,18 +536,22 @@ struct VisitorSync {
 
 fn sync_in(tx: &mut dyn WriteTx, sync: &VisitorSync) -> Result<SyncedVisitor, DomainError> {
     let (scope, now) = (sync.scope, sync.now);
-    let found = match &sync.identified {
-        Some(signed) => match tx.visitor_by_user_id(scope, &signed.user_id)? {
-            Some(visitor) => Some(visitor),
-            // This browser's visitor becomes the user's, unless it is
-            // another user's already (a shared computer without a logout):
-            // then the user gets a visitor of its own.
-            None => tx.visitor_by_uuid(scope, &sync.uuid)?.filter(|v| v.user_id.is_none()),
-        },
-        // An identified visitor is not this browser's to use unsigned: its
-        // uuid reached every device of its user (and a shared computer's
-        // next visitor). Without a signature the caller is someone new.
-        None => tx.visitor_by_uuid(scope, &sync.uuid)?.filter(|v| v.user_id.is_none()),
+    let by_user = match &sync.identified {
+        Some(signed) => tx.visitor_by_user_id(scope, &signed.user_id)?,
+        None => None,
+    };
+    // Without the user's visitor: this browser's, if it is anonymous. It
+    // becomes the user's when signed; an identified one is not this
+    // browser's to use (another user's on a shared computer, or, unsigned,
+    // a uuid that reached every device of its user), and the caller gets
+    // a visitor of its own under a fresh uuid.
+    let (found, uuid_taken) = match by_user {
+        Some(visitor) => (Some(visitor), true),
+        None => {
+            let by_uuid = tx.visitor_by_uuid(scope, &sync.uuid)?;
+            let taken = by_uuid.is_some();
+            (by_uuid.filter(|v| v.user_id.is_none()), taken)
+        }
     };
     let (mut visitor, synced) = match found {
         Some(mut visitor) => {
@@ -562,10 +559,7 @@ fn sync_in(tx: &mut dyn WriteTx, sync: &VisitorSync) -> Result<SyncedVisitor, Do
             (visitor, Synced::Updated)
         }
         None => {
-            let uuid = match tx.visitor_by_uuid(scope, &sync.uuid)? {
-                Some(_) => uuid::Uuid::new_v4().to_string(),
-                None => sync.uuid.clone(),
-            };
+            let uuid = if uuid_taken { uuid::Uuid::new_v4().to_string() } else { sync.uuid.clone() };
             let visitor = tx.insert_visitor(scope, &NewVisitor { uuid, profile: sync.profile.clone(), created_at: now })?;
             // A unit beside this one (PostgreSQL) registered the same new
             // uuid first and made it another user's: try again, which

@@ -274,7 +274,8 @@
    * configuration brings them: see locales/ in parley-domain), with
    * `{name}` places filled from `args`. */
   Widget.prototype.t = function (key, args) {
-    var text = (this.strings && typeof this.strings[key] === "string" && this.strings[key]) || key;
+    var words = this.config && this.config.strings;
+    var text = (words && typeof words[key] === "string" && words[key]) || key;
     return text.replace(/\{(\w+)\}/g, function (all, name) { return args && args[name] !== undefined ? String(args[name]) : all; });
   };
 
@@ -296,7 +297,6 @@
         return;
       }
       self.config = res.body;
-      self.strings = res.body.strings;
       if (res.body.installation && res.body.installation.status === "disabled") { warn("this installation is disabled"); return; }
       self.render();
       self.heartbeat();

@@ -150,10 +150,15 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// Whether the field was given as text (a query or a form, where an
-    /// object cannot be written).
-    pub fn present_text(&self, name: &str) -> bool {
-        matches!(self.get(name), Some(Given::Text(_)))
+    /// A field whose value is a JSON object: `None` when absent or
+    /// `null`; anything else (text from a query or a form included) is
+    /// refused.
+    pub fn optional_object(&mut self, name: &str) -> Result<Option<&'a Map<String, Value>>, Invalid> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Given::Json(Value::Object(map))) => Ok(Some(map)),
+            Some(_) => self.fail(name, "must be an object"),
+        }
     }
 
     /// Records a problem found by a rule that spans more than one check.

@@ -252,22 +252,11 @@ impl Field for Attributes {
     }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
-        let Some(value) = f.json(name) else {
-            return match f.present_text(name) {
-                true => Err(f.reject(name, "must be an object")),
-                false => Ok(None),
-            };
-        };
-        let Value::Object(map) = value else {
-            return Err(f.reject(name, "must be an object"));
-        };
+        let Some(map) = f.optional_object(name)? else { return Ok(None) };
         // The rules are the domain's: checked here against nothing, so
         // that a 422 names every bad field of the request at once.
         match parley_domain::identity::merge_attributes(&mut Default::default(), map) {
-            Err(parley_domain::DomainError::Validation(errors)) => {
-                let messages: Vec<String> = errors.fields().values().flatten().cloned().collect();
-                Err(f.reject(name, messages.join("; ")))
-            }
+            Err(parley_domain::DomainError::Validation(errors)) => Err(f.reject(name, joined(&errors))),
             _ => Ok(Some(Attributes(map.clone()))),
         }
     }
@@ -309,10 +298,7 @@ impl Field for SiteTextsByLanguage {
     }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
-        let Some(value) = f.json(name) else {
-            return if f.present_text(name) { Err(f.reject(name, "must be an object")) } else { Ok(None) };
-        };
-        let Value::Object(map) = value else { return Err(f.reject(name, "must be an object")) };
+        let Some(map) = f.optional_object(name)? else { return Ok(None) };
         let mut out = std::collections::BTreeMap::new();
         let mut problems = Vec::new();
         for (language, texts) in map {
@@ -364,23 +350,18 @@ impl Field for Hours {
     }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
-        let Some(value) = f.json(name) else {
-            return if f.present_text(name) { Err(f.reject(name, "must be an object")) } else { Ok(None) };
-        };
-        match value {
-            Value::Object(map) if map.is_empty() => Ok(Some(Hours(None))),
-            Value::Object(_) => {
-                let hours: parley_domain::hours::BusinessHours =
-                    serde_json::from_value(value.clone()).map_err(|e| f.reject(name, format!("{e}")))?;
-                let problems = hours.check(name);
-                if problems.is_empty() {
-                    Ok(Some(Hours(Some(hours))))
-                } else {
-                    let all: Vec<String> = problems.fields().values().flatten().cloned().collect();
-                    Err(f.reject(name, all.join("; ")))
-                }
-            }
-            _ => Err(f.reject(name, "must be an object")),
+        let Some(map) = f.optional_object(name)? else { return Ok(None) };
+        if map.is_empty() {
+            return Ok(Some(Hours(None)));
         }
+        let hours: parley_domain::hours::BusinessHours =
+            serde_json::from_value(Value::Object(map.clone())).map_err(|e| f.reject(name, format!("{e}")))?;
+        let problems = hours.check(name);
+        if problems.is_empty() { Ok(Some(Hours(Some(hours)))) } else { Err(f.reject(name, joined(&problems))) }
     }
+}
+
+/// A domain rule's problems as one sentence for the field that broke it.
+fn joined(errors: &parley_domain::FieldErrors) -> String {
+    errors.fields().values().flatten().cloned().collect::<Vec<_>>().join("; ")
 }

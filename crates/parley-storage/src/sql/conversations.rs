@@ -6,6 +6,7 @@ use parley_domain::store::ops::{ConversationsRead, ConversationsWrite};
 use parley_domain::store::{MessagePage, StoreError, StoreResult};
 use parley_domain::verification::Method;
 
+use super::row::to_json;
 use super::tenancy::{TENANT_COLS, tenant};
 use super::{Params, Row, Tx, statements};
 
@@ -35,10 +36,7 @@ fn visitor(r: &dyn Row) -> StoreResult<Visitor> {
         verified_target: r.text("v_verified_target")?,
         user_id: r.text("v_user_id")?,
         site_email: r.text("v_site_email")?,
-        attributes: match r.text("v_attributes")? {
-            Some(json) => serde_json::from_str(&json).map_err(|e| StoreError::Internal(format!("visitor attributes: {e}")))?,
-            None => Default::default(),
-        },
+        attributes: r.opt_json("v_attributes")?.unwrap_or_default(),
     })
 }
 
@@ -559,11 +557,7 @@ impl ConversationsWrite for Tx<'_> {
     }
 
     fn update_visitor_identity(&mut self, scope: SiteScope, v: &Visitor, at: Timestamp) -> StoreResult<()> {
-        let attributes = if v.attributes.is_empty() {
-            None
-        } else {
-            Some(serde_json::to_string(&v.attributes).map_err(|e| StoreError::Internal(format!("visitor attributes: {e}")))?)
-        };
+        let attributes = if v.attributes.is_empty() { None } else { Some(to_json(&v.attributes)?) };
         self.exec(UPDATE_VISITOR_IDENTITY {
             tenant: scope.tenant,
             site: scope.site,

@@ -96,11 +96,17 @@ impl dyn Row + '_ {
         serde_json::from_str(&self.string(col)?).map_err(|e| StoreError::Internal(format!("column {col}: {e}")))
     }
 
-    /// A nullable JSON column.
+    /// A nullable JSON column (`to_json` writes them).
     pub fn opt_json<T: serde::de::DeserializeOwned>(&self, col: &str) -> StoreResult<Option<T>> {
         match self.text(col)? {
             Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| StoreError::Internal(format!("column {col}: {e}"))),
             None => Ok(None),
         }
     }
+}
+
+/// A value as a JSON column holds it (`Row::json` and `Row::opt_json`
+/// read it back).
+pub(super) fn to_json(value: &impl serde::Serialize) -> StoreResult<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Internal(format!("a JSON column: {e}")))
 }

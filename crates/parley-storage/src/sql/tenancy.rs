@@ -6,6 +6,7 @@ use parley_domain::model::*;
 use parley_domain::store::StoreResult;
 use parley_domain::store::ops::{TenancyRead, TenancyWrite};
 
+use super::row::to_json;
 use super::{Row, Tx, statements};
 
 pub(super) const TENANT_COLS: &str = "t.id AS t_id, t.slug AS t_slug, t.name AS t_name, t.created_at AS t_created_at";
@@ -175,7 +176,7 @@ impl TenancyWrite for Tx<'_> {
     }
 
     fn insert_site(&mut self, tenant: TenantId, s: &NewSite) -> StoreResult<Site> {
-        let domains = serde_json::to_string(&s.domains).map_err(|e| parley_domain::StoreError::Internal(e.to_string()))?;
+        let domains = to_json(&s.domains)?;
         let a = &s.appearance;
         let id = self.insert(INSERT_SITE {
             tenant,
@@ -279,8 +280,4 @@ impl TenancyWrite for Tx<'_> {
         })?;
         Ok(())
     }
-}
-
-fn to_json(value: &impl serde::Serialize) -> StoreResult<String> {
-    serde_json::to_string(value).map_err(|e| parley_domain::StoreError::Internal(format!("a JSON column: {e}")))
 }

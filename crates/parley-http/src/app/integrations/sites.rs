@@ -240,10 +240,7 @@ pub async fn create_site(State(s): State<AppState>, Admin(who): Admin, CheckedFo
     };
     match created {
         Ok(()) => Ok(back(&format!("{HERE}?done=site"))),
-        Err(e) => {
-            let (status, message) = refusal(e)?;
-            render(&s, &who, status, Some(Problem { form: Which::Site, refused: Refused { message, held: form } }), None, None).await
-        }
+        Err(e) => refused(&s, &who, Which::Site, form, e).await,
     }
 }
 
@@ -260,11 +257,7 @@ pub async fn create_installation(
     };
     match created {
         Ok(id) => Ok(back(&format!("{HERE}?done=installation#installation-{}", id.0))),
-        Err(e) => {
-            let (status, message) = refusal(e)?;
-            let refused = Some(Problem { form: Which::Installation(site), refused: Refused { message, held: form } });
-            render(&s, &who, status, refused, None, None).await
-        }
+        Err(e) => refused(&s, &who, Which::Installation(site), form, e).await,
     }
 }
 
@@ -293,21 +286,20 @@ pub async fn rotate_identity(
     let shown = form.get("shown").map(str::to_owned);
     match s.admin.rotate_identity_secret(&who.session, installation, shown).await {
         Ok((_, _, secret)) => render(&s, &who, StatusCode::OK, None, None, Some(Made { installation, secret })).await,
-        Err(e) => refused_identity(&s, &who, installation, form, e).await,
+        Err(e) => refused(&s, &who, Which::Identity(installation), form, e).await,
     }
 }
 
-/// The page again, with a refusal beside the installation's identity forms.
-async fn refused_identity(
+/// The page again, with the refusal beside the form it is about.
+async fn refused(
     s: &AppState,
     who: &WebSession,
-    installation: InstallationId,
+    which: Which,
     form: crate::app::form::Form,
     e: parley_domain::DomainError,
 ) -> Result<Response, PageError> {
     let (status, message) = refusal(e)?;
-    let refused = Some(Problem { form: Which::Identity(installation), refused: Refused { message, held: form } });
-    render(s, who, status, refused, None, None).await
+    render(s, who, status, Some(Problem { form: which, refused: Refused { message, held: form } }), None, None).await
 }
 
 /// Requires identified visitors, or allows anonymous ones again.
@@ -324,7 +316,7 @@ pub async fn set_identity_required(
     };
     match updated {
         Ok(required) => Ok(back(&format!("{HERE}?done={}#installation-{id}", if required { "required" } else { "optional" }))),
-        Err(e) => refused_identity(&s, &who, installation, form, e).await,
+        Err(e) => refused(&s, &who, Which::Identity(installation), form, e).await,
     }
 }
 
