@@ -535,11 +535,17 @@ describe("the web app", () => {
     const registrationId = await registration;
     const data = JSON.stringify({ title: "New message", conversation_id: 4242, reason: "message", badge: 3 });
     await cdp.send("ServiceWorker.deliverPushMessage", { origin: new URL(api).origin, registrationId, data });
-    const shown = await op.page.waitForFunction(async () => {
-      const list = await (await navigator.serviceWorker.getRegistration("/app/")).getNotifications();
-      return list.length ? { title: list[0].title, tag: list[0].tag, url: list[0].data.url } : null;
-    });
-    assert.deepEqual(await shown.jsonValue(), { title: "New message", tag: "4242", url: "/app/conversations/4242" });
+    // Polled from here: waitForFunction takes the promise an async
+    // predicate returns for a truthy answer and would not wait at all.
+    let shown = null;
+    for (let i = 0; i < 200 && !shown; i++) {
+      shown = await op.page.evaluate(async () => {
+        const list = await (await navigator.serviceWorker.getRegistration("/app/")).getNotifications();
+        return list.length ? { title: list[0].title, tag: list[0].tag, url: list[0].data.url } : null;
+      });
+      if (!shown) await op.page.waitForTimeout(50);
+    }
+    assert.deepEqual(shown, { title: "New message", tag: "4242", url: "/app/conversations/4242" });
     assert.deepEqual(op.problems, []);
     await op.context.close();
   });
