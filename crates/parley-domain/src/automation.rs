@@ -167,6 +167,7 @@ impl Automation {
                         internal: false,
                         created_at: now,
                         client_message_id: None,
+                        attachment_ids: Vec::new(),
                     };
                     crate::feed::record::message(tx, &tenant, scope, &c, &note)?;
                     let closed = events::conversation_closed(&tenant, &c, ClosedBy::Automation, now);

@@ -79,6 +79,12 @@ pub enum DomainError {
     IdentityRequired,
     #[error("rate limited")]
     RateLimited { retry_after_secs: u64 },
+    /// An upload past the size limit (in bytes): nothing was kept.
+    #[error("larger than {0} bytes")]
+    TooLarge(u64),
+    /// The tenant's files would take more than its quota.
+    #[error("quota exceeded")]
+    QuotaExceeded,
     #[error("{0}")]
     Unavailable(&'static str),
     /// A message the provider (SMTP server, SMS gateway) did not accept;

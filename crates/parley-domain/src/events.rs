@@ -120,6 +120,9 @@ fn message_data(m: &Message) -> Value {
         "body": m.body,
         "created_at": m.created_at,
         "sender": { "type": m.sender.kind.as_str(), "name": m.sender.name },
+        // Each gets its `url` (and a picture its `thumbnail_url`) when it
+        // is sent: links expire, a delivery may be retried for days.
+        "attachments": m.attachments,
     })
 }
 

@@ -208,13 +208,17 @@ impl InboxService {
         &self,
         session: &Session,
         id: ConversationId,
-        body: String,
+        content: Content,
         client_message_id: Option<String>,
     ) -> Result<(Message, ConversationDetails), DomainError> {
         self.as_operator(session, move |tx, actor, tenant, now| {
             let scope: ConversationScope = actor.scope().into();
             let mut c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-            let new = NewMessage { client_message_id, ..operator_message(&c, actor, body, false, now) };
+            let new = NewMessage {
+                client_message_id,
+                attachment_ids: content.attachment_ids,
+                ..operator_message(&c, actor, content.body, false, now)
+            };
             if let Some(earlier) = crate::activity::earlier_send(tx, scope, &new)? {
                 return Ok((earlier, details(tx, scope, id)?));
             }
@@ -310,19 +314,44 @@ impl InboxService {
         &self,
         session: &Session,
         id: ConversationId,
-        body: String,
+        content: Content,
         client_message_id: Option<String>,
     ) -> Result<Message, DomainError> {
         self.as_operator(session, move |tx, actor, tenant, now| {
             let scope: ConversationScope = actor.scope().into();
             let c = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-            let new = NewMessage { client_message_id, ..operator_message(&c, actor, body, true, now) };
+            let new = NewMessage {
+                client_message_id,
+                attachment_ids: content.attachment_ids,
+                ..operator_message(&c, actor, content.body, true, now)
+            };
             if let Some(earlier) = crate::activity::earlier_send(tx, scope, &new)? {
                 return Ok(earlier);
             }
             record::message(tx, tenant, scope, &c, &new)
         })
         .await
+    }
+
+    /// Where an operator's upload into conversation `id` goes: one the
+    /// operator can see, open or closed (a reply reopens it).
+    pub async fn upload_target(&self, session: &Session, id: ConversationId) -> Result<crate::attachments::UploadTarget, DomainError> {
+        let operator = &session.operator;
+        let scope: ConversationScope = operator.scope().into();
+        let uploader_id = Some(operator.id);
+        self.db
+            .read(move |r| {
+                let c = r.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                let site = r.site(c.tenant_id, c.site_id)?.ok_or(DomainError::NotFound)?;
+                Ok(crate::attachments::UploadTarget {
+                    scope,
+                    conversation: c.id,
+                    uploader: SenderKind::Operator,
+                    uploader_id,
+                    site: site.settings,
+                })
+            })
+            .await
     }
 
     /// Opens a closed conversation again without a message: back to its
@@ -450,6 +479,7 @@ fn operator_message(c: &Conversation, actor: &Operator, body: String, internal: 
         internal,
         created_at: now,
         client_message_id: None,
+        attachment_ids: Vec::new(),
     }
 }
 
@@ -464,6 +494,7 @@ pub(crate) fn system_message(c: &Conversation, body: String, actor: Option<&Oper
         internal,
         created_at: now,
         client_message_id: None,
+        attachment_ids: Vec::new(),
     }
 }
 

@@ -24,6 +24,8 @@ pub enum Purpose {
     DeviceMark,
     /// The reply addresses and unsubscribe links of visitors' emails.
     VisitorMail,
+    /// Links to attachments.
+    FileLink,
 }
 
 impl Purpose {
@@ -32,6 +34,7 @@ impl Purpose {
             Purpose::VisitorCursor => b"parley visitor cursor v1",
             Purpose::DeviceMark => b"parley device mark v1",
             Purpose::VisitorMail => b"parley visitor mail v1",
+            Purpose::FileLink => b"parley file link v1",
         }
     }
 }
@@ -42,6 +45,7 @@ pub struct ServerKeys {
     visitor_cursor: [u8; 32],
     device_mark: [u8; 32],
     visitor_mail: [u8; 32],
+    file_link: [u8; 32],
 }
 
 impl std::fmt::Debug for ServerKeys {
@@ -65,6 +69,7 @@ impl ServerKeys {
             visitor_cursor: derive(&master, Purpose::VisitorCursor),
             device_mark: derive(&master, Purpose::DeviceMark),
             visitor_mail: derive(&master, Purpose::VisitorMail),
+            file_link: derive(&master, Purpose::FileLink),
         }
     }
 
@@ -74,6 +79,7 @@ impl ServerKeys {
             Purpose::VisitorCursor => &self.visitor_cursor,
             Purpose::DeviceMark => &self.device_mark,
             Purpose::VisitorMail => &self.visitor_mail,
+            Purpose::FileLink => &self.file_link,
         }
     }
 }

@@ -8,6 +8,7 @@
 
 mod activity;
 pub mod admin;
+pub mod attachments;
 pub mod auth;
 pub mod automation;
 pub mod clock;

@@ -186,6 +186,15 @@ pub static CLIENT_MESSAGE_ID: Rule = Rule::new(
     "1 to 64 printable characters, not all blank: the client's own id for this message. A repeat with the same value creates nothing and answers as the first request did.",
 );
 
+/// An attachment's id, as an upload answered it.
+pub static ATTACHMENT_ID: Rule = Rule::new(
+    "^att_[A-Za-z0-9_-]{24}$",
+    28,
+    28,
+    "must be an attachment id an upload returned",
+    "The `id` of an upload to this conversation (`att_` and 24 characters).",
+);
+
 /// A message body: not blank; tabs and line breaks allowed, other control
 /// characters not (they only serve to spoof what an operator sees, and JSON
 /// sends each as six bytes).

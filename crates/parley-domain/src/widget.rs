@@ -113,7 +113,7 @@ pub struct OpenConversationInput {
 pub struct PostMessageInput {
     pub token: String,
     pub public_id: String,
-    pub body: String,
+    pub content: Content,
     pub current_url: Option<PageUrl>,
     pub client_message_id: Option<String>,
 }
@@ -393,7 +393,7 @@ impl WidgetService {
                     client_message_id: input.client_message_id,
                     ..visitor_message(&conversation, &visitor, input.message, now)
                 };
-                let message = tx.insert_message(scope.into(), &first)?;
+                let message = tx.insert_message(scope.into(), &first, &[])?;
                 // Created first: a follower meets the conversation before
                 // its first message.
                 record::conversation_created(tx, &tenant, &conversation, &visitor, &message)?;
@@ -448,6 +448,35 @@ impl WidgetService {
         self.resolve(token, caller, Freshness::Cached).await.map(drop)
     }
 
+    /// Where a visitor's upload into its conversation goes. Counted
+    /// against the address's widget writes, like a message.
+    pub async fn upload_target(
+        &self,
+        caller: &Caller,
+        token: &str,
+        public_id: String,
+    ) -> Result<crate::attachments::UploadTarget, DomainError> {
+        let ctx = self.resolve_for_write(token, caller, false).await?;
+        let scope = ctx.scope();
+        let required = ctx.installation.identity.required;
+        let site = ctx.site.settings.clone();
+        self.db
+            .read(move |r| {
+                let (c, visitor) = r.conversation_and_visitor_by_public_id(scope.into(), &public_id)?.ok_or(DomainError::NotFound)?;
+                if required && visitor.user_id.is_none() {
+                    return Err(DomainError::IdentityRequired);
+                }
+                Ok(crate::attachments::UploadTarget {
+                    scope: scope.into(),
+                    conversation: c.id,
+                    uploader: SenderKind::Visitor,
+                    uploader_id: None,
+                    site,
+                })
+            })
+            .await
+    }
+
     /// Adds a visitor message; a closed conversation reopens.
     pub async fn post_message(&self, caller: &Caller, input: PostMessageInput) -> Result<(Message, Conversation), DomainError> {
         let ctx = self.resolve_for_write(&input.token, caller, false).await?;
@@ -464,8 +493,11 @@ impl WidgetService {
                 if required && visitor.user_id.is_none() {
                     return Err(DomainError::IdentityRequired);
                 }
-                let new =
-                    NewMessage { client_message_id: input.client_message_id, ..visitor_message(&conversation, &visitor, input.body, now) };
+                let new = NewMessage {
+                    client_message_id: input.client_message_id,
+                    attachment_ids: input.content.attachment_ids,
+                    ..visitor_message(&conversation, &visitor, input.content.body, now)
+                };
                 if let Some(earlier) = crate::activity::earlier_send(tx, scope.into(), &new)? {
                     return Ok((earlier, conversation));
                 }
@@ -638,6 +670,7 @@ pub(crate) fn visitor_message(conversation: &Conversation, visitor: &Visitor, bo
         internal: false,
         created_at: now,
         client_message_id: None,
+        attachment_ids: Vec::new(),
     }
 }
 

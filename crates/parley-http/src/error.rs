@@ -22,6 +22,8 @@ pub enum ApiError {
     /// The body did not arrive whole within the read timeout.
     RequestTimeout,
     UnsupportedMediaType,
+    /// An upload that is not `multipart/form-data`.
+    NotMultipart,
     /// `POST inbound/email` takes a raw message alone.
     NotMail,
     /// An inbound email over its own, larger, limit.
@@ -93,6 +95,11 @@ impl ApiError {
             Self::MalformedJson(m) => Answer::new(S::BAD_REQUEST, "malformed_json", m),
             Self::PayloadTooLarge => Answer::new(S::PAYLOAD_TOO_LARGE, "payload_too_large", "The request body is larger than 64 KiB."),
             Self::RequestTimeout => Answer::new(S::REQUEST_TIMEOUT, "request_timeout", "The request body did not arrive in time."),
+            Self::NotMultipart => Answer::new(
+                S::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "Send the file as multipart/form-data, in a part named file.",
+            ),
             Self::UnsupportedMediaType => Answer::new(
                 S::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",
@@ -155,6 +162,16 @@ fn domain_answer(e: DomainError) -> Answer {
             retry_after: Some(retry_after_secs.max(1)),
             ..Answer::new(S::TOO_MANY_REQUESTS, "rate_limited", "Too many requests; retry later.")
         },
+        DomainError::TooLarge(max) => Answer::new(
+            S::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("The file is larger than the {} this service takes.", parley_domain::attachments::names::bytes(max)),
+        ),
+        DomainError::QuotaExceeded => Answer::new(
+            S::UNPROCESSABLE_ENTITY,
+            "quota_exceeded",
+            "This account's files take all the space it has; remove conversations' files or ask for more.",
+        ),
         DomainError::Unavailable(reason) => {
             tracing::error!(reason, "service unavailable");
             Answer::unavailable()

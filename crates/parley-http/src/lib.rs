@@ -66,6 +66,8 @@ pub struct Services {
     pub verification: VerificationService,
     pub feed: FeedService,
     pub continuity: parley_domain::continuity::ContinuityService,
+    /// Uploads, signed links to files, and the files themselves.
+    pub attachments: Arc<parley_domain::attachments::AttachmentService>,
     /// Typing indicators, to the other side's streams.
     pub typing: parley_domain::typing::TypingService,
     /// Which conversations have a widget stream open here.

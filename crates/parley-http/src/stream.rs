@@ -135,7 +135,7 @@ impl Holder {
 /// Turns a feed item into the event the stream's client gets (its kind
 /// and data; the stream adds its id), or `None` for an item it does not
 /// show.
-pub(crate) type Render = fn(&FeedItem) -> Option<Event>;
+pub(crate) type Render = fn(&FeedItem, &parley_domain::attachments::links::Links) -> Option<Event>;
 
 /// The typing indicators a stream shows: the other side's, in the
 /// conversations its holder sees.
@@ -395,8 +395,8 @@ pub(crate) async fn long_poll(
 }
 
 /// An operator's stream shows every entry it can read, notes included.
-fn operator_event(item: &FeedItem) -> Option<Event> {
-    event(item, crate::views::mobile::OperatorEventData::from(item))
+fn operator_event(item: &FeedItem, links: &parley_domain::attachments::links::Links) -> Option<Event> {
+    event(item, crate::views::mobile::OperatorEventData::new(item, links))
 }
 
 /// The response of a stream: the follower's entries as `render` shows
@@ -411,9 +411,9 @@ fn respond(live: Live, render: Render) -> Response {
         loop {
             match live.next(None).await {
                 Next::Items(items) => {
-                    let (feed, reader) = (&live.state.feed, live.follower.reader());
+                    let (feed, reader, links) = (&live.state.feed, live.follower.reader(), live.state.attachments.links());
                     let events: Vec<Event> =
-                        items.iter().filter_map(|item| Some(render(item)?.id(feed.cursor_text(reader, item.cursor())))).collect();
+                        items.iter().filter_map(|item| Some(render(item, links)?.id(feed.cursor_text(reader, item.cursor())))).collect();
                     if !events.is_empty() {
                         return Some((events, (live, false)));
                     }

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parley_domain::Database;
+use parley_domain::attachments::AttachmentService;
 use parley_domain::auth::AuthService;
 use parley_domain::automation::Automation;
 use parley_domain::limits::RateLimits;
@@ -39,6 +40,8 @@ pub struct Sweeper {
     pub verification: VerificationService,
     pub metrics: Metrics,
     pub every: Duration,
+    /// Removes the uploads no message named in a day.
+    pub attachments: Arc<AttachmentService>,
 }
 
 impl Sweeper {
@@ -104,6 +107,31 @@ impl Sweeper {
                 }
             }
             Err(e) => tracing::error!(error = %e, "sweep failed"),
+        }
+        self.remove_unnamed_uploads().await;
+    }
+
+    /// Uploads no message named, a batch at a time, a bounded number of
+    /// batches a pass (the next pass goes on).
+    async fn remove_unnamed_uploads(&self) {
+        const BATCH: u32 = 100;
+        let mut removed = 0;
+        for _ in 0..10 {
+            match self.attachments.sweep(BATCH).await {
+                Ok(n) => {
+                    removed += n;
+                    if n < BATCH as usize {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "removing unnamed uploads failed");
+                    break;
+                }
+            }
+        }
+        if removed > 0 {
+            tracing::info!(removed, "unnamed uploads removed");
         }
     }
 }

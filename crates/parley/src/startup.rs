@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parley_domain::admin::AdminService;
+use parley_domain::attachments::AttachmentService;
+use parley_domain::attachments::links::Links;
 use parley_domain::auth::{AuthService, DeviceMarks};
 use parley_domain::automation::{Automation, AutomationSettings};
 use parley_domain::continuity::presence::Presence;
@@ -63,6 +65,8 @@ pub enum StartError {
     Keys(DomainError),
     #[error("cannot set up operator pushes: {0}")]
     Push(String),
+    #[error("cannot open the attachments' store: {0}")]
+    Files(String),
 }
 
 /// Connections the separate metrics listener accepts at once.
@@ -134,6 +138,20 @@ impl Application {
         let metrics = Metrics::new(db.clone(), Arc::clone(&clock), &instance);
         let keys = ServerKeys::load(&db, &clock).await.map_err(StartError::Keys)?;
         let limits = Arc::new(RateLimits::new(&config.rate_limits));
+        let files_url = match mode {
+            Mode::Demo if !config.files.url_set => crate::config::DEMO_FILES_URL,
+            _ => config.files.url.as_str(),
+        };
+        let files = parley_storage::files::open(files_url).map_err(|e| StartError::Files(e.to_string()))?;
+        if db.kind() == "postgres" && !files.shared() {
+            tracing::warn!(
+                files = files.describe(),
+                "attachments are kept in a folder of this machine: other instances sharing the database cannot serve them; \
+                 set PARLEY_FILES_URL to an s3:// store to run several"
+            );
+        }
+        let links = Links::new(&keys, &public_url, Arc::clone(&clock));
+        let attachments = Arc::new(AttachmentService::new(db.clone(), files, links.clone(), config.files.limits, Arc::clone(&clock)));
         let auth = AuthService::new(
             db.clone(),
             Arc::clone(&clock),
@@ -165,6 +183,7 @@ impl Application {
             concurrency: config.webhook_concurrency,
             shutdown_grace: config.shutdown_timeout,
             extra_roots: extra_certificates(config),
+            links: Some(links),
             ..DeliverySettings::new(config.webhook_retry_schedule.clone(), allow_private)
         };
         let webhook_worker = WebhookWorker::new(db.clone(), Arc::clone(&clock), delivery, metrics.clone())
@@ -218,6 +237,7 @@ impl Application {
             verification: verification.clone(),
             metrics: metrics.clone(),
             every: config.sweep_interval,
+            attachments: Arc::clone(&attachments),
         };
         let feed = FeedService::new(
             db.clone(),
@@ -248,6 +268,7 @@ impl Application {
             auth,
             feed: feed.clone(),
             continuity,
+            attachments,
             presence: Arc::clone(&presence),
             inbound_token: config.continuity.inbound_token.clone(),
             inbox: InboxService::new(db.clone(), Arc::clone(&clock)),

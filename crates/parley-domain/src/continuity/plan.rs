@@ -87,6 +87,7 @@ mod tests {
             created_at: at,
             client_message_id: None,
             read_by_visitor_at: None,
+            attachments: Vec::new(),
         }
     }
 

@@ -21,7 +21,9 @@ pub(crate) fn message(
     c: &Conversation,
     new: &NewMessage,
 ) -> Result<Message, DomainError> {
-    let m = tx.insert_message(scope, new)?;
+    let claimed = crate::attachments::claim(tx, c, new)?;
+    let m = tx.insert_message(scope, new, &crate::attachments::described(&claimed))?;
+    crate::attachments::name(tx, &claimed, &m)?;
     appended_message(tx, tenant, c, &m)?;
     if crate::continuity::is_answer(&m) {
         // An answer the visitor may miss: emailed after the delay unless

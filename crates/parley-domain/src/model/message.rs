@@ -1,4 +1,4 @@
-use super::{ConversationId, MessageId, OperatorId, TenantId};
+use super::{AttachmentRef, ConversationId, MessageId, OperatorId, TenantId};
 use crate::clock::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +55,8 @@ pub struct Message {
     /// When the visitor's widget first showed it (operator messages only):
     /// the read receipt operators see.
     pub read_by_visitor_at: Option<Timestamp>,
+    /// The files it carries, as they were when it was sent.
+    pub attachments: Vec<AttachmentRef>,
 }
 
 #[derive(Clone, Debug)]
@@ -65,4 +67,37 @@ pub struct NewMessage {
     pub internal: bool,
     pub created_at: Timestamp,
     pub client_message_id: Option<String>,
+    /// Uploads of the sender's side in this conversation that the message
+    /// names (at most [`MAX_ATTACHMENTS`]); they are claimed as it is added.
+    pub attachment_ids: Vec<String>,
+}
+
+/// The most attachments one message may name.
+pub const MAX_ATTACHMENTS: usize = 10;
+
+/// What a sender writes: text, files, or both.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Content {
+    /// Checked text; empty only when files are named.
+    pub body: String,
+    pub attachment_ids: Vec<String>,
+}
+
+impl Content {
+    /// Text alone.
+    pub fn text(body: String) -> Self {
+        Self { body, attachment_ids: Vec::new() }
+    }
+
+    /// A message needs text or at least one file, and names at most
+    /// [`MAX_ATTACHMENTS`]. `body` was checked on its own already.
+    pub fn new(body: Option<String>, attachment_ids: Vec<String>) -> Result<Self, crate::error::DomainError> {
+        if attachment_ids.len() > MAX_ATTACHMENTS {
+            return Err(crate::error::DomainError::invalid("attachment_ids", format!("names at most {MAX_ATTACHMENTS} attachments")));
+        }
+        match body {
+            None if attachment_ids.is_empty() => Err(crate::error::DomainError::invalid("body", "is required without attachment_ids")),
+            body => Ok(Self { body: body.unwrap_or_default(), attachment_ids }),
+        }
+    }
 }

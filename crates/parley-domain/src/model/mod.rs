@@ -3,6 +3,7 @@
 //! These are plain data: storage fills them, services apply rules to them,
 //! and the HTTP layer chooses which of their fields a client sees.
 
+mod attachment;
 mod conversation;
 mod device;
 mod installation;
@@ -12,12 +13,13 @@ mod site;
 mod tenant;
 mod visitor;
 
+pub use attachment::{Attachment, AttachmentFacts, AttachmentRef, NewAttachment, PictureFacts, thumbnail_key};
 pub use conversation::{
     Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, ReadMarker, SiteRef, StatusFilter,
 };
 pub use device::{Device, NewDevice, Platform, WebPushKeys};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
-pub use message::{Message, NewMessage, Sender, SenderKind};
+pub use message::{Content, MAX_ATTACHMENTS, Message, NewMessage, Sender, SenderKind};
 pub use operator::{NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, PersonalToken, Role, Session, TokenKind};
 pub use site::{NewSite, Site, SiteSettings, SiteTexts, WidgetAppearance};
 pub use tenant::{NewTenant, Tenant};
@@ -51,7 +53,8 @@ macro_rules! for_each_id {
             TokenId,
             LoginFailureId,
             DeviceId,
-            PushId
+            PushId,
+            AttachmentId
         );
     };
 }

@@ -24,6 +24,19 @@ pub struct SiteSettings {
     pub texts: std::collections::BTreeMap<String, SiteTexts>,
     /// `None`: always open.
     pub hours: Option<crate::hours::BusinessHours>,
+    /// The kinds of file visitors and operators may attach; `None`: the
+    /// default (`FileKind::DEFAULT`).
+    pub file_kinds: Option<Vec<crate::attachments::kinds::FileKind>>,
+}
+
+impl SiteSettings {
+    /// Whether the site takes files of `kind`.
+    pub fn takes(&self, kind: crate::attachments::kinds::FileKind) -> bool {
+        match &self.file_kinds {
+            Some(kinds) => kinds.contains(&kind),
+            None => crate::attachments::kinds::FileKind::DEFAULT.contains(&kind),
+        }
+    }
 }
 
 /// A site's own texts in one language; what is not given falls back to

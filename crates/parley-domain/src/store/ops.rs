@@ -171,7 +171,49 @@ pub trait ConversationsWrite: ConversationsRead {
     fn update_conversation(&mut self, scope: ConversationScope, conversation: &Conversation) -> StoreResult<()>;
     /// Message ids increase in commit order within a conversation, so a
     /// poll for messages after an id never skips one committed later.
-    fn insert_message(&mut self, scope: ConversationScope, message: &NewMessage) -> StoreResult<Message>;
+    /// `attachments`: what the message says of the files it names (the
+    /// rows are claimed apart, with `name_attachments`).
+    fn insert_message(&mut self, scope: ConversationScope, message: &NewMessage, attachments: &[AttachmentRef]) -> StoreResult<Message>;
+}
+
+/// Uploaded files: their rows (the bytes are in the file store).
+pub trait AttachmentsRead {
+    /// The attachment a signed link names, whatever its tenant: the link
+    /// is the capability (see `attachments::links`).
+    fn attachment_by_public_id(&mut self, public_id: &str) -> StoreResult<Option<Attachment>>;
+    /// The bytes the tenant's files take, thumbnails and unfinished
+    /// uploads included.
+    fn files_usage(&mut self, tenant: TenantId) -> StoreResult<u64>;
+}
+
+pub trait AttachmentsWrite: AttachmentsRead {
+    /// The row of an upload about to be received into conversation
+    /// `new.conversation_id`; `None` when that conversation is not in
+    /// `scope`.
+    fn insert_attachment(&mut self, scope: ConversationScope, new: &NewAttachment) -> StoreResult<Option<Attachment>>;
+    /// Records what an upload turned out to be, unless the tenant's files
+    /// would then take more than `quota` bytes: `false` then, and nothing
+    /// changes. Units finishing uploads of one tenant run one after the
+    /// other, so two cannot both squeeze under the quota.
+    fn finish_attachment(&mut self, tenant: TenantId, id: AttachmentId, facts: &AttachmentFacts, quota: u64) -> StoreResult<bool>;
+    /// Removes the row of an upload no message names: `false` when it is
+    /// gone, or a message named it meanwhile (then it stays).
+    fn delete_upload(&mut self, tenant: TenantId, id: AttachmentId) -> StoreResult<bool>;
+    /// A finished upload of `uploader`'s side in the conversation that no
+    /// message names yet, locked until the commit.
+    fn unnamed_attachment(
+        &mut self,
+        tenant: TenantId,
+        conversation: ConversationId,
+        uploader: SenderKind,
+        public_id: &str,
+    ) -> StoreResult<Option<Attachment>>;
+    /// Makes `message` the one that names the attachment.
+    fn name_attachment(&mut self, tenant: TenantId, id: AttachmentId, message: MessageId) -> StoreResult<()>;
+    /// Uploads no message named, made before `cutoff`, across all tenants
+    /// (for the sweeper), locked until the commit; rows another unit
+    /// holds are skipped.
+    fn stale_uploads(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<Attachment>>;
 }
 
 /// Verification challenges, what they established, and the demo outbox.
@@ -512,6 +554,7 @@ pub trait ReadTx:
     + FeedRead
     + NotificationsRead
     + ContinuityRead
+    + AttachmentsRead
     + SystemRead
 {
 }
@@ -525,6 +568,7 @@ impl<T> ReadTx for T where
         + FeedRead
         + NotificationsRead
         + ContinuityRead
+        + AttachmentsRead
         + SystemRead
 {
 }
@@ -541,6 +585,7 @@ pub trait WriteTx:
     + FeedWrite
     + NotificationsWrite
     + ContinuityWrite
+    + AttachmentsWrite
     + SystemWrite
 {
 }
@@ -556,6 +601,7 @@ impl<T> WriteTx for T where
         + FeedWrite
         + NotificationsWrite
         + ContinuityWrite
+        + AttachmentsWrite
         + SystemWrite
 {
 }

@@ -270,6 +270,7 @@ fn settle(
         internal: false,
         created_at: now,
         client_message_id: None,
+        attachment_ids: Vec::new(),
     };
     crate::feed::record::message(tx, tenant, scope.into(), &conversation, &note)?;
     let verified = events::verification_completed(tenant, &conversation, &visitor, challenge.method.as_str(), now);

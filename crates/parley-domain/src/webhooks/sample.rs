@@ -73,6 +73,7 @@ pub fn test_event(tenant: &Tenant, kind: EventKind, now: Timestamp) -> Result<Ou
         created_at: now,
         client_message_id: None,
         read_by_visitor_at: None,
+        attachments: Vec::new(),
     };
     let event = match kind {
         EventKind::ConversationCreated => events::conversation_created(tenant, &conversation, &visitor, &message),

@@ -4,9 +4,11 @@ mod bearer;
 mod caller;
 mod fields;
 mod json;
+mod upload;
 
 pub use bearer::{Authenticated, PathId, PathIds, bearer_token};
 pub use caller::{ClientCaller, OwnOrigin, TrustedProxies, try_page_path};
 pub use fields::{Field, Fields, FromFields, Invalid, Item, Schema, Shape, positive_id};
 pub use json::{JsonBody, OptionalJsonBody, QueryFields, RawBody};
 pub use parley_macros::FromFields;
+pub use upload::FileUpload;

@@ -107,8 +107,12 @@ pub struct OperatorMessagesParams {
 
 #[derive(ToSchema, FromFields)]
 pub struct MobileMessageRequest {
-    /// At most 5,000 characters, not blank.
-    pub body: schema::MessageBody,
+    /// At most 5,000 characters, not blank; may be left out when
+    /// `attachment_ids` names a file.
+    pub body: Option<schema::MessageBody>,
+    /// Uploads of operators to this conversation the reply carries (at
+    /// most 10), each named by one message only.
+    pub attachment_ids: Option<schema::MessageFiles>,
     /// The client's id for this reply: a repeat answers the first
     /// request's message and creates nothing.
     pub client_message_id: Option<schema::ClientMessageId>,

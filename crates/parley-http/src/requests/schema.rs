@@ -140,6 +140,7 @@ rule_types! {
     Note(String) => validate::NOTE, |s| validate::optional(&validate::NOTE, s);
     MessageBody(String) => validate::MESSAGE_BODY, |s| validate::message_body(s).map(Some);
     ClientMessageId(String) => validate::CLIENT_MESSAGE_ID, |s| validate::client_message_id(s).map(Some);
+    AttachmentId(String) => validate::ATTACHMENT_ID, |s| as_sent(&validate::ATTACHMENT_ID, s);
     Email(String) => validate::EMAIL, |s| validate::email(s).map(Some);
     Phone(String) => validate::PHONE, |s| validate::phone(s).map(Some);
     PageUrl(validate::PageUrl) => validate::PAGE_URL, |s| validate::page_url(s).map(Some);
@@ -165,6 +166,63 @@ impl Item for Domain {
     fn item(v: &Value) -> Result<Self, String> {
         v.as_str().ok_or_else(|| "must be a string".to_owned()).and_then(validate::domain).map(Domain)
     }
+}
+
+impl Item for AttachmentId {
+    fn item_schema() -> Schema {
+        rule(&validate::ATTACHMENT_ID, false).into()
+    }
+
+    fn item(v: &Value) -> Result<Self, String> {
+        let s = v.as_str().ok_or_else(|| "must be a string".to_owned())?;
+        validate::ATTACHMENT_ID.check(s)?;
+        Ok(AttachmentId(s.to_owned()))
+    }
+}
+
+/// The uploads a message names, at most ten. Read after `body`, which
+/// it makes optional: a message without them needs its text, and that
+/// is told with the other fields' problems.
+pub struct MessageFiles(pub Vec<String>);
+
+impl utoipa::PartialSchema for MessageFiles {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <Self as Field>::schema()
+    }
+}
+
+impl utoipa::ToSchema for MessageFiles {}
+
+impl Field for MessageFiles {
+    const SHAPE: Shape = Shape::List;
+
+    fn schema() -> Schema {
+        ArrayBuilder::new()
+            .items(rule(&validate::ATTACHMENT_ID, false))
+            .max_items(Some(parley_domain::model::MAX_ATTACHMENTS))
+            .description(Some("Uploads of the sender's side to this conversation the message carries, at most 10; each is sent once."))
+            .build()
+            .into()
+    }
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        let ids = <Vec<AttachmentId> as Field>::read(f, name)?.unwrap_or_default();
+        if ids.is_empty() && f.json("body").is_none() {
+            return Err(f.reject("body", "is required without attachment_ids"));
+        }
+        if ids.len() > parley_domain::model::MAX_ATTACHMENTS {
+            return Err(f.reject(name, format!("must name at most {} attachments", parley_domain::model::MAX_ATTACHMENTS)));
+        }
+        Ok(Some(MessageFiles(ids.into_iter().map(|a| a.0).collect())))
+    }
+}
+
+/// A message's text and files, as the domain takes them.
+pub fn content(
+    body: Option<MessageBody>,
+    files: Option<MessageFiles>,
+) -> Result<parley_domain::model::Content, parley_domain::DomainError> {
+    parley_domain::model::Content::new(body.map(|b| b.0), files.map(|f| f.0).unwrap_or_default())
 }
 
 /// The roles' names, as the domain spells them.

@@ -365,3 +365,27 @@ impl Field for Hours {
 fn joined(errors: &parley_domain::FieldErrors) -> String {
     errors.fields().values().flatten().cloned().collect::<Vec<_>>().join("; ")
 }
+
+/// A link's expiry: seconds since the epoch, in digits.
+#[derive(Debug, Clone, Copy)]
+pub struct Expires(pub i64);
+
+impl Field for Expires {
+    const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::Integer)
+            .minimum(Some(0))
+            .description(Some("When the link expires, in seconds since the epoch: as the link has it."))
+            .build()
+            .into()
+    }
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| match s.parse::<i64>() {
+            Ok(n) if n >= 0 && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit()) => Ok(Expires(n)),
+            _ => Err("must be the expiry of a link this service made".into()),
+        })
+    }
+}

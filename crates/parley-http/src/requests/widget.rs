@@ -1,5 +1,6 @@
 //! The widget's requests.
 
+use parley_domain::DomainError;
 use parley_domain::identity::Claim;
 use parley_domain::widget::{OpenConversationInput, PingInput, PostMessageInput, VisitorInput};
 use utoipa::ToSchema;
@@ -114,8 +115,12 @@ impl From<WidgetConversationRequest> for OpenConversationInput {
 #[derive(ToSchema, FromFields)]
 pub struct WidgetMessageCreateRequest {
     token: schema::Token,
-    /// At most 5,000 characters, not blank.
-    body: schema::MessageBody,
+    /// At most 5,000 characters, not blank; may be left out when
+    /// `attachment_ids` names a file.
+    body: Option<schema::MessageBody>,
+    /// Uploads of this visitor to this conversation the message carries
+    /// (at most 10), each named by one message only.
+    attachment_ids: Option<schema::MessageFiles>,
     current_url: Option<schema::PageUrl>,
     /// The client's id for this message: a repeat answers the first
     /// request's message and creates nothing.
@@ -124,14 +129,14 @@ pub struct WidgetMessageCreateRequest {
 
 impl WidgetMessageCreateRequest {
     /// The message, once its conversation is known from the path.
-    pub fn into_input(self, public_id: String) -> PostMessageInput {
-        PostMessageInput {
+    pub fn into_input(self, public_id: String) -> Result<PostMessageInput, DomainError> {
+        Ok(PostMessageInput {
             token: self.token.0,
             public_id,
-            body: self.body.0,
+            content: schema::content(self.body, self.attachment_ids)?,
             current_url: self.current_url.map(|u| u.0),
             client_message_id: self.client_message_id.map(|c| c.0),
-        }
+        })
     }
 }
 
@@ -191,4 +196,21 @@ pub struct WidgetTypingRequest {
 #[derive(ToSchema, FromFields)]
 pub struct WidgetTranscriptRequest {
     pub token: schema::Token,
+}
+
+/// The query of a visitor's upload (its body is the file).
+#[derive(FromFields)]
+#[fields(query)]
+pub struct UploadParams {
+    /// The installation token.
+    pub token: schema::Token,
+}
+
+/// The query of a link to a file: as the link has it.
+#[derive(FromFields)]
+#[fields(query)]
+pub struct FileLinkParams {
+    pub expires: super::values::Expires,
+    /// The link's signature.
+    pub sig: super::values::Text,
 }

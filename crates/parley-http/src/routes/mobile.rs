@@ -16,6 +16,7 @@ use crate::error::ApiError;
 use crate::extract::{Authenticated, ClientCaller, JsonBody, OptionalJsonBody, PathId, QueryFields, bearer_token};
 use crate::requests::devices::ReadRequest;
 use crate::requests::mobile::*;
+use crate::requests::schema;
 use crate::stream;
 use crate::views::at;
 use crate::views::mobile::*;
@@ -69,7 +70,9 @@ async fn events(
         let waits = q.after.is_some() && !q.wait().is_zero();
         let slot = if waits { Some(s.streams.take(caller.key())?) } else { None };
         let page = stream::long_poll(&s, slot, q.after, q.wait(), token, SignIn::Mobile, scope).await?;
-        let body = OperatorEventsResponse { events: page.items.iter().map(Into::into).collect(), cursor: page.cursor.to_string() };
+        let links = s.attachments.links();
+        let events = page.items.iter().map(|item| OperatorEventView::new(item, links)).collect();
+        let body = OperatorEventsResponse { events, cursor: page.cursor.to_string() };
         return Ok(Json(body).into_response());
     }
     let slot = s.streams.take(caller.key())?;
@@ -183,7 +186,8 @@ async fn list_messages(
     QueryFields(q): QueryFields<OperatorMessagesParams>,
 ) -> Result<Json<MobileMessagesResponse>, ApiError> {
     let list = s.inbox.messages(&session, ConversationId(id), q.after_id.map(|a| a.0)).await?;
-    Ok(Json(MobileMessagesResponse { messages: list.iter().map(Into::into).collect() }))
+    let links = s.attachments.links();
+    Ok(Json(MobileMessagesResponse { messages: list.iter().map(|m| OperatorMessageView::new(m, links)).collect() }))
 }
 
 /// Sends an operator message. A closed conversation reopens.
@@ -196,8 +200,10 @@ async fn reply(
     PathId(id): PathId,
     JsonBody(input): JsonBody<MobileMessageRequest>,
 ) -> Result<Json<MobileMessageResponse>, ApiError> {
-    let (message, details) = s.inbox.reply(&session, ConversationId(id), input.body.0, input.client_message_id.map(|c| c.0)).await?;
-    Ok(Json(MobileMessageResponse { message: (&message).into(), conversation: (&details).into() }))
+    let content = schema::content(input.body, input.attachment_ids)?;
+    let (message, details) = s.inbox.reply(&session, ConversationId(id), content, input.client_message_id.map(|c| c.0)).await?;
+    let message = OperatorMessageView::new(&message, s.attachments.links());
+    Ok(Json(MobileMessageResponse { message, conversation: (&details).into() }))
 }
 
 /// Takes the conversation (no body) or assigns it to `operator_id`.

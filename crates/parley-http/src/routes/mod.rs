@@ -8,6 +8,7 @@
 mod admin;
 mod channels;
 mod devices;
+mod files;
 mod health;
 mod mail;
 mod metrics;
@@ -97,6 +98,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = health::routes(mount);
     let mount = widget::routes(mount);
     let mount = mobile::routes(mount);
+    let mount = files::routes(mount);
     let mount = devices::routes(mount);
     let mount = admin::routes(mount);
     let mount = webhooks::routes(mount);

@@ -285,6 +285,45 @@ impl IntoResponses for IdentityWriteErrors {
     }
 }
 
+/// Errors of an upload, from the widget or an operator.
+pub struct UploadErrors;
+
+impl IntoResponses for UploadErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[
+            (
+                "401",
+                "`unauthenticated` (operators): no valid bearer token; `identity_required` (widget): the installation takes identified visitors only",
+            ),
+            ORIGIN,
+            ("404", "`not_found`: unknown token, or a conversation of another site or tenant, or not visible to this operator"),
+            ("408", "`request_timeout`: the file did not arrive whole in time"),
+            ("413", "`payload_too_large`: the file is over `PARLEY_ATTACHMENT_MAX` (10 MiB unless set); nothing was kept"),
+            ("415", "`unsupported_media_type`: not `multipart/form-data`"),
+            (
+                "422",
+                "`validation_failed`: no `file` part, an empty file, or a type the site does not take (told from the content); `quota_exceeded`: the account's files take all its space",
+            ),
+            ("429", "`rate_limited`, with a `Retry-After` header"),
+            ("503", "`unavailable`: the database or the file store cannot be reached"),
+        ])
+    }
+}
+
+/// Errors of a link to a file.
+pub struct FileErrors;
+
+impl IntoResponses for FileErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[
+            ("403", "`forbidden`: the link is not one this service made, or it has expired"),
+            ("404", "`not_found`: the file is gone, or it has no thumbnail"),
+            INVALID,
+            ("503", "`unavailable`: the database or the file store cannot be reached"),
+        ])
+    }
+}
+
 /// The inbound email route's.
 pub struct InboundErrors;
 

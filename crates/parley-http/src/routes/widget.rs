@@ -5,6 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::response::sse::Event;
+use parley_domain::attachments::links::Links;
 use parley_domain::events::EventKind;
 use parley_domain::feed::{FeedItem, Reader};
 use parley_domain::widget::Synced;
@@ -117,7 +118,10 @@ async fn open_conversation(
     let (conversation, messages) = s.widget.open_conversation(&caller, input.into()).await?;
     Ok((
         StatusCode::CREATED,
-        Json(WidgetConversationResponse { conversation: (&conversation).into(), messages: self::messages(&messages) }),
+        Json(WidgetConversationResponse {
+            conversation: (&conversation).into(),
+            messages: self::messages(&messages, s.attachments.links()),
+        }),
     ))
 }
 
@@ -134,7 +138,7 @@ async fn list_messages(
 ) -> Result<Json<WidgetMessagesResponse>, ApiError> {
     let (conversation, list, cursor) = s.widget.messages(&caller, &q.token.0, public_id, q.after_id.map(|a| a.0)).await?;
     let cursor = s.feed.visitor_cursor_text(conversation.id, cursor);
-    Ok(Json(WidgetMessagesResponse { conversation: (&conversation).into(), messages: messages(&list), cursor }))
+    Ok(Json(WidgetMessagesResponse { conversation: (&conversation).into(), messages: messages(&list, s.attachments.links()), cursor }))
 }
 
 /// The conversation live, as its visitor sees it: `message.created`
@@ -168,11 +172,11 @@ async fn events(
 
 /// What a visitor's stream shows of an entry: its messages (never a
 /// note) and the conversation's changes.
-fn widget_event(item: &FeedItem) -> Option<Event> {
+fn widget_event(item: &FeedItem, links: &Links) -> Option<Event> {
     match item.kind {
         EventKind::MessageCreated => {
             let message = item.message.as_ref().filter(|m| !m.internal)?;
-            stream::event(item, WidgetMessageEventData { message: message.into() })
+            stream::event(item, WidgetMessageEventData { message: MessageView::new(message, links) })
         }
         EventKind::ConversationUpdated | EventKind::ConversationClosed | EventKind::VerificationCompleted => {
             stream::event(item, WidgetConversationEventData { conversation: (&item.conversation.conversation).into() })
@@ -243,6 +247,7 @@ async fn post_message(
     Path(public_id): Path<String>,
     JsonBody(input): JsonBody<WidgetMessageCreateRequest>,
 ) -> Result<(StatusCode, Json<WidgetMessageCreateResponse>), ApiError> {
-    let (message, conversation) = s.widget.post_message(&caller, input.into_input(public_id)).await?;
-    Ok((StatusCode::CREATED, Json(WidgetMessageCreateResponse { message: (&message).into(), conversation: (&conversation).into() })))
+    let (message, conversation) = s.widget.post_message(&caller, input.into_input(public_id)?).await?;
+    let message = MessageView::new(&message, s.attachments.links());
+    Ok((StatusCode::CREATED, Json(WidgetMessageCreateResponse { message, conversation: (&conversation).into() })))
 }

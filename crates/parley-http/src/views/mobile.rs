@@ -6,8 +6,9 @@ use parley_domain::model::{ConversationDetails, Device, Message, Operator, ReadM
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::widget::{MessageView, SenderView, TenantView};
+use super::widget::{AttachmentView, MessageView, SenderView, TenantView};
 use super::{DateTime, at};
+use parley_domain::attachments::links::Links;
 
 #[derive(Serialize, ToSchema)]
 pub struct UserView {
@@ -236,15 +237,20 @@ pub struct OperatorEventView {
     pub data: OperatorEventData,
 }
 
-impl From<&FeedItem> for OperatorEventView {
-    fn from(item: &FeedItem) -> Self {
-        Self { cursor: item.cursor().to_string(), event: item.kind.stream_name(), occurred_at: at(item.occurred_at), data: item.into() }
+impl OperatorEventView {
+    pub fn new(item: &FeedItem, links: &Links) -> Self {
+        Self {
+            cursor: item.cursor().to_string(),
+            event: item.kind.stream_name(),
+            occurred_at: at(item.occurred_at),
+            data: OperatorEventData::new(item, links),
+        }
     }
 }
 
-impl From<&FeedItem> for OperatorEventData {
-    fn from(item: &FeedItem) -> Self {
-        Self { conversation: (&item.conversation).into(), message: item.message.as_ref().map(Into::into) }
+impl OperatorEventData {
+    pub fn new(item: &FeedItem, links: &Links) -> Self {
+        Self { conversation: (&item.conversation).into(), message: item.message.as_ref().map(|m| OperatorMessageView::new(m, links)) }
     }
 }
 
@@ -277,15 +283,17 @@ pub struct OperatorMessageView {
     /// When the visitor's widget showed this operator message (its read
     /// receipt); null until then, and for other messages.
     pub read_by_visitor_at: Option<DateTime>,
+    /// The files it carries.
+    pub attachments: Vec<AttachmentView>,
 }
 
-/// A message as operators see it: a system line names the operator whose
-/// action it tells, if any.
-impl From<&Message> for OperatorMessageView {
-    fn from(m: &Message) -> Self {
-        let MessageView { id, body, created_at, client_message_id, read_by_visitor_at, .. } = m.into();
+impl OperatorMessageView {
+    /// A message as operators see it: a system line names the operator
+    /// whose action it tells, if any.
+    pub fn new(m: &Message, links: &Links) -> Self {
+        let MessageView { id, body, created_at, client_message_id, read_by_visitor_at, attachments, .. } = MessageView::new(m, links);
         let sender = SenderView { kind: m.sender.kind.as_str(), name: m.sender.name.clone() };
-        Self { id, body, created_at, sender, internal: m.internal, client_message_id, read_by_visitor_at }
+        Self { id, body, created_at, sender, internal: m.internal, client_message_id, read_by_visitor_at, attachments }
     }
 }
 

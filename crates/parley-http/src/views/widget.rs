@@ -5,7 +5,8 @@
 //! `sender`; a widget conversation has `public_id`, `status`, `subject`,
 //! `created_at`).
 
-use parley_domain::model::{Conversation, Installation, Message, SenderKind, Site, Tenant, Visitor};
+use parley_domain::attachments::links::Links;
+use parley_domain::model::{Attachment, AttachmentRef, Conversation, Installation, Message, SenderKind, Site, Tenant, Visitor};
 use parley_domain::verification::Method;
 use parley_domain::{Timestamp, mask};
 use serde::Serialize;
@@ -239,12 +240,15 @@ pub struct MessageView {
     /// while it has not (and for other messages). The widget counts its
     /// unread messages by it.
     pub read_by_visitor_at: Option<DateTime>,
+    /// The files it carries; empty for most messages (whose `body` is
+    /// then never empty).
+    pub attachments: Vec<AttachmentView>,
 }
 
-/// A message as its visitor sees it: a system line names nobody (the
-/// operator whose action it tells is for operators to know).
-impl From<&Message> for MessageView {
-    fn from(m: &Message) -> Self {
+impl MessageView {
+    /// A message as its visitor sees it: a system line names nobody (the
+    /// operator whose action it tells is for operators to know).
+    pub fn new(m: &Message, links: &Links) -> Self {
         let name = match m.sender.kind {
             SenderKind::System => None,
             _ => m.sender.name.clone(),
@@ -256,7 +260,88 @@ impl From<&Message> for MessageView {
             sender: SenderView { kind: m.sender.kind.as_str(), name },
             client_message_id: m.client_message_id.clone(),
             read_by_visitor_at: m.read_by_visitor_at.map(at),
+            attachments: m.attachments.iter().map(|a| AttachmentView::new(a, links)).collect(),
         }
+    }
+}
+
+/// A file a message carries.
+#[derive(Serialize, ToSchema)]
+pub struct AttachmentView {
+    #[schema(example = "att_Qm9vVGhlRmlsZUlkMTIzNDU2")]
+    pub id: String,
+    /// The sender's name for it, cleaned: show it, never use it as a path.
+    pub name: String,
+    /// Told from the content, never from the client: `image/png`,
+    /// `application/pdf`, `text/plain`, …
+    pub content_type: String,
+    /// In bytes.
+    pub size: u64,
+    /// A picture shown inline has its size in pixels (and a
+    /// `thumbnail_url`); any other file is a download.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
+    /// Signed, valid for at least an hour: ask for the message again for
+    /// a fresh one.
+    pub url: String,
+    /// At most 320 pixels on its longest side; pictures shown inline only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thumbnail_url: Option<String>,
+}
+
+impl AttachmentView {
+    pub fn new(a: &AttachmentRef, links: &Links) -> Self {
+        let (url, thumbnail_url) = links.of(a);
+        Self {
+            id: a.id.clone(),
+            name: a.name.clone(),
+            content_type: a.content_type.clone(),
+            size: a.size,
+            width: a.width,
+            height: a.height,
+            url,
+            thumbnail_url,
+        }
+    }
+}
+
+/// An upload, ready to be named in a message's `attachment_ids`.
+#[derive(Serialize, ToSchema)]
+pub struct UploadedView {
+    #[schema(example = "att_Qm9vVGhlRmlsZUlkMTIzNDU2")]
+    pub id: String,
+    pub name: String,
+    /// Told from the content, never from the client.
+    pub content_type: String,
+    pub size: u64,
+    /// Pictures shown inline only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct UploadResponse {
+    pub attachment: UploadedView,
+}
+
+impl UploadResponse {
+    /// `None` for an upload not finished (never answered).
+    pub fn new(a: &Attachment) -> Option<Self> {
+        let d = a.describe()?;
+        Some(Self {
+            attachment: UploadedView {
+                id: d.id,
+                name: d.name,
+                content_type: d.content_type,
+                size: d.size,
+                width: d.width,
+                height: d.height,
+            },
+        })
     }
 }
 
@@ -378,6 +463,6 @@ pub struct WidgetTranscriptResponse {
     pub email: String,
 }
 
-pub fn messages(list: &[Message]) -> Vec<MessageView> {
-    list.iter().map(MessageView::from).collect()
+pub fn messages(list: &[Message], links: &Links) -> Vec<MessageView> {
+    list.iter().map(|m| MessageView::new(m, links)).collect()
 }

@@ -21,6 +21,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (12, include_str!("../../migrations/postgres/0012_visitor_continuity.sql")),
     (13, include_str!("../../migrations/postgres/0013_widget_identity.sql")),
     (14, include_str!("../../migrations/postgres/0014_widget_languages_hours.sql")),
+    (15, include_str!("../../migrations/postgres/0015_attachments.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

@@ -132,7 +132,7 @@ pub(super) const DETAILS_FROM: &str = "FROM conversations c
 pub(super) const MESSAGE_COLS: &str = "m.id AS m_id, m.tenant_id AS m_tenant_id, m.conversation_id AS m_conversation_id, \
      m.sender_type AS m_sender_type, m.sender_id AS m_sender_id, m.sender_name AS m_sender_name, m.body AS m_body, \
      m.internal AS m_internal, m.created_at AS m_created_at, m.client_message_id AS m_client_message_id, \
-     m.read_by_visitor_at AS m_read_by_visitor_at";
+     m.read_by_visitor_at AS m_read_by_visitor_at, m.attachments AS m_attachments";
 
 pub(super) fn message(r: &dyn Row) -> StoreResult<Message> {
     Ok(Message {
@@ -149,6 +149,7 @@ pub(super) fn message(r: &dyn Row) -> StoreResult<Message> {
         created_at: r.ts("m_created_at")?,
         client_message_id: r.text("m_client_message_id")?,
         read_by_visitor_at: r.opt_ts("m_read_by_visitor_at")?,
+        attachments: r.opt_json("m_attachments")?.unwrap_or_default(),
     })
 }
 
@@ -362,9 +363,12 @@ statements! {
     INSERT_MESSAGE<'a>(
         scope: ConversationScope, conversation: ConversationId, sender_type: &'a str, sender_id: Option<OperatorId>,
         sender_name: Option<&'a str>, body: &'a str, internal: bool, created_at: Timestamp, client_message_id: Option<&'a str>,
+        attachments: Option<&'a str>,
     ) => |_| format!(
-        "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at, client_message_id)
-         SELECT :tenant, :conversation, :sender_type, :sender_id, :sender_name, :body, :internal, :created_at, :client_message_id
+        "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at,
+             client_message_id, attachments)
+         SELECT :tenant, :conversation, :sender_type, :sender_id, :sender_name, :body, :internal, :created_at,
+             :client_message_id, :attachments
          WHERE EXISTS (SELECT 1 FROM conversations c WHERE {SCOPE} AND c.id = :conversation)
          RETURNING id"
     ),
@@ -631,11 +635,12 @@ impl ConversationsWrite for Tx<'_> {
         Ok(())
     }
 
-    fn insert_message(&mut self, scope: ConversationScope, m: &NewMessage) -> StoreResult<Message> {
+    fn insert_message(&mut self, scope: ConversationScope, m: &NewMessage, attachments: &[AttachmentRef]) -> StoreResult<Message> {
         if self.dialect().locks_rows() && !self.locked.contains(&m.conversation_id) {
             self.one(LOCK_CONVERSATION { scope, id: m.conversation_id }, |_| Ok(()))?;
             self.note_locked(m.conversation_id);
         }
+        let described = if attachments.is_empty() { None } else { Some(to_json(&attachments)?) };
         let id = self.insert(INSERT_MESSAGE {
             scope,
             conversation: m.conversation_id,
@@ -646,6 +651,7 @@ impl ConversationsWrite for Tx<'_> {
             internal: m.internal,
             created_at: m.created_at,
             client_message_id: m.client_message_id.as_deref(),
+            attachments: described.as_deref(),
         })?;
         if !m.internal {
             self.effects.messages.add(m.sender.kind);
@@ -660,6 +666,7 @@ impl ConversationsWrite for Tx<'_> {
             created_at: m.created_at,
             client_message_id: m.client_message_id.clone(),
             read_by_visitor_at: None,
+            attachments: attachments.to_vec(),
         })
     }
 }

@@ -18,6 +18,7 @@ mod dialect;
 mod row;
 mod stmt;
 
+mod attachments;
 mod continuity;
 mod conversations;
 mod feed;
@@ -70,6 +71,7 @@ pub trait Conn {
 /// Every statement of every aggregate.
 pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
     [
+        attachments::ALL,
         continuity::ALL,
         conversations::ALL,
         feed::ALL,

@@ -18,7 +18,7 @@ pub(super) fn tenant(r: &dyn Row) -> StoreResult<Tenant> {
 const SITE_COLS: &str = "s.id AS s_id, s.tenant_id AS s_tenant_id, s.name AS s_name, s.domains AS s_domains, \
      s.widget_title AS s_widget_title, s.widget_greeting AS s_widget_greeting, s.accent_color AS s_accent_color, \
      s.privacy_text AS s_privacy_text, s.privacy_url AS s_privacy_url, s.created_at AS s_created_at, \
-     s.locale AS s_locale, s.texts AS s_texts, s.business_hours AS s_business_hours";
+     s.locale AS s_locale, s.texts AS s_texts, s.business_hours AS s_business_hours, s.attachment_types AS s_attachment_types";
 
 fn site(r: &dyn Row) -> StoreResult<Site> {
     Ok(Site {
@@ -38,6 +38,7 @@ fn site(r: &dyn Row) -> StoreResult<Site> {
             locale: r.text("s_locale")?,
             texts: r.opt_json("s_texts")?.unwrap_or_default(),
             hours: r.opt_json("s_business_hours")?,
+            file_kinds: r.opt_json("s_attachment_types")?,
         },
     })
 }
@@ -94,7 +95,9 @@ statements! {
     TENANT(id: TenantId) => |_| format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.id = :id"),
     UPDATE_SITE_SETTINGS<'a>(
         tenant: TenantId, id: SiteId, locale: Option<&'a str>, texts: Option<&'a str>, hours: Option<&'a str>,
-    ) => |_| "UPDATE sites SET locale = :locale, texts = :texts, business_hours = :hours WHERE tenant_id = :tenant AND id = :id".into(),
+        file_kinds: Option<&'a str>,
+    ) => |_| "UPDATE sites SET locale = :locale, texts = :texts, business_hours = :hours, attachment_types = :file_kinds
+         WHERE tenant_id = :tenant AND id = :id".into(),
     SITES(tenant: TenantId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant ORDER BY s.id"),
     SITE(tenant: TenantId, id: SiteId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant AND s.id = :id"),
     INSTALLATIONS(tenant: TenantId, site: SiteId) => |_|
@@ -230,12 +233,14 @@ impl TenancyWrite for Tx<'_> {
     fn update_site_settings(&mut self, tenant: TenantId, id: SiteId, settings: &SiteSettings) -> StoreResult<()> {
         let texts = if settings.texts.is_empty() { None } else { Some(to_json(&settings.texts)?) };
         let hours = settings.hours.as_ref().map(to_json).transpose()?;
+        let file_kinds = settings.file_kinds.as_ref().map(to_json).transpose()?;
         self.exec(UPDATE_SITE_SETTINGS {
             tenant,
             id,
             locale: settings.locale.as_deref(),
             texts: texts.as_deref(),
             hours: hours.as_deref(),
+            file_kinds: file_kinds.as_deref(),
         })?;
         // The widget's configuration comes through the token cache.
         self.effects.installations_changed = true;

@@ -35,6 +35,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (18, include_str!("../../migrations/sqlite/0018_visitor_continuity.sql")),
     (19, include_str!("../../migrations/sqlite/0019_widget_identity.sql")),
     (20, include_str!("../../migrations/sqlite/0020_widget_languages_hours.sql")),
+    (21, include_str!("../../migrations/sqlite/0021_attachments.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.

@@ -98,7 +98,9 @@ async fn side(app: &TestStore, slug: &str) -> Side {
                         internal: false,
                         created_at: START,
                         client_message_id: None,
+                        attachment_ids: Vec::new(),
                     },
+                    &[],
                 )?;
             }
             let challenge = tx.insert_challenge(
@@ -328,8 +330,9 @@ async fn writes_outside_their_scope_change_nothing() {
             internal: false,
             created_at: START,
             client_message_id: None,
+            attachment_ids: Vec::new(),
         };
-        assert!(attempt(&app, move |tx| tx.insert_message(scope, &m)).await.is_none(), "a message in {} is refused", c.public_id);
+        assert!(attempt(&app, move |tx| tx.insert_message(scope, &m, &[])).await.is_none(), "a message in {} is refused", c.public_id);
     }
     let (t, bi, bo, bw, bd, aw) = (a.tenant, b.installation1, b.agent, b.webhook, b.delivery, a.webhook);
     attempt(&app, move |tx| tx.set_installation_enabled(t, bi, false)).await;

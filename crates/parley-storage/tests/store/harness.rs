@@ -98,7 +98,7 @@ pub fn open_conversation(
             created_at: START,
         },
     )?;
-    tx.insert_message(ConversationScope::from(site), &visitor_message(conversation.id, first))?;
+    tx.insert_message(ConversationScope::from(site), &visitor_message(conversation.id, first), &[])?;
     Ok(conversation)
 }
 
@@ -112,5 +112,6 @@ pub fn visitor_message(conversation: parley_domain::model::ConversationId, body:
         internal: false,
         created_at: START,
         client_message_id: None,
+        attachment_ids: Vec::new(),
     }
 }

@@ -213,7 +213,7 @@ async fn after_id_polling_never_skips_a_message_committed_concurrently() {
         let db = app.db.clone();
         handles.push(tokio::spawn(async move {
             for n in 0..per_writer {
-                db.write(move |tx| Ok(tx.insert_message(scope, &visitor_message(conversation, &format!("w{w} n{n}")))?))
+                db.write(move |tx| Ok(tx.insert_message(scope, &visitor_message(conversation, &format!("w{w} n{n}")), &[])?))
                     .await
                     .expect("message stored");
             }
@@ -265,7 +265,7 @@ async fn units_succeed_after_every_connection_is_killed() {
     let (conversation, public_id) = (opened.id, opened.public_id);
     let post = |n: String| {
         let db = app.db.clone();
-        async move { db.write(move |tx| Ok(tx.insert_message(scope, &visitor_message(conversation, &n))?)).await }
+        async move { db.write(move |tx| Ok(tx.insert_message(scope, &visitor_message(conversation, &n), &[])?)).await }
     };
     // Warm every connection of the pool (4).
     let warm: Vec<_> = (0..16).map(|n| tokio::spawn(post(format!("warm {n}")))).collect();

@@ -31,6 +31,8 @@ pub struct DeliverySettings {
     pub shutdown_grace: Duration,
     /// Trusted besides the system's roots (`PARLEY_EXTRA_CA_FILE`).
     pub extra_roots: Vec<reqwest::Certificate>,
+    /// Signs the links to a message's attachments at each attempt.
+    pub links: Option<parley_domain::attachments::links::Links>,
 }
 
 impl DeliverySettings {
@@ -45,6 +47,7 @@ impl DeliverySettings {
             allow_private,
             shutdown_grace: Duration::from_secs(15),
             extra_roots: Vec::new(),
+            links: None,
         }
     }
 }

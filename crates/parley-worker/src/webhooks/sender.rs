@@ -21,13 +21,19 @@ const MAX_BODY_READ: usize = 64 * 1024;
 pub struct Sender {
     client: reqwest::Client,
     allow_private: bool,
+    links: Option<parley_domain::attachments::links::Links>,
 }
 
 impl Sender {
     /// `extra_roots`: trusted besides the system's (`PARLEY_EXTRA_CA_FILE`).
-    pub fn new(timeout: Duration, allow_private: bool, extra_roots: &[reqwest::Certificate]) -> Result<Self, reqwest::Error> {
+    pub fn new(
+        timeout: Duration,
+        allow_private: bool,
+        extra_roots: &[reqwest::Certificate],
+        links: Option<parley_domain::attachments::links::Links>,
+    ) -> Result<Self, reqwest::Error> {
         let client = outbound::client(timeout, extra_roots, USER_AGENT_NAME, !allow_private).pool_max_idle_per_host(32).build()?;
-        Ok(Self { client, allow_private })
+        Ok(Self { client, allow_private, links })
     }
 
     /// Makes one attempt. Returns how it ended and, for failures, a short
@@ -37,7 +43,12 @@ impl Sender {
             return (Response::NoResponse, Some("the endpoint address is not allowed".into()));
         }
         let ts = now.unix_seconds();
-        let body = c.payload.as_bytes();
+        // The envelope as recorded, its attachments' links signed now.
+        let payload = match &self.links {
+            Some(links) => links.in_envelope(&c.payload).into_owned(),
+            None => c.payload.clone(),
+        };
+        let body = payload.as_bytes();
         let secrets = c.webhook.signing_secrets(now);
         let request = self
             .client
@@ -50,7 +61,7 @@ impl Sender {
             .header("webhook-id", c.event_id.as_str())
             .header("webhook-timestamp", ts.to_string())
             .header("webhook-signature", standard_signature(&secrets, &c.event_id, ts, body))
-            .body(c.payload.clone());
+            .body(payload.clone());
         match request.send().await {
             Ok(mut res) => {
                 let code = res.status().as_u16();

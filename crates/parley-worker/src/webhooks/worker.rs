@@ -49,7 +49,7 @@ pub struct WebhookWorker {
 
 impl WebhookWorker {
     pub fn new(db: Database, clock: Arc<dyn Clock>, settings: DeliverySettings, metrics: Metrics) -> Result<Arc<Self>, reqwest::Error> {
-        let sender = Sender::new(settings.timeout, settings.allow_private, &settings.extra_roots)?;
+        let sender = Sender::new(settings.timeout, settings.allow_private, &settings.extra_roots, settings.links.clone())?;
         Ok(Arc::new(Self { db, clock, sender, settings, metrics, in_flight: Mutex::new(InFlight::default()) }))
     }
 

@@ -17,9 +17,11 @@ use parley_domain::verification::limits::VerificationLimits;
 use url::Url;
 
 mod continuity;
+mod files;
 mod push;
 
 pub use continuity::ContinuityConfig;
+pub use files::{DEFAULT_FILES_URL, DEMO_FILES_URL, FilesConfig};
 pub use push::{ExtraRoots, PushConfig};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +93,8 @@ pub struct Config {
     pub continuity: ContinuityConfig,
     /// `PARLEY_EXTRA_CA_FILE`.
     pub extra_roots: Option<ExtraRoots>,
+    /// Attachments: where they are kept, their limits.
+    pub files: FilesConfig,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
@@ -348,6 +352,7 @@ impl Config {
         let push = push::read(&mut r);
         let extra_roots = push::read_extra_roots(&mut r);
         let continuity = continuity::read(&mut r);
+        let files = files::read(&mut r);
         if !r.errors.is_empty() {
             return (Err(ConfigErrors(r.errors)), r.read);
         }
@@ -394,6 +399,7 @@ impl Config {
             push,
             continuity,
             extra_roots,
+            files,
         };
         (Ok(config), r.read)
     }

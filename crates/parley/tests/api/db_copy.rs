@@ -47,6 +47,26 @@ async fn demo(dir: &Path) -> Demo {
     let (status, _) =
         app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/messages"), &mobile_token, Some(json!({"body": "hi"}))).await;
     assert_eq!(status, StatusCode::OK);
+    // A file, sent by the operator (its object stays where it is: the
+    // copy moves rows, and says so).
+    let boundary = "copyBoundary";
+    let mut form = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"notes.txt\"\r\n\r\nsome notes\r\n--{boundary}--\r\n"
+    );
+    let response = app
+        .client
+        .post(app.url(&format!("/api/mobile/conversations/{id}/attachments")))
+        .bearer_auth(&mobile_token)
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .body(std::mem::take(&mut form))
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let uploaded: serde_json::Value = response.json().await.expect("json");
+    let reply = json!({"body": "the notes", "attachment_ids": [uploaded["attachment"]["id"]]});
+    let (status, _) = app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/messages"), &mobile_token, Some(reply)).await;
+    assert_eq!(status, StatusCode::OK);
     // A read marker and a device (its push key is bytes).
     let (_, messages) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &mobile_token, None).await;
     let first = messages["messages"][0]["id"].clone();

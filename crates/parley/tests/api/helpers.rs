@@ -82,6 +82,8 @@ impl Spawn {
         vars.entry("PARLEY_DATABASE_POOL".into()).or_insert_with(|| "4".into());
         let database_url = vars["PARLEY_DATABASE_URL"].clone();
         vars.entry("PARLEY_RATE_LIMITS".into()).or_insert_with(|| "off".into());
+        // Attachments go to the test's own folder, never the working one.
+        vars.entry("PARLEY_FILES_URL".into()).or_insert_with(|| format!("file://{}/files", dir.path().display()));
         let (config, _) = Config::from_vars(&vars).expect("test configuration");
         let clock = ManualClock::new(START);
         let app = Application::build(&config, self.mode, clock.clone()).await.expect("application starts");

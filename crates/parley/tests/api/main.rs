@@ -9,6 +9,7 @@ mod sse;
 
 mod admin;
 mod admin_tokens;
+mod attachments;
 mod automation;
 mod backend_concurrency;
 mod cli;

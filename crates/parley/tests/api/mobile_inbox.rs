@@ -423,6 +423,9 @@ async fn routing_lines_written_before_are_kept_among_operators() {
              ALTER TABLE sites DROP COLUMN texts;
              ALTER TABLE sites DROP COLUMN business_hours;
              ALTER TABLE conversations DROP COLUMN away_replied_at;
+             DROP TABLE attachments;
+             ALTER TABLE messages DROP COLUMN attachments;
+             ALTER TABLE sites DROP COLUMN attachment_types;
              {unmigrate}"
         ),
     )

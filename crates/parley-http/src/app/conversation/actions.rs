@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use parley_domain::DomainError;
-use parley_domain::model::ConversationId;
+use parley_domain::model::{Content, ConversationId};
 
 use super::forms::{HandOverForm, NoteForm, ReplyForm, TakeForm};
 use super::view::LATEST;
@@ -92,7 +92,7 @@ pub async fn reply(
         Ok(reply) => reply,
         Err(e) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, said(&e, "body", "The reply")).await,
     };
-    let done = s.inbox.reply(&who.session, id, reply.body.0, reply.client_message_id.map(|c| c.0)).await.map(drop);
+    let done = s.inbox.reply(&who.session, id, Content::text(reply.body.0), reply.client_message_id.map(|c| c.0)).await.map(drop);
     settle(&s, &who, id, (Which::Reply, LATEST), text, done).await
 }
 
@@ -120,7 +120,7 @@ pub async fn note(
         Ok(note) => note,
         Err(e) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Note, text, said(&e, "body", "The note")).await,
     };
-    let done = s.inbox.note(&who.session, id, note.body.0, note.client_message_id.map(|c| c.0)).await.map(drop);
+    let done = s.inbox.note(&who.session, id, Content::text(note.body.0), note.client_message_id.map(|c| c.0)).await.map(drop);
     settle(&s, &who, id, (Which::Note, LATEST), text, done).await
 }
 

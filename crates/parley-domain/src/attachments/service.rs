@@ -1,0 +1,263 @@
+//! Receiving uploads, serving files through signed links, and removing
+//! the uploads no message named.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tokio::sync::Semaphore;
+
+use super::images::{self, NotShown};
+use super::kinds::{self, FileKind};
+use super::links::{LinkError, Links, Variant};
+use super::names;
+use crate::clock::Clock;
+use crate::error::DomainError;
+use crate::files::{ByteStream, FileError, FileStore};
+use crate::model::{
+    Attachment, AttachmentFacts, ConversationId, ConversationScope, NewAttachment, OperatorId, PictureFacts, SenderKind, SiteSettings,
+};
+use crate::store::Database;
+
+/// `PARLEY_ATTACHMENT_MAX` and `PARLEY_FILES_QUOTA_PER_TENANT`.
+#[derive(Clone, Copy, Debug)]
+pub struct AttachmentSettings {
+    /// The largest file, in bytes.
+    pub max_size: u64,
+    /// What one tenant's files may take together, in bytes.
+    pub quota: u64,
+}
+
+impl Default for AttachmentSettings {
+    fn default() -> Self {
+        Self { max_size: 10 * 1024 * 1024, quota: 5 * 1024 * 1024 * 1024 }
+    }
+}
+
+/// Where an upload goes and whose it is, as the widget or the inbox
+/// resolved it for the caller.
+#[derive(Clone, Debug)]
+pub struct UploadTarget {
+    pub scope: ConversationScope,
+    pub conversation: ConversationId,
+    pub uploader: SenderKind,
+    pub uploader_id: Option<OperatorId>,
+    /// The site's settings: which kinds of file it takes.
+    pub site: SiteSettings,
+}
+
+/// A file on its way to a client.
+pub struct Download {
+    pub size: u64,
+    pub body: ByteStream,
+    /// The type to send: the picture's own for pictures shown inline,
+    /// `application/octet-stream` for everything else.
+    pub content_type: &'static str,
+    /// `Content-Disposition`: `inline` for pictures, `attachment` for the
+    /// rest, with the cleaned name.
+    pub disposition: String,
+    /// When the link expires (seconds since the epoch): how long a cache
+    /// may keep the answer.
+    pub expires: i64,
+}
+
+pub struct AttachmentService {
+    db: Database,
+    files: Arc<dyn FileStore>,
+    links: Links,
+    settings: AttachmentSettings,
+    clock: Arc<dyn Clock>,
+    /// One picture decoded at a time per instance: a decoded picture may
+    /// take up to `images::MAX_ALLOC`, and twenty at once must not add up.
+    decoding: Semaphore,
+}
+
+impl AttachmentService {
+    pub fn new(db: Database, files: Arc<dyn FileStore>, links: Links, settings: AttachmentSettings, clock: Arc<dyn Clock>) -> Self {
+        Self { db, files, links, settings, clock, decoding: Semaphore::new(1) }
+    }
+
+    pub fn links(&self) -> &Links {
+        &self.links
+    }
+
+    pub fn settings(&self) -> AttachmentSettings {
+        self.settings
+    }
+
+    /// Where files are kept, for the log and the health report.
+    pub fn store(&self) -> &dyn FileStore {
+        self.files.as_ref()
+    }
+
+    /// Receives a file. `name` is the client's (cleaned, kept only to be
+    /// shown); the type comes from the content. Past the size limit, on a
+    /// body cut short, a type the site does not take or the quota, nothing
+    /// stays.
+    pub async fn upload(&self, target: UploadTarget, name: &str, body: ByteStream) -> Result<Attachment, DomainError> {
+        let tenant = target.scope.tenant;
+        let quota = self.settings.quota;
+        if self.db.read(move |r| Ok(r.files_usage(tenant)?)).await? >= quota {
+            return Err(DomainError::QuotaExceeded);
+        }
+        let new = NewAttachment {
+            public_id: crate::ids::prefixed::<18>("att_")?,
+            conversation_id: target.conversation,
+            uploader: target.uploader,
+            uploader_id: target.uploader_id,
+            storage_key: crate::ids::hex(&crate::ids::random_bytes::<16>()?),
+            name: names::clean(name),
+            created_at: self.clock.now(),
+        };
+        let scope = target.scope;
+        let row = self.db.write(move |tx| tx.insert_attachment(scope, &new)?.ok_or(DomainError::NotFound)).await?;
+        match self.receive(&row, &target.site, body).await {
+            Ok(facts) => {
+                let (id, done) = (row.id, facts.clone());
+                if self.db.write(move |tx| Ok(tx.finish_attachment(tenant, id, &done, quota)?)).await? {
+                    Ok(Attachment { facts: Some(facts), ..row })
+                } else {
+                    self.discard(&row).await;
+                    Err(DomainError::QuotaExceeded)
+                }
+            }
+            Err(e) => {
+                self.discard(&row).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Stores the bytes and learns what they are.
+    async fn receive(&self, row: &Attachment, site: &SiteSettings, body: ByteStream) -> Result<AttachmentFacts, DomainError> {
+        let max = self.settings.max_size;
+        let stored = self.files.put(&row.storage_key, body, max).await.map_err(|e| match e {
+            FileError::TooLarge(max) => DomainError::TooLarge(max),
+            FileError::Cut(why) => DomainError::invalid("file", format!("did not arrive whole: {why}")),
+            other => store_failed(&other),
+        })?;
+        if stored.size == 0 {
+            return Err(DomainError::invalid("file", "is empty"));
+        }
+        let whole = u64::try_from(stored.head.len()).unwrap_or(u64::MAX) >= stored.size;
+        let sniffed = kinds::sniff(&stored.head, whole).filter(|s| site.takes(s.kind)).ok_or_else(|| refused(site))?;
+        let picture = if sniffed.picture { self.picture(row, sniffed.content_type, stored.size).await? } else { None };
+        Ok(AttachmentFacts { content_type: sniffed.content_type.to_owned(), size: stored.size, picture })
+    }
+
+    /// A picture's size and thumbnail; `None` when it is too large to
+    /// decode or does not decode (it is then a download like any file).
+    async fn picture(&self, row: &Attachment, content_type: &'static str, size: u64) -> Result<Option<PictureFacts>, DomainError> {
+        let _turn = self.decoding.acquire().await.map_err(|_| DomainError::Unavailable("shutting down"))?;
+        let (_, mut stream) = self.files.get(&row.storage_key).await.map_err(|e| store_failed(&e))?;
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        while let Some(chunk) = stream.next().await {
+            bytes.extend_from_slice(&chunk.map_err(|e| store_failed(&FileError::Store(e.to_string())))?);
+        }
+        let inspected = tokio::task::spawn_blocking(move || images::inspect(&bytes, content_type))
+            .await
+            .map_err(|_| DomainError::Unavailable("the picture could not be read"))?;
+        let picture = match inspected {
+            Ok(p) => p,
+            Err(NotShown::TooLarge | NotShown::Unreadable) => return Ok(None),
+        };
+        let thumbnail_size = u64::try_from(picture.thumbnail.len()).unwrap_or(u64::MAX);
+        let body = futures::stream::once(async move { Ok(bytes::Bytes::from(picture.thumbnail)) }).boxed();
+        self.files.put(&row.thumbnail_key(), body, self.settings.max_size).await.map_err(|e| store_failed(&e))?;
+        Ok(Some(PictureFacts { width: picture.width, height: picture.height, thumbnail_size }))
+    }
+
+    /// Removes an upload that will not be kept: its objects, then its row
+    /// (left for the sweep when the store cannot be reached now).
+    async fn discard(&self, row: &Attachment) {
+        for key in [row.storage_key.clone(), row.thumbnail_key()] {
+            if let Err(e) = self.files.delete(&key).await {
+                tracing::warn!(error = %e, "an upload's file could not be removed; the sweep will try again");
+                return;
+            }
+        }
+        let (tenant, id) = (row.tenant_id, row.id);
+        if let Err(e) = self.db.write(move |tx| Ok(tx.delete_upload(tenant, id)?)).await {
+            tracing::warn!(error = %e, "an upload's row could not be removed; the sweep will try again");
+        }
+    }
+
+    /// The file a signed link names.
+    pub async fn open(&self, public_id: String, variant: Variant, expires: i64, sig: &str) -> Result<Download, DomainError> {
+        self.links.check(&public_id, variant, expires, sig).map_err(|e| match e {
+            LinkError::Expired => DomainError::Forbidden("this link has expired"),
+            LinkError::BadSignature => DomainError::Forbidden("this link is not valid"),
+        })?;
+        let row = self.db.read(move |r| Ok(r.attachment_by_public_id(&public_id)?)).await?.ok_or(DomainError::NotFound)?;
+        let described = row.describe().ok_or(DomainError::NotFound)?;
+        let (key, content_type, disposition) = match variant {
+            Variant::Original => {
+                let content_type = if described.inline() { inline_type(&described.content_type) } else { "application/octet-stream" };
+                let disposition = if described.inline() { "inline" } else { "attachment" };
+                (row.storage_key.clone(), content_type, names::content_disposition(disposition, &described.name))
+            }
+            // Its type is read from its first bytes below.
+            Variant::Thumbnail if described.inline() => (row.thumbnail_key(), "", names::content_disposition("inline", &described.name)),
+            Variant::Thumbnail => return Err(DomainError::NotFound),
+        };
+        let (size, body) = self.files.get(&key).await.map_err(|e| match e {
+            FileError::NotFound => DomainError::NotFound,
+            other => store_failed(&other),
+        })?;
+        let (content_type, body) = if variant == Variant::Thumbnail { sniffed_thumbnail(body).await? } else { (content_type, body) };
+        Ok(Download { size, body, content_type, disposition, expires })
+    }
+
+    /// Removes uploads no message named within [`super::UNNAMED_FOR`],
+    /// a batch at a time: each row first (so a message naming it at this
+    /// moment keeps it), then its objects. Returns how many went.
+    pub async fn sweep(&self, limit: u32) -> Result<usize, DomainError> {
+        let cutoff = self.clock.now().minus(super::UNNAMED_FOR);
+        let stale = self.db.write(move |tx| Ok(tx.stale_uploads(cutoff, limit)?)).await?;
+        let mut removed = 0;
+        for row in stale {
+            let (tenant, id) = (row.tenant_id, row.id);
+            if !self.db.write(move |tx| Ok(tx.delete_upload(tenant, id)?)).await? {
+                continue;
+            }
+            removed += 1;
+            for key in [row.storage_key.clone(), row.thumbnail_key()] {
+                if let Err(e) = self.files.delete(&key).await {
+                    // The row is gone: nothing will name this object again.
+                    tracing::warn!(error = %e, key, "an unnamed upload's file could not be removed from the store");
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// The picture types sent as themselves.
+fn inline_type(content_type: &str) -> &'static str {
+    kinds::PICTURES.into_iter().find(|t| *t == content_type).unwrap_or("application/octet-stream")
+}
+
+/// A thumbnail's type, read from its first bytes (JPEG, or PNG for a
+/// picture with transparency), with those bytes put back in front.
+async fn sniffed_thumbnail(mut body: ByteStream) -> Result<(&'static str, ByteStream), DomainError> {
+    let first = match body.next().await {
+        Some(chunk) => chunk.map_err(|e| store_failed(&FileError::Store(e.to_string())))?,
+        None => bytes::Bytes::new(),
+    };
+    let content_type = match infer::get(&first).map(|t| t.mime_type()) {
+        Some("image/png") => "image/png",
+        _ => "image/jpeg",
+    };
+    Ok((content_type, futures::stream::once(async move { Ok(first) }).chain(body).boxed()))
+}
+
+fn store_failed(e: &FileError) -> DomainError {
+    tracing::error!(error = %e, "the file store failed");
+    DomainError::Unavailable("the file store cannot be reached")
+}
+
+/// The refusal of a type the site does not take, naming what it takes.
+fn refused(site: &SiteSettings) -> DomainError {
+    let taken: Vec<&str> = FileKind::ALL.into_iter().filter(|k| site.takes(*k)).map(FileKind::as_str).collect();
+    let taken = if taken.is_empty() { "no files".to_owned() } else { taken.join(", ") };
+    DomainError::invalid("file", format!("is not a type this site takes ({taken})"))
+}

@@ -1,0 +1,63 @@
+//! One file sent as `multipart/form-data`, handed on as a stream: the
+//! body is never held whole, and the file store counts the size limit as
+//! the bytes arrive.
+
+use axum::extract::{FromRequest, Request};
+use axum::http::header;
+use futures::{StreamExt, TryStreamExt};
+use parley_domain::DomainError;
+use parley_domain::files::ByteStream;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// What a form may carry beyond the file itself: its part's headers and
+/// boundaries, and small fields a client adds.
+const FORM_OVERHEAD: u64 = 64 * 1024;
+
+/// The form's part named `file`: the name its client gave and its bytes.
+pub struct FileUpload {
+    pub name: String,
+    pub body: ByteStream,
+}
+
+impl FromRequest<AppState> for FileUpload {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, s: &AppState) -> Result<Self, ApiError> {
+        let max = s.attachments.settings().max_size;
+        let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let boundary = multer::parse_boundary(content_type).map_err(|_| ApiError::NotMultipart)?;
+        // Refused before a byte is read when the client says how much is
+        // coming; otherwise the store stops at the limit.
+        let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > max.saturating_add(FORM_OVERHEAD)) {
+            return Err(DomainError::TooLarge(max).into());
+        }
+        let limits = multer::SizeLimit::new().whole_stream(max.saturating_add(FORM_OVERHEAD).saturating_add(1));
+        let mut form = multer::Multipart::with_constraints(
+            req.into_body().into_data_stream(),
+            boundary,
+            multer::Constraints::new().size_limit(limits),
+        );
+        loop {
+            let field = form.next_field().await.map_err(|e| not_a_form(&e, max))?;
+            let Some(field) = field else { return Err(DomainError::invalid("file", "is required: send one part named file").into()) };
+            if field.name() != Some("file") {
+                // A small field some clients add; read and dropped.
+                field.bytes().await.map_err(|e| not_a_form(&e, max))?;
+                continue;
+            }
+            let name = field.file_name().unwrap_or("file").to_owned();
+            let body = field.map_err(|e| std::io::Error::other(e.to_string())).boxed();
+            return Ok(FileUpload { name, body });
+        }
+    }
+}
+
+fn not_a_form(e: &multer::Error, max: u64) -> ApiError {
+    match e {
+        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => DomainError::TooLarge(max).into(),
+        _ => DomainError::invalid("file", "is not in a readable multipart/form-data body").into(),
+    }
+}

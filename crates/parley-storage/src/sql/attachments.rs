@@ -1,0 +1,168 @@
+//! Uploaded files: their rows. The bytes are in the file store, under the
+//! row's random key.
+
+use parley_domain::Timestamp;
+use parley_domain::model::*;
+use parley_domain::store::ops::{AttachmentsRead, AttachmentsWrite};
+use parley_domain::store::{StoreError, StoreResult};
+
+use super::conversations::SCOPE;
+use super::{Row, Tx, statements};
+
+const COLS: &str = "f.id AS f_id, f.public_id AS f_public_id, f.tenant_id AS f_tenant_id, f.site_id AS f_site_id, \
+     f.conversation_id AS f_conversation_id, f.message_id AS f_message_id, f.uploader_type AS f_uploader_type, \
+     f.uploader_id AS f_uploader_id, f.storage_key AS f_storage_key, f.name AS f_name, f.content_type AS f_content_type, \
+     f.size AS f_size, f.width AS f_width, f.height AS f_height, f.thumbnail_size AS f_thumbnail_size, f.created_at AS f_created_at";
+
+fn attachment(r: &dyn Row) -> StoreResult<Attachment> {
+    let picture = match (r.int("f_width")?, r.int("f_height")?) {
+        (Some(width), Some(height)) => Some(PictureFacts {
+            width: u32::try_from(width).map_err(|_| StoreError::Internal("f_width out of range".into()))?,
+            height: u32::try_from(height).map_err(|_| StoreError::Internal("f_height out of range".into()))?,
+            thumbnail_size: r.int("f_thumbnail_size")?.and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
+        }),
+        _ => None,
+    };
+    let facts = match r.text("f_content_type")? {
+        Some(content_type) => Some(AttachmentFacts { content_type, size: r.u64("f_size")?, picture }),
+        None => None,
+    };
+    Ok(Attachment {
+        id: AttachmentId(r.i64("f_id")?),
+        public_id: r.string("f_public_id")?,
+        tenant_id: TenantId(r.i64("f_tenant_id")?),
+        site_id: SiteId(r.i64("f_site_id")?),
+        conversation_id: ConversationId(r.i64("f_conversation_id")?),
+        message_id: r.int("f_message_id")?.map(MessageId),
+        uploader: r.parsed("f_uploader_type", SenderKind::parse)?,
+        uploader_id: r.int("f_uploader_id")?.map(OperatorId),
+        storage_key: r.string("f_storage_key")?,
+        name: r.string("f_name")?,
+        facts,
+        created_at: r.ts("f_created_at")?,
+    })
+}
+
+statements! {
+    ATTACHMENT_BY_PUBLIC_ID<'a>(public_id: &'a str) => |_|
+        format!("SELECT {COLS} FROM attachments f WHERE f.public_id = :public_id"),
+    FILES_USAGE(tenant: TenantId) => |_|
+        "SELECT CAST(COALESCE(SUM(size + COALESCE(thumbnail_size, 0)), 0) AS BIGINT) AS n FROM attachments WHERE tenant_id = :tenant".into(),
+    /// Into a conversation of the scope only.
+    INSERT_ATTACHMENT<'a>(
+        scope: ConversationScope, public_id: &'a str, conversation: ConversationId, uploader_type: &'a str,
+        uploader_id: Option<OperatorId>, storage_key: &'a str, name: &'a str, created_at: Timestamp,
+    ) => |_| format!(
+        "INSERT INTO attachments (public_id, tenant_id, site_id, conversation_id, uploader_type, uploader_id, storage_key, name, created_at)
+         SELECT :public_id, c.tenant_id, c.site_id, c.id, :uploader_type, :uploader_id, :storage_key, :name, :created_at
+         FROM conversations c WHERE {SCOPE} AND c.id = :conversation
+         RETURNING id, site_id"
+    ),
+    FINISH_ATTACHMENT<'a>(
+        tenant: TenantId, id: AttachmentId, content_type: &'a str, size: u64, width: Option<u32>, height: Option<u32>,
+        thumbnail_size: Option<u64>,
+    ) => |_| "UPDATE attachments SET content_type = :content_type, size = :size, width = :width, height = :height,
+             thumbnail_size = :thumbnail_size
+         WHERE tenant_id = :tenant AND id = :id AND content_type IS NULL".into(),
+    DELETE_UPLOAD(tenant: TenantId, id: AttachmentId) => |_|
+        "DELETE FROM attachments WHERE tenant_id = :tenant AND id = :id AND message_id IS NULL".into(),
+    UNNAMED_ATTACHMENT<'a>(tenant: TenantId, conversation: ConversationId, uploader_type: &'a str, public_id: &'a str)
+        locked UNNAMED_ATTACHMENT_LOCKED => |_| format!(
+        "SELECT {COLS} FROM attachments f
+         WHERE f.tenant_id = :tenant AND f.conversation_id = :conversation AND f.uploader_type = :uploader_type
+           AND f.public_id = :public_id AND f.message_id IS NULL AND f.content_type IS NOT NULL"
+    ),
+    NAME_ATTACHMENT(tenant: TenantId, id: AttachmentId, message: MessageId) => |_|
+        "UPDATE attachments SET message_id = :message WHERE tenant_id = :tenant AND id = :id AND message_id IS NULL".into(),
+    STALE_UPLOADS(cutoff: Timestamp, limit: u32) => |d| d.claim(format!(
+        "SELECT {COLS} FROM attachments f WHERE f.message_id IS NULL AND f.created_at < :cutoff ORDER BY f.created_at LIMIT :limit"
+    ), "f"),
+}
+
+impl AttachmentsRead for Tx<'_> {
+    fn attachment_by_public_id(&mut self, public_id: &str) -> StoreResult<Option<Attachment>> {
+        self.one(ATTACHMENT_BY_PUBLIC_ID { public_id }, attachment)
+    }
+
+    fn files_usage(&mut self, tenant: TenantId) -> StoreResult<u64> {
+        self.count(FILES_USAGE { tenant })
+    }
+}
+
+impl AttachmentsWrite for Tx<'_> {
+    fn insert_attachment(&mut self, scope: ConversationScope, new: &NewAttachment) -> StoreResult<Option<Attachment>> {
+        let params = INSERT_ATTACHMENT {
+            scope,
+            public_id: &new.public_id,
+            conversation: new.conversation_id,
+            uploader_type: new.uploader.as_str(),
+            uploader_id: new.uploader_id,
+            storage_key: &new.storage_key,
+            name: &new.name,
+            created_at: new.created_at,
+        };
+        let inserted = self.one(params, |r| Ok((r.i64("id")?, r.i64("site_id")?)))?;
+        Ok(inserted.map(|(id, site)| Attachment {
+            id: AttachmentId(id),
+            public_id: new.public_id.clone(),
+            tenant_id: scope.tenant,
+            site_id: SiteId(site),
+            conversation_id: new.conversation_id,
+            message_id: None,
+            uploader: new.uploader,
+            uploader_id: new.uploader_id,
+            storage_key: new.storage_key.clone(),
+            name: new.name.clone(),
+            facts: None,
+            created_at: new.created_at,
+        }))
+    }
+
+    fn finish_attachment(&mut self, tenant: TenantId, id: AttachmentId, facts: &AttachmentFacts, quota: u64) -> StoreResult<bool> {
+        self.transaction_lock(crate::locks::named(&format!("files of {}", tenant.0)))?;
+        let usage = self.count(FILES_USAGE { tenant })?;
+        let adds = facts.size + facts.picture.map_or(0, |p| p.thumbnail_size);
+        if usage.saturating_add(adds) > quota {
+            return Ok(false);
+        }
+        let params = FINISH_ATTACHMENT {
+            tenant,
+            id,
+            content_type: &facts.content_type,
+            size: facts.size,
+            width: facts.picture.map(|p| p.width),
+            height: facts.picture.map(|p| p.height),
+            thumbnail_size: facts.picture.map(|p| p.thumbnail_size),
+        };
+        if self.exec(params)? != 1 {
+            return Err(StoreError::Internal("the upload to finish is gone or finished".into()));
+        }
+        Ok(true)
+    }
+
+    fn delete_upload(&mut self, tenant: TenantId, id: AttachmentId) -> StoreResult<bool> {
+        Ok(self.exec(DELETE_UPLOAD { tenant, id })? == 1)
+    }
+
+    fn unnamed_attachment(
+        &mut self,
+        tenant: TenantId,
+        conversation: ConversationId,
+        uploader: SenderKind,
+        public_id: &str,
+    ) -> StoreResult<Option<Attachment>> {
+        let params = UNNAMED_ATTACHMENT { tenant, conversation, uploader_type: uploader.as_str(), public_id };
+        self.one(self.locking(params), attachment)
+    }
+
+    fn name_attachment(&mut self, tenant: TenantId, id: AttachmentId, message: MessageId) -> StoreResult<()> {
+        if self.exec(NAME_ATTACHMENT { tenant, id, message })? != 1 {
+            return Err(StoreError::Internal("the attachment to name is gone or named".into()));
+        }
+        Ok(())
+    }
+
+    fn stale_uploads(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<Attachment>> {
+        self.all(STALE_UPLOADS { cutoff, limit }, attachment)
+    }
+}

@@ -1,0 +1,74 @@
+//! Where attachments are kept and how large they may be.
+
+use parley_domain::attachments::AttachmentSettings;
+
+use super::Reader;
+
+pub const DEFAULT_FILES_URL: &str = "file://parley-data/files";
+/// `parley demo` keeps its files apart, as it keeps its database.
+pub const DEMO_FILES_URL: &str = "file://parley-data/demo-files";
+
+pub struct FilesConfig {
+    /// `PARLEY_FILES_URL`: `file://<folder>` or `s3://bucket/prefix?…`.
+    pub url: String,
+    /// Whether `PARLEY_FILES_URL` was set (the demo keeps its own folder
+    /// unless it was).
+    pub url_set: bool,
+    /// `PARLEY_ATTACHMENT_MAX` and `PARLEY_FILES_QUOTA_PER_TENANT`.
+    pub limits: AttachmentSettings,
+}
+
+pub(super) fn read(r: &mut Reader<'_>) -> FilesConfig {
+    let url_set = r.vars.contains_key("PARLEY_FILES_URL");
+    let url = r.get("PARLEY_FILES_URL", DEFAULT_FILES_URL.to_owned(), |s| {
+        if s.starts_with("s3://") {
+            url::Url::parse(s).map_err(|e| format!("is not a URL: {e}"))?.host_str().ok_or("s3:// needs a bucket")?;
+            Ok(s.to_owned())
+        } else if s.strip_prefix("file://").is_some_and(|f| !f.is_empty()) {
+            Ok(s.to_owned())
+        } else {
+            Err("must be file://<folder> or s3://<bucket>/<prefix>?endpoint=…&region=…".into())
+        }
+    });
+    let defaults = AttachmentSettings::default();
+    let max_size = r.get("PARLEY_ATTACHMENT_MAX", defaults.max_size, |s| size(s, 1024, 1 << 30));
+    let quota = r.get("PARLEY_FILES_QUOTA_PER_TENANT", defaults.quota, |s| size(s, 1, u64::MAX));
+    FilesConfig { url, url_set, limits: AttachmentSettings { max_size, quota } }
+}
+
+/// A size in bytes, or with `KiB`, `MiB` or `GiB` (`K`, `M`, `G` too),
+/// within `min..=max`.
+fn size(s: &str, min: u64, max: u64) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = t.split_at(digits);
+    let factor: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" | "k" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        _ => return Err(format!("{s:?} is not a size such as 10MiB")),
+    };
+    let bytes =
+        number.parse::<u64>().ok().and_then(|n| n.checked_mul(factor)).ok_or_else(|| format!("{s:?} is not a size such as 10MiB"))?;
+    if (min..=max).contains(&bytes) {
+        Ok(bytes)
+    } else {
+        Err(format!("must be from {} to {}", parley_domain::attachments::names::bytes(min), parley_domain::attachments::names::bytes(max)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size;
+
+    #[test]
+    fn sizes_take_units() {
+        assert_eq!(size("10MiB", 1, u64::MAX), Ok(10 << 20));
+        assert_eq!(size("5G", 1, u64::MAX), Ok(5 << 30));
+        assert_eq!(size("4096", 1, u64::MAX), Ok(4096));
+        assert!(size("10 parsecs", 1, u64::MAX).is_err());
+        assert!(size("", 1, u64::MAX).is_err());
+        assert!(size("512", 1024, 1 << 30).is_err());
+    }
+}
