@@ -46,16 +46,23 @@ struct Files {
     folder: Option<PathBuf>,
 }
 
+/// An object store's access key, when the configuration gives one.
+#[derive(Clone)]
+pub struct S3Credentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+}
+
 /// The store `url` names: `file://<folder>` (relative to the working
 /// directory, or absolute as `file:///srv/parley/files`), or
-/// `s3://<bucket>/<prefix>?endpoint=…&region=…` with the credentials of
-/// the usual `AWS_*` variables.
-pub fn open(url: &str) -> Result<Arc<dyn FileStore>, FilesError> {
+/// `s3://<bucket>/<prefix>?endpoint=…&region=…` with `credentials`, or
+/// else those of the usual `AWS_*` variables (or the machine's role).
+pub fn open(url: &str, credentials: Option<S3Credentials>) -> Result<Arc<dyn FileStore>, FilesError> {
     if let Some(folder) = url.strip_prefix("file://") {
         return open_folder(FsPath::new(folder), url);
     }
     if url.starts_with("s3://") {
-        return open_s3(url);
+        return open_s3(url, credentials);
     }
     Err(FilesError::Scheme(url.chars().take(40).collect()))
 }
@@ -72,13 +79,16 @@ fn open_folder(folder: &FsPath, url: &str) -> Result<Arc<dyn FileStore>, FilesEr
     Ok(Arc::new(Files { store: Arc::new(store), shown: url.to_owned(), folder: Some(folder) }))
 }
 
-fn open_s3(url: &str) -> Result<Arc<dyn FileStore>, FilesError> {
+fn open_s3(url: &str, credentials: Option<S3Credentials>) -> Result<Arc<dyn FileStore>, FilesError> {
     let parsed = url::Url::parse(url).map_err(|e| FilesError::Invalid(e.to_string()))?;
     let bucket = parsed.host_str().filter(|b| !b.is_empty()).ok_or_else(|| FilesError::Invalid("s3:// needs a bucket".into()))?;
     // The HTTP client speaks TLS through ring, as every client here does
     // (the first to need it installs it).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+    if let Some(c) = credentials {
+        builder = builder.with_access_key_id(c.access_key_id).with_secret_access_key(c.secret_access_key);
+    }
     for (key, value) in parsed.query_pairs() {
         builder = match key.as_ref() {
             "endpoint" => builder.with_allow_http(value.starts_with("http://")).with_endpoint(value.as_ref()),
@@ -211,7 +221,7 @@ mod tests {
 
     fn folder_store() -> (tempfile::TempDir, Arc<dyn FileStore>) {
         let dir = tempfile::tempdir().unwrap();
-        let store = open(&format!("file://{}", dir.path().join("files").display())).unwrap();
+        let store = open(&format!("file://{}", dir.path().join("files").display()), None).unwrap();
         (dir, store)
     }
 
@@ -266,11 +276,11 @@ mod tests {
         for key in ["../escape", "a/b", "", "k.png"] {
             assert!(matches!(store.get(key).await, Err(FileError::NotFound)), "{key}");
         }
-        assert!(matches!(open("ftp://x"), Err(FilesError::Scheme(_))));
-        assert!(matches!(open("file://"), Err(FilesError::Invalid(_))));
-        assert!(matches!(open("s3:///prefix"), Err(FilesError::Invalid(_))));
-        assert!(matches!(open("s3://bucket?colour=red"), Err(FilesError::Invalid(_))));
-        let s3 = open("s3://bucket/attachments?endpoint=http://127.0.0.1:9&region=us-east-1").unwrap();
+        assert!(matches!(open("ftp://x", None), Err(FilesError::Scheme(_))));
+        assert!(matches!(open("file://", None), Err(FilesError::Invalid(_))));
+        assert!(matches!(open("s3:///prefix", None), Err(FilesError::Invalid(_))));
+        assert!(matches!(open("s3://bucket?colour=red", None), Err(FilesError::Invalid(_))));
+        let s3 = open("s3://bucket/attachments?endpoint=http://127.0.0.1:9&region=us-east-1", None).unwrap();
         assert!(s3.shared(), "an object store is every instance's");
     }
 }

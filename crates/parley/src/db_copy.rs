@@ -68,4 +68,11 @@ fn print_report(report: &CopyReport) {
     for t in &report.tables {
         let _ = writeln!(out, "  {:width$}  {:>10}", t.name, t.rows);
     }
+    if report.tables.iter().any(|t| t.name == "attachments" && t.rows > 0) {
+        let _ = writeln!(
+            out,
+            "The attachments' rows were copied, not their files: point the new service's PARLEY_FILES_URL at the same \
+             store, or copy the folder (or bucket) it names as it is (see docs/attachments.md)."
+        );
+    }
 }

@@ -142,7 +142,8 @@ impl Application {
             Mode::Demo if !config.files.url_set => crate::config::DEMO_FILES_URL,
             _ => config.files.url.as_str(),
         };
-        let files = parley_storage::files::open(files_url).map_err(|e| StartError::Files(e.to_string()))?;
+        let files =
+            parley_storage::files::open(files_url, config.files.credentials.clone()).map_err(|e| StartError::Files(e.to_string()))?;
         if db.kind() == "postgres" && !files.shared() {
             tracing::warn!(
                 files = files.describe(),

@@ -16,6 +16,8 @@ pub struct FilesConfig {
     pub url_set: bool,
     /// `PARLEY_ATTACHMENT_MAX` and `PARLEY_FILES_QUOTA_PER_TENANT`.
     pub limits: AttachmentSettings,
+    /// `PARLEY_S3_ACCESS_KEY_ID` and `PARLEY_S3_SECRET_ACCESS_KEY`.
+    pub credentials: Option<parley_storage::files::S3Credentials>,
 }
 
 pub(super) fn read(r: &mut Reader<'_>) -> FilesConfig {
@@ -33,7 +35,27 @@ pub(super) fn read(r: &mut Reader<'_>) -> FilesConfig {
     let defaults = AttachmentSettings::default();
     let max_size = r.get("PARLEY_ATTACHMENT_MAX", defaults.max_size, |s| size(s, 1024, 1 << 30));
     let quota = r.get("PARLEY_FILES_QUOTA_PER_TENANT", defaults.quota, |s| size(s, 1, u64::MAX));
-    FilesConfig { url, url_set, limits: AttachmentSettings { max_size, quota } }
+    let key = r.get("PARLEY_S3_ACCESS_KEY_ID", None, |s| Ok(Some(s.to_owned())));
+    let secret = r.get("PARLEY_S3_SECRET_ACCESS_KEY", None, |s| Ok(Some(s.to_owned())));
+    let credentials = match (key, secret) {
+        (Some(access_key_id), Some(secret_access_key)) => Some(parley_storage::files::S3Credentials { access_key_id, secret_access_key }),
+        (None, None) => None,
+        (Some(_), None) => {
+            r.errors.push(super::ConfigError {
+                variable: "PARLEY_S3_SECRET_ACCESS_KEY".into(),
+                reason: "is required with PARLEY_S3_ACCESS_KEY_ID".into(),
+            });
+            None
+        }
+        (None, Some(_)) => {
+            r.errors.push(super::ConfigError {
+                variable: "PARLEY_S3_ACCESS_KEY_ID".into(),
+                reason: "is required with PARLEY_S3_SECRET_ACCESS_KEY".into(),
+            });
+            None
+        }
+    };
+    FilesConfig { url, url_set, limits: AttachmentSettings { max_size, quota }, credentials }
 }
 
 /// A size in bytes, or with `KiB`, `MiB` or `GiB` (`K`, `M`, `G` too),

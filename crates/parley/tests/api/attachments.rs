@@ -16,7 +16,7 @@ use crate::receiver::Receiver;
 
 /// A `multipart/form-data` body with one part named `field`, as a
 /// browser's `FormData` sends it.
-fn form(field: &str, name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
+pub(crate) fn form(field: &str, name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
     let boundary = "----parleyBoundary7MA4YWxkTrZu0gW";
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{name}\"\r\nContent-Type: application/x-anything\r\n\r\n"
@@ -27,7 +27,7 @@ fn form(field: &str, name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-fn png(width: u32, height: u32) -> Vec<u8> {
+pub(crate) fn png(width: u32, height: u32) -> Vec<u8> {
     let image = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([(x % 251) as u8, (y % 241) as u8, 77]));
     let mut out = std::io::Cursor::new(Vec::new());
     image.write_to(&mut out, image::ImageFormat::Png).expect("png");
@@ -36,7 +36,7 @@ fn png(width: u32, height: u32) -> Vec<u8> {
 
 const PDF: &[u8] = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
 
-async fn upload_raw(app: &TestApp, path: &str, bearer: Option<&str>, content_type: &str, body: Vec<u8>) -> (StatusCode, Value) {
+pub(crate) async fn upload_raw(app: &TestApp, path: &str, bearer: Option<&str>, content_type: &str, body: Vec<u8>) -> (StatusCode, Value) {
     let mut request = app.client.post(app.url(path)).header("content-type", content_type).body(body);
     if let Some(token) = bearer {
         request = request.bearer_auth(token);
@@ -47,17 +47,24 @@ async fn upload_raw(app: &TestApp, path: &str, bearer: Option<&str>, content_typ
     (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
-async fn visitor_upload(app: &TestApp, prefix: &str, token: &str, public_id: &str, name: &str, bytes: &[u8]) -> (StatusCode, Value) {
+pub(crate) async fn visitor_upload(
+    app: &TestApp,
+    prefix: &str,
+    token: &str,
+    public_id: &str,
+    name: &str,
+    bytes: &[u8],
+) -> (StatusCode, Value) {
     let (content_type, body) = form("file", name, bytes);
     upload_raw(app, &format!("{prefix}/widget/conversations/{public_id}/attachments?token={token}"), None, &content_type, body).await
 }
 
-async fn operator_upload(app: &TestApp, bearer: &str, id: i64, name: &str, bytes: &[u8]) -> (StatusCode, Value) {
+pub(crate) async fn operator_upload(app: &TestApp, bearer: &str, id: i64, name: &str, bytes: &[u8]) -> (StatusCode, Value) {
     let (content_type, body) = form("file", name, bytes);
     upload_raw(app, &format!("/api/v1/mobile/conversations/{id}/attachments"), Some(bearer), &content_type, body).await
 }
 
-async fn conversation_id(app: &TestApp, bearer: &str, public_id: &str) -> i64 {
+pub(crate) async fn conversation_id(app: &TestApp, bearer: &str, public_id: &str) -> i64 {
     let (_, list) = app.authed(Method::GET, "/api/v1/mobile/conversations?per_page=100", bearer, None).await;
     list["conversations"].as_array().unwrap().iter().find(|c| c["public_id"] == public_id).expect("the conversation")["id"]
         .as_i64()
@@ -65,7 +72,7 @@ async fn conversation_id(app: &TestApp, bearer: &str, public_id: &str) -> i64 {
 }
 
 /// A link's answer: status, headers and bytes.
-async fn fetch(app: &TestApp, url: &str) -> (StatusCode, reqwest::header::HeaderMap, Vec<u8>) {
+pub(crate) async fn fetch(app: &TestApp, url: &str) -> (StatusCode, reqwest::header::HeaderMap, Vec<u8>) {
     // Links name the public address; requests go to the socket.
     let path = url.split_once("/api/").map(|(_, p)| format!("/api/{p}")).expect("a link");
     let response = app.client.get(app.url(&path)).send().await.expect("fetch");

@@ -214,6 +214,7 @@ async fn sqlite_to_postgres_and_back_keeps_every_row() {
     let (code, stdout, stderr) = copy(dir.path(), &demo.url, &pg.url).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("Copied") && stdout.contains("messages"), "{stdout}");
+    assert!(stdout.contains("attachments' rows were copied, not their files"), "says how to copy the files: {stdout}");
 
     let back = format!("sqlite://{}/back/parley.sqlite3", dir.path().display());
     let (code, _, stderr) = copy(dir.path(), &pg.url, &back).await;

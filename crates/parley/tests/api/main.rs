@@ -5,11 +5,13 @@
 mod helpers;
 mod push_peers;
 mod receiver;
+mod s3_peer;
 mod sse;
 
 mod admin;
 mod admin_tokens;
 mod attachments;
+mod attachments_s3;
 mod automation;
 mod backend_concurrency;
 mod cli;
