@@ -26,6 +26,8 @@ pub struct SitePatch {
     pub locale: Option<Option<String>>,
     pub texts: Option<std::collections::BTreeMap<String, SiteTexts>>,
     pub hours: Option<Option<crate::hours::BusinessHours>>,
+    /// The kinds of file the site takes; an empty list takes none.
+    pub file_kinds: Option<Vec<crate::attachments::kinds::FileKind>>,
 }
 
 impl SitePatch {
@@ -148,6 +150,11 @@ impl AdminService {
                 }
                 if let Some(hours) = patch.hours {
                     settings.hours = hours;
+                }
+                if let Some(mut kinds) = patch.file_kinds {
+                    kinds.sort_unstable();
+                    kinds.dedup();
+                    settings.file_kinds = Some(kinds);
                 }
                 tx.update_site_settings(tenant, id, &site.settings)?;
                 Ok(site)

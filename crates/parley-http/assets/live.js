@@ -32,6 +32,7 @@ function start(root) {
   localTimes(document);
   keepDrafts();
   sendTyping();
+  attachFiles();
   // Looked at again: the inbox learns what was read elsewhere (another
   // tab, the phone), a conversation is read now that it is shown, and a
   // reload put off while the tab was hidden happens.
@@ -148,6 +149,130 @@ function start(root) {
       last = now;
       const body = new URLSearchParams({ csrf: token.value });
       fetch("/app/conversations/" + conversation + "/typing", { method: "POST", body, credentials: "same-origin" }).catch(() => {});
+    });
+  }
+
+  // Files for a reply: chosen, dropped on the form or pasted into the
+  // text, each uploaded at once with its progress (and a preview of a
+  // picture), then sent with the reply through its hidden field.
+  function attachFiles() {
+    const form = document.querySelector("form.compose:not(.note-form)");
+    const box = form && form.querySelector("div.attachments");
+    const token = form && form.querySelector("input[name=csrf]");
+    if (kind !== "conversation" || !box || !token) return;
+    const input = box.querySelector("input[type=file]");
+    const tray = box.querySelector("ul.tray");
+    const ids = form.querySelector("input[name=attachment_ids]");
+    const text = form.querySelector("textarea");
+    const send = form.querySelector("button[type=submit]");
+    const uploads = [];
+    box.hidden = false;
+    const settle = () => {
+      const done = uploads.filter((u) => u.id);
+      ids.value = done.map((u) => u.id).join(",");
+      // Files alone make a reply; text is then optional.
+      text.required = done.length === 0;
+      send.disabled = uploads.some((u) => !u.id && !u.failed);
+    };
+    const add = (files) => {
+      for (const file of Array.from(files || []).slice(0, Math.max(0, 10 - uploads.length))) upload(file);
+    };
+    const upload = (file) => {
+      const entry = { id: null, failed: false };
+      const item = document.createElement("li");
+      if (/^image\/(png|jpeg|gif|webp)$/.test(file.type)) {
+        const img = document.createElement("img");
+        entry.preview = URL.createObjectURL(file);
+        img.src = entry.preview;
+        img.alt = "";
+        item.append(img);
+      }
+      const name = document.createElement("span");
+      name.className = "name";
+      name.textContent = file.name || "file";
+      const bar = document.createElement("progress");
+      bar.max = 100;
+      bar.value = 0;
+      bar.setAttribute("aria-label", "Uploading " + (file.name || "file"));
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.textContent = "Remove";
+      remove.setAttribute("aria-label", "Remove " + (file.name || "file"));
+      item.append(name, bar, remove);
+      tray.append(item);
+      uploads.push(entry);
+      const xhr = new XMLHttpRequest();
+      remove.addEventListener("click", () => {
+        if (!entry.id && !entry.failed) xhr.abort();
+        if (entry.preview) URL.revokeObjectURL(entry.preview);
+        uploads.splice(uploads.indexOf(entry), 1);
+        item.remove();
+        settle();
+      });
+      const failed = (why) => {
+        entry.failed = true;
+        item.className = "failed";
+        const state = document.createElement("span");
+        state.setAttribute("role", "alert");
+        state.textContent = why;
+        bar.replaceWith(state);
+        settle();
+      };
+      xhr.open("POST", "/app/conversations/" + conversation + "/attachments");
+      xhr.setRequestHeader("X-Parley-Csrf", token.value);
+      xhr.upload.addEventListener("progress", (e) => {
+        if (e.lengthComputable) bar.value = Math.round((e.loaded / e.total) * 100);
+      });
+      xhr.addEventListener("load", () => {
+        let body = null;
+        try {
+          body = JSON.parse(xhr.responseText);
+        } catch {
+          body = null;
+        }
+        if (xhr.status === 201 && body && body.attachment) {
+          entry.id = body.attachment.id;
+          bar.value = 100;
+          item.className = "ready";
+          settle();
+        } else {
+          const error = body && body.error;
+          const fields = error && error.fields ? Object.values(error.fields).flat().join(" ") : "";
+          failed(fields || (error && error.message) || "The file could not be attached.");
+        }
+      });
+      xhr.addEventListener("error", () => failed("The service cannot be reached."));
+      const data = new FormData();
+      data.append("file", file, file.name || "file");
+      xhr.send(data);
+      settle();
+    };
+    box.querySelector("button.attach").addEventListener("click", () => input.click());
+    input.addEventListener("change", () => {
+      add(input.files);
+      input.value = "";
+    });
+    text.addEventListener("paste", (e) => {
+      const files = e.clipboardData && e.clipboardData.files;
+      if (files && files.length) {
+        e.preventDefault();
+        add(files);
+      }
+    });
+    const carries = (e) => e.dataTransfer && Array.from(e.dataTransfer.types || []).includes("Files");
+    form.addEventListener("dragover", (e) => {
+      if (!carries(e)) return;
+      e.preventDefault();
+      form.classList.add("dropping");
+    });
+    form.addEventListener("dragleave", (e) => {
+      if (e.target === form) form.classList.remove("dropping");
+    });
+    form.addEventListener("drop", (e) => {
+      form.classList.remove("dropping");
+      if (!carries(e)) return;
+      e.preventDefault();
+      add(e.dataTransfer.files);
     });
   }
 

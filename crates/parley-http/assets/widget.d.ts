@@ -25,10 +25,25 @@ export interface ParleyMessage {
   id: number;
   /** The conversation's public id. */
   conversation: string;
+  /** Empty when the message is only files. */
   body: string;
   /** RFC 3339. */
   created_at: string;
   sender: { type: "visitor" | "operator" | "system"; name: string | null };
+  /** The files it carries. */
+  attachments: ParleyAttachment[];
+}
+
+export interface ParleyAttachment {
+  id: string;
+  /** The sender's name for it: show it, never use it as a path. */
+  name: string;
+  /** Told from the content by the server. */
+  content_type: string;
+  /** In bytes. */
+  size: number;
+  /** Signed; valid for at least an hour from when the message arrived. */
+  url: string;
 }
 
 export interface ParleyEvents {

@@ -34,6 +34,10 @@
   var EVENTS = ["ready", "open", "close", "message", "unread"];
   // The server passes on one typing indicator per sender every 2 seconds.
   var TYPING_EVERY_MS = 2000;
+  // The most files one message carries, as the server counts them.
+  var MAX_FILES = 10;
+  // Thumbnails are shown at most this wide and high.
+  var THUMB_BOX = 220;
 
 
   function warn(message, detail) {
@@ -156,11 +160,32 @@
     "background:#fff;color:#1f2937;box-shadow:0 6px 24px rgba(0,0,0,.22);font-size:14px;line-height:1.35;cursor:pointer;z-index:2147483646;",
     "border:0;text-align:left;white-space:pre-wrap;overflow-wrap:anywhere}",
     ".preview .who{font-weight:600}",
-    ".transcript{padding:6px 14px 10px;display:flex;flex-direction:column;gap:4px}"
+    ".transcript{padding:6px 14px 10px;display:flex;flex-direction:column;gap:4px}",
+    ".attach{flex-shrink:0;width:40px;min-height:40px;border:1px solid #d1d5db;border-radius:10px;background:#fff;cursor:pointer;font-size:18px}",
+    ".attach[hidden]{display:none}",
+    ".tray{list-style:none;margin:0;padding:6px 10px 0;display:flex;flex-wrap:wrap;gap:6px;flex-shrink:0;max-height:35%;overflow-y:auto}",
+    ".tray[hidden]{display:none}",
+    ".tray li{display:flex;align-items:center;gap:6px;max-width:100%;padding:4px 6px;border:1px solid #e5e7eb;border-radius:8px;font-size:13px}",
+    ".tray img{width:36px;height:36px;object-fit:cover;border-radius:4px}",
+    ".tray .name{max-width:150px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}",
+    ".tray progress{width:60px}",
+    ".tray .failed{border-color:#dc2626}",
+    ".tray button{border:0;background:none;cursor:pointer;font-size:16px;line-height:1;padding:0 2px}",
+    ".panel.dropping{outline:3px dashed var(--accent);outline-offset:-6px}",
+    ".msg a.file{display:block;margin-top:4px;color:inherit;text-decoration:underline}",
+    ".msg a.file img{display:block;max-width:100%;height:auto;border-radius:8px;background:#e5e7eb}"
   ].join("");
 
   function parse(text) {
     try { return JSON.parse(text); } catch (e) { return null; }
+  }
+
+  /** A file's size for people. */
+  function size(bytes) {
+    var n = Number(bytes) || 0;
+    if (n >= 1048576) return (n / 1048576).toFixed(1) + " MB";
+    if (n >= 1024) return Math.round(n / 1024) + " KB";
+    return n + " B";
   }
 
   function el(tag, attrs, children) {
@@ -479,6 +504,9 @@
     this.cursor = null;
     this.log.textContent = "";
     this.consent.hidden = false;
+    // Files on their way belong to the conversation forgotten.
+    this.uploads.slice().forEach(function (u) { this.dropUpload(u); }, this);
+    this.attach.hidden = true;
     if (this.transcript) this.transcript.hidden = true;
     this.verify.hidden = true;
     this.setVerified(false);
@@ -620,13 +648,110 @@
     var self = this;
     this.input = el("textarea", { "aria-label": this.t("write"), placeholder: this.t("write_hint"), maxlength: "5000", rows: "1" });
     this.send = el("button", { "class": "primary", type: "submit", text: this.t("send"), "aria-label": this.t("send_label") });
-    var form = el("form", { "class": "compose" }, [this.input, this.send]);
+    // Files go into the conversation once it exists: the button shows
+    // then (`showChat`), and dropping or pasting a file does nothing before.
+    this.fileInput = el("input", { type: "file", multiple: "multiple", hidden: "hidden", tabindex: "-1", "aria-hidden": "true" });
+    this.attach = el("button", { "class": "attach", type: "button", text: "\ud83d\udcce", title: this.t("attach"), "aria-label": this.t("attach"), hidden: "hidden" });
+    this.tray = el("ul", { "class": "tray", "aria-label": this.t("attach"), hidden: "hidden" });
+    this.uploads = [];
+    this.attach.addEventListener("click", function () { self.fileInput.click(); });
+    this.fileInput.addEventListener("change", function () { self.addFiles(self.fileInput.files); self.fileInput.value = ""; });
+    this.input.addEventListener("paste", function (e) {
+      var files = e.clipboardData && e.clipboardData.files;
+      if (self.conversation && files && files.length) { e.preventDefault(); self.addFiles(files); }
+    });
+    var carriesFiles = function (e) { return e.dataTransfer && Array.prototype.indexOf.call(e.dataTransfer.types || [], "Files") >= 0; };
+    this.panel.addEventListener("dragover", function (e) {
+      if (!self.conversation || !carriesFiles(e)) return;
+      e.preventDefault();
+      self.panel.classList.add("dropping");
+    });
+    this.panel.addEventListener("dragleave", function (e) { if (e.target === self.panel) self.panel.classList.remove("dropping"); });
+    this.panel.addEventListener("drop", function (e) {
+      self.panel.classList.remove("dropping");
+      if (!self.conversation || !carriesFiles(e)) return;
+      e.preventDefault();
+      self.addFiles(e.dataTransfer.files);
+    });
+    var form = el("form", { "class": "compose" }, [this.attach, this.fileInput, this.input, this.send]);
     form.addEventListener("submit", function (e) { e.preventDefault(); self.submit(); });
     this.input.addEventListener("keydown", function (e) {
       if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); self.submit(); }
     });
     this.input.addEventListener("input", function () { self.typing(); });
+    this.panel.appendChild(this.tray);
     this.panel.appendChild(form);
+  };
+
+  /** Uploads the files chosen, dropped or pasted, up to what a message carries. */
+  Widget.prototype.addFiles = function (files) {
+    var self = this;
+    Array.prototype.slice.call(files || [], 0, Math.max(0, MAX_FILES - this.uploads.length)).forEach(function (f) { self.upload(f); });
+  };
+
+  /** Uploads one file at once, with its progress and, for a picture, a
+   * preview; it goes with the next message sent. */
+  Widget.prototype.upload = function (file) {
+    var self = this;
+    var entry = { id: null, done: false, failed: false, preview: null };
+    var item = el("li", { "class": "file" });
+    if (/^image\/(png|jpeg|gif|webp)$/.test(file.type) && window.URL && URL.createObjectURL) {
+      entry.preview = URL.createObjectURL(file);
+      item.appendChild(el("img", { src: entry.preview, alt: "" }));
+    }
+    item.appendChild(el("span", { "class": "name", text: file.name || "file", dir: "auto", title: file.name || "" }));
+    var bar = el("progress", { max: "100", value: "0", "aria-label": this.t("uploading") });
+    item.appendChild(bar);
+    var remove = el("button", { type: "button", text: "\u00d7", "aria-label": this.t("remove") + " " + (file.name || "") });
+    remove.addEventListener("click", function () { self.dropUpload(entry); });
+    item.appendChild(remove);
+    entry.item = item;
+    this.uploads.push(entry);
+    this.tray.appendChild(item);
+    this.tray.hidden = false;
+    var failed = function (why) {
+      entry.failed = true;
+      item.className = "file failed";
+      bar.replaceWith(el("span", { "class": "state", role: "alert", text: why }));
+      self.updateSend();
+    };
+    var form = new FormData();
+    form.append("file", file, file.name || "file");
+    var xhr = new XMLHttpRequest();
+    entry.xhr = xhr;
+    xhr.open("POST", this.base + "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/attachments?token=" + encodeURIComponent(this.token));
+    xhr.upload.onprogress = function (e) { if (e.lengthComputable) bar.value = Math.round(e.loaded / e.total * 100); };
+    xhr.onload = function () {
+      var body = parse(xhr.responseText);
+      if (xhr.status === 201 && body && body.attachment) {
+        entry.id = body.attachment.id;
+        entry.done = true;
+        bar.value = 100;
+        item.className = "file ready";
+        self.updateSend();
+      } else {
+        failed(self.problem({ status: xhr.status, body: body }, self.t("upload_failed")));
+      }
+    };
+    xhr.onerror = function () { failed(self.t("unreachable")); };
+    xhr.send(form);
+    this.updateSend();
+  };
+
+  /** Takes a file out of the next message (an upload not sent is removed
+   * by the server after a day). */
+  Widget.prototype.dropUpload = function (entry) {
+    if (entry.xhr && !entry.done && !entry.failed) entry.xhr.abort();
+    if (entry.preview) URL.revokeObjectURL(entry.preview);
+    if (entry.item) entry.item.remove();
+    this.uploads = this.uploads.filter(function (u) { return u !== entry; });
+    this.tray.hidden = this.uploads.length === 0;
+    this.updateSend();
+  };
+
+  /** Sending waits while a file is still on its way. */
+  Widget.prototype.updateSend = function () {
+    this.send.disabled = this.uploads.some(function (u) { return !u.done && !u.failed; });
   };
 
   Widget.prototype.buildVerification = function () {
@@ -823,6 +948,7 @@
   /** Once a conversation exists: no consent form, verification available. */
   Widget.prototype.showChat = function () {
     this.consent.hidden = true;
+    this.attach.hidden = false;
     if (this.transcript) this.transcript.hidden = false;
     if (this.verify.childNodes.length) this.verify.hidden = false;
   };
@@ -839,7 +965,9 @@
     item.className = "msg " + kind;
     item.textContent = "";
     if (kind === "operator" && m.sender.name) item.appendChild(el("span", { "class": "who", text: m.sender.name }));
-    item.appendChild(el("span", { "class": "body", text: m.body, dir: "auto" }));
+    if (m.body) item.appendChild(el("span", { "class": "body", text: m.body, dir: "auto" }));
+    var self = this;
+    (m.attachments || []).forEach(function (a) { var link = self.file(a); if (link) item.appendChild(link); });
     var at = m.created_at && new Date(m.created_at);
     if (at && !isNaN(at.getTime())) item.appendChild(el("time", { "class": "time", datetime: m.created_at, text: this.when(at) }));
     if (m.id) {
@@ -849,6 +977,21 @@
     if (!node) this.log.appendChild(item);
     this.scroll();
     return item;
+  };
+
+  /** A file a message carries: a picture as its thumbnail, anything else
+   * as a link with its name and size. Both open the signed link. */
+  Widget.prototype.file = function (a) {
+    if (!a || !/^https?:\/\//.test(a.url || "")) return null;
+    var link = el("a", { "class": "file", href: a.url, target: "_blank", rel: "noopener noreferrer" });
+    if (a.thumbnail_url && /^https?:\/\//.test(a.thumbnail_url) && a.width && a.height) {
+      var scale = Math.min(1, THUMB_BOX / a.width, THUMB_BOX / a.height);
+      link.appendChild(el("img", { src: a.thumbnail_url, alt: a.name || "", width: String(Math.round(a.width * scale)),
+        height: String(Math.round(a.height * scale)), loading: "lazy" }));
+    } else {
+      link.appendChild(el("span", { text: "\ud83d\udcc4 " + (a.name || "file") + " \u00b7 " + size(a.size), dir: "auto" }));
+    }
+    return link;
   };
 
   /** A message's time in the visitor's language: the time alone today,
@@ -881,7 +1024,10 @@
       if (!history) {
         self.emit("message", {
           id: m.id, conversation: self.conversation, body: m.body, created_at: m.created_at,
-          sender: { type: m.sender && m.sender.type, name: (m.sender && m.sender.name) || null }
+          sender: { type: m.sender && m.sender.type, name: (m.sender && m.sender.name) || null },
+          attachments: (m.attachments || []).map(function (a) {
+            return { id: a.id, name: a.name, content_type: a.content_type, size: a.size, url: a.url };
+          })
         });
       }
     });
@@ -910,7 +1056,8 @@
 
   Widget.prototype.submit = function () {
     var text = this.input.value.trim();
-    if (!text) return;
+    var files = (this.uploads || []).filter(function (u) { return u.done; });
+    if (this.send.disabled || (!text && !files.length)) return;
     if (!this.conversation && this.config.online === false && !this.emailInput.value.trim()) {
       this.consentError.hidden = false;
       this.consentError.textContent = this.t("email_needed");
@@ -925,33 +1072,39 @@
     }
     this.consentError.hidden = true;
     this.input.value = "";
+    var ids = files.map(function (u) { return u.id; });
+    var names = files.map(function (u) { return u.item.querySelector(".name").textContent; });
+    this.uploads.slice().forEach(function (u) { this.dropUpload(u); }, this);
     var pending = el("li", { "class": "msg visitor pending" });
-    pending.appendChild(el("span", { "class": "body", text: text }));
+    var shown = [text].concat(names.map(function (n) { return "\ud83d\udcce " + n; })).filter(Boolean).join("\n");
+    pending.appendChild(el("span", { "class": "body", text: shown }));
     var state = el("span", { "class": "state", text: this.t("sending") });
     pending.appendChild(state);
     this.log.appendChild(pending);
     this.scroll();
     var clientId = newUuid();
     this.pending[clientId] = pending;
-    this.deliver(text, pending, clientId);
+    this.deliver(text, pending, clientId, ids);
   };
 
   /** Sends one message; a retry sends the same client_message_id, so the
    * server recognises a message it already has. */
-  Widget.prototype.deliver = function (text, pending, clientId) {
+  Widget.prototype.deliver = function (text, pending, clientId, ids) {
     var self = this;
     // While the conversation is being opened, later messages wait for it,
     // so a quick second message cannot open a second conversation.
     if (!this.conversation && this.opening) {
-      this.opening.then(function () { self.deliver(text, pending, clientId); });
+      this.opening.then(function () { self.deliver(text, pending, clientId, ids); });
       return;
     }
     var opens = !this.conversation;
     var generation = this.generation;
     var request;
     if (this.conversation) {
-      request = api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages",
-        { token: this.token, body: text, current_url: pageUrl(), client_message_id: clientId });
+      var message = { token: this.token, current_url: pageUrl(), client_message_id: clientId };
+      if (text) message.body = text;
+      if (ids && ids.length) message.attachment_ids = ids;
+      request = api(this.base, "POST", "/api/v1/widget/conversations/" + encodeURIComponent(this.conversation) + "/messages", message);
     } else {
       request = this.sync({ name: this.nameInput.value.trim(), email: this.emailInput.value.trim() }).then(function (synced) {
         // A logout meanwhile: this message is no longer anyone's here.
@@ -982,29 +1135,30 @@
         // A new conversation has no stream yet: loading it starts one.
         if (opens || !self.source) self.poll();
       } else {
-        self.failed(text, pending, self.problem(res, self.t("not_sent")), clientId);
+        self.failed(text, pending, self.problem(res, self.t("not_sent")), clientId, ids);
       }
-    }).catch(function () { self.failed(text, pending, self.t("not_sent_unreachable"), clientId); });
+    }).catch(function () { self.failed(text, pending, self.t("not_sent_unreachable"), clientId, ids); });
     if (opens) {
       this.opening = settled.then(function () { self.opening = null; });
     }
   };
 
-  Widget.prototype.failed = function (text, pending, why, clientId) {
+  Widget.prototype.failed = function (text, pending, why, clientId, ids) {
     var self = this;
     // The stream brought the message while its answer was lost: it was
     // sent, and is shown already.
     if (!this.pending[clientId]) return;
     pending.className = "msg visitor failed";
+    var shown = pending.querySelector(".body");
     pending.textContent = "";
-    pending.appendChild(el("span", { "class": "body", text: text }));
+    pending.appendChild(el("span", { "class": "body", text: shown ? shown.textContent : text }));
     var state = el("span", { "class": "state", role: "alert", text: why });
     var retry = el("button", { "class": "retry", type: "button", text: this.t("retry"), "aria-label": this.t("retry_label") });
     retry.addEventListener("click", function () {
       pending.className = "msg visitor pending";
       state.textContent = self.t("sending");
       retry.remove();
-      self.deliver(text, pending, clientId);
+      self.deliver(text, pending, clientId, ids);
     });
     state.appendChild(retry);
     pending.appendChild(state);

@@ -164,7 +164,7 @@ pub fn page_policy(public_origin: &str) -> HeaderValue {
     let own = if public_origin.is_empty() { String::new() } else { format!(" {public_origin}") };
     let policy = format!(
         "default-src 'none'; script-src 'self'{own}; connect-src 'self'{own}; style-src 'self' 'unsafe-inline'; \
-         img-src 'self' data:; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+         img-src 'self'{own} data: blob:; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     );
     HeaderValue::from_str(&policy).unwrap_or_else(|_| HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"))
 }

@@ -73,6 +73,24 @@ pub fn cross_site(headers: &HeaderMap) -> bool {
     headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).is_some_and(|site| site != "same-origin" && site != "none")
 }
 
+/// The header a page's script sends the session's token in, where the
+/// body is not a form of fields (an upload).
+pub const HEADER: &str = "x-parley-csrf";
+
+/// A request whose `x-parley-csrf` header carries the session's token,
+/// from this site: checked before the body is read.
+pub struct HeaderToken;
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for HeaderToken {
+    type Rejection = super::error::PageError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let expected = super::cookies::read(&parts.headers, super::cookies::SESSION).map(session_token).unwrap_or_default();
+        let given = parts.headers.get(HEADER).and_then(|v| v.to_str().ok());
+        if accepts(&parts.headers, given, &expected) { Ok(HeaderToken) } else { Err(super::error::PageError::Forged) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,7 @@ pub fn routes() -> Router<AppState> {
         .route("/app/conversations/{id}/reply", get(c::show_page).post(c::reply))
         .route("/app/conversations/{id}/note", get(c::show_page).post(c::note))
         .route("/app/conversations/{id}/typing", get(c::show_page).post(c::typing))
+        .route("/app/conversations/{id}/attachments", get(c::show_page).post(c::upload))
         .route("/app/conversations/{id}/take", get(c::show_page).post(c::take))
         .route("/app/conversations/{id}/hand-over", get(c::show_page).post(c::hand_over))
         .route("/app/conversations/{id}/close", get(c::show_page).post(c::close))

@@ -56,14 +56,22 @@ pub struct SitePatchRequest {
     texts: Option<SiteTextsByLanguage>,
     #[schema(schema_with = schema::business_hours)]
     business_hours: Option<Hours>,
+    /// The kinds of file visitors and operators may attach (an empty list:
+    /// none). The default is images, pdf, text and office.
+    attachment_types: Option<Vec<schema::FileKindName>>,
 }
 
 impl SitePatchRequest {
     pub fn patch(self) -> Result<SitePatch, parley_domain::DomainError> {
-        if self.locale.is_none() && self.texts.is_none() && self.business_hours.is_none() {
-            return Err(parley_domain::DomainError::invalid("locale", "give locale, texts, business_hours or several"));
+        if self.locale.is_none() && self.texts.is_none() && self.business_hours.is_none() && self.attachment_types.is_none() {
+            return Err(parley_domain::DomainError::invalid("locale", "give locale, texts, business_hours, attachment_types or several"));
         }
-        Ok(SitePatch { locale: self.locale.map(|l| l.0), texts: self.texts.map(|t| t.0), hours: self.business_hours.map(|h| h.0) })
+        Ok(SitePatch {
+            locale: self.locale.map(|l| l.0),
+            texts: self.texts.map(|t| t.0),
+            hours: self.business_hours.map(|h| h.0),
+            file_kinds: self.attachment_types.map(|list| list.into_iter().map(|k| k.0).collect()),
+        })
     }
 }
 

@@ -180,6 +180,32 @@ impl Item for AttachmentId {
     }
 }
 
+/// A kind of file a site takes (`images`, `pdf`, …).
+pub struct FileKindName(pub parley_domain::attachments::kinds::FileKind);
+
+impl utoipa::PartialSchema for FileKindName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <Self as Item>::item_schema()
+    }
+}
+
+impl utoipa::ToSchema for FileKindName {}
+
+impl Item for FileKindName {
+    fn item_schema() -> Schema {
+        let names: Vec<&str> = parley_domain::attachments::kinds::FileKind::ALL.iter().map(|k| k.as_str()).collect();
+        one_of(&names, false).into()
+    }
+
+    fn item(v: &Value) -> Result<Self, String> {
+        let names: Vec<&str> = parley_domain::attachments::kinds::FileKind::ALL.iter().map(|k| k.as_str()).collect();
+        v.as_str()
+            .and_then(parley_domain::attachments::kinds::FileKind::parse)
+            .map(FileKindName)
+            .ok_or_else(|| format!("must be one of {}", names.join(", ")))
+    }
+}
+
 /// The uploads a message names, at most ten. Read after `body`, which
 /// it makes optional: a message without them needs its text, and that
 /// is told with the other fields' problems.

@@ -7,6 +7,8 @@ use parley_domain::webhooks::{Delivery, Webhook};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use parley_domain::attachments::kinds::FileKind;
+
 use super::mobile::UserView;
 use super::widget::WidgetAppearanceView;
 use super::{DateTime, at};
@@ -27,6 +29,9 @@ pub struct AdminSiteView {
     /// Null: always open.
     #[schema(value_type = Option<Object>)]
     pub business_hours: Option<parley_domain::hours::BusinessHours>,
+    /// The kinds of file visitors and operators may attach.
+    #[schema(example = json!(["images", "pdf", "text", "office"]))]
+    pub attachment_types: Vec<&'static str>,
 }
 
 impl From<&Site> for AdminSiteView {
@@ -41,6 +46,7 @@ impl From<&Site> for AdminSiteView {
             locale: s.settings.locale.clone().unwrap_or_else(|| "auto".to_owned()),
             texts: s.settings.texts.clone(),
             business_hours: s.settings.hours.clone(),
+            attachment_types: FileKind::ALL.into_iter().filter(|k| s.settings.takes(*k)).map(FileKind::as_str).collect(),
         }
     }
 }

@@ -458,3 +458,32 @@ async fn uploads_no_message_names_go_after_a_day() {
     assert_eq!(status, StatusCode::OK);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_site_chooses_the_kinds_of_file_it_takes() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let path = format!("/api/v1/admin/sites/{}", f.scope.site.0);
+    let (status, body) = app.authed(Method::PATCH, &path, &admin, Some(json!({"attachment_types": ["pdf", "pdf", "archives"]}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["site"]["attachment_types"], json!(["pdf", "archives"]));
+    let (status, body) = app.authed(Method::PATCH, &path, &admin, Some(json!({"attachment_types": ["movies"]}))).await;
+    assert_fields(status, &body, &["attachment_types"]);
+    let (status, body) = app.authed(Method::PATCH, &path, &admin, Some(json!({"attachment_types": "pdf"}))).await;
+    assert_fields(status, &body, &["attachment_types"]);
+
+    let public_id = app.open_conversation("/api/v1", &f.token, "v1", "hello").await;
+    let (status, body) = visitor_upload(&app, "/api/v1", &f.token, &public_id, "a.png", &png(10, 10)).await;
+    assert_fields(status, &body, &["file"]);
+    assert!(body["error"]["fields"]["file"][0].as_str().unwrap().contains("(pdf, archives)"), "{body}");
+    let (status, body) = visitor_upload(&app, "/api/v1", &f.token, &public_id, "a.pdf", PDF).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // None at all.
+    let (status, _) = app.authed(Method::PATCH, &path, &admin, Some(json!({"attachment_types": []}))).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = visitor_upload(&app, "/api/v1", &f.token, &public_id, "b.pdf", PDF).await;
+    assert_fields(status, &body, &["file"]);
+    assert!(body["error"]["fields"]["file"][0].as_str().unwrap().contains("no files"), "{body}");
+    app.stop().await;
+}

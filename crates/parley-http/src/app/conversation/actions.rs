@@ -92,8 +92,33 @@ pub async fn reply(
         Ok(reply) => reply,
         Err(e) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, said(&e, "body", "The reply")).await,
     };
-    let done = s.inbox.reply(&who.session, id, Content::text(reply.body.0), reply.client_message_id.map(|c| c.0)).await.map(drop);
+    let files = reply.attachment_ids.map(|a| a.0).unwrap_or_default();
+    if reply.body.is_none() && files.is_empty() {
+        let why = "The reply is required.".to_owned();
+        return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, why).await;
+    }
+    let content = match Content::new(reply.body.map(|b| b.0), files) {
+        Ok(content) => content,
+        Err(e) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, said(&e, "body", "The reply")).await,
+    };
+    let done = s.inbox.reply(&who.session, id, content, reply.client_message_id.map(|c| c.0)).await.map(drop);
     settle(&s, &who, id, (Which::Reply, LATEST), text, done).await
+}
+
+/// A file for the next reply, uploaded by the page's script with the
+/// session's anti-forgery token in a header (the body is the file). Its
+/// answer is the API's, which the script reads.
+pub async fn upload(
+    State(s): State<AppState>,
+    who: WebSession,
+    Conversation(id): Conversation,
+    _token: crate::app::csrf::HeaderToken,
+    upload: crate::extract::FileUpload,
+) -> Result<(StatusCode, axum::Json<crate::views::widget::UploadResponse>), crate::error::ApiError> {
+    let target = s.inbox.upload_target(&who.session, id).await?;
+    let attachment = s.attachments.upload(target, &upload.name, upload.body).await?;
+    let body = crate::views::widget::UploadResponse::new(&attachment).ok_or(crate::error::ApiError::Internal)?;
+    Ok((StatusCode::CREATED, axum::Json(body)))
 }
 
 /// The operator is typing a reply: the visitor's widget shows it (see

@@ -8,11 +8,34 @@ use parley_domain::validate;
 use crate::extract::{Field, Fields, FromFields, Invalid, Schema, Shape};
 use crate::requests::schema::{self, MessageBody, Note};
 
-/// A reply to the visitor.
+/// A reply to the visitor: text, files the page's script uploaded, or both.
 #[derive(FromFields)]
 pub struct ReplyForm {
-    pub body: MessageBody,
+    pub body: Option<MessageBody>,
     pub client_message_id: Option<QuietClientId>,
+    /// The uploads, comma-separated (one hidden field the script fills).
+    pub attachment_ids: Option<AttachmentIdList>,
+}
+
+/// Attachment ids, comma-separated.
+pub struct AttachmentIdList(pub Vec<String>);
+
+impl Field for AttachmentIdList {
+    const SHAPE: Shape = Shape::Text;
+
+    fn schema() -> Schema {
+        schema::rule(&validate::ATTACHMENT_ID, false).into()
+    }
+
+    fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
+        f.optional(name, |s| {
+            let ids: Vec<String> = s.split(',').map(str::trim).filter(|id| !id.is_empty()).map(str::to_owned).collect();
+            for id in &ids {
+                validate::ATTACHMENT_ID.check(id)?;
+            }
+            Ok(AttachmentIdList(ids))
+        })
+    }
 }
 
 /// A note for operators: unlike a transfer's, it must have text.

@@ -23,7 +23,7 @@ use super::path::Id;
 use super::session::WebSession;
 use crate::AppState;
 
-pub use actions::{close, hand_over, note, reopen, reply, show_page, take, typing};
+pub use actions::{close, hand_over, note, reopen, reply, show_page, take, typing, upload};
 
 /// Messages a page shows at most, the latest; a page stays small.
 const SHOWN: u32 = 200;
@@ -120,5 +120,5 @@ async fn show(
     {
         tracing::warn!(error = %e, "a read marker could not be moved");
     }
-    Ok(respond(status, view::page(who, &t, problem.as_ref())))
+    Ok(respond(status, view::page(who, &t, problem.as_ref(), s.attachments.links())))
 }

@@ -2,8 +2,9 @@
 //! (`summary`, `messages`, `actions`, `visitor`) has an id of its own.
 
 use maud::{Markup, html};
+use parley_domain::attachments::links::Links;
 use parley_domain::inbox::Transcript;
-use parley_domain::model::{ConversationId, ConversationStatus, Message, SenderKind};
+use parley_domain::model::{AttachmentRef, ConversationId, ConversationStatus, Message, SenderKind};
 
 use super::{Problem, Which, path};
 use crate::app::csrf;
@@ -14,7 +15,7 @@ use crate::app::session::WebSession;
 /// form below it, so a long thread is not scrolled through again.
 pub const LATEST: &str = "latest";
 
-pub fn page(who: &WebSession, t: &Transcript, problem: Option<&Problem>) -> Markup {
+pub fn page(who: &WebSession, t: &Transcript, problem: Option<&Problem>, links: &Links) -> Markup {
     let id = t.details.conversation.id;
     let title = visitor_name(&t.details.visitor);
     let last = t.messages.len().saturating_sub(1);
@@ -30,7 +31,7 @@ pub fn page(who: &WebSession, t: &Transcript, problem: Option<&Problem>) -> Mark
                     p.earlier { "Earlier messages are not shown; the mobile API lists them all." }
                 }
                 ol #messages.messages aria-label="Messages" {
-                    @for (i, m) in t.messages.iter().enumerate() { (message(m, i == last)) }
+                    @for (i, m) in t.messages.iter().enumerate() { (message(m, i == last, links)) }
                 }
                 // "The visitor is typing", shown by the page's script.
                 p #typing.typing aria-live="polite" hidden {}
@@ -64,7 +65,7 @@ fn summary(t: &Transcript) -> Markup {
     }
 }
 
-fn message(m: &Message, latest: bool) -> Markup {
+fn message(m: &Message, latest: bool, links: &Links) -> Markup {
     let (class, sender) = match m.sender.kind {
         SenderKind::Visitor => ("visitor", m.sender.name.clone().unwrap_or_else(|| "Visitor".into())),
         SenderKind::Operator => ("operator", m.sender.name.clone().unwrap_or_else(|| "Operator".into())),
@@ -81,10 +82,33 @@ fn message(m: &Message, latest: bool) -> Markup {
                     @if let Some(seen) = m.read_by_visitor_at { " · " span.seen { "Seen " (when(seen)) } }
                 }
             }
-            p.body {
-                (m.body)
-                // Who closed or reopened it, for operators' eyes.
-                @if let (SenderKind::System, Some(actor)) = (m.sender.kind, &m.sender.name) { " by " (actor) }
+            @if !m.body.is_empty() {
+                p.body {
+                    (m.body)
+                    // Who closed or reopened it, for operators' eyes.
+                    @if let (SenderKind::System, Some(actor)) = (m.sender.kind, &m.sender.name) { " by " (actor) }
+                }
+            }
+            @if !m.attachments.is_empty() {
+                ul.files {
+                    @for a in &m.attachments { li { (file(a, links)) } }
+                }
+            }
+        }
+    }
+}
+
+/// A file of a message: a picture as its thumbnail, anything else as a
+/// link with its name and size; both open the signed link.
+fn file(a: &AttachmentRef, links: &Links) -> Markup {
+    let (url, thumbnail) = links.of(a);
+    html! {
+        a.file href=(url) target="_blank" rel="noopener noreferrer" {
+            @if let (Some(src), Some(w), Some(h)) = (thumbnail, a.width, a.height) {
+                @let scale = (240.0 / f64::from(w.max(h))).min(1.0);
+                img src=(src) alt=(a.name) loading="lazy" width=((f64::from(w) * scale).round() as u32) height=((f64::from(h) * scale).round() as u32);
+            } @else {
+                "📄 " (a.name) " · " (parley_domain::attachments::names::bytes(a.size))
             }
         }
     }
@@ -121,6 +145,18 @@ fn compose(who: &WebSession, id: ConversationId, c: Compose, problem: Option<&Pr
             @if let Some(p) = problem { p.problem id=(problem_id) role="alert" { (p) } }
             textarea id=(c.field) name="body" rows=(c.rows) required aria-describedby=[problem.map(|_| &problem_id)] { (text) }
             button type="submit" { (c.button) }
+            // Files, through the page's script (shown by it): chosen,
+            // dropped or pasted, uploaded at once, sent with the reply.
+            // After the button, so Tab goes from the text to sending.
+            @if c.which == Which::Reply {
+                input type="hidden" name="attachment_ids" value="";
+                div.attachments hidden {
+                    label.visually-hidden for="reply-files" { "Files for this reply" }
+                    input #reply-files type="file" multiple hidden;
+                    button.attach type="button" aria-controls="reply-files" { "Attach files" }
+                    ul.tray aria-label="Files for this reply" {}
+                }
+            }
         }
     }
 }
