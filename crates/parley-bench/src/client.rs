@@ -31,12 +31,14 @@ pub struct Call {
     pub uri: Uri,
     pub body: Option<Bytes>,
     pub bearer: Option<HeaderValue>,
+    /// The body's type when it is not JSON.
+    pub content_type: Option<HeaderValue>,
 }
 
 impl Call {
     fn new(method: Method, path: &str) -> Self {
         let uri = path.parse().unwrap_or_else(|_| Uri::from_static("/"));
-        Self { method, uri, body: None, bearer: None }
+        Self { method, uri, body: None, bearer: None, content_type: None }
     }
 
     pub fn get(path: impl AsRef<str>) -> Self {
@@ -45,6 +47,12 @@ impl Call {
 
     pub fn post(path: impl AsRef<str>, body: &serde_json::Value) -> Self {
         Self { body: Some(Bytes::from(body.to_string())), ..Self::new(Method::POST, path.as_ref()) }
+    }
+
+    /// A POST of `body` as it is, of type `content_type` (an upload).
+    pub fn post_raw(path: impl AsRef<str>, content_type: &str, body: Bytes) -> Self {
+        let content_type = HeaderValue::from_str(content_type).ok();
+        Self { body: Some(body), content_type, ..Self::new(Method::POST, path.as_ref()) }
     }
 
     pub fn delete(path: impl AsRef<str>) -> Self {
@@ -85,7 +93,8 @@ impl Conn {
         }
         let mut builder = Request::builder().method(call.method.clone()).uri(call.uri.clone()).header(HOST, self.host.clone());
         if call.body.is_some() {
-            builder = builder.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            let content_type = call.content_type.clone().unwrap_or(HeaderValue::from_static("application/json"));
+            builder = builder.header(CONTENT_TYPE, content_type);
         }
         if let Some(auth) = &call.bearer {
             builder = builder.header(AUTHORIZATION, auth.clone());

@@ -9,6 +9,7 @@
 
 mod ceiling;
 mod client;
+mod files;
 mod load;
 mod process;
 mod pushes;
@@ -93,7 +94,7 @@ struct RunArgs {
     #[arg(long, default_value_t = 2000)]
     push_devices: usize,
     /// Scenarios to run, comma-separated: post, poll-empty, poll-latest,
-    /// inbox, webhooks, mix, streams, pushes (all by default; `pushes`
+    /// inbox, webhooks, mix, streams, pushes, files (all by default; `pushes`
     /// needs the bench to start the server, whose relay it is). `streams` holds one
     /// stream per visitor (`--visitors`) while `--rate` messages a second
     /// arrive for `--mix-duration` seconds; a server given with `--target`
@@ -129,6 +130,13 @@ struct RunArgs {
     /// Also write the report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// The Python of the S3 peer (`tests/s3/peer.py`), for the `files`
+    /// scenario's object-store figures (`scripts/bench` makes its venv).
+    #[arg(long, requires = "s3_peer")]
+    s3_python: Option<PathBuf>,
+    /// The S3 peer's script.
+    #[arg(long, requires = "s3_python")]
+    s3_peer: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -158,7 +166,7 @@ fn main() -> ExitCode {
 }
 
 /// The scenarios `--only` may name.
-const SCENARIOS: [&str; 8] = ["post", "poll-empty", "poll-latest", "inbox", "webhooks", "mix", "streams", "pushes"];
+const SCENARIOS: [&str; 9] = ["post", "poll-empty", "poll-latest", "inbox", "webhooks", "mix", "streams", "pushes", "files"];
 
 fn wants(args: &RunArgs, scenario: &str) -> bool {
     args.only.is_empty() || args.only.iter().any(|s| s == scenario)
@@ -170,6 +178,19 @@ async fn run(args: RunArgs) -> Result<(), String> {
     let parley_bin = args.parley.clone().unwrap_or_else(|| own.with_file_name("parley"));
     // The server runs in a temporary folder: a relative path would not reach it.
     let parley_bin = std::fs::canonicalize(&parley_bin).map_err(|e| format!("cannot find {}: {e}", parley_bin.display()))?;
+
+    let s3 = match (&args.s3_python, &args.s3_peer) {
+        (Some(python), Some(script)) => Some(files::S3Args { python: python.clone(), script: script.clone() }),
+        _ => None,
+    };
+    // Attachments alone start servers of their own: nothing else is set up.
+    if !args.only.is_empty() && args.only.iter().all(|s| s == "files") {
+        let figures = files::run(&parley_bin, s3).await?;
+        if let Some(path) = &args.json {
+            std::fs::write(path, serde_json::to_string_pretty(&figures).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        }
+        return Ok(());
+    }
 
     // The server under test: started here, or given.
     let mut push_receiver = None;
@@ -325,6 +346,11 @@ async fn run(args: RunArgs) -> Result<(), String> {
         let visitors = setup::conversations(addr, &bench.tenant.widget_token, args.visitors as usize, 1, &format!("{label}-mix")).await?;
         println!("Measuring the mix for {} s", args.mix_duration);
         bench.mix(visitors).await;
+    }
+    if wants(&args, "files") {
+        println!("Measuring attachments");
+        let figures = files::run(&parley_bin, s3).await?;
+        bench.report.notes.push(("files".into(), figures));
     }
     bench.report.print();
     if let Some(path) = &args.json {

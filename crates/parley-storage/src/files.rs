@@ -4,9 +4,10 @@
 //! code path streams to either.
 //!
 //! A body is written as a multipart upload in parts of [`PART`] bytes
-//! with at most [`IN_FLIGHT`] parts on their way: memory per upload stays
-//! bounded whatever the file's size, and an upload that fails or goes
-//! past its limit is aborted, which leaves nothing behind (object_store
+//! ([`LOCAL_PART`] in a folder) with at most [`IN_FLIGHT`] parts on their
+//! way: memory per upload stays bounded whatever the file's size, and an
+//! upload that fails or goes past its limit is aborted, which leaves
+//! nothing behind (object_store
 //! stages a local upload in a temporary file and an S3 one as parts the
 //! abort removes).
 
@@ -24,6 +25,9 @@ use parley_domain::files::{ByteStream, FileError, FileStore, HEAD_BYTES, Stored}
 
 /// S3's smallest part but the last.
 const PART: usize = 5 * 1024 * 1024;
+/// A folder's parts: nothing requires them large, and each upload holds
+/// its part in memory while it fills, so twenty at once stay small.
+const LOCAL_PART: usize = 256 * 1024;
 /// Parts of one upload on their way at once.
 const IN_FLIGHT: usize = 2;
 
@@ -135,7 +139,8 @@ impl Files {
     async fn write(&self, key: &str, mut body: ByteStream, max: u64) -> Result<Stored, FileError> {
         let location = path(key)?;
         let upload = self.store.put_multipart(&location).await.map_err(store_error)?;
-        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART);
+        let part = if self.folder.is_some() { LOCAL_PART } else { PART };
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, part);
         let mut size = 0u64;
         let mut head = Vec::new();
         while let Some(chunk) = body.next().await {
