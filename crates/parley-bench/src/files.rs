@@ -200,8 +200,9 @@ impl Parley {
             ids.push(id);
         }
         let path = format!("/api/v1/widget/conversations/{}/messages", self.public_id);
-        let (status, sent) =
-            once(addr, Call::post(path, &json!({"token": self.widget_token, "attachment_ids": [ids[0]]}))).await.map_err(|e| e.to_string())?;
+        let (status, sent) = once(addr, Call::post(path, &json!({"token": self.widget_token, "attachment_ids": [ids[0]]})))
+            .await
+            .map_err(|e| e.to_string())?;
         if status != 201 {
             return Err(format!("naming the file failed with {status}: {sent}"));
         }
@@ -302,10 +303,8 @@ impl Peer {
 
     /// The same bytes put and got through the object store client alone.
     async fn direct(&self, data: &Bytes) -> Result<Line, String> {
-        let credentials = parley_storage::files::S3Credentials {
-            access_key_id: self.field("access_key"),
-            secret_access_key: self.field("secret_key"),
-        };
+        let credentials =
+            parley_storage::files::S3Credentials { access_key_id: self.field("access_key"), secret_access_key: self.field("secret_key") };
         let store = parley_storage::files::open(&self.url("direct"), Some(credentials)).map_err(|e| e.to_string())?;
         let (mut up, mut down) = (Vec::new(), Vec::new());
         for i in 0..REPEAT {

@@ -82,6 +82,9 @@ pub enum DomainError {
     /// An upload past the size limit (in bytes): nothing was kept.
     #[error("larger than {0} bytes")]
     TooLarge(u64),
+    /// An upload that did not arrive within the request's read time.
+    #[error("upload timed out")]
+    UploadTimedOut,
     /// The tenant's files would take more than its quota.
     #[error("quota exceeded")]
     QuotaExceeded,

@@ -27,6 +27,9 @@ pub enum FileError {
     /// nothing is kept.
     #[error("the upload was cut short: {0}")]
     Cut(String),
+    /// The body did not arrive within the time it had: nothing is kept.
+    #[error("the upload took too long")]
+    TimedOut,
     /// The store failed (a disk, a network, the object store's answer).
     #[error("the file store failed: {0}")]
     Store(String),

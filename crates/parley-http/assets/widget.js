@@ -908,7 +908,9 @@
     var latest = count ? this.unread[ids.reduce(function (a, b) { return Number(a) > Number(b) ? a : b; })] : null;
     this.preview.hidden = !latest || this.open || this.launcher.hidden;
     if (latest) {
-      var text = latest.body.length > 90 ? latest.body.slice(0, 90) + "\u2026" : latest.body;
+      // A message of files alone is shown by its files' names.
+      var said = latest.body || (latest.attachments || []).map(function (a) { return "\ud83d\udcce " + a.name; }).join(", ");
+      var text = said.length > 90 ? said.slice(0, 90) + "\u2026" : said;
       this.preview.textContent = "";
       if (latest.sender && latest.sender.name) this.preview.appendChild(el("span", { "class": "who", text: latest.sender.name }));
       this.preview.appendChild(document.createTextNode(text));

@@ -170,8 +170,9 @@ fn domain_answer(e: DomainError) -> Answer {
         DomainError::QuotaExceeded => Answer::new(
             S::UNPROCESSABLE_ENTITY,
             "quota_exceeded",
-            "This account's files take all the space it has; remove conversations' files or ask for more.",
+            "This account's files take all the space it may use (PARLEY_FILES_QUOTA_PER_TENANT); no file can be added until it grows.",
         ),
+        DomainError::UploadTimedOut => ApiError::RequestTimeout.answer(),
         DomainError::Unavailable(reason) => {
             tracing::error!(reason, "service unavailable");
             Answer::unavailable()

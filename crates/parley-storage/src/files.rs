@@ -33,9 +33,9 @@ const IN_FLIGHT: usize = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FilesError {
-    #[error("PARLEY_FILES_URL must start with file:// or s3://, not {0}")]
+    #[error("must start with file:// or s3://, not {0}")]
     Scheme(String),
-    #[error("PARLEY_FILES_URL: {0}")]
+    #[error("{0}")]
     Invalid(String),
     #[error("the files folder {0} cannot be made: {1}")]
     Folder(String, std::io::Error),
@@ -62,6 +62,7 @@ pub struct S3Credentials {
 /// `s3://<bucket>/<prefix>?endpoint=…&region=…` with `credentials`, or
 /// else those of the usual `AWS_*` variables (or the machine's role).
 pub fn open(url: &str, credentials: Option<S3Credentials>) -> Result<Arc<dyn FileStore>, FilesError> {
+    check(url)?;
     if let Some(folder) = url.strip_prefix("file://") {
         return open_folder(FsPath::new(folder), url);
     }
@@ -69,6 +70,30 @@ pub fn open(url: &str, credentials: Option<S3Credentials>) -> Result<Arc<dyn Fil
         return open_s3(url, credentials);
     }
     Err(FilesError::Scheme(url.chars().take(40).collect()))
+}
+
+/// Whether `url` names a store `open` can open, without touching it: the
+/// configuration's check at start, and `open`'s own.
+pub fn check(url: &str) -> Result<(), FilesError> {
+    if let Some(folder) = url.strip_prefix("file://") {
+        return if folder.is_empty() { Err(FilesError::Invalid("file:// needs a folder".into())) } else { Ok(()) };
+    }
+    if !url.starts_with("s3://") {
+        return Err(FilesError::Scheme(url.chars().take(40).collect()));
+    }
+    let parsed = url::Url::parse(url).map_err(|e| FilesError::Invalid(e.to_string()))?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(FilesError::Invalid("s3:// needs a bucket".into()));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(FilesError::Invalid(
+            "s3:// takes no credentials in the URL: set PARLEY_S3_ACCESS_KEY_ID and PARLEY_S3_SECRET_ACCESS_KEY".into(),
+        ));
+    }
+    match parsed.query_pairs().find(|(k, _)| k != "endpoint" && k != "region") {
+        Some((other, _)) => Err(FilesError::Invalid(format!("s3:// takes endpoint and region, not {other}"))),
+        None => Ok(()),
+    }
 }
 
 fn open_folder(folder: &FsPath, url: &str) -> Result<Arc<dyn FileStore>, FilesError> {
@@ -145,6 +170,7 @@ impl Files {
         let mut head = Vec::new();
         while let Some(chunk) = body.next().await {
             let refusal = match chunk {
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Some(FileError::TimedOut),
                 Err(e) => Some(FileError::Cut(e.to_string())),
                 Ok(chunk) => {
                     size += chunk.len() as u64;
@@ -285,6 +311,8 @@ mod tests {
         assert!(matches!(open("file://", None), Err(FilesError::Invalid(_))));
         assert!(matches!(open("s3:///prefix", None), Err(FilesError::Invalid(_))));
         assert!(matches!(open("s3://bucket?colour=red", None), Err(FilesError::Invalid(_))));
+        assert!(matches!(check("s3://key:secret@bucket/p"), Err(FilesError::Invalid(_))), "no credentials in the URL");
+        assert!(check("s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=eu").is_ok());
         let s3 = open("s3://bucket/attachments?endpoint=http://127.0.0.1:9&region=us-east-1", None).unwrap();
         assert!(s3.shared(), "an object store is every instance's");
     }

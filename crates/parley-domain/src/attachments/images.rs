@@ -18,6 +18,9 @@ pub const MAX_PIXELS: u64 = 25_000_000;
 pub const MAX_ALLOC: u64 = 128 * 1024 * 1024;
 /// The longest side of a thumbnail.
 pub const THUMBNAIL_SIDE: u32 = 320;
+/// The largest file decoded at all: a picture of 25 megapixels is well
+/// under it; a larger one is kept as a download without being read back.
+pub const MAX_FILE: u64 = 32 * 1024 * 1024;
 
 /// What decoding found.
 #[derive(Debug)]
@@ -51,12 +54,24 @@ fn reader(bytes: &[u8], format: ImageFormat) -> ImageReader<Cursor<&[u8]>> {
     reader
 }
 
+/// A picture's size in pixels from its first bytes, when they hold its
+/// header (they do for PNG, GIF and WebP; a JPEG's may come later).
+pub fn dimensions(head: &[u8], content_type: &str) -> Option<(u32, u32)> {
+    let format = ImageFormat::from_mime_type(content_type)?;
+    reader(head, format).into_dimensions().ok()
+}
+
+/// Whether a picture of this size is decoded at all.
+pub fn decodable(width: u32, height: u32) -> bool {
+    u64::from(width) * u64::from(height) <= MAX_PIXELS
+}
+
 /// Decodes a picture of `content_type` (one of `kinds::PICTURES`) and
 /// makes its thumbnail. CPU-bound: run it off the threads that serve.
 pub fn inspect(bytes: &[u8], content_type: &str) -> Result<Picture, NotShown> {
     let format = ImageFormat::from_mime_type(content_type).ok_or(NotShown::Unreadable)?;
     let (width, height) = reader(bytes, format).into_dimensions().map_err(|_| NotShown::Unreadable)?;
-    if u64::from(width) * u64::from(height) > MAX_PIXELS {
+    if !decodable(width, height) {
         return Err(NotShown::TooLarge);
     }
     let image = reader(bytes, format).decode().map_err(|e| match e {
@@ -65,11 +80,6 @@ pub fn inspect(bytes: &[u8], content_type: &str) -> Result<Picture, NotShown> {
     })?;
     let thumbnail = thumbnail(&image).ok_or(NotShown::Unreadable)?;
     Ok(Picture { width, height, thumbnail })
-}
-
-/// The media type of the thumbnails [`inspect`] makes of an image.
-pub fn thumbnail_type(has_alpha: bool) -> &'static str {
-    if has_alpha { "image/png" } else { "image/jpeg" }
 }
 
 fn thumbnail(image: &DynamicImage) -> Option<Vec<u8>> {
@@ -132,9 +142,12 @@ mod tests {
     fn a_bomb_is_refused_before_it_is_decoded() {
         // 40,000 x 40,000: 6.4 GB as RGBA, in a file of 70 bytes.
         assert_eq!(inspect(&claiming(40_000, 40_000), "image/png").err(), Some(NotShown::TooLarge));
-        // Within the pixel bound, the decoder's own limit still holds
-        // and the lie is found.
+        // Within the pixel bound, decoding finds the lie: the data ends
+        // long before 4,000 rows.
         assert_eq!(inspect(&claiming(4_000, 4_000), "image/png").err(), Some(NotShown::Unreadable));
+        // The header alone tells, before anything is read back.
+        assert_eq!(dimensions(&claiming(40_000, 40_000), "image/png"), Some((40_000, 40_000)));
+        assert!(!decodable(40_000, 40_000));
     }
 
     #[test]

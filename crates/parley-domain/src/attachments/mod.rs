@@ -26,6 +26,11 @@ use crate::store::WriteTx;
 /// How long an upload may wait for a message to name it.
 pub const UNNAMED_FOR: std::time::Duration = std::time::Duration::from_secs(86_400);
 
+/// Uploads one side of a conversation may hold unsent: two messages'
+/// worth. Unsent uploads count against the tenant's quota until they are
+/// swept, so a visitor (whose token is public) must not pile them up.
+pub const MAX_UNSENT: u64 = 2 * MAX_ATTACHMENTS as u64;
+
 /// The uploads `new` names, checked and locked: each a finished upload
 /// of the sender's side (visitor or operator) in `c`, named by no
 /// message yet, at most [`MAX_ATTACHMENTS`], none twice. Anything else

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tokio::sync::Semaphore;
 
-use super::images::{self, NotShown};
+use super::images;
 use super::kinds::{self, FileKind};
 use super::links::{LinkError, Links, Variant};
 use super::names;
@@ -17,6 +17,10 @@ use crate::model::{
     Attachment, AttachmentFacts, ConversationId, ConversationScope, NewAttachment, OperatorId, PictureFacts, SenderKind, SiteSettings,
 };
 use crate::store::Database;
+
+/// How long an upload waits for the picture decoder before its picture is
+/// kept as a plain download.
+const DECODER_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// `PARLEY_ATTACHMENT_MAX` and `PARLEY_FILES_QUOTA_PER_TENANT`.
 #[derive(Clone, Copy, Debug)]
@@ -84,11 +88,6 @@ impl AttachmentService {
         self.settings
     }
 
-    /// Where files are kept, for the log and the health report.
-    pub fn store(&self) -> &dyn FileStore {
-        self.files.as_ref()
-    }
-
     /// Receives a file. `name` is the client's (cleaned, kept only to be
     /// shown); the type comes from the content. Past the size limit, on a
     /// body cut short, a type the site does not take or the quota, nothing
@@ -109,7 +108,16 @@ impl AttachmentService {
             created_at: self.clock.now(),
         };
         let scope = target.scope;
-        let row = self.db.write(move |tx| tx.insert_attachment(scope, &new)?.ok_or(DomainError::NotFound)).await?;
+        let row = self
+            .db
+            .write(move |tx| {
+                if tx.unsent_uploads(scope.tenant, new.conversation_id, new.uploader)? >= super::MAX_UNSENT {
+                    let why = format!("cannot be added: {} files already wait to be sent in this conversation", super::MAX_UNSENT);
+                    return Err(DomainError::invalid("file", why));
+                }
+                tx.insert_attachment(scope, &new)?.ok_or(DomainError::NotFound)
+            })
+            .await?;
         match self.receive(&row, &target.site, body).await {
             Ok(facts) => {
                 let (id, done) = (row.id, facts.clone());
@@ -133,6 +141,7 @@ impl AttachmentService {
         let stored = self.files.put(&row.storage_key, body, max).await.map_err(|e| match e {
             FileError::TooLarge(max) => DomainError::TooLarge(max),
             FileError::Cut(why) => DomainError::invalid("file", format!("did not arrive whole: {why}")),
+            FileError::TimedOut => DomainError::UploadTimedOut,
             other => store_failed(&other),
         })?;
         if stored.size == 0 {
@@ -140,29 +149,39 @@ impl AttachmentService {
         }
         let whole = u64::try_from(stored.head.len()).unwrap_or(u64::MAX) >= stored.size;
         let sniffed = kinds::sniff(&stored.head, whole).filter(|s| site.takes(s.kind)).ok_or_else(|| refused(site))?;
-        let picture = if sniffed.picture { self.picture(row, sniffed.content_type, stored.size).await? } else { None };
+        let picture = if sniffed.picture { self.picture(row, sniffed.content_type, stored.size, &stored.head).await? } else { None };
         Ok(AttachmentFacts { content_type: sniffed.content_type.to_owned(), size: stored.size, picture })
     }
 
     /// A picture's size and thumbnail; `None` when it is too large to
-    /// decode or does not decode (it is then a download like any file).
-    async fn picture(&self, row: &Attachment, content_type: &'static str, size: u64) -> Result<Option<PictureFacts>, DomainError> {
-        let _turn = self.decoding.acquire().await.map_err(|_| DomainError::Unavailable("shutting down"))?;
+    /// decode, does not decode, or the decoder is busy for too long (it is
+    /// then a download like any file). What the first bytes tell is
+    /// checked before the file is read back; one picture at a time is.
+    async fn picture(
+        &self,
+        row: &Attachment,
+        content_type: &'static str,
+        size: u64,
+        head: &[u8],
+    ) -> Result<Option<PictureFacts>, DomainError> {
+        if images::dimensions(head, content_type).is_some_and(|(w, h)| !images::decodable(w, h)) || size > images::MAX_FILE {
+            return Ok(None);
+        }
+        let Ok(Ok(_turn)) = tokio::time::timeout(DECODER_WAIT, self.decoding.acquire()).await else { return Ok(None) };
         let (_, mut stream) = self.files.get(&row.storage_key).await.map_err(|e| store_failed(&e))?;
         let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         while let Some(chunk) = stream.next().await {
             bytes.extend_from_slice(&chunk.map_err(|e| store_failed(&FileError::Store(e.to_string())))?);
+            if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > images::MAX_FILE {
+                return Ok(None);
+            }
         }
-        let inspected = tokio::task::spawn_blocking(move || images::inspect(&bytes, content_type))
-            .await
-            .map_err(|_| DomainError::Unavailable("the picture could not be read"))?;
-        let picture = match inspected {
-            Ok(p) => p,
-            Err(NotShown::TooLarge | NotShown::Unreadable) => return Ok(None),
-        };
+        // A decoder that panics on a hostile file has not read a picture.
+        let Ok(Ok(picture)) = tokio::task::spawn_blocking(move || images::inspect(&bytes, content_type)).await else { return Ok(None) };
         let thumbnail_size = u64::try_from(picture.thumbnail.len()).unwrap_or(u64::MAX);
         let body = futures::stream::once(async move { Ok(bytes::Bytes::from(picture.thumbnail)) }).boxed();
-        self.files.put(&row.thumbnail_key(), body, self.settings.max_size).await.map_err(|e| store_failed(&e))?;
+        // Ours, at most 320 pixels a side: no limit of the client's applies.
+        self.files.put(&row.thumbnail_key(), body, u64::MAX).await.map_err(|e| store_failed(&e))?;
         Ok(Some(PictureFacts { width: picture.width, height: picture.height, thumbnail_size }))
     }
 

@@ -47,11 +47,12 @@ pub fn email(kind: MailKind, to: &str, ctx: &MailContext, settings: &MailSetting
     let mut html = format!("<p>{}</p>\n", escape(&intro));
     for m in &ctx.messages {
         let who = sender(m, site);
-        text.push_str(&format!("{who}:\n{}\n\n", m.body));
+        let said = m.text_and_files();
+        text.push_str(&format!("{who}:\n{said}\n\n"));
         html.push_str(&format!(
             "<p style=\"margin:0 0 4px 0;color:#555\"><strong>{}</strong></p>\n<p style=\"margin:0 0 16px 0;white-space:pre-wrap\">{}</p>\n",
             escape(&who),
-            escape(&m.body)
+            escape(&said)
         ));
     }
     if !how_to_answer.is_empty() {

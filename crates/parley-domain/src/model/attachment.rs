@@ -64,7 +64,7 @@ impl Attachment {
 }
 
 /// Where the thumbnail of the file under `key` is kept.
-pub fn thumbnail_key(key: &str) -> String {
+fn thumbnail_key(key: &str) -> String {
     format!("{key}_thumbnail")
 }
 

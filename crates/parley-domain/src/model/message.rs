@@ -59,6 +59,16 @@ pub struct Message {
     pub attachments: Vec<AttachmentRef>,
 }
 
+impl Message {
+    /// The text with a line naming each file: what shows of a message
+    /// where its files cannot (an email, a push), so a message of files
+    /// alone is never blank there.
+    pub fn text_and_files(&self) -> String {
+        let files = self.attachments.iter().map(|a| format!("\u{1f4ce} {}", a.name));
+        std::iter::once(self.body.clone()).filter(|b| !b.is_empty()).chain(files).collect::<Vec<_>>().join("\n")
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct NewMessage {
     pub conversation_id: ConversationId,

@@ -55,7 +55,12 @@ impl Notification {
                     PushReason::Assigned => format!("{minimal}: {name}"),
                     _ => name.to_owned(),
                 };
-                let body = push.message.as_deref().filter(|_| push.reason != PushReason::Assigned).map(excerpt);
+                // A message of files alone says so rather than nothing.
+                let body = push
+                    .message
+                    .as_deref()
+                    .filter(|_| push.reason != PushReason::Assigned)
+                    .map(|m| if m.trim().is_empty() { "\u{1f4ce} A file".to_owned() } else { excerpt(m) });
                 (title, body)
             }
         };

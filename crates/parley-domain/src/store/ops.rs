@@ -184,6 +184,9 @@ pub trait AttachmentsRead {
     /// The bytes the tenant's files take, thumbnails and unfinished
     /// uploads included.
     fn files_usage(&mut self, tenant: TenantId) -> StoreResult<u64>;
+    /// How many uploads of `uploader`'s side wait in the conversation for
+    /// a message to send them (finished or not).
+    fn unsent_uploads(&mut self, tenant: TenantId, conversation: ConversationId, uploader: SenderKind) -> StoreResult<u64>;
 }
 
 pub trait AttachmentsWrite: AttachmentsRead {

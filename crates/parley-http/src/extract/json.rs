@@ -35,7 +35,7 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Api
 
 /// Whether the body stopped because the read deadline passed (the router's
 /// body deadline layer), somewhere down the error's chain of causes.
-fn timed_out(rejection: &(dyn std::error::Error + 'static)) -> bool {
+pub(crate) fn timed_out(rejection: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(rejection);
     while let Some(e) = cause {
         if e.is::<tower_http::timeout::TimeoutError>() {

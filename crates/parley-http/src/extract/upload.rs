@@ -49,13 +49,23 @@ impl FromRequest<AppState> for FileUpload {
                 continue;
             }
             let name = field.file_name().unwrap_or("file").to_owned();
-            let body = field.map_err(|e| std::io::Error::other(e.to_string())).boxed();
+            // A body past its read deadline is told apart (408) from one the
+            // client cut short.
+            let body = field
+                .map_err(|e| {
+                    let kind = if super::json::timed_out(&e) { std::io::ErrorKind::TimedOut } else { std::io::ErrorKind::Other };
+                    std::io::Error::new(kind, e.to_string())
+                })
+                .boxed();
             return Ok(FileUpload { name, body });
         }
     }
 }
 
 fn not_a_form(e: &multer::Error, max: u64) -> ApiError {
+    if super::json::timed_out(e) {
+        return ApiError::RequestTimeout;
+    }
     match e {
         multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => DomainError::TooLarge(max).into(),
         _ => DomainError::invalid("file", "is not in a readable multipart/form-data body").into(),

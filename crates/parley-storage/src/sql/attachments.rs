@@ -48,6 +48,9 @@ statements! {
         format!("SELECT {COLS} FROM attachments f WHERE f.public_id = :public_id"),
     FILES_USAGE(tenant: TenantId) => |_|
         "SELECT CAST(COALESCE(SUM(size + COALESCE(thumbnail_size, 0)), 0) AS BIGINT) AS n FROM attachments WHERE tenant_id = :tenant".into(),
+    UNSENT_UPLOADS<'a>(tenant: TenantId, conversation: ConversationId, uploader_type: &'a str) => |_|
+        "SELECT COUNT(*) AS n FROM attachments
+         WHERE tenant_id = :tenant AND conversation_id = :conversation AND uploader_type = :uploader_type AND message_id IS NULL".into(),
     /// Into a conversation of the scope only.
     INSERT_ATTACHMENT<'a>(
         scope: ConversationScope, public_id: &'a str, conversation: ConversationId, uploader_type: &'a str,
@@ -86,6 +89,10 @@ impl AttachmentsRead for Tx<'_> {
 
     fn files_usage(&mut self, tenant: TenantId) -> StoreResult<u64> {
         self.count(FILES_USAGE { tenant })
+    }
+
+    fn unsent_uploads(&mut self, tenant: TenantId, conversation: ConversationId, uploader: SenderKind) -> StoreResult<u64> {
+        self.count(UNSENT_UPLOADS { tenant, conversation, uploader_type: uploader.as_str() })
     }
 }
 

@@ -23,14 +23,7 @@ pub struct FilesConfig {
 pub(super) fn read(r: &mut Reader<'_>) -> FilesConfig {
     let url_set = r.vars.contains_key("PARLEY_FILES_URL");
     let url = r.get("PARLEY_FILES_URL", DEFAULT_FILES_URL.to_owned(), |s| {
-        if s.starts_with("s3://") {
-            url::Url::parse(s).map_err(|e| format!("is not a URL: {e}"))?.host_str().ok_or("s3:// needs a bucket")?;
-            Ok(s.to_owned())
-        } else if s.strip_prefix("file://").is_some_and(|f| !f.is_empty()) {
-            Ok(s.to_owned())
-        } else {
-            Err("must be file://<folder> or s3://<bucket>/<prefix>?endpoint=…&region=…".into())
-        }
+        parley_storage::files::check(s).map(|()| s.to_owned()).map_err(|e| e.to_string())
     });
     let defaults = AttachmentSettings::default();
     let max_size = r.get("PARLEY_ATTACHMENT_MAX", defaults.max_size, |s| size(s, 1024, 1 << 30));
@@ -58,17 +51,17 @@ pub(super) fn read(r: &mut Reader<'_>) -> FilesConfig {
     FilesConfig { url, url_set, limits: AttachmentSettings { max_size, quota }, credentials }
 }
 
-/// A size in bytes, or with `KiB`, `MiB` or `GiB` (`K`, `M`, `G` too),
-/// within `min..=max`.
+/// A size in bytes, or with `KiB`, `MiB` or `GiB` (`K`, `M`, `G` and
+/// `KB`, `MB`, `GB` mean the same, binary, units), within `min..=max`.
 fn size(s: &str, min: u64, max: u64) -> Result<u64, String> {
     let t = s.trim();
     let digits = t.bytes().take_while(u8::is_ascii_digit).count();
     let (number, unit) = t.split_at(digits);
     let factor: u64 = match unit.trim() {
         "" | "B" => 1,
-        "K" | "KiB" | "k" => 1 << 10,
-        "M" | "MiB" => 1 << 20,
-        "G" | "GiB" => 1 << 30,
+        "K" | "k" | "KB" | "KiB" => 1 << 10,
+        "M" | "m" | "MB" | "MiB" => 1 << 20,
+        "G" | "g" | "GB" | "GiB" => 1 << 30,
         _ => return Err(format!("{s:?} is not a size such as 10MiB")),
     };
     let bytes =

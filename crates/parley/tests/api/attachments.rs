@@ -170,28 +170,36 @@ async fn webhooks_carry_the_attachments_with_links_signed_at_each_attempt() {
     let app = TestApp::with()
         .var("PARLEY_WEBHOOK_ALLOW_PRIVATE", "true")
         .var("PARLEY_WEBHOOK_POLL_INTERVAL", "20ms")
-        .var("PARLEY_WEBHOOK_RETRY_SCHEDULE", "10s")
+        .var("PARLEY_WEBHOOK_RETRY_SCHEDULE", "1m")
         .start()
         .await;
     let f = app.fixture("acme", &[]).await;
     let admin = app.login("admin@acme.example.com").await;
     crate::webhooks::register(&app, &admin, &receiver.url, Some(json!(["message.created"]))).await;
     let public_id = app.open_conversation("/api/v1", &f.token, "v1", "hello").await;
+    // The first message's hook comes first, without files.
+    let first = receiver.next().await.json();
+    assert_eq!(first["data"]["message"]["attachments"], json!([]));
     let (_, up) = visitor_upload(&app, "/api/v1", &f.token, &public_id, "a.png", &png(40, 30)).await;
+    receiver.reply(&[crate::receiver::Reply::Status(500)]);
     let path = format!("/api/v1/widget/conversations/{public_id}/messages");
     let (status, _) = app.post(&path, json!({"token": f.token, "body": "see", "attachment_ids": [up["attachment"]["id"]]})).await;
     assert_eq!(status, StatusCode::CREATED);
-    // The first message's hook comes first, without files.
-    let mut hook = receiver.next().await.json();
-    while hook["data"]["message"]["body"] != "see" {
-        hook = receiver.next().await.json();
-    }
-    let carried = &hook["data"]["message"]["attachments"][0];
+    let refused = receiver.next().await.json();
+    let carried = &refused["data"]["message"]["attachments"][0];
     assert_eq!(carried["id"], up["attachment"]["id"]);
     assert_eq!((carried["width"].as_u64(), carried["height"].as_u64()), (Some(40), Some(30)));
+    assert!(carried["thumbnail_url"].as_str().is_some());
     let (status, _, _) = fetch(&app, carried["url"].as_str().expect("a link")).await;
     assert_eq!(status, StatusCode::OK);
-    assert!(carried["thumbnail_url"].as_str().is_some());
+    // The retry, eleven minutes on, carries links signed then.
+    app.clock.advance(Duration::from_secs(11 * 60));
+    let retried = receiver.next().await.json();
+    assert_eq!(retried["event_id"], refused["event_id"]);
+    let again = retried["data"]["message"]["attachments"][0]["url"].as_str().expect("a link").to_owned();
+    assert_ne!(again, carried["url"].as_str().unwrap(), "signed at the attempt");
+    let (status, _, _) = fetch(&app, &again).await;
+    assert_eq!(status, StatusCode::OK);
     app.stop().await;
 }
 
@@ -485,5 +493,143 @@ async fn a_site_chooses_the_kinds_of_file_it_takes() {
     let (status, body) = visitor_upload(&app, "/api/v1", &f.token, &public_id, "b.pdf", PDF).await;
     assert_fields(status, &body, &["file"]);
     assert!(body["error"]["fields"]["file"][0].as_str().unwrap().contains("no files"), "{body}");
+    app.stop().await;
+}
+
+/// Rows of the attachments table, counted the way an administrator would.
+async fn attachment_rows(app: &TestApp) -> i64 {
+    let url = app.database_url.clone();
+    tokio::task::spawn_blocking(move || match url.strip_prefix("sqlite://") {
+        Some(path) => rusqlite::Connection::open(path).unwrap().query_row("SELECT COUNT(*) FROM attachments", [], |r| r.get(0)).unwrap(),
+        None => {
+            postgres::Client::connect(&url, postgres::NoTls).unwrap().query_one("SELECT COUNT(*) FROM attachments", &[]).unwrap().get(0)
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn refused_uploads_leave_no_row_and_a_conversation_holds_twenty_unsent() {
+    let app = TestApp::with().var("PARLEY_ATTACHMENT_MAX", "4KiB").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let public_id = app.open_conversation("/api/v1", &f.token, "v1", "hello").await;
+    for (name, bytes) in [("big.txt", vec![b'a'; 5000]), ("x.exe", b"MZ\x90\0\x03\0\0\0\x04\0\0\0".to_vec()), ("e.txt", Vec::new())] {
+        let (status, _) = visitor_upload(&app, "/api/v1", &f.token, &public_id, name, &bytes).await;
+        assert!(status.is_client_error(), "{name}: {status}");
+    }
+    assert_eq!(attachment_rows(&app).await, 0, "no row of a refused upload is left");
+    for i in 0..20 {
+        let (status, body) = visitor_upload(&app, "/api/v1", &f.token, &public_id, &format!("{i}.txt"), b"a note").await;
+        assert_eq!(status, StatusCode::CREATED, "{i}: {body}");
+    }
+    let (status, body) = visitor_upload(&app, "/api/v1", &f.token, &public_id, "21.txt", b"a note").await;
+    assert_fields(status, &body, &["file"]);
+    assert!(body["error"]["fields"]["file"][0].as_str().unwrap().contains("20 files already wait"), "{body}");
+    // The operators' side has its own twenty.
+    let admin = app.login("admin@acme.example.com").await;
+    let id = conversation_id(&app, &admin, &public_id).await;
+    let (status, body) = operator_upload(&app, &admin, id, "ok.txt", b"from us").await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_upload_that_trickles_past_the_read_time_is_408_and_leaves_nothing() {
+    let app = TestApp::with().var("PARLEY_REQUEST_READ_TIMEOUT", "300ms").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let public_id = app.open_conversation("/api/v1", &f.token, "v1", "hello").await;
+    let (content_type, body) = form("file", "slow.txt", &vec![b'a'; 3000]);
+    // Half the body, then nothing more: the server answers on its own.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(app.base.trim_start_matches("http://")).await.unwrap();
+    let head = format!(
+        "POST /api/v1/widget/conversations/{public_id}/attachments?token={} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        f.token,
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket.write_all(&body[..body.len() / 2]).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("request_timeout"), "{answer}");
+    eventually(|| async { (attachment_rows(&app).await == 0 && stored_files(&app).is_empty()).then_some(()) }).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn operator_uploads_refuse_what_the_widgets_do_and_the_web_app_checks_its_token() {
+    let app = TestApp::with().var("PARLEY_ATTACHMENT_MAX", "4KiB").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let second_site = app.site("acme-docs", f.scope.tenant, &[]).await;
+    app.fixture("globex", &[]).await;
+    app.operator(&f, "agent@acme.example.com", Role::Agent, &[second_site.scope.site]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let public_id = app.open_conversation("/api/v1", &f.token, "v1", "hello").await;
+    let id = conversation_id(&app, &admin, &public_id).await;
+    let (status, body) = operator_upload(&app, &admin, id, "big.txt", &vec![b'a'; 5000]).await;
+    assert_error(status, &body, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    let (status, body) = operator_upload(&app, &admin, id, "empty.txt", b"").await;
+    assert_fields(status, &body, &["file"]);
+    let path = format!("/api/v1/mobile/conversations/{id}/attachments");
+    let (status, body) = upload_raw(&app, &path, Some(&admin), "text/plain", b"hello".to_vec()).await;
+    assert_error(status, &body, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
+
+    // The web app's route: the session, its token in the header, from this site.
+    let (content_type, bytes) = form("file", "notes.txt", b"some notes");
+    let route = format!("/app/conversations/{id}/attachments");
+    let mut admin_page = crate::web_browser::Browser::signed_in(&app, "admin@acme.example.com").await;
+    let token = admin_page.conversation(id).await.field("csrf");
+    let forged = admin_page.post_raw(&route, &content_type, bytes.clone(), &[]).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "no token");
+    let forged = admin_page.post_raw(&route, &content_type, bytes.clone(), &[("x-parley-csrf", "wrong")]).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "a wrong token");
+    let forged =
+        admin_page.post_raw(&route, &content_type, bytes.clone(), &[("x-parley-csrf", &token), ("sec-fetch-site", "cross-site")]).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "from another site");
+    let taken = admin_page.post_raw(&route, &content_type, bytes.clone(), &[("x-parley-csrf", &token)]).await;
+    assert_eq!(taken.status, StatusCode::CREATED, "{}", taken.html);
+    let upload: Value = serde_json::from_str(&taken.html).unwrap();
+    // Sent with a reply of the form, without text.
+    let page = admin_page.conversation(id).await;
+    let client_id = page.field("client_message_id");
+    let ids = upload["attachment"]["id"].as_str().unwrap().to_owned();
+    let sent = admin_page
+        .post(&format!("/app/conversations/{id}/reply"), &[("csrf", &token), ("client_message_id", &client_id), ("attachment_ids", &ids)])
+        .await;
+    assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.html);
+    let shown = admin_page.conversation(id).await;
+    assert!(shown.html.contains("notes.txt") && shown.html.contains("/files/"), "the page shows the file with its link");
+    let empty = admin_page.post(&format!("/app/conversations/{id}/reply"), &[("csrf", &token), ("body", "")]).await;
+    assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(empty.html.contains("The reply is required."), "{}", empty.html);
+    // Another tenant's admin, and an agent without the site.
+    for who in ["admin@globex.example.com", "agent@acme.example.com"] {
+        let mut other = crate::web_browser::Browser::signed_in(&app, who).await;
+        let inbox = other.inbox("").await;
+        let their_token = inbox.field("csrf");
+        let refused = other.post_raw(&route, &content_type, bytes.clone(), &[("x-parley-csrf", &their_token)]).await;
+        assert_eq!(refused.status, StatusCode::NOT_FOUND, "{who}: {}", refused.html);
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn identified_only_installations_take_uploads_from_identified_visitors_only() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let public_id = app.open_conversation("/api/v1", &f.token, "v1", "hello").await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, list) = app.authed(Method::GET, &format!("/api/v1/admin/sites/{}/installations", f.scope.site.0), &admin, None).await;
+    let installation = list["installations"][0]["id"].as_i64().unwrap();
+    let path = format!("/api/v1/admin/installations/{installation}");
+    let (status, _) = app.authed(Method::POST, &format!("{path}/identity-secret"), &admin, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = app.authed(Method::PATCH, &path, &admin, Some(json!({"identity_required": true}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = visitor_upload(&app, "/api/v1", &f.token, &public_id, "a.txt", b"hello").await;
+    assert_error(status, &body, StatusCode::UNAUTHORIZED, "identity_required");
     app.stop().await;
 }

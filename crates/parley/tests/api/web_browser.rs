@@ -87,6 +87,23 @@ impl Browser {
         Page { status, location, set_cookies, headers, html: res.text().await.expect("body") }
     }
 
+    /// A POST of `body` as it is (an upload by the page's script), with
+    /// the cookies and `headers`.
+    pub async fn post_raw(&mut self, path: &str, content_type: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> Page {
+        let mut request = self.client.post(format!("{}{path}", self.base)).header("content-type", content_type).body(body);
+        if !self.cookies.is_empty() {
+            let jar: Vec<String> = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            request = request.header(COOKIE, jar.join("; "));
+        }
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        let res = request.send().await.expect("request");
+        let location = res.headers().get("location").map(|v| v.to_str().unwrap().to_owned());
+        let (status, headers) = (res.status(), res.headers().clone());
+        Page { status, location, set_cookies: Vec::new(), headers, html: res.text().await.expect("body") }
+    }
+
     pub async fn get(&mut self, path: &str) -> Page {
         self.send(Method::GET, path, None, &[]).await
     }
