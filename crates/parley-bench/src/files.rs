@@ -144,11 +144,13 @@ struct Memory {
     seconds: f64,
 }
 
-/// A Parley server of its own, with a tenant and one conversation.
+/// A Parley server of its own, with a tenant and a conversation for each
+/// upload the memory figure sends at once (one side of a conversation
+/// holds twenty unsent uploads at most).
 struct Parley {
     server: Server,
     widget_token: String,
-    public_id: String,
+    public_ids: Vec<String>,
 }
 
 impl Parley {
@@ -169,13 +171,14 @@ impl Parley {
         let server = Server::start(serve).await?;
         let admin = setup::login(server.addr, "admin@files.example", setup::ADMIN_PASSWORD).await?;
         let tenant = setup::tenant(server.addr, admin, 0, "files").await?;
-        let conversation = setup::conversations(server.addr, &tenant.widget_token, 1, 1, "files").await?;
-        let public_id = conversation.into_iter().next().ok_or("no conversation")?.public_id;
-        Ok(Self { server, widget_token: tenant.widget_token, public_id })
+        let conversations = setup::conversations(server.addr, &tenant.widget_token, AT_ONCE, 1, "files").await?;
+        let public_ids = conversations.into_iter().map(|c| c.public_id).collect();
+        Ok(Self { server, widget_token: tenant.widget_token, public_ids })
     }
 
-    fn upload_call(&self, name: &str, data: &Bytes) -> Call {
-        let path = format!("/api/v1/widget/conversations/{}/attachments?token={}", self.public_id, self.widget_token);
+    fn upload_call(&self, conversation: usize, name: &str, data: &Bytes) -> Call {
+        let public_id = &self.public_ids[conversation % self.public_ids.len()];
+        let path = format!("/api/v1/widget/conversations/{public_id}/attachments?token={}", self.widget_token);
         Call::post_raw(path, &format!("multipart/form-data; boundary={BOUNDARY}"), form(name, data))
     }
 
@@ -192,14 +195,14 @@ impl Parley {
     async fn throughput(&self, what: &'static str, data: &Bytes) -> Result<Line, String> {
         let addr = self.server.addr;
         let mut conn = Conn::open(addr).await.map_err(|e| e.to_string())?;
-        let call = self.upload_call("bench.bin", data);
+        let call = self.upload_call(0, "bench.bin", data);
         let (mut up, mut ids) = (Vec::new(), Vec::new());
         for _ in 0..REPEAT {
             let (id, seconds) = Self::upload(&mut conn, &call).await?;
             up.push(seconds);
             ids.push(id);
         }
-        let path = format!("/api/v1/widget/conversations/{}/messages", self.public_id);
+        let path = format!("/api/v1/widget/conversations/{}/messages", self.public_ids[0]);
         let (status, sent) = once(addr, Call::post(path, &json!({"token": self.widget_token, "attachment_ids": [ids[0]]})))
             .await
             .map_err(|e| e.to_string())?;
@@ -225,17 +228,14 @@ impl Parley {
         let rest_mb = resident_mb(pid);
         process::reset_peak(pid);
         let data = payload(LARGE, 11);
-        let call = Arc::new(self.upload_call("large.bin", &data));
+        let calls: Vec<Arc<Call>> = (0..AT_ONCE).map(|i| Arc::new(self.upload_call(i, "large.bin", &data))).collect();
         drop(data);
         let addr = self.server.addr;
         let started = Instant::now();
-        let uploads = futures::stream::iter(0..AT_ONCE)
-            .map(|_| {
-                let call = Arc::clone(&call);
-                async move {
-                    let mut conn = Conn::open(addr).await.map_err(|e| e.to_string())?;
-                    Self::upload(&mut conn, &call).await
-                }
+        let uploads = futures::stream::iter(calls)
+            .map(|call| async move {
+                let mut conn = Conn::open(addr).await.map_err(|e| e.to_string())?;
+                Self::upload(&mut conn, &call).await
             })
             .buffer_unordered(AT_ONCE)
             .collect::<Vec<_>>()

@@ -233,7 +233,19 @@ impl FileStore for Files {
     fn delete(&self, key: &str) -> std::pin::Pin<Box<dyn Future<Output = Result<(), FileError>> + Send + '_>> {
         let key = key.to_owned();
         Box::pin(async move {
-            match self.store.delete(&path(&key)?).await {
+            let location = path(&key)?;
+            if let Some(folder) = &self.folder {
+                // What a crash left of an upload in a folder: object_store
+                // stages it as `<key>#1` (`#2`… when one was there already).
+                for n in 1..=3 {
+                    match tokio::fs::remove_file(folder.join(format!("{key}#{n}"))).await {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                        Err(e) => return Err(FileError::Store(e.to_string())),
+                    }
+                }
+            }
+            match self.store.delete(&location).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
                 Err(e) => Err(store_error(e)),
             }
@@ -264,6 +276,15 @@ mod tests {
             if path.is_dir() { out.extend(files_under(&path)) } else { out.push(path) }
         }
         out
+    }
+
+    #[tokio::test]
+    async fn deleting_a_key_removes_what_a_crash_left_of_its_upload() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&format!("file://{}", dir.path().join("files").display()), None).unwrap();
+        std::fs::write(dir.path().join("files").join("abc#1"), b"half an upload").unwrap();
+        store.delete("abc").await.unwrap();
+        assert!(!dir.path().join("files").join("abc#1").exists());
     }
 
     #[tokio::test]

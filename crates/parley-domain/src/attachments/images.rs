@@ -14,8 +14,10 @@ use image::{DynamicImage, ImageFormat, ImageReader, Limits};
 /// The most pixels a picture may have to be decoded (about a 24
 /// megapixel photo; 96 MiB once decoded as RGBA).
 pub const MAX_PIXELS: u64 = 25_000_000;
-/// The most the decoder may allocate for one picture.
-pub const MAX_ALLOC: u64 = 128 * 1024 * 1024;
+/// The most the decoder may allocate for one picture: the pixel bound
+/// as RGBA and a little more. It also bounds what a header does not tell
+/// (a GIF's frame larger than its screen).
+pub const MAX_ALLOC: u64 = MAX_PIXELS * 4 + 4 * 1024 * 1024;
 /// The longest side of a thumbnail.
 pub const THUMBNAIL_SIDE: u32 = 320;
 /// The largest file decoded at all: a picture of 25 megapixels is well
@@ -78,8 +80,13 @@ pub fn inspect(bytes: &[u8], content_type: &str) -> Result<Picture, NotShown> {
         image::ImageError::Limits(_) => NotShown::TooLarge,
         _ => NotShown::Unreadable,
     })?;
+    // What was decoded, not what the header said (a GIF's screen may be
+    // smaller than its frame).
+    if !decodable(image.width(), image.height()) {
+        return Err(NotShown::TooLarge);
+    }
     let thumbnail = thumbnail(&image).ok_or(NotShown::Unreadable)?;
-    Ok(Picture { width, height, thumbnail })
+    Ok(Picture { width: image.width(), height: image.height(), thumbnail })
 }
 
 fn thumbnail(image: &DynamicImage) -> Option<Vec<u8>> {

@@ -54,6 +54,43 @@ pub struct Sniffed {
     /// Whether it is one of the image formats browsers show inline and
     /// Parley decodes (PNG, JPEG, GIF, WebP).
     pub picture: bool,
+    /// The extension of files of this type (`txt` for text).
+    pub extension: &'static str,
+}
+
+/// Archives taken (when a site takes archives): the common ones. Every
+/// other type infer calls an archive (installers and packages: MSI, CAB,
+/// DEB, RPM, CRX; Flash; databases) is refused.
+const ARCHIVES: [&str; 11] = [
+    "application/zip",
+    "application/x-tar",
+    "application/gzip",
+    "application/x-bzip2",
+    "application/x-7z-compressed",
+    "application/x-xz",
+    "application/vnd.rar",
+    "application/zstd",
+    "application/x-lz4",
+    "application/x-lzip",
+    "application/epub+zip",
+];
+
+/// Extensions a text file may keep: none that a desktop would run or a
+/// browser render (`.hta`, `.js`, `.bat`, `.svg`, `.html` become `.txt`).
+const TEXT_EXTENSIONS: [&str; 8] = ["txt", "csv", "tsv", "log", "md", "json", "yaml", "yml"];
+
+impl Sniffed {
+    /// `name` with an extension that says what the file is: kept when it
+    /// fits the type, else the type's own appended, so a file is never
+    /// offered under an extension that would open it as something else.
+    pub fn fitting_name(&self, name: &str) -> String {
+        let given = name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()).unwrap_or_default();
+        let fits = match self.kind {
+            FileKind::Text => TEXT_EXTENSIONS.contains(&given.as_str()),
+            _ => given == self.extension || (self.extension == "jpg" && given == "jpeg") || (self.extension == "tif" && given == "tiff"),
+        };
+        if fits { name.to_owned() } else { format!("{name}.{}", self.extension) }
+    }
 }
 
 /// The types shown inline, when decoded within bounds.
@@ -78,19 +115,21 @@ const OFFICE: [&str; 10] = [
 /// data without a known signature).
 pub fn sniff(head: &[u8], whole: bool) -> Option<Sniffed> {
     if let Some(t) = infer::get(head) {
-        let mime = t.mime_type();
+        let (mime, extension) = (t.mime_type(), t.extension());
         let kind = match t.matcher_type() {
-            _ if PICTURES.contains(&mime) => return Some(Sniffed { content_type: mime, kind: FileKind::Images, picture: true }),
+            _ if PICTURES.contains(&mime) => {
+                return Some(Sniffed { content_type: mime, kind: FileKind::Images, picture: true, extension });
+            }
             _ if mime == "application/pdf" => FileKind::Pdf,
             _ if OFFICE.contains(&mime) => FileKind::Office,
+            _ if ARCHIVES.contains(&mime) => FileKind::Archives,
             infer::MatcherType::Text => return text(head, whole),
             infer::MatcherType::Image => FileKind::Images,
             infer::MatcherType::Audio => FileKind::Audio,
             infer::MatcherType::Video => FileKind::Video,
-            infer::MatcherType::Archive | infer::MatcherType::Book => FileKind::Archives,
             _ => return None,
         };
-        return Some(Sniffed { content_type: mime, kind, picture: false });
+        return Some(Sniffed { content_type: mime, kind, picture: false, extension });
     }
     text(head, whole)
 }
@@ -105,7 +144,7 @@ fn text(head: &[u8], whole: bool) -> Option<Sniffed> {
         Err(_) => return None,
     };
     let plain = valid.chars().all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r' | '\u{c}'));
-    (plain && !head.is_empty()).then_some(Sniffed { content_type: "text/plain", kind: FileKind::Text, picture: false })
+    (plain && !head.is_empty()).then_some(Sniffed { content_type: "text/plain", kind: FileKind::Text, picture: false, extension: "txt" })
 }
 
 #[cfg(test)]
@@ -141,6 +180,28 @@ mod tests {
         let cut = &"ab\u{e9}".as_bytes()[..3];
         assert!(sniff(cut, false).is_some());
         assert!(sniff(cut, true).is_none());
+    }
+
+    #[test]
+    fn names_get_an_extension_that_fits_what_the_file_is() {
+        let text = sniff(b"<html><script>alert(1)</script></html>", true).expect("text");
+        assert_eq!(text.fitting_name("invoice.pdf.hta"), "invoice.pdf.hta.txt");
+        assert_eq!(text.fitting_name("run.BAT"), "run.BAT.txt");
+        assert_eq!(text.fitting_name("notes.txt"), "notes.txt");
+        assert_eq!(text.fitting_name("data.CSV"), "data.CSV");
+        let pdf = sniff(b"%PDF-1.7\n", false).expect("pdf");
+        assert_eq!(pdf.fitting_name("guide.pdf"), "guide.pdf");
+        assert_eq!(pdf.fitting_name("setup.exe"), "setup.exe.pdf");
+        let png = sniff(PNG, false).expect("png");
+        assert_eq!(png.fitting_name("shot"), "shot.png");
+    }
+
+    #[test]
+    fn installers_and_packages_are_refused_even_as_archives() {
+        // An MSI (OLE storage), a Debian package, a CAB.
+        assert_eq!(sniff(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1\0\0\0\0\0\0\0\0", false).map(|s| s.kind), None);
+        assert_eq!(sniff(b"!<arch>\ndebian-binary   ", false).map(|s| s.kind), None);
+        assert_eq!(sniff(b"MSCF\0\0\0\0\0\0\0\0\0\0\0\0", false).map(|s| s.kind), None);
     }
 
     #[test]

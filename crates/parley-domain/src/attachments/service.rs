@@ -72,12 +72,12 @@ pub struct AttachmentService {
     clock: Arc<dyn Clock>,
     /// One picture decoded at a time per instance: a decoded picture may
     /// take up to `images::MAX_ALLOC`, and twenty at once must not add up.
-    decoding: Semaphore,
+    decoding: Arc<Semaphore>,
 }
 
 impl AttachmentService {
     pub fn new(db: Database, files: Arc<dyn FileStore>, links: Links, settings: AttachmentSettings, clock: Arc<dyn Clock>) -> Self {
-        Self { db, files, links, settings, clock, decoding: Semaphore::new(1) }
+        Self { db, files, links, settings, clock, decoding: Arc::new(Semaphore::new(1)) }
     }
 
     pub fn links(&self) -> &Links {
@@ -92,10 +92,15 @@ impl AttachmentService {
     /// shown); the type comes from the content. Past the size limit, on a
     /// body cut short, a type the site does not take or the quota, nothing
     /// stays.
-    pub async fn upload(&self, target: UploadTarget, name: &str, body: ByteStream) -> Result<Attachment, DomainError> {
+    ///
+    /// Once its row is made, the upload runs to its end in a task of its
+    /// own: a client that hangs up stops the body, and the task still
+    /// removes what was kept (or finishes the row), so nothing is left
+    /// half-made and the decoder's turn is held until decoding ends.
+    pub async fn upload(self: &Arc<Self>, target: UploadTarget, name: &str, body: ByteStream) -> Result<Attachment, DomainError> {
         let tenant = target.scope.tenant;
-        let quota = self.settings.quota;
-        if self.db.read(move |r| Ok(r.files_usage(tenant)?)).await? >= quota {
+        let (quota, pending) = (self.settings.quota, self.settings.max_size);
+        if self.db.read(move |r| Ok(r.files_usage(tenant, pending)?)).await? >= quota {
             return Err(DomainError::QuotaExceeded);
         }
         let new = NewAttachment {
@@ -118,14 +123,28 @@ impl AttachmentService {
                 tx.insert_attachment(scope, &new)?.ok_or(DomainError::NotFound)
             })
             .await?;
-        match self.receive(&row, &target.site, body).await {
+        let this = Arc::clone(self);
+        let settled = tokio::spawn(async move { this.settle(row, target.site, body).await });
+        settled.await.map_err(|_| DomainError::Unavailable("the upload could not be finished"))?
+    }
+
+    /// Receives the bytes of the upload `row` and finishes its row, or
+    /// removes both.
+    async fn settle(&self, row: Attachment, site: SiteSettings, body: ByteStream) -> Result<Attachment, DomainError> {
+        let (tenant, quota, pending) = (row.tenant_id, self.settings.quota, self.settings.max_size);
+        match self.receive(&row, &site, body).await {
             Ok(facts) => {
                 let (id, done) = (row.id, facts.clone());
-                if self.db.write(move |tx| Ok(tx.finish_attachment(tenant, id, &done, quota)?)).await? {
-                    Ok(Attachment { facts: Some(facts), ..row })
-                } else {
-                    self.discard(&row).await;
-                    Err(DomainError::QuotaExceeded)
+                match self.db.write(move |tx| Ok(tx.finish_attachment(tenant, id, &done, quota, pending)?)).await {
+                    Ok(true) => Ok(Attachment { facts: Some(facts), ..row }),
+                    Ok(false) => {
+                        self.discard(&row).await;
+                        Err(DomainError::QuotaExceeded)
+                    }
+                    Err(e) => {
+                        self.discard(&row).await;
+                        Err(e)
+                    }
                 }
             }
             Err(e) => {
@@ -150,7 +169,12 @@ impl AttachmentService {
         let whole = u64::try_from(stored.head.len()).unwrap_or(u64::MAX) >= stored.size;
         let sniffed = kinds::sniff(&stored.head, whole).filter(|s| site.takes(s.kind)).ok_or_else(|| refused(site))?;
         let picture = if sniffed.picture { self.picture(row, sniffed.content_type, stored.size, &stored.head).await? } else { None };
-        Ok(AttachmentFacts { content_type: sniffed.content_type.to_owned(), size: stored.size, picture })
+        Ok(AttachmentFacts {
+            content_type: sniffed.content_type.to_owned(),
+            size: stored.size,
+            picture,
+            name: sniffed.fitting_name(&row.name),
+        })
     }
 
     /// A picture's size and thumbnail; `None` when it is too large to
@@ -167,7 +191,7 @@ impl AttachmentService {
         if images::dimensions(head, content_type).is_some_and(|(w, h)| !images::decodable(w, h)) || size > images::MAX_FILE {
             return Ok(None);
         }
-        let Ok(Ok(_turn)) = tokio::time::timeout(DECODER_WAIT, self.decoding.acquire()).await else { return Ok(None) };
+        let Ok(Ok(turn)) = tokio::time::timeout(DECODER_WAIT, Arc::clone(&self.decoding).acquire_owned()).await else { return Ok(None) };
         let (_, mut stream) = self.files.get(&row.storage_key).await.map_err(|e| store_failed(&e))?;
         let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         while let Some(chunk) = stream.next().await {
@@ -177,7 +201,12 @@ impl AttachmentService {
             }
         }
         // A decoder that panics on a hostile file has not read a picture.
-        let Ok(Ok(picture)) = tokio::task::spawn_blocking(move || images::inspect(&bytes, content_type)).await else { return Ok(None) };
+        // The turn goes with the decoding: it ends when decoding does.
+        let decoded = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            images::inspect(&bytes, content_type)
+        });
+        let Ok(Ok(picture)) = decoded.await else { return Ok(None) };
         let thumbnail_size = u64::try_from(picture.thumbnail.len()).unwrap_or(u64::MAX);
         let body = futures::stream::once(async move { Ok(bytes::Bytes::from(picture.thumbnail)) }).boxed();
         // Ours, at most 320 pixels a side: no limit of the client's applies.

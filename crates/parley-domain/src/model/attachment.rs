@@ -32,6 +32,9 @@ pub struct Attachment {
 pub struct AttachmentFacts {
     pub content_type: String,
     pub size: u64,
+    /// The name as kept: the client's, cleaned, with an extension that
+    /// fits the content (see `kinds::Sniffed::fitting_name`).
+    pub name: String,
     /// A picture decoded within bounds: its size and the thumbnail's.
     pub picture: Option<PictureFacts>,
 }
@@ -54,7 +57,7 @@ impl Attachment {
         let facts = self.facts.as_ref()?;
         Some(AttachmentRef {
             id: self.public_id.clone(),
-            name: self.name.clone(),
+            name: facts.name.clone(),
             content_type: facts.content_type.clone(),
             size: facts.size,
             width: facts.picture.map(|p| p.width),

@@ -181,9 +181,9 @@ pub trait AttachmentsRead {
     /// The attachment a signed link names, whatever its tenant: the link
     /// is the capability (see `attachments::links`).
     fn attachment_by_public_id(&mut self, public_id: &str) -> StoreResult<Option<Attachment>>;
-    /// The bytes the tenant's files take, thumbnails and unfinished
-    /// uploads included.
-    fn files_usage(&mut self, tenant: TenantId) -> StoreResult<u64>;
+    /// The bytes the tenant's files take, thumbnails included, an upload
+    /// still being received counted as `pending` (the most it may take).
+    fn files_usage(&mut self, tenant: TenantId, pending: u64) -> StoreResult<u64>;
     /// How many uploads of `uploader`'s side wait in the conversation for
     /// a message to send them (finished or not).
     fn unsent_uploads(&mut self, tenant: TenantId, conversation: ConversationId, uploader: SenderKind) -> StoreResult<u64>;
@@ -195,10 +195,18 @@ pub trait AttachmentsWrite: AttachmentsRead {
     /// `scope`.
     fn insert_attachment(&mut self, scope: ConversationScope, new: &NewAttachment) -> StoreResult<Option<Attachment>>;
     /// Records what an upload turned out to be, unless the tenant's files
-    /// would then take more than `quota` bytes: `false` then, and nothing
+    /// (other uploads being received counted as `pending` each) would
+    /// then take more than `quota` bytes: `false` then, and nothing
     /// changes. Units finishing uploads of one tenant run one after the
     /// other, so two cannot both squeeze under the quota.
-    fn finish_attachment(&mut self, tenant: TenantId, id: AttachmentId, facts: &AttachmentFacts, quota: u64) -> StoreResult<bool>;
+    fn finish_attachment(
+        &mut self,
+        tenant: TenantId,
+        id: AttachmentId,
+        facts: &AttachmentFacts,
+        quota: u64,
+        pending: u64,
+    ) -> StoreResult<bool>;
     /// Removes the row of an upload no message names: `false` when it is
     /// gone, or a message named it meanwhile (then it stays).
     fn delete_upload(&mut self, tenant: TenantId, id: AttachmentId) -> StoreResult<bool>;

@@ -9,7 +9,7 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use parley_domain::attachments::links::Variant;
@@ -50,10 +50,10 @@ async fn widget_upload(
     ClientCaller(caller): ClientCaller,
     Path(public_id): Path<String>,
     QueryFields(q): QueryFields<UploadParams>,
-    upload: FileUpload,
+    request: Request,
 ) -> Result<(StatusCode, Json<UploadResponse>), ApiError> {
     let target = s.widget.upload_target(&caller, &q.token.0, public_id).await?;
-    received(&s, target, upload).await
+    received(&s, target, request).await
 }
 
 /// Uploads a file into a conversation the operator sees, to be named in
@@ -66,17 +66,20 @@ async fn mobile_upload(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
     PathId(id): PathId,
-    upload: FileUpload,
+    request: Request,
 ) -> Result<(StatusCode, Json<UploadResponse>), ApiError> {
     let target = s.inbox.upload_target(&session, ConversationId(id)).await?;
-    received(&s, target, upload).await
+    received(&s, target, request).await
 }
 
-async fn received(
+/// Reads the file and keeps it. The body is read only now, once the
+/// caller may upload there: nobody gets a byte read for a wrong token.
+pub(crate) async fn received(
     s: &AppState,
     target: parley_domain::attachments::UploadTarget,
-    upload: FileUpload,
+    request: Request,
 ) -> Result<(StatusCode, Json<UploadResponse>), ApiError> {
+    let upload = FileUpload::from_request(request, s).await?;
     let attachment = s.attachments.upload(target, &upload.name, upload.body).await?;
     let body = UploadResponse::new(&attachment).ok_or(ApiError::Internal)?;
     Ok((StatusCode::CREATED, Json(body)))

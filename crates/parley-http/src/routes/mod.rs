@@ -34,6 +34,8 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::middleware;
 
+pub(crate) use files::received;
+
 /// `/metrics` alone, for `PARLEY_METRICS_LISTEN` (with the metrics token
 /// when one is configured).
 pub fn metrics_router(metrics: parley_domain::metrics::Metrics, token: Option<String>) -> Router {

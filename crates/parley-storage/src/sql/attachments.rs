@@ -24,7 +24,7 @@ fn attachment(r: &dyn Row) -> StoreResult<Attachment> {
         _ => None,
     };
     let facts = match r.text("f_content_type")? {
-        Some(content_type) => Some(AttachmentFacts { content_type, size: r.u64("f_size")?, picture }),
+        Some(content_type) => Some(AttachmentFacts { content_type, size: r.u64("f_size")?, picture, name: r.string("f_name")? }),
         None => None,
     };
     Ok(Attachment {
@@ -46,8 +46,11 @@ fn attachment(r: &dyn Row) -> StoreResult<Attachment> {
 statements! {
     ATTACHMENT_BY_PUBLIC_ID<'a>(public_id: &'a str) => |_|
         format!("SELECT {COLS} FROM attachments f WHERE f.public_id = :public_id"),
-    FILES_USAGE(tenant: TenantId) => |_|
-        "SELECT CAST(COALESCE(SUM(size + COALESCE(thumbnail_size, 0)), 0) AS BIGINT) AS n FROM attachments WHERE tenant_id = :tenant".into(),
+    /// An upload still being received counts as `:pending` bytes: its
+    /// size is not known yet, and it must not slip under the quota.
+    FILES_USAGE(tenant: TenantId, pending: u64) => |_|
+        "SELECT CAST(COALESCE(SUM(CASE WHEN content_type IS NULL THEN :pending ELSE size + COALESCE(thumbnail_size, 0) END), 0) AS BIGINT) AS n
+         FROM attachments WHERE tenant_id = :tenant".into(),
     UNSENT_UPLOADS<'a>(tenant: TenantId, conversation: ConversationId, uploader_type: &'a str) => |_|
         "SELECT COUNT(*) AS n FROM attachments
          WHERE tenant_id = :tenant AND conversation_id = :conversation AND uploader_type = :uploader_type AND message_id IS NULL".into(),
@@ -63,9 +66,9 @@ statements! {
     ),
     FINISH_ATTACHMENT<'a>(
         tenant: TenantId, id: AttachmentId, content_type: &'a str, size: u64, width: Option<u32>, height: Option<u32>,
-        thumbnail_size: Option<u64>,
+        thumbnail_size: Option<u64>, name: &'a str,
     ) => |_| "UPDATE attachments SET content_type = :content_type, size = :size, width = :width, height = :height,
-             thumbnail_size = :thumbnail_size
+             thumbnail_size = :thumbnail_size, name = :name
          WHERE tenant_id = :tenant AND id = :id AND content_type IS NULL".into(),
     DELETE_UPLOAD(tenant: TenantId, id: AttachmentId) => |_|
         "DELETE FROM attachments WHERE tenant_id = :tenant AND id = :id AND message_id IS NULL".into(),
@@ -87,8 +90,8 @@ impl AttachmentsRead for Tx<'_> {
         self.one(ATTACHMENT_BY_PUBLIC_ID { public_id }, attachment)
     }
 
-    fn files_usage(&mut self, tenant: TenantId) -> StoreResult<u64> {
-        self.count(FILES_USAGE { tenant })
+    fn files_usage(&mut self, tenant: TenantId, pending: u64) -> StoreResult<u64> {
+        self.count(FILES_USAGE { tenant, pending })
     }
 
     fn unsent_uploads(&mut self, tenant: TenantId, conversation: ConversationId, uploader: SenderKind) -> StoreResult<u64> {
@@ -125,9 +128,17 @@ impl AttachmentsWrite for Tx<'_> {
         }))
     }
 
-    fn finish_attachment(&mut self, tenant: TenantId, id: AttachmentId, facts: &AttachmentFacts, quota: u64) -> StoreResult<bool> {
+    fn finish_attachment(
+        &mut self,
+        tenant: TenantId,
+        id: AttachmentId,
+        facts: &AttachmentFacts,
+        quota: u64,
+        pending: u64,
+    ) -> StoreResult<bool> {
         self.transaction_lock(crate::locks::named(&format!("files of {}", tenant.0)))?;
-        let usage = self.count(FILES_USAGE { tenant })?;
+        // The sum counts this upload as pending too: it is what it adds now.
+        let usage = self.count(FILES_USAGE { tenant, pending })?.saturating_sub(pending);
         let adds = facts.size + facts.picture.map_or(0, |p| p.thumbnail_size);
         if usage.saturating_add(adds) > quota {
             return Ok(false);
@@ -140,6 +151,7 @@ impl AttachmentsWrite for Tx<'_> {
             width: facts.picture.map(|p| p.width),
             height: facts.picture.map(|p| p.height),
             thumbnail_size: facts.picture.map(|p| p.thumbnail_size),
+            name: &facts.name,
         };
         if self.exec(params)? != 1 {
             return Err(StoreError::Internal("the upload to finish is gone or finished".into()));

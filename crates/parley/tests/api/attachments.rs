@@ -254,9 +254,7 @@ async fn refusals_change_nothing_and_leave_no_file() {
     assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
 
     assert!(stored_files(&app).is_empty(), "nothing kept: {:?}", stored_files(&app));
-    let tenant = f.scope.tenant;
-    let rows = app.db.read(move |r| Ok(r.files_usage(tenant)?)).await.expect("usage");
-    assert_eq!(rows, 0);
+    assert_eq!(attachment_rows(&app).await, 0);
 
     // A message needs text or a file.
     let (status, body) = app.post(&format!("/api/v1/widget/conversations/{public_id}/messages"), json!({"token": f.token})).await;
@@ -631,5 +629,40 @@ async fn identified_only_installations_take_uploads_from_identified_visitors_onl
     assert_eq!(status, StatusCode::OK, "{body}");
     let (status, body) = visitor_upload(&app, "/api/v1", &f.token, &public_id, "a.txt", b"hello").await;
     assert_error(status, &body, StatusCode::UNAUTHORIZED, "identity_required");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_caller_is_checked_before_the_body_is_read_and_the_file_must_come_first() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let public_id = app.open_conversation("/api/v1", &f.token, "v1", "hello").await;
+    // A wrong token is refused as it is, whatever follows: a body larger
+    // than any limit is not read for it.
+    let (content_type, body) = form("file", "big.txt", &vec![b'a'; 12 * 1024 * 1024]);
+    let path = format!("/api/v1/widget/conversations/{public_id}/attachments?token=pk_nobody_at_all");
+    let (status, answer) = upload_raw(&app, &path, None, &content_type, body).await;
+    assert_error(status, &answer, StatusCode::NOT_FOUND, "not_found");
+    // 64 KiB of other fields before the file's part is as much as a form may bring.
+    let junk = vec![b'j'; 70 * 1024];
+    let mut body = format!("--b\r\nContent-Disposition: form-data; name=\"junk\"\r\n\r\n").into_bytes();
+    body.extend_from_slice(&junk);
+    body.extend_from_slice(b"\r\n--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhello\r\n--b--\r\n");
+    let path = format!("/api/v1/widget/conversations/{public_id}/attachments?token={}", f.token);
+    let (status, answer) = upload_raw(&app, &path, None, "multipart/form-data; boundary=b", body).await;
+    assert_fields(status, &answer, &["file"]);
+    assert!(answer["error"]["fields"]["file"][0].as_str().unwrap().contains("first 64 KiB"), "{answer}");
+    // A small field before the file is read and dropped.
+    let mut body = b"--b\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhi\r\n".to_vec();
+    body.extend_from_slice(b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhello\r\n--b--\r\n");
+    let (status, answer) = upload_raw(&app, &path, None, "multipart/form-data; boundary=b", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    // Names get an extension that fits what the file is.
+    let (status, up) =
+        visitor_upload(&app, "/api/v1", &f.token, &public_id, "invoice.pdf.hta", b"<html><script>run()</script></html>").await;
+    assert_eq!(status, StatusCode::CREATED, "{up}");
+    assert_eq!(up["attachment"]["name"], "invoice.pdf.hta.txt");
+    let (_, up) = visitor_upload(&app, "/api/v1", &f.token, &public_id, "setup.exe", PDF).await;
+    assert_eq!(up["attachment"]["name"], "setup.exe.pdf");
     app.stop().await;
 }

@@ -113,12 +113,10 @@ pub async fn upload(
     who: WebSession,
     Conversation(id): Conversation,
     _token: crate::app::csrf::HeaderToken,
-    upload: crate::extract::FileUpload,
+    request: axum::extract::Request,
 ) -> Result<(StatusCode, axum::Json<crate::views::widget::UploadResponse>), crate::error::ApiError> {
     let target = s.inbox.upload_target(&who.session, id).await?;
-    let attachment = s.attachments.upload(target, &upload.name, upload.body).await?;
-    let body = crate::views::widget::UploadResponse::new(&attachment).ok_or(crate::error::ApiError::Internal)?;
-    Ok((StatusCode::CREATED, axum::Json(body)))
+    crate::routes::received(&s, target, request).await
 }
 
 /// The operator is typing a reply: the visitor's widget shows it (see
