@@ -47,10 +47,12 @@ impl FromRequest<AppState> for FileUpload {
             let (budget, mut seen) = (Arc::clone(&budget), 0u64);
             req.into_body().into_data_stream().map(move |chunk| {
                 let chunk = chunk?;
-                seen = seen.saturating_add(chunk.len() as u64);
+                // Counted before this chunk: one chunk may hold the end of
+                // the headers and the start of the file together.
                 if seen > budget.load(Ordering::Relaxed) {
                     return Err(axum::Error::new(BeforeTheFile));
                 }
+                seen = seen.saturating_add(chunk.len() as u64);
                 Ok(chunk)
             })
         };

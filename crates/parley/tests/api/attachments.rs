@@ -645,7 +645,7 @@ async fn the_caller_is_checked_before_the_body_is_read_and_the_file_must_come_fi
     assert_error(status, &answer, StatusCode::NOT_FOUND, "not_found");
     // 64 KiB of other fields before the file's part is as much as a form may bring.
     let junk = vec![b'j'; 70 * 1024];
-    let mut body = format!("--b\r\nContent-Disposition: form-data; name=\"junk\"\r\n\r\n").into_bytes();
+    let mut body = b"--b\r\nContent-Disposition: form-data; name=\"junk\"\r\n\r\n".to_vec();
     body.extend_from_slice(&junk);
     body.extend_from_slice(b"\r\n--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhello\r\n--b--\r\n");
     let path = format!("/api/v1/widget/conversations/{public_id}/attachments?token={}", f.token);
