@@ -7,7 +7,9 @@
    lists conversations against the running server: what mobile and
    partner developers do with the document. The routes mail servers
    post raw emails to (`message/rfc822`, a body the generator has no
-   type for) are left out of its copy: no API client calls them.
+   type for) are left out of its copy: no API client calls them. So is
+   a picture's thumbnail (answered as `image/jpeg` or `image/png` only,
+   types the generator has none for): clients show it by its link.
 3. Schemathesis, with all its checks: a request the document allows is
    accepted and one it forbids is refused, and every answer, each event
    of the streams included, matches its schema.
@@ -66,6 +68,7 @@ def generated_client_signs_in_and_lists(base, workdir, document, operator):
     doc["paths"] = {
         path: item for path, item in doc["paths"].items()
         if not any("message/rfc822" in (op.get("requestBody") or {}).get("content", {}) for op in item.values() if isinstance(op, dict))
+        and not path.endswith("/files/{id}/thumbnail")
     }
     document = os.path.join(workdir, "openapi-for-clients.json")
     with open(document, "w") as f:

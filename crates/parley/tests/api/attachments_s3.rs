@@ -108,3 +108,35 @@ async fn two_instances_on_postgres_share_files_through_the_object_store() {
     a.stop().await;
     b.stop().await;
 }
+
+/// An instance on PostgreSQL keeping files in a folder of its own
+/// machine says so when it starts: another instance could not serve them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_store_on_postgres_is_named_at_start() {
+    use tokio::io::AsyncBufReadExt;
+    let Some(server) = parley_storage::testing::postgres_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = tokio::task::spawn_blocking(move || parley_storage::testing::fresh_postgres(&server)).await.unwrap().expect("database");
+    let mut child = crate::cli::parley(dir.path())
+        .env("PARLEY_DATABASE_URL", &db.url)
+        .arg("serve")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("parley serve");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let said = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("other instances sharing the database cannot serve them") {
+                return Some(line);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten();
+    let _ = child.kill().await;
+    let said = said.expect("the warning at start");
+    assert!(said.contains("PARLEY_FILES_URL") && said.contains("s3://"), "{said}");
+}
