@@ -377,6 +377,7 @@ impl Field for Expires {
         utoipa::openapi::schema::ObjectBuilder::new()
             .schema_type(utoipa::openapi::schema::Type::Integer)
             .minimum(Some(0))
+            .maximum(Some(999_999_999_999_i64))
             .description(Some("When the link expires, in seconds since the epoch: as the link has it."))
             .build()
             .into()
