@@ -33,15 +33,12 @@ pub const MAX_UNSENT: u64 = 2 * MAX_ATTACHMENTS as u64;
 
 /// The uploads `new` names, checked and locked: each a finished upload
 /// of the sender's side (visitor or operator) in `c`, named by no
-/// message yet, at most [`MAX_ATTACHMENTS`], none twice. Anything else
-/// refuses the whole message.
+/// message yet, none twice. Anything else refuses the whole message. (How
+/// many a message may name is checked where its `Content` is made.)
 pub(crate) fn claim(tx: &mut dyn WriteTx, c: &Conversation, new: &NewMessage) -> Result<Vec<crate::model::Attachment>, DomainError> {
     let ids = &new.attachment_ids;
     if ids.is_empty() {
         return Ok(Vec::new());
-    }
-    if ids.len() > MAX_ATTACHMENTS {
-        return Err(DomainError::invalid("attachment_ids", format!("names at most {MAX_ATTACHMENTS} attachments")));
     }
     if new.sender.kind == SenderKind::System {
         return Err(DomainError::invalid("attachment_ids", "system lines carry no files"));

@@ -237,21 +237,22 @@ impl AttachmentService {
         })?;
         let row = self.db.read(move |r| Ok(r.attachment_by_public_id(&public_id)?)).await?.ok_or(DomainError::NotFound)?;
         let described = row.describe().ok_or(DomainError::NotFound)?;
-        let (key, content_type, disposition) = match variant {
-            Variant::Original => {
-                let content_type = if described.inline() { inline_type(&described.content_type) } else { "application/octet-stream" };
-                let disposition = if described.inline() { "inline" } else { "attachment" };
-                (row.storage_key.clone(), content_type, names::content_disposition(disposition, &described.name))
-            }
-            // Its type is read from its first bytes below.
-            Variant::Thumbnail if described.inline() => (row.thumbnail_key(), "", names::content_disposition("inline", &described.name)),
+        let (key, disposition) = match variant {
+            Variant::Original if described.inline() => (row.storage_key.clone(), "inline"),
+            Variant::Original => (row.storage_key.clone(), "attachment"),
+            Variant::Thumbnail if described.inline() => (row.thumbnail_key(), "inline"),
             Variant::Thumbnail => return Err(DomainError::NotFound),
         };
+        let disposition = names::content_disposition(disposition, &described.name);
         let (size, body) = self.files.get(&key).await.map_err(|e| match e {
             FileError::NotFound => DomainError::NotFound,
             other => store_failed(&other),
         })?;
-        let (content_type, body) = if variant == Variant::Thumbnail { sniffed_thumbnail(body).await? } else { (content_type, body) };
+        let (content_type, body) = match variant {
+            Variant::Original if described.inline() => (inline_type(&described.content_type), body),
+            Variant::Original => ("application/octet-stream", body),
+            Variant::Thumbnail => sniffed_thumbnail(body).await?,
+        };
         Ok(Download { size, body, content_type, disposition, expires })
     }
 

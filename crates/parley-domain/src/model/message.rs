@@ -106,7 +106,9 @@ impl Content {
             return Err(crate::error::DomainError::invalid("attachment_ids", format!("names at most {MAX_ATTACHMENTS} attachments")));
         }
         match body {
-            None if attachment_ids.is_empty() => Err(crate::error::DomainError::invalid("body", "is required without attachment_ids")),
+            // A JSON body says so with its other fields' problems (the
+            // request reader checks it too); a form reaches it here.
+            None if attachment_ids.is_empty() => Err(crate::error::DomainError::invalid("body", "is required")),
             body => Ok(Self { body: body.unwrap_or_default(), attachment_ids }),
         }
     }

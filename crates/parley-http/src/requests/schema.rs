@@ -233,11 +233,9 @@ impl Field for MessageFiles {
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
         let ids = <Vec<AttachmentId> as Field>::read(f, name)?.unwrap_or_default();
+        // How many it may name is the domain's rule (`Content::new`).
         if ids.is_empty() && f.json("body").is_none() {
             return Err(f.reject("body", "is required without attachment_ids"));
-        }
-        if ids.len() > parley_domain::model::MAX_ATTACHMENTS {
-            return Err(f.reject(name, format!("must name at most {} attachments", parley_domain::model::MAX_ATTACHMENTS)));
         }
         Ok(Some(MessageFiles(ids.into_iter().map(|a| a.0).collect())))
     }

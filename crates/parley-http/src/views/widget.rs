@@ -265,24 +265,11 @@ impl MessageView {
     }
 }
 
-/// A file a message carries.
+/// A file a message carries: the upload, and its links.
 #[derive(Serialize, ToSchema)]
 pub struct AttachmentView {
-    #[schema(example = "att_Qm9vVGhlRmlsZUlkMTIzNDU2")]
-    pub id: String,
-    /// The sender's name for it, cleaned: show it, never use it as a path.
-    pub name: String,
-    /// Told from the content, never from the client: `image/png`,
-    /// `application/pdf`, `text/plain`, …
-    pub content_type: String,
-    /// In bytes.
-    pub size: u64,
-    /// A picture shown inline has its size in pixels (and a
-    /// `thumbnail_url`); any other file is a download.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub width: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub height: Option<u32>,
+    #[serde(flatten)]
+    pub file: UploadedView,
     /// Signed, valid for at least an hour: ask for the message again for
     /// a fresh one.
     pub url: String,
@@ -294,16 +281,7 @@ pub struct AttachmentView {
 impl AttachmentView {
     pub fn new(a: &AttachmentRef, links: &Links) -> Self {
         let (url, thumbnail_url) = links.of(a);
-        Self {
-            id: a.id.clone(),
-            name: a.name.clone(),
-            content_type: a.content_type.clone(),
-            size: a.size,
-            width: a.width,
-            height: a.height,
-            url,
-            thumbnail_url,
-        }
+        Self { file: a.clone().into(), url, thumbnail_url }
     }
 }
 
@@ -312,15 +290,26 @@ impl AttachmentView {
 pub struct UploadedView {
     #[schema(example = "att_Qm9vVGhlRmlsZUlkMTIzNDU2")]
     pub id: String,
+    /// The sender's name for it, cleaned: show it, never use it as a path.
     pub name: String,
-    /// Told from the content, never from the client.
+    /// Told from the content, never from the client: `image/png`,
+    /// `application/pdf`, `text/plain`, …
     pub content_type: String,
+    /// In bytes.
     pub size: u64,
-    /// Pictures shown inline only.
+    /// A picture shown inline has its size in pixels (and, on a message,
+    /// a `thumbnail_url`); any other file is a download.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub width: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub height: Option<u32>,
+}
+
+impl From<AttachmentRef> for UploadedView {
+    fn from(a: AttachmentRef) -> Self {
+        let AttachmentRef { id, name, content_type, size, width, height } = a;
+        Self { id, name, content_type, size, width, height }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -331,17 +320,7 @@ pub struct UploadResponse {
 impl UploadResponse {
     /// `None` for an upload not finished (never answered).
     pub fn new(a: &Attachment) -> Option<Self> {
-        let d = a.describe()?;
-        Some(Self {
-            attachment: UploadedView {
-                id: d.id,
-                name: d.name,
-                content_type: d.content_type,
-                size: d.size,
-                width: d.width,
-                height: d.height,
-            },
-        })
+        Some(Self { attachment: a.describe()?.into() })
     }
 }
 

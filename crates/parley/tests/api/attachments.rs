@@ -71,6 +71,24 @@ pub(crate) async fn conversation_id(app: &TestApp, bearer: &str, public_id: &str
         .unwrap()
 }
 
+/// Posts `body` in pieces of `piece` bytes (chunked, no declared
+/// length), as a client streaming a large file, or trickling, sends it.
+pub(crate) async fn post_in_pieces(
+    app: &TestApp,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+    piece: usize,
+) -> reqwest::Result<reqwest::Response> {
+    let pieces: Vec<Result<Vec<u8>, std::io::Error>> = body.chunks(piece).map(|c| Ok(c.to_vec())).collect();
+    app.client
+        .post(app.url(path))
+        .header("content-type", content_type)
+        .body(reqwest::Body::wrap_stream(futures::stream::iter(pieces)))
+        .send()
+        .await
+}
+
 /// A link's answer: status, headers and bytes.
 pub(crate) async fn fetch(app: &TestApp, url: &str) -> (StatusCode, reqwest::header::HeaderMap, Vec<u8>) {
     // Links name the public address; requests go to the socket.
@@ -218,15 +236,8 @@ async fn refusals_change_nothing_and_leave_no_file() {
     assert!(body["error"]["message"].as_str().unwrap().contains("64 KiB"), "{body}");
     // The limit holds while reading too, without a declared length.
     let (content_type, bytes) = form("file", "big.bin", &vec![b'a'; 200 * 1024]);
-    let stream = futures::stream::iter(bytes.chunks(8192).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>());
-    let response = app
-        .client
-        .post(app.url(&format!("/api/v1/widget/conversations/{public_id}/attachments?token={}", f.token)))
-        .header("content-type", content_type)
-        .body(reqwest::Body::wrap_stream(stream))
-        .send()
-        .await
-        .expect("a streamed upload");
+    let path = format!("/api/v1/widget/conversations/{public_id}/attachments?token={}", f.token);
+    let response = post_in_pieces(&app, &path, &content_type, &bytes, 8192).await.expect("a streamed upload");
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
 
     let (status, body) = upload("setup.exe", b"MZ\x90\0\x03\0\0\0\x04\0\0\0\xff\xff\0\0".to_vec()).await;
@@ -379,9 +390,18 @@ async fn links_open_only_what_they_name_until_they_expire() {
     assert_fields(status, &body, &["expires"]);
     let (status, body) = app.get(&format!("/api/v1/files/{id}")).await;
     assert_fields(status, &body, &["expires", "sig"]);
-    // A picture-less file has no thumbnail, even with a real link to one.
+    // The original's link does not open the thumbnail: the signature
+    // names the variant.
     let (status, _, _) = fetch(&app, &other_url.replacen(other_id, &format!("{other_id}/thumbnail"), 1)).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "the signature names the original");
+    // And a picture-less file has no thumbnail, even through a link
+    // signed for one with the installation's own key.
+    let clock: std::sync::Arc<dyn parley_domain::Clock> = app.clock.clone();
+    let keys = parley_domain::keys::ServerKeys::load(&app.db, &clock).await.expect("the installation's keys");
+    let links = parley_domain::attachments::links::Links::new(&keys, &app.base, clock);
+    let thumbnail = links.url(other_id, parley_domain::attachments::links::Variant::Thumbnail);
+    let (status, _, _) = fetch(&app, &thumbnail).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a real link to a thumbnail that is not there");
 
     app.clock.advance(Duration::from_secs(3600 + 600));
     let (status, body) = app.get(&url.split_once("/api/").map(|(_, p)| format!("/api/{p}")).unwrap()).await;
@@ -651,15 +671,7 @@ async fn the_caller_is_checked_before_the_body_is_read_and_the_file_must_come_fi
     body.extend_from_slice(&junk);
     body.extend_from_slice(b"\r\n--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhello\r\n--b--\r\n");
     let path = format!("/api/v1/widget/conversations/{public_id}/attachments?token={}", f.token);
-    let pieces: Vec<Result<Vec<u8>, std::io::Error>> = body.chunks(4096).map(|c| Ok(c.to_vec())).collect();
-    let response = app
-        .client
-        .post(app.url(&path))
-        .header("content-type", "multipart/form-data; boundary=b")
-        .body(reqwest::Body::wrap_stream(futures::stream::iter(pieces)))
-        .send()
-        .await
-        .expect("a form in pieces");
+    let response = post_in_pieces(&app, &path, "multipart/form-data; boundary=b", &body, 4096).await.expect("a form in pieces");
     let status = response.status();
     let answer: Value = response.json().await.expect("json");
     assert_fields(status, &answer, &["file"]);

@@ -6,7 +6,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::attachments::{fetch, form, operator_upload, png, upload_raw, visitor_upload};
+use crate::attachments::{fetch, form, operator_upload, png, post_in_pieces, upload_raw, visitor_upload};
 use crate::helpers::*;
 use crate::s3_peer::S3Peer;
 
@@ -48,14 +48,8 @@ async fn files_go_to_the_object_store_and_come_back_whole() {
     // Past the limit, read as it streams: nothing stays, no part either.
     let too_big = vec![b'x'; 17 * 1024 * 1024];
     let (content_type, body) = form("file", "huge.txt", &too_big);
-    let stream = futures::stream::iter(body.chunks(64 * 1024).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>());
-    let response = app
-        .client
-        .post(app.url(&format!("/api/v1/widget/conversations/{public_id}/attachments?token={}", f.token)))
-        .header("content-type", content_type)
-        .body(reqwest::Body::wrap_stream(stream))
-        .send()
-        .await;
+    let path = format!("/api/v1/widget/conversations/{public_id}/attachments?token={}", f.token);
+    let response = post_in_pieces(&app, &path, &content_type, &body, 64 * 1024).await;
     if let Ok(response) = response {
         assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     }

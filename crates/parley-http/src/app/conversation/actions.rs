@@ -93,10 +93,6 @@ pub async fn reply(
         Err(e) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, said(&e, "body", "The reply")).await,
     };
     let files = reply.attachment_ids.map(|a| a.0).unwrap_or_default();
-    if reply.body.is_none() && files.is_empty() {
-        let why = "The reply is required.".to_owned();
-        return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, why).await;
-    }
     let content = match Content::new(reply.body.map(|b| b.0), files) {
         Ok(content) => content,
         Err(e) => return refused(&s, &who, id, StatusCode::UNPROCESSABLE_ENTITY, Which::Reply, text, said(&e, "body", "The reply")).await,
