@@ -14,6 +14,7 @@ pub mod automation;
 pub mod clock;
 pub mod continuity;
 pub mod devices;
+pub mod erasure;
 pub mod error;
 pub mod events;
 pub mod feed;

@@ -1179,11 +1179,10 @@
     api(this.base, "GET", path).then(function (res) {
       if (generation !== self.generation) return;
       if (res.status === 404) {
-        // The conversation is gone (another site, or the data was reset).
-        self.conversation = null;
-        self.write("conversation", null);
-        self.consent.hidden = false;
-        self.closeStream();
+        // The conversation is gone (erased, another site, or the data was
+        // reset): nothing of it stays on screen, and the next message
+        // starts a new one.
+        self.forget();
         return;
       }
       if (res.status !== 200 || !res.body) throw new Error("HTTP " + res.status);

@@ -1,7 +1,7 @@
 //! The sweeper: every `PARLEY_SWEEP_INTERVAL` (and once at start) it runs
 //! the automation pass (stale installations, idle conversations, records
-//! past their retention) and the housekeeping that keeps in-memory limits
-//! bounded.
+//! and conversations past their retention, files to remove) and the
+//! housekeeping that keeps in-memory limits bounded.
 //!
 //! Several instances may share a database. The automation pass runs in
 //! one of them at a time (`Database::lead`); an instance whose turn comes
@@ -15,13 +15,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use parley_domain::Database;
 use parley_domain::attachments::AttachmentService;
 use parley_domain::auth::AuthService;
 use parley_domain::automation::Automation;
+use parley_domain::erasure::ErasureService;
 use parley_domain::limits::RateLimits;
 use parley_domain::metrics::Metrics;
 use parley_domain::verification::service::VerificationService;
+use parley_domain::{Database, DomainError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -40,8 +41,11 @@ pub struct Sweeper {
     pub verification: VerificationService,
     pub metrics: Metrics,
     pub every: Duration,
-    /// Removes the uploads no message named in a day.
+    /// Removes the uploads no message named in a day, and the objects
+    /// of files whose rows are gone.
     pub attachments: Arc<AttachmentService>,
+    /// Erases the conversations past their retention.
+    pub erasure: Arc<ErasureService>,
 }
 
 impl Sweeper {
@@ -108,30 +112,44 @@ impl Sweeper {
             }
             Err(e) => tracing::error!(error = %e, "sweep failed"),
         }
-        self.remove_unnamed_uploads().await;
+        let erased = in_batches(20, 50, |n| self.erasure.sweep(n)).await;
+        report(erased, "conversations past their retention erased", "erasing conversations past their retention failed");
+        let removed = in_batches(100, 10, |n| self.attachments.sweep(n)).await;
+        report(removed, "unnamed uploads removed", "removing unnamed uploads failed");
+        // What the store refused when the rows went, or a crash left queued.
+        let removed = in_batches(100, 10, |n| self.attachments.remove_queued(n)).await;
+        report(removed, "queued files removed from the store", "removing files from the store failed; the next pass tries again");
     }
+}
 
-    /// Uploads no message named, a batch at a time, a bounded number of
-    /// batches a pass (the next pass goes on).
-    async fn remove_unnamed_uploads(&self) {
-        const BATCH: u32 = 100;
-        let mut removed = 0;
-        for _ in 0..10 {
-            match self.attachments.sweep(BATCH).await {
-                Ok(n) => {
-                    removed += n;
-                    if n < BATCH as usize {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "removing unnamed uploads failed");
+/// Runs `step` on batches of `batch` until one comes back short or
+/// `passes` have run (the next sweep goes on); how many it handled, and
+/// the error that stopped it, if one did.
+async fn in_batches<F, Fut>(batch: u32, passes: usize, mut step: F) -> (usize, Option<DomainError>)
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<usize, DomainError>>,
+{
+    let mut done = 0;
+    for _ in 0..passes {
+        match step(batch).await {
+            Ok(n) => {
+                done += n;
+                if n < batch as usize {
                     break;
                 }
             }
+            Err(e) => return (done, Some(e)),
         }
-        if removed > 0 {
-            tracing::info!(removed, "unnamed uploads removed");
-        }
+    }
+    (done, None)
+}
+
+fn report((done, error): (usize, Option<DomainError>), done_message: &'static str, failed_message: &'static str) {
+    if done > 0 {
+        tracing::info!(done, "{done_message}");
+    }
+    if let Some(e) = error {
+        tracing::error!(error = %e, "{failed_message}");
     }
 }

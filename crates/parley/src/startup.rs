@@ -14,6 +14,7 @@ use parley_domain::continuity::presence::Presence;
 use parley_domain::continuity::tokens::MailTokens;
 use parley_domain::continuity::{ContinuityService, MailSettings};
 use parley_domain::devices::DevicesService;
+use parley_domain::erasure::ErasureService;
 use parley_domain::feed::{CursorSeal, FeedService, FeedSettings, Hub};
 use parley_domain::health::{HealthService, HealthSettings};
 use parley_domain::inbox::InboxService;
@@ -153,6 +154,8 @@ impl Application {
         }
         let links = Links::new(&keys, &public_url, Arc::clone(&clock));
         let attachments = Arc::new(AttachmentService::new(db.clone(), files, links.clone(), config.files.limits, Arc::clone(&clock)));
+        let erasure =
+            Arc::new(ErasureService::new(db.clone(), Arc::clone(&clock), Arc::clone(&attachments), config.conversation_retention));
         let auth = AuthService::new(
             db.clone(),
             Arc::clone(&clock),
@@ -239,6 +242,7 @@ impl Application {
             metrics: metrics.clone(),
             every: config.sweep_interval,
             attachments: Arc::clone(&attachments),
+            erasure: Arc::clone(&erasure),
         };
         let feed = FeedService::new(
             db.clone(),
@@ -269,6 +273,7 @@ impl Application {
             auth,
             feed: feed.clone(),
             continuity,
+            erasure,
             attachments,
             presence: Arc::clone(&presence),
             inbound_token: config.continuity.inbound_token.clone(),

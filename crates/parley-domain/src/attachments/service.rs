@@ -14,7 +14,8 @@ use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::files::{ByteStream, FileError, FileStore};
 use crate::model::{
-    Attachment, AttachmentFacts, ConversationId, ConversationScope, NewAttachment, OperatorId, PictureFacts, SenderKind, SiteSettings,
+    Attachment, AttachmentFacts, ConversationId, ConversationScope, FileRemoval, NewAttachment, OperatorId, PictureFacts, SenderKind,
+    SiteSettings,
 };
 use crate::store::Database;
 
@@ -116,6 +117,10 @@ impl AttachmentService {
         let row = self
             .db
             .write(move |tx| {
+                // Locked first, as every change of a conversation does: an
+                // erasure under way finishes before, and the upload then
+                // finds nothing.
+                tx.conversation(scope, new.conversation_id)?.ok_or(DomainError::NotFound)?;
                 if tx.unsent_uploads(scope.tenant, new.conversation_id, new.uploader)? >= super::MAX_UNSENT {
                     let why = format!("cannot be added: {} files already wait to be sent in this conversation", super::MAX_UNSENT);
                     return Err(DomainError::invalid("file", why));
@@ -214,18 +219,14 @@ impl AttachmentService {
         Ok(Some(PictureFacts { width: picture.width, height: picture.height, thumbnail_size }))
     }
 
-    /// Removes an upload that will not be kept: its objects, then its row
-    /// (left for the sweep when the store cannot be reached now).
+    /// Removes an upload that will not be kept: its row, then its
+    /// objects (left queued for the sweep when the store cannot be
+    /// reached now).
     async fn discard(&self, row: &Attachment) {
-        for key in [row.storage_key.clone(), row.thumbnail_key()] {
-            if let Err(e) = self.files.delete(&key).await {
-                tracing::warn!(error = %e, "an upload's file could not be removed; the sweep will try again");
-                return;
-            }
-        }
-        let (tenant, id) = (row.tenant_id, row.id);
-        if let Err(e) = self.db.write(move |tx| Ok(tx.delete_upload(tenant, id)?)).await {
-            tracing::warn!(error = %e, "an upload's row could not be removed; the sweep will try again");
+        let (tenant, id, now) = (row.tenant_id, row.id, self.clock.now());
+        match self.db.write(move |tx| Ok(tx.remove_upload(tenant, id, now)?)).await {
+            Ok(removal) => self.remove_files(removal).await,
+            Err(e) => tracing::warn!(error = %e, "an upload's row could not be removed; the sweep will try again"),
         }
     }
 
@@ -260,23 +261,50 @@ impl AttachmentService {
     /// a batch at a time: each row first (so a message naming it at this
     /// moment keeps it), then its objects. Returns how many went.
     pub async fn sweep(&self, limit: u32) -> Result<usize, DomainError> {
-        let cutoff = self.clock.now().minus(super::UNNAMED_FOR);
+        let now = self.clock.now();
+        let cutoff = now.minus(super::UNNAMED_FOR);
         let stale = self.db.write(move |tx| Ok(tx.stale_uploads(cutoff, limit)?)).await?;
         let mut removed = 0;
         for row in stale {
             let (tenant, id) = (row.tenant_id, row.id);
-            if !self.db.write(move |tx| Ok(tx.delete_upload(tenant, id)?)).await? {
-                continue;
-            }
+            let Some(removal) = self.db.write(move |tx| Ok(tx.remove_upload(tenant, id, now)?)).await? else { continue };
             removed += 1;
-            for key in [row.storage_key.clone(), row.thumbnail_key()] {
-                if let Err(e) = self.files.delete(&key).await {
-                    // The row is gone: nothing will name this object again.
-                    tracing::warn!(error = %e, key, "an unnamed upload's file could not be removed from the store");
-                }
-            }
+            self.remove_files([removal]).await;
         }
         Ok(removed)
+    }
+
+    /// Removes the objects of files whose rows are gone, and forgets each
+    /// removal once they are. One the store refuses stays queued for
+    /// [`Self::remove_queued`].
+    pub async fn remove_files(&self, removals: impl IntoIterator<Item = FileRemoval>) {
+        for removal in removals {
+            if let Err(e) = self.remove(&removal).await {
+                tracing::warn!(error = %e, "a file could not be removed from the store; the sweep will try again");
+                return;
+            }
+        }
+    }
+
+    /// Works off the queue of objects to remove, a batch at a time;
+    /// returns how many were removed. It stops at the first the store
+    /// refuses: the next pass tries again.
+    pub async fn remove_queued(&self, limit: u32) -> Result<usize, DomainError> {
+        let queued = self.db.write(move |tx| Ok(tx.file_removals(limit)?)).await?;
+        let mut removed = 0;
+        for removal in queued {
+            self.remove(&removal).await?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+
+    async fn remove(&self, removal: &FileRemoval) -> Result<(), DomainError> {
+        for key in removal.keys() {
+            self.files.delete(&key).await.map_err(|e| store_failed(&e))?;
+        }
+        let id = removal.id;
+        self.db.write(move |tx| Ok(tx.file_removed(id)?)).await
     }
 }
 

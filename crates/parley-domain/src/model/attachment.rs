@@ -71,6 +71,21 @@ fn thumbnail_key(key: &str) -> String {
     format!("{key}_thumbnail")
 }
 
+/// A file whose row is gone, its objects still to be removed from the
+/// store.
+#[derive(Clone, Debug)]
+pub struct FileRemoval {
+    pub id: i64,
+    pub storage_key: String,
+}
+
+impl FileRemoval {
+    /// The objects to remove: the file and its thumbnail, if it had one.
+    pub fn keys(&self) -> [String; 2] {
+        [self.storage_key.clone(), thumbnail_key(&self.storage_key)]
+    }
+}
+
 /// An upload about to be received.
 #[derive(Clone, Debug)]
 pub struct NewAttachment {

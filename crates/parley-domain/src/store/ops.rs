@@ -207,9 +207,6 @@ pub trait AttachmentsWrite: AttachmentsRead {
         quota: u64,
         pending: u64,
     ) -> StoreResult<bool>;
-    /// Removes the row of an upload no message names: `false` when it is
-    /// gone, or a message named it meanwhile (then it stays).
-    fn delete_upload(&mut self, tenant: TenantId, id: AttachmentId) -> StoreResult<bool>;
     /// A finished upload of `uploader`'s side in the conversation that no
     /// message names yet, locked until the commit.
     fn unnamed_attachment(
@@ -225,6 +222,28 @@ pub trait AttachmentsWrite: AttachmentsRead {
     /// (for the sweeper), locked until the commit; rows another unit
     /// holds are skipped.
     fn stale_uploads(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<Attachment>>;
+}
+
+/// Erasing conversations, and the file objects waiting to be removed.
+pub trait ErasureWrite {
+    /// Conversations whose last activity is before `cutoff`, across all
+    /// tenants (for the retention sweep), locked until the commit; one
+    /// another unit holds is taking a message, and is skipped.
+    fn expired_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(TenantId, ConversationId)>>;
+    /// Removes the conversation and every row that records it (messages,
+    /// feed entries with their webhook deliveries, challenges, mail,
+    /// markers, pushes, presence, attachments), and its visitor when no
+    /// other conversation is theirs. The attachments' objects are queued
+    /// for removal and returned. The caller has locked the conversation.
+    fn erase_conversation(&mut self, tenant: TenantId, id: ConversationId, at: Timestamp) -> StoreResult<Vec<FileRemoval>>;
+    /// Removes the row of an upload no message names and queues its
+    /// objects for removal: `None` when it is gone, or a message named it
+    /// meanwhile (then it stays).
+    fn remove_upload(&mut self, tenant: TenantId, id: AttachmentId, at: Timestamp) -> StoreResult<Option<FileRemoval>>;
+    /// Objects waiting to be removed from the file store, oldest first.
+    fn file_removals(&mut self, limit: u32) -> StoreResult<Vec<FileRemoval>>;
+    /// Forgets a removal once its objects are gone.
+    fn file_removed(&mut self, id: i64) -> StoreResult<()>;
 }
 
 /// Verification challenges, what they established, and the demo outbox.
@@ -597,6 +616,7 @@ pub trait WriteTx:
     + NotificationsWrite
     + ContinuityWrite
     + AttachmentsWrite
+    + ErasureWrite
     + SystemWrite
 {
 }
@@ -613,6 +633,7 @@ impl<T> WriteTx for T where
         + NotificationsWrite
         + ContinuityWrite
         + AttachmentsWrite
+        + ErasureWrite
         + SystemWrite
 {
 }

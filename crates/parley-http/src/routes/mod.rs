@@ -8,6 +8,7 @@
 mod admin;
 mod channels;
 mod devices;
+mod erasure;
 mod files;
 mod health;
 mod mail;
@@ -105,6 +106,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = admin::routes(mount);
     let mount = webhooks::routes(mount);
     let mount = tokens::routes(mount);
+    let mount = erasure::routes(mount);
     let mount = channels::routes(mount);
     let mount = mail::routes(mount);
     verification::routes(mount).into_router()

@@ -22,6 +22,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (13, include_str!("../../migrations/postgres/0013_widget_identity.sql")),
     (14, include_str!("../../migrations/postgres/0014_widget_languages_hours.sql")),
     (15, include_str!("../../migrations/postgres/0015_attachments.sql")),
+    (16, include_str!("../../migrations/postgres/0016_erasure.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

@@ -70,8 +70,6 @@ statements! {
     ) => |_| "UPDATE attachments SET content_type = :content_type, size = :size, width = :width, height = :height,
              thumbnail_size = :thumbnail_size, name = :name
          WHERE tenant_id = :tenant AND id = :id AND content_type IS NULL".into(),
-    DELETE_UPLOAD(tenant: TenantId, id: AttachmentId) => |_|
-        "DELETE FROM attachments WHERE tenant_id = :tenant AND id = :id AND message_id IS NULL".into(),
     UNNAMED_ATTACHMENT<'a>(tenant: TenantId, conversation: ConversationId, uploader_type: &'a str, public_id: &'a str)
         locked UNNAMED_ATTACHMENT_LOCKED => |_| format!(
         "SELECT {COLS} FROM attachments f
@@ -157,10 +155,6 @@ impl AttachmentsWrite for Tx<'_> {
             return Err(StoreError::Internal("the upload to finish is gone or finished".into()));
         }
         Ok(true)
-    }
-
-    fn delete_upload(&mut self, tenant: TenantId, id: AttachmentId) -> StoreResult<bool> {
-        Ok(self.exec(DELETE_UPLOAD { tenant, id })? == 1)
     }
 
     fn unnamed_attachment(

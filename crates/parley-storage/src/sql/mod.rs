@@ -21,6 +21,7 @@ mod stmt;
 mod attachments;
 mod continuity;
 mod conversations;
+mod erasure;
 mod feed;
 mod logins;
 mod notifications;
@@ -74,6 +75,7 @@ pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
         attachments::ALL,
         continuity::ALL,
         conversations::ALL,
+        erasure::ALL,
         feed::ALL,
         logins::ALL,
         notifications::ALL,

@@ -62,6 +62,10 @@ pub struct Config {
     pub sweep_interval: Duration,
     /// How long events, delivery logs, spent tokens and challenges are kept.
     pub event_retention: Duration,
+    /// `PARLEY_CONVERSATION_RETENTION`: conversations without activity for
+    /// this long are erased with their files; `None` (the default) keeps
+    /// them.
+    pub conversation_retention: Option<Duration>,
     pub log_format: LogFormat,
     pub log_filter: String,
     pub rate_limits: RateLimitSettings,
@@ -274,6 +278,13 @@ impl Config {
             d if d < Duration::from_secs(86_400) => Err("must be at least 1d: the verification limits count a day of challenges".into()),
             d => Ok(d),
         });
+        let conversation_retention = r.get("PARLEY_CONVERSATION_RETENTION", None, |s| match s {
+            "off" => Ok(None),
+            s => match parse_duration(s)? {
+                d if d < Duration::from_secs(86_400) => Err("must be at least 1d, or off".into()),
+                d => Ok(Some(d)),
+            },
+        });
         let log_format = r.get("PARLEY_LOG_FORMAT", LogFormat::Text, |s| match s {
             "text" => Ok(LogFormat::Text),
             "json" => Ok(LogFormat::Json),
@@ -380,6 +391,7 @@ impl Config {
             auto_close_after,
             sweep_interval,
             event_retention,
+            conversation_retention,
             log_format,
             log_filter,
             rate_limits,
@@ -474,6 +486,20 @@ mod tests {
                 .unwrap();
         assert_eq!(c.continuity.inbound_domain.as_deref(), Some("reply.example.com"));
         assert_eq!(c.continuity.email_delay, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn conversations_are_kept_unless_a_retention_of_a_day_or_more_is_set() {
+        let retention =
+            |value: &str| Config::from_vars(&vars(&[("PARLEY_CONVERSATION_RETENTION", value)])).map(|(c, _)| c.conversation_retention);
+        assert_eq!(Config::from_vars(&BTreeMap::new()).unwrap().0.conversation_retention, None);
+        assert_eq!(retention("off").unwrap(), None);
+        assert_eq!(retention("1d").unwrap(), Some(Duration::from_secs(86_400)));
+        assert_eq!(retention("365d").unwrap(), Some(Duration::from_secs(365 * 86_400)));
+        for bad in ["12h", "0s", "soon", "-1d"] {
+            let err = retention(bad).err().unwrap_or_else(|| panic!("{bad} taken"));
+            assert_eq!(err.0[0].variable, "PARLEY_CONVERSATION_RETENTION");
+        }
     }
 
     #[test]

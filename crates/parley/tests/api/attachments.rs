@@ -99,7 +99,7 @@ pub(crate) async fn fetch(app: &TestApp, url: &str) -> (StatusCode, reqwest::hea
 }
 
 /// The files kept in the test's folder (thumbnails included).
-fn stored_files(app: &TestApp) -> Vec<std::path::PathBuf> {
+pub(crate) fn stored_files(app: &TestApp) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     let mut folders = vec![app.dir.path().join("files")];
     while let Some(folder) = folders.pop() {

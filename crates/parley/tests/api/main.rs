@@ -19,6 +19,7 @@ mod concurrency;
 mod continuity;
 mod continuity_mail;
 mod db_copy;
+mod erasure;
 mod errors;
 mod feed;
 mod health;

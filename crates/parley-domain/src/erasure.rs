@@ -1,0 +1,77 @@
+//! Erasing conversations: at an admin's request (a visitor asking to be
+//! forgotten), and by retention (`PARLEY_CONVERSATION_RETENTION`).
+//!
+//! An erasure removes the conversation with everything that records it
+//! (messages, feed entries and their webhook deliveries, challenges,
+//! mail, read markers, pushes, presence, attachments) in one write unit,
+//! and its visitor when no other conversation is theirs. The attachments'
+//! objects are queued in that unit and removed from the file store after
+//! the commit; what the store refuses then stays queued for the sweeper,
+//! so no object outlives its row for long and none is forgotten.
+//!
+//! Nothing announces an erasure on the feed: its entries go with it. A
+//! client whose cursor stood on one of them is told to reload (`reset`);
+//! others find the conversation gone (404) at their next read of it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::attachments::AttachmentService;
+use crate::clock::Clock;
+use crate::error::DomainError;
+use crate::model::*;
+use crate::store::Database;
+
+pub struct ErasureService {
+    db: Database,
+    clock: Arc<dyn Clock>,
+    attachments: Arc<AttachmentService>,
+    /// `PARLEY_CONVERSATION_RETENTION`: conversations without activity
+    /// for this long are erased; `None` keeps them.
+    retention: Option<Duration>,
+}
+
+impl ErasureService {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, attachments: Arc<AttachmentService>, retention: Option<Duration>) -> Self {
+        Self { db, clock, attachments, retention }
+    }
+
+    /// Erases conversation `id` of the admin's tenant, whatever its state.
+    /// Agents are refused: an erasure cannot be undone.
+    pub async fn erase(&self, session: &Session, id: ConversationId) -> Result<(), DomainError> {
+        crate::admin::require_admin(session)?;
+        let scope: ConversationScope = session.operator.scope().into();
+        let now = self.clock.now();
+        let files = self
+            .db
+            .write(move |tx| {
+                tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                Ok(tx.erase_conversation(scope.tenant, id, now)?)
+            })
+            .await?;
+        tracing::info!(tenant = scope.tenant.0, conversation = id.0, operator = session.operator.id.0, "conversation erased");
+        self.attachments.remove_files(files).await;
+        Ok(())
+    }
+
+    /// Erases up to `limit` conversations whose last activity is older
+    /// than the retention, in one write unit; returns how many went.
+    pub async fn sweep(&self, limit: u32) -> Result<usize, DomainError> {
+        let Some(retention) = self.retention else { return Ok(0) };
+        let now = self.clock.now();
+        let cutoff = now.minus(retention);
+        let (erased, files) = self
+            .db
+            .write(move |tx| {
+                let expired = tx.expired_conversations(cutoff, limit)?;
+                let mut files = Vec::new();
+                for (tenant, id) in &expired {
+                    files.extend(tx.erase_conversation(*tenant, *id, now)?);
+                }
+                Ok((expired.len(), files))
+            })
+            .await?;
+        self.attachments.remove_files(files).await;
+        Ok(erased)
+    }
+}
