@@ -11,6 +11,7 @@ pub mod admin;
 pub mod attachments;
 pub mod auth;
 pub mod automation;
+pub mod canned;
 pub mod clock;
 pub mod continuity;
 pub mod devices;

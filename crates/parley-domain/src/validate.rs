@@ -141,6 +141,16 @@ pub static REQUIRED_NAME: Rule = Rule::new(
     "1 to 255 characters on one line, not blank; spaces around it are dropped.",
 );
 
+/// A canned response's shortcut, typed after `/` in the reply box: a
+/// word of letters, digits, `-` and `_`, compared without case.
+pub static SHORTCUT: Rule = Rule::new(
+    "^[A-Za-z0-9][A-Za-z0-9_-]*$",
+    1,
+    32,
+    "must be letters, digits, - and _, starting with a letter or digit",
+    "1 to 32 letters, digits, `-` and `_`, starting with a letter or digit; kept in lower case, one per tenant.",
+);
+
 /// A name that may be left blank (blank counts as not given): one line.
 pub static NAME: Rule = Rule::new(
     concat!("^[^", controls!(), "]*$"),
@@ -361,6 +371,12 @@ pub fn optional(rule: &Rule, s: &str) -> Check<Option<String>> {
     Ok((!t.is_empty()).then(|| t.to_owned()))
 }
 
+/// A canned response's shortcut, in lower case.
+pub fn shortcut(s: &str) -> Check<String> {
+    SHORTCUT.check(s)?;
+    Ok(s.to_ascii_lowercase())
+}
+
 /// A message body, trimmed.
 pub fn message_body(s: &str) -> Check<String> {
     MESSAGE_BODY.check(s)?;
@@ -458,6 +474,7 @@ mod tests {
             &LONG_TEXT,
             &NOTE,
             &MESSAGE_BODY,
+            &SHORTCUT,
             &EMAIL,
             &PHONE,
             &PAGE_URL,

@@ -66,6 +66,8 @@ pub struct Services {
     pub verification: VerificationService,
     pub feed: FeedService,
     pub continuity: parley_domain::continuity::ContinuityService,
+    /// The tenant's canned responses.
+    pub canned: parley_domain::canned::CannedService,
     /// Erasing conversations at an admin's request.
     pub erasure: Arc<parley_domain::erasure::ErasureService>,
     /// Uploads, signed links to files, and the files themselves.

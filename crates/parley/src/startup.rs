@@ -274,6 +274,7 @@ impl Application {
             feed: feed.clone(),
             continuity,
             erasure,
+            canned: parley_domain::canned::CannedService::new(db.clone(), Arc::clone(&clock)),
             attachments,
             presence: Arc::clone(&presence),
             inbound_token: config.continuity.inbound_token.clone(),

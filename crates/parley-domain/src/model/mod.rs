@@ -54,7 +54,8 @@ macro_rules! for_each_id {
             LoginFailureId,
             DeviceId,
             PushId,
-            AttachmentId
+            AttachmentId,
+            CannedId
         );
     };
 }

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::canned::{CannedResponse, CannedText};
 use crate::clock::Timestamp;
 use crate::continuity::{ClaimedMail, MailContext, MailThread, SentThread, VisitorRead};
 use crate::events::OutboxEvent;
@@ -222,6 +223,22 @@ pub trait AttachmentsWrite: AttachmentsRead {
     /// (for the sweeper), locked until the commit; rows another unit
     /// holds are skipped.
     fn stale_uploads(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<Attachment>>;
+}
+
+/// The tenant's canned responses.
+pub trait CannedRead {
+    /// By shortcut.
+    fn canned_responses(&mut self, tenant: TenantId) -> StoreResult<Vec<CannedResponse>>;
+}
+
+pub trait CannedWrite: CannedRead {
+    /// The tenant's responses, by shortcut, after waiting for any other
+    /// unit changing them: units that change them run one at a time.
+    fn lock_canned_responses(&mut self, tenant: TenantId) -> StoreResult<Vec<CannedResponse>>;
+    fn insert_canned_response(&mut self, tenant: TenantId, text: &CannedText, at: Timestamp) -> StoreResult<CannedResponse>;
+    fn update_canned_response(&mut self, tenant: TenantId, id: CannedId, text: &CannedText, at: Timestamp) -> StoreResult<()>;
+    /// `false` when there is no such response.
+    fn delete_canned_response(&mut self, tenant: TenantId, id: CannedId) -> StoreResult<bool>;
 }
 
 /// Erasing conversations, and the file objects waiting to be removed.
@@ -585,6 +602,7 @@ pub trait ReadTx:
     + NotificationsRead
     + ContinuityRead
     + AttachmentsRead
+    + CannedRead
     + SystemRead
 {
 }
@@ -599,6 +617,7 @@ impl<T> ReadTx for T where
         + NotificationsRead
         + ContinuityRead
         + AttachmentsRead
+        + CannedRead
         + SystemRead
 {
 }
@@ -617,6 +636,7 @@ pub trait WriteTx:
     + ContinuityWrite
     + AttachmentsWrite
     + ErasureWrite
+    + CannedWrite
     + SystemWrite
 {
 }
@@ -634,6 +654,7 @@ impl<T> WriteTx for T where
         + ContinuityWrite
         + AttachmentsWrite
         + ErasureWrite
+        + CannedWrite
         + SystemWrite
 {
 }

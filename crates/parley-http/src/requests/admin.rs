@@ -2,6 +2,7 @@
 
 use parley_domain::admin::{InstallationPatch, NewInstallationInput, NewOperatorInput, OperatorPatch, SitePatch};
 use parley_domain::auth::{MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};
+use parley_domain::canned::{CannedPatch, CannedText};
 use parley_domain::events::EventKind;
 use parley_domain::model::{Role, SiteId, WidgetAppearance};
 use parley_domain::tenancy::NewSiteInput;
@@ -234,5 +235,35 @@ impl FromFields for ChannelTestRequest {
             Err(_) => f.required("to", |s| Ok(s.to_owned())),
         };
         Ok(Self { channel: channel?, to: to? })
+    }
+}
+
+/// A canned response to add.
+#[derive(ToSchema, FromFields)]
+pub struct CannedResponseCreateRequest {
+    shortcut: schema::Shortcut,
+    /// The text the reply box takes in.
+    body: schema::MessageBody,
+}
+
+impl From<CannedResponseCreateRequest> for CannedText {
+    fn from(r: CannedResponseCreateRequest) -> Self {
+        Self { shortcut: r.shortcut.0, body: r.body.0 }
+    }
+}
+
+/// What changes of a canned response; what is left out stays.
+#[derive(ToSchema, FromFields)]
+pub struct CannedResponsePatchRequest {
+    shortcut: Option<schema::Shortcut>,
+    body: Option<schema::MessageBody>,
+}
+
+impl CannedResponsePatchRequest {
+    pub fn patch(self) -> Result<CannedPatch, parley_domain::DomainError> {
+        if self.shortcut.is_none() && self.body.is_none() {
+            return Err(parley_domain::DomainError::invalid("shortcut", "give shortcut, body or both"));
+        }
+        Ok(CannedPatch { shortcut: self.shortcut.map(|s| s.0), body: self.body.map(|b| b.0) })
     }
 }

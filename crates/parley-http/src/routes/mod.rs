@@ -6,6 +6,7 @@
 //! declarations, so a route cannot exist without its documentation.
 
 mod admin;
+mod canned;
 mod channels;
 mod devices;
 mod erasure;
@@ -107,6 +108,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = webhooks::routes(mount);
     let mount = tokens::routes(mount);
     let mount = erasure::routes(mount);
+    let mount = canned::routes(mount);
     let mount = channels::routes(mount);
     let mount = mail::routes(mount);
     verification::routes(mount).into_router()

@@ -115,7 +115,8 @@ impl IntoResponses for DeviceRegisterErrors {
     }
 }
 
-/// Errors of listing the caller's devices.
+/// Errors of the operator routes that read the tenant's own lists (the
+/// caller's devices, the canned responses): a bearer token is all they ask.
 pub struct DeviceListErrors;
 
 impl IntoResponses for DeviceListErrors {

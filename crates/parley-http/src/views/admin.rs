@@ -1,5 +1,6 @@
 //! What tenant admins see.
 
+use parley_domain::canned::CannedResponse;
 use parley_domain::events::EventKind;
 use parley_domain::model::{Installation, PersonalToken, Site};
 use parley_domain::verification::setup::{ChannelState, TestSent};
@@ -364,4 +365,31 @@ impl From<&TestSent> for ChannelTestView {
     fn from(t: &TestSent) -> Self {
         Self { channel: t.channel.as_str(), provider: t.provider.as_str(), to: t.to.clone(), sent_at: at(t.sent_at) }
     }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CannedResponseView {
+    pub id: i64,
+    /// Lower case; typed after `/` in the reply box.
+    pub shortcut: String,
+    pub body: String,
+    pub created_at: DateTime,
+    pub updated_at: DateTime,
+}
+
+impl From<&CannedResponse> for CannedResponseView {
+    fn from(c: &CannedResponse) -> Self {
+        Self { id: c.id.0, shortcut: c.shortcut.clone(), body: c.body.clone(), created_at: at(c.created_at), updated_at: at(c.updated_at) }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CannedResponseResponse {
+    pub canned_response: CannedResponseView,
+}
+
+/// The tenant's canned responses, by shortcut.
+#[derive(Serialize, ToSchema)]
+pub struct CannedResponseListResponse {
+    pub canned_responses: Vec<CannedResponseView>,
 }

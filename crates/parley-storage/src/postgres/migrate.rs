@@ -23,6 +23,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (14, include_str!("../../migrations/postgres/0014_widget_languages_hours.sql")),
     (15, include_str!("../../migrations/postgres/0015_attachments.sql")),
     (16, include_str!("../../migrations/postgres/0016_erasure.sql")),
+    (17, include_str!("../../migrations/postgres/0017_canned_responses.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

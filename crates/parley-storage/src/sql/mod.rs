@@ -19,6 +19,7 @@ mod row;
 mod stmt;
 
 mod attachments;
+mod canned;
 mod continuity;
 mod conversations;
 mod erasure;
@@ -73,6 +74,7 @@ pub trait Conn {
 pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
     [
         attachments::ALL,
+        canned::ALL,
         continuity::ALL,
         conversations::ALL,
         erasure::ALL,

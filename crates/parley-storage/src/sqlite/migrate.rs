@@ -37,6 +37,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (20, include_str!("../../migrations/sqlite/0020_widget_languages_hours.sql")),
     (21, include_str!("../../migrations/sqlite/0021_attachments.sql")),
     (22, include_str!("../../migrations/sqlite/0022_erasure.sql")),
+    (23, include_str!("../../migrations/sqlite/0023_canned_responses.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.

@@ -67,6 +67,8 @@ async fn demo(dir: &Path) -> Demo {
     let reply = json!({"body": "the notes", "attachment_ids": [uploaded["attachment"]["id"]]});
     let (status, _) = app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/messages"), &mobile_token, Some(reply)).await;
     assert_eq!(status, StatusCode::OK);
+    let canned = json!({"shortcut": "thanks", "body": "Thank you"});
+    assert_eq!(app.authed(Method::POST, "/api/admin/canned-responses", &mobile_token, Some(canned)).await.0, StatusCode::CREATED);
     // A read marker and a device (its push key is bytes).
     let (_, messages) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &mobile_token, None).await;
     let first = messages["messages"][0]["id"].clone();

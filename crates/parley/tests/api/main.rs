@@ -14,6 +14,7 @@ mod attachments;
 mod attachments_s3;
 mod automation;
 mod backend_concurrency;
+mod canned;
 mod cli;
 mod concurrency;
 mod continuity;
