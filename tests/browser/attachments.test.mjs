@@ -1,7 +1,8 @@
 // Attachments in a real browser: a visitor sends a picture from a
 // partner's page (chosen, pasted and dropped), sees it inline; an
 // operator sees it in /app and answers with a PDF alone; the visitor's
-// widget shows the PDF as a download served with safe headers.
+// widget shows the PDF as a download served with safe headers. A
+// conversation erased under an open widget leaves it.
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -195,6 +196,42 @@ describe("attachments", () => {
     assert.match(await refused.textContent(), /not a type this site takes/);
     await page.locator("button.primary[type=submit]").click();
     await page.locator("li.msg.visitor[data-id] a.file", { hasText: "notes.txt" }).waitFor();
+    assert.deepEqual(visitor.problems, []);
+    await visitor.context.close();
+  });
+  it("a conversation erased under an open widget leaves it, and the next message starts a new one", async () => {
+    const visitor = await openContext(browser);
+    const page = visitor.page;
+    await page.goto(hostUrl + "/");
+    await page.locator("button.launcher").click();
+    await page.locator("#parley-consent").check();
+    await page.locator("textarea").fill("Please forget me afterwards");
+    await page.locator("button.primary[type=submit]").click();
+    await page.locator("li.msg.visitor[data-id]", { hasText: "Please forget me afterwards" }).waitFor();
+    await page.locator("input[type=file]").setInputFiles({ name: "me.png", mimeType: "image/png", buffer: png(60, 40) });
+    await page.locator("ul.tray li.ready").waitFor();
+    await page.locator("button.primary[type=submit]").click();
+    await page.locator("li.msg.visitor[data-id] a.file img").waitFor();
+
+    const list = await asAdmin("/api/v1/mobile/conversations?per_page=1");
+    const erased = list.body.conversations[0];
+    const gone = await asAdmin(`/api/v1/admin/conversations/${erased.id}`, { method: "DELETE" });
+    assert.equal(gone.status, 204);
+
+    // The next message finds the conversation gone: nothing of it stays,
+    // and the words are back in the box.
+    await page.locator("textarea").fill("Are you still there?");
+    await page.locator("button.primary[type=submit]").click();
+    await until(async () => (await page.locator("li.msg").count()) === 0, "the erased conversation to leave the widget");
+    assert.equal(await page.locator("textarea").inputValue(), "Are you still there?");
+    assert.equal(await page.locator("#parley-consent").isVisible(), true, "a new conversation asks for consent again");
+    assert.equal(await page.locator("button.attach").isHidden(), true);
+
+    await page.locator("#parley-consent").check();
+    await page.locator("button.primary[type=submit]").click();
+    await page.locator("li.msg.visitor[data-id]", { hasText: "Are you still there?" }).waitFor();
+    const after = await asAdmin("/api/v1/mobile/conversations?per_page=1");
+    assert.notEqual(after.body.conversations[0].id, erased.id, "a new conversation, under a new id");
     assert.deepEqual(visitor.problems, []);
     await visitor.context.close();
   });

@@ -168,6 +168,9 @@ def main():
             "--checks", "all",
             "-H", "Authorization: Bearer " + token,
             "--exclude-path-regex", "logout",
+            # An erasure cannot be undone: fuzzed ids would erase the seeded
+            # conversation the other operations read. The API suite tests it.
+            "--exclude-operation-id-regex", "^admin_erase_conversation",
             "--seed", seed,
             "--max-examples", examples,
             "--generation-database", "none",

@@ -1,17 +1,15 @@
 //! Erasing conversations: at an admin's request (a visitor asking to be
 //! forgotten), and by retention (`PARLEY_CONVERSATION_RETENTION`).
 //!
-//! An erasure removes the conversation with everything that records it
-//! (messages, feed entries and their webhook deliveries, challenges,
-//! mail, read markers, pushes, presence, attachments) in one write unit,
-//! and its visitor when no other conversation is theirs. The attachments'
-//! objects are queued in that unit and removed from the file store after
-//! the commit; what the store refuses then stays queued for the sweeper,
-//! so no object outlives its row for long and none is forgotten.
+//! An erasure removes the conversation with everything that records it in
+//! one write unit (docs/operations.md lists what), and its visitor when no
+//! other conversation is theirs. The attachments' objects are queued in
+//! that unit and removed from the file store after the commit; what the
+//! store refuses then stays queued for the sweeper, so none is forgotten.
 //!
-//! Nothing announces an erasure on the feed: its entries go with it. A
-//! client whose cursor stood on one of them is told to reload (`reset`);
-//! others find the conversation gone (404) at their next read of it.
+//! Nothing announces an erasure on the feed: its entries become empty
+//! tombstones that no reader shows. Clients find the conversation gone
+//! (404) at their next read of it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +24,7 @@ pub struct ErasureService {
     db: Database,
     clock: Arc<dyn Clock>,
     attachments: Arc<AttachmentService>,
-    /// `PARLEY_CONVERSATION_RETENTION`: conversations without activity
+    /// `PARLEY_CONVERSATION_RETENTION`: conversations without a message
     /// for this long are erased; `None` keeps them.
     retention: Option<Duration>,
 }
@@ -54,24 +52,27 @@ impl ErasureService {
         Ok(())
     }
 
-    /// Erases up to `limit` conversations whose last activity is older
-    /// than the retention, in one write unit; returns how many went.
+    /// Erases up to `limit` conversations whose last message is older
+    /// than the retention, one write unit each (a long unit would hold
+    /// other writers back); returns how many went.
     pub async fn sweep(&self, limit: u32) -> Result<usize, DomainError> {
         let Some(retention) = self.retention else { return Ok(0) };
         let now = self.clock.now();
         let cutoff = now.minus(retention);
-        let (erased, files) = self
-            .db
-            .write(move |tx| {
-                let expired = tx.expired_conversations(cutoff, limit)?;
-                let mut files = Vec::new();
-                for (tenant, id) in &expired {
-                    files.extend(tx.erase_conversation(*tenant, *id, now)?);
-                }
-                Ok((expired.len(), files))
-            })
-            .await?;
-        self.attachments.remove_files(files).await;
+        let mut erased = 0;
+        while erased < limit as usize {
+            let gone = self
+                .db
+                .write(move |tx| {
+                    let Some((tenant, id)) = tx.expired_conversations(cutoff, 1)?.into_iter().next() else { return Ok(None) };
+                    Ok(Some((tenant, id, tx.erase_conversation(tenant, id, now)?)))
+                })
+                .await?;
+            let Some((tenant, id, files)) = gone else { break };
+            tracing::info!(tenant = tenant.0, conversation = id.0, "conversation erased: no message within the retention");
+            self.attachments.remove_files(files).await;
+            erased += 1;
+        }
         Ok(erased)
     }
 }

@@ -1136,6 +1136,11 @@
         if (sent) self.receive([sent]);
         // A new conversation has no stream yet: loading it starts one.
         if (opens || !self.source) self.poll();
+      } else if (!opens && res.status === 404) {
+        // The conversation is gone (erased): nothing of it stays, and the
+        // words go back in the box, to open a new one when sent again.
+        self.forget();
+        if (text) self.input.value = text;
       } else {
         self.failed(text, pending, self.problem(res, self.t("not_sent")), clientId, ids);
       }
@@ -1181,8 +1186,10 @@
       if (res.status === 404) {
         // The conversation is gone (erased, another site, or the data was
         // reset): nothing of it stays on screen, and the next message
-        // starts a new one.
+        // starts a new one. What the visitor is typing stays.
+        var typed = self.input.value;
         self.forget();
+        self.input.value = typed;
         return;
       }
       if (res.status !== 200 || !res.body) throw new Error("HTTP " + res.status);

@@ -91,9 +91,17 @@ pub(crate) enum Holder {
     /// new scope).
     Operator { token: String, kind: SignIn, scope: OperatorScope },
     /// A widget's installation token, used from the caller's origin, and
-    /// the conversation's presence, which ends with the stream.
-    Visitor { caller: Caller, token: String, _presence: PresenceGuard },
+    /// the conversation's presence, which ends with the stream. The
+    /// conversation is looked for again now and then (`looked_at`): an
+    /// erased one ends the stream, and the widget, reconnecting to a 404,
+    /// starts afresh.
+    Visitor { caller: Caller, token: String, public_id: String, looked_at: Instant, _presence: PresenceGuard },
 }
+
+/// How many of its rechecks a visitor's stream makes for each look for
+/// its conversation (a minute at the default keep-alive): a look is a
+/// query per stream, the token's own recheck is cached.
+const RECHECKS_PER_LOOK: u32 = 12;
 
 /// What a recheck found.
 enum Check {
@@ -116,10 +124,14 @@ impl Holder {
     }
 
     /// Whether the holder still holds, asked while the stream is idle.
-    async fn check(&self, s: &AppState) -> Check {
+    async fn check(&mut self, s: &AppState, recheck: Duration) -> Check {
         let outcome = match self {
             Holder::Operator { token, kind, scope } => {
                 s.auth.authenticate(token, *kind).await.map(|session| session.operator.scope() == *scope)
+            }
+            Holder::Visitor { caller, token, public_id, looked_at, .. } if looked_at.elapsed() >= recheck * RECHECKS_PER_LOOK => {
+                *looked_at = Instant::now();
+                s.widget.stream_reader(caller, token, public_id.clone()).await.map(|_| true)
             }
             Holder::Visitor { caller, token, .. } => s.widget.stream_allowed(caller, token).await.map(|()| true),
         };
@@ -231,7 +243,7 @@ impl Live {
     async fn step(&mut self, deadline: Option<Instant>) -> Next {
         loop {
             if Instant::now() >= self.next_check {
-                if let Check::Refused = self.holder.check(&self.state).await {
+                if let Check::Refused = self.holder.check(&self.state, self.recheck).await {
                     return Next::Refused;
                 }
                 self.next_check = Instant::now() + self.recheck;

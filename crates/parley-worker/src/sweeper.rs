@@ -10,7 +10,8 @@
 //! finding only what changed since the last (a few indexed reads when
 //! there is nothing to do). Should two passes ever overlap (a lead lost
 //! with its connection mid-pass), their units still change each row once:
-//! they lock what they change and skip what another unit holds.
+//! they lock what they change and skip what another unit holds. Removing
+//! a queued file from the store is the exception, and is safe to repeat.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +32,12 @@ const SWEEPER: &str = "sweeper";
 /// How long to wait to learn whether another instance is sweeping; the
 /// in-memory housekeeping must not wait behind a stuck answer.
 const LEAD_WITHIN: Duration = Duration::from_secs(10);
+
+/// Conversations erased, uploads removed or queued files tried per
+/// batch, and batches per pass, for each of those: a backlog is worked
+/// off over several passes without one running for long.
+const BATCH: u32 = 100;
+const BATCHES_PER_PASS: usize = 10;
 
 /// What the sweeper works on.
 pub struct Sweeper {
@@ -112,13 +119,13 @@ impl Sweeper {
             }
             Err(e) => tracing::error!(error = %e, "sweep failed"),
         }
-        let erased = in_batches(20, 50, |n| self.erasure.sweep(n)).await;
+        let erased = in_batches(BATCH, BATCHES_PER_PASS, |n| self.erasure.sweep(n)).await;
         report(erased, "conversations past their retention erased", "erasing conversations past their retention failed");
-        let removed = in_batches(100, 10, |n| self.attachments.sweep(n)).await;
+        let removed = in_batches(BATCH, BATCHES_PER_PASS, |n| self.attachments.sweep(n)).await;
         report(removed, "unnamed uploads removed", "removing unnamed uploads failed");
         // What the store refused when the rows went, or a crash left queued.
-        let removed = in_batches(100, 10, |n| self.attachments.remove_queued(n)).await;
-        report(removed, "queued files removed from the store", "removing files from the store failed; the next pass tries again");
+        let tried = in_batches(BATCH, BATCHES_PER_PASS, |n| self.attachments.remove_queued(n)).await;
+        report(tried, "queued file removals tried", "reading the queue of files to remove failed");
     }
 }
 

@@ -14,10 +14,19 @@ use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::files::{ByteStream, FileError, FileStore};
 use crate::model::{
-    Attachment, AttachmentFacts, ConversationId, ConversationScope, FileRemoval, NewAttachment, OperatorId, PictureFacts, SenderKind,
-    SiteSettings,
+    Attachment, AttachmentFacts, ConversationId, ConversationScope, FileRemoval, Finished, NewAttachment, OperatorId, PictureFacts,
+    SenderKind, SiteSettings,
 };
 use crate::store::Database;
+
+/// How long a caller waits for the store to remove files before leaving
+/// the rest to the sweep.
+const REMOVE_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long after a refusal a removal is tried again, doubling with
+/// each refusal up to [`REMOVAL_RETRY_AT_MOST`]: a file the store keeps
+/// refusing costs a try a day, and never holds up the others.
+const REMOVAL_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
+const REMOVAL_RETRY_AT_MOST: std::time::Duration = std::time::Duration::from_secs(86_400);
 
 /// How long an upload waits for the picture decoder before its picture is
 /// kept as a plain download.
@@ -141,21 +150,19 @@ impl AttachmentService {
             Ok(facts) => {
                 let (id, done) = (row.id, facts.clone());
                 match self.db.write(move |tx| Ok(tx.finish_attachment(tenant, id, &done, quota, pending)?)).await {
-                    Ok(true) => Ok(Attachment { facts: Some(facts), ..row }),
-                    Ok(false) => {
+                    Ok(Finished::Done) => Ok(Attachment { facts: Some(facts), ..row }),
+                    Ok(Finished::OverQuota) => {
                         self.discard(&row).await;
                         Err(DomainError::QuotaExceeded)
                     }
-                    Err(e) => {
+                    Ok(Finished::Gone) => {
                         self.discard(&row).await;
-                        Err(e)
+                        Err(DomainError::NotFound)
                     }
+                    Err(e) => Err(self.discard(&row).await.unwrap_or(e)),
                 }
             }
-            Err(e) => {
-                self.discard(&row).await;
-                Err(e)
-            }
+            Err(e) => Err(self.discard(&row).await.unwrap_or(e)),
         }
     }
 
@@ -220,13 +227,30 @@ impl AttachmentService {
     }
 
     /// Removes an upload that will not be kept: its row, then its
-    /// objects (left queued for the sweep when the store cannot be
-    /// reached now).
-    async fn discard(&self, row: &Attachment) {
-        let (tenant, id, now) = (row.tenant_id, row.id, self.clock.now());
-        match self.db.write(move |tx| Ok(tx.remove_upload(tenant, id, now)?)).await {
-            Ok(removal) => self.remove_files(removal).await,
-            Err(e) => tracing::warn!(error = %e, "an upload's row could not be removed; the sweep will try again"),
+    /// objects (left queued for the sweep when the store cannot take the
+    /// removal now). An upload is never named before it is finished, so a
+    /// row already gone went with its erased conversation, perhaps while
+    /// its bytes were being stored: its objects are queued all the same,
+    /// and `NotFound` is what the uploader is told (the store's failure
+    /// then came of the erasure).
+    async fn discard(&self, row: &Attachment) -> Option<DomainError> {
+        let (tenant, id, key, now) = (row.tenant_id, row.id, row.storage_key.clone(), self.clock.now());
+        let queued = self
+            .db
+            .write(move |tx| match tx.remove_upload(tenant, id, now)? {
+                Some(removal) => Ok((removal, false)),
+                None => Ok((tx.queue_file_removal(tenant, &key, now)?, true)),
+            })
+            .await;
+        match queued {
+            Ok((removal, gone)) => {
+                self.remove_files([removal]).await;
+                gone.then_some(DomainError::NotFound)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "an upload's row could not be removed; the sweep will try again");
+                None
+            }
         }
     }
 
@@ -275,36 +299,53 @@ impl AttachmentService {
     }
 
     /// Removes the objects of files whose rows are gone, and forgets each
-    /// removal once they are. One the store refuses stays queued for
-    /// [`Self::remove_queued`].
+    /// removal once they are. One the store refuses stays queued, to be
+    /// tried again later (see [`Self::remove_queued`]); the rest go on.
+    /// Bounded by [`REMOVE_WITHIN`]: what is not done by then waits in
+    /// the queue too, so a slow store cannot hold the caller.
     pub async fn remove_files(&self, removals: impl IntoIterator<Item = FileRemoval>) {
-        for removal in removals {
-            if let Err(e) = self.remove(&removal).await {
-                tracing::warn!(error = %e, "a file could not be removed from the store; the sweep will try again");
+        let removals: Vec<FileRemoval> = removals.into_iter().collect();
+        let all = async {
+            for removal in &removals {
+                self.remove(removal).await;
+            }
+        };
+        if tokio::time::timeout(REMOVE_WITHIN, all).await.is_err() {
+            tracing::warn!("the file store is slow to remove files; the sweep will finish");
+        }
+    }
+
+    /// Works off the queue of objects to remove whose turn has come, a
+    /// batch at a time; returns how many it tried. Removals are safe to
+    /// repeat (a missing object counts as removed), so two instances
+    /// working the queue at once do no harm.
+    pub async fn remove_queued(&self, limit: u32) -> Result<usize, DomainError> {
+        let now = self.clock.now();
+        let due = self.db.read(move |r| Ok(r.file_removals_due(now, limit)?)).await?;
+        for removal in &due {
+            self.remove(removal).await;
+        }
+        Ok(due.len())
+    }
+
+    /// Removes one file's objects and forgets its removal; when the store
+    /// refuses, counts the refusal and waits longer before the next try.
+    async fn remove(&self, removal: &FileRemoval) {
+        let id = removal.id;
+        for key in removal.keys() {
+            if let Err(e) = self.files.delete(&key).await {
+                let wait = REMOVAL_RETRY.saturating_mul(2u32.saturating_pow(removal.attempts.min(16))).min(REMOVAL_RETRY_AT_MOST);
+                let next = self.clock.now().plus(wait);
+                tracing::warn!(error = %e, key, attempts = removal.attempts + 1, "the file store refused to remove a file; trying again later");
+                if let Err(e) = self.db.write(move |tx| Ok(tx.file_removal_failed(id, next)?)).await {
+                    tracing::warn!(error = %e, "a refused file removal could not be recorded; the sweep will try again");
+                }
                 return;
             }
         }
-    }
-
-    /// Works off the queue of objects to remove, a batch at a time;
-    /// returns how many were removed. It stops at the first the store
-    /// refuses: the next pass tries again.
-    pub async fn remove_queued(&self, limit: u32) -> Result<usize, DomainError> {
-        let queued = self.db.write(move |tx| Ok(tx.file_removals(limit)?)).await?;
-        let mut removed = 0;
-        for removal in queued {
-            self.remove(&removal).await?;
-            removed += 1;
+        if let Err(e) = self.db.write(move |tx| Ok(tx.file_removed(id)?)).await {
+            tracing::warn!(error = %e, "a removed file stays queued; the sweep will remove it again");
         }
-        Ok(removed)
-    }
-
-    async fn remove(&self, removal: &FileRemoval) -> Result<(), DomainError> {
-        for key in removal.keys() {
-            self.files.delete(&key).await.map_err(|e| store_failed(&e))?;
-        }
-        let id = removal.id;
-        self.db.write(move |tx| Ok(tx.file_removed(id)?)).await
     }
 }
 

@@ -77,6 +77,18 @@ fn thumbnail_key(key: &str) -> String {
 pub struct FileRemoval {
     pub id: i64,
     pub storage_key: String,
+    /// How many times the store has refused it.
+    pub attempts: u32,
+}
+
+/// What finishing an upload's row came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finished {
+    Done,
+    /// The tenant's files would take more than its quota.
+    OverQuota,
+    /// The row is gone: its conversation was erased meanwhile.
+    Gone,
 }
 
 impl FileRemoval {

@@ -13,7 +13,7 @@ mod site;
 mod tenant;
 mod visitor;
 
-pub use attachment::{Attachment, AttachmentFacts, AttachmentRef, FileRemoval, NewAttachment, PictureFacts};
+pub use attachment::{Attachment, AttachmentFacts, AttachmentRef, FileRemoval, Finished, NewAttachment, PictureFacts};
 pub use conversation::{
     Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, ReadMarker, SiteRef, StatusFilter,
 };

@@ -188,6 +188,9 @@ pub trait AttachmentsRead {
     /// How many uploads of `uploader`'s side wait in the conversation for
     /// a message to send them (finished or not).
     fn unsent_uploads(&mut self, tenant: TenantId, conversation: ConversationId, uploader: SenderKind) -> StoreResult<u64>;
+    /// Objects waiting to be removed from the file store whose turn has
+    /// come, longest waiting first.
+    fn file_removals_due(&mut self, now: Timestamp, limit: u32) -> StoreResult<Vec<FileRemoval>>;
 }
 
 pub trait AttachmentsWrite: AttachmentsRead {
@@ -197,9 +200,9 @@ pub trait AttachmentsWrite: AttachmentsRead {
     fn insert_attachment(&mut self, scope: ConversationScope, new: &NewAttachment) -> StoreResult<Option<Attachment>>;
     /// Records what an upload turned out to be, unless the tenant's files
     /// (other uploads being received counted as `pending` each) would
-    /// then take more than `quota` bytes: `false` then, and nothing
-    /// changes. Units finishing uploads of one tenant run one after the
-    /// other, so two cannot both squeeze under the quota.
+    /// then take more than `quota` bytes, or the row is gone: nothing
+    /// changes then. Units finishing uploads of one tenant run one after
+    /// the other, so two cannot both squeeze under the quota.
     fn finish_attachment(
         &mut self,
         tenant: TenantId,
@@ -207,7 +210,7 @@ pub trait AttachmentsWrite: AttachmentsRead {
         facts: &AttachmentFacts,
         quota: u64,
         pending: u64,
-    ) -> StoreResult<bool>;
+    ) -> StoreResult<Finished>;
     /// A finished upload of `uploader`'s side in the conversation that no
     /// message names yet, locked until the commit.
     fn unnamed_attachment(
@@ -217,6 +220,16 @@ pub trait AttachmentsWrite: AttachmentsRead {
         uploader: SenderKind,
         public_id: &str,
     ) -> StoreResult<Option<Attachment>>;
+    /// Removes the row of an upload no message names and queues its
+    /// objects for removal: `None` when it is gone, or a message named it
+    /// meanwhile (then it stays).
+    fn remove_upload(&mut self, tenant: TenantId, id: AttachmentId, at: Timestamp) -> StoreResult<Option<FileRemoval>>;
+    /// Queues the objects under `storage_key` for removal, due at `at`.
+    fn queue_file_removal(&mut self, tenant: TenantId, storage_key: &str, at: Timestamp) -> StoreResult<FileRemoval>;
+    /// Forgets a removal once its objects are gone.
+    fn file_removed(&mut self, id: i64) -> StoreResult<()>;
+    /// Counts a refusal of the store and sets when to try again.
+    fn file_removal_failed(&mut self, id: i64, next_attempt_at: Timestamp) -> StoreResult<()>;
     /// Makes `message` the one that names the attachment.
     fn name_attachment(&mut self, tenant: TenantId, id: AttachmentId, message: MessageId) -> StoreResult<()>;
     /// Uploads no message named, made before `cutoff`, across all tenants
@@ -241,26 +254,17 @@ pub trait CannedWrite: CannedRead {
     fn delete_canned_response(&mut self, tenant: TenantId, id: CannedId) -> StoreResult<bool>;
 }
 
-/// Erasing conversations, and the file objects waiting to be removed.
+/// Erasing conversations.
 pub trait ErasureWrite {
-    /// Conversations whose last activity is before `cutoff`, across all
+    /// Conversations whose last message is before `cutoff`, across all
     /// tenants (for the retention sweep), locked until the commit; one
     /// another unit holds is taking a message, and is skipped.
     fn expired_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(TenantId, ConversationId)>>;
-    /// Removes the conversation and every row that records it (messages,
-    /// feed entries with their webhook deliveries, challenges, mail,
-    /// markers, pushes, presence, attachments), and its visitor when no
-    /// other conversation is theirs. The attachments' objects are queued
-    /// for removal and returned. The caller has locked the conversation.
+    /// Removes the conversation and every row that records it (its feed
+    /// entries become empty tombstones), and its visitor when no other
+    /// conversation is theirs. The attachments' objects are queued for
+    /// removal and returned. The caller has locked the conversation.
     fn erase_conversation(&mut self, tenant: TenantId, id: ConversationId, at: Timestamp) -> StoreResult<Vec<FileRemoval>>;
-    /// Removes the row of an upload no message names and queues its
-    /// objects for removal: `None` when it is gone, or a message named it
-    /// meanwhile (then it stays).
-    fn remove_upload(&mut self, tenant: TenantId, id: AttachmentId, at: Timestamp) -> StoreResult<Option<FileRemoval>>;
-    /// Objects waiting to be removed from the file store, oldest first.
-    fn file_removals(&mut self, limit: u32) -> StoreResult<Vec<FileRemoval>>;
-    /// Forgets a removal once its objects are gone.
-    fn file_removed(&mut self, id: i64) -> StoreResult<()>;
 }
 
 /// Verification challenges, what they established, and the demo outbox.

@@ -8,7 +8,7 @@ use parley_domain::model::CannedId;
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{AdminErrors, DeviceListErrors};
+use super::openapi::{AdminErrors, AdminRemoveErrors, DeviceListErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody, PathId};
@@ -61,7 +61,7 @@ async fn update_canned(
 
 #[utoipa::path(delete, path = "/admin/canned-responses/{id}", operation_id = "admin_delete_canned_response", tag = "admin",
     security(("bearer" = [])), params(("id" = i64, Path)),
-    responses((status = 204, description = "Deleted"), AdminErrors))]
+    responses((status = 204, description = "Deleted"), AdminRemoveErrors))]
 async fn delete_canned(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,

@@ -184,6 +184,21 @@ impl IntoResponses for AdminReadErrors {
     }
 }
 
+/// Errors of the administration routes that remove a record by its id:
+/// they take no body.
+pub struct AdminRemoveErrors;
+
+impl IntoResponses for AdminRemoveErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[
+            UNAUTHENTICATED,
+            NOT_ADMIN,
+            ("404", "`not_found`: no such record in this tenant (or removed already), or an id that is not a positive integer"),
+            UNAVAILABLE,
+        ])
+    }
+}
+
 /// Errors of the administration routes that change something.
 pub struct AdminErrors;
 

@@ -8,7 +8,7 @@ use parley_domain::model::TokenId;
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{AdminErrors, AdminReadErrors};
+use super::openapi::{AdminErrors, AdminReadErrors, AdminRemoveErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody, PathId};
@@ -48,7 +48,7 @@ async fn create_token(
 /// Revokes one of the signed-in admin's personal tokens at once.
 #[utoipa::path(delete, path = "/admin/tokens/{id}", operation_id = "admin_revoke_token", tag = "admin",
     security(("bearer" = [])), params(("id" = i64, Path)),
-    responses((status = 204, description = "Revoked"), AdminErrors))]
+    responses((status = 204, description = "Revoked"), AdminRemoveErrors))]
 async fn revoke_token(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,

@@ -7,7 +7,7 @@ use parley_domain::model::WebhookId;
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{AdminErrors, AdminReadErrors};
+use super::openapi::{AdminErrors, AdminReadErrors, AdminRemoveErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody, PathId, PathIds, QueryFields};
@@ -48,7 +48,7 @@ async fn create_webhook(
 /// Deletes an endpoint and its delivery log.
 #[utoipa::path(delete, path = "/admin/webhooks/{id}", operation_id = "admin_delete_webhook", tag = "admin",
     security(("bearer" = [])), params(("id" = i64, Path)),
-    responses((status = 204, description = "Deleted"), AdminErrors))]
+    responses((status = 204, description = "Deleted"), AdminRemoveErrors))]
 async fn delete_webhook(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,

@@ -162,11 +162,12 @@ async fn events(
     QueryFields(q): QueryFields<StreamParams>,
 ) -> Result<Response, ApiError> {
     let slot = s.streams.take(caller.key())?;
-    let reader = s.widget.stream_reader(&caller, &q.token.0, public_id).await?;
+    let reader = s.widget.stream_reader(&caller, &q.token.0, public_id.clone()).await?;
     let Reader::Visitor(scope, conversation) = reader else { return Err(ApiError::RouteNotFound) };
     // Emails of what the visitor misses wait while this is open.
     let presence = s.presence.enter(scope.tenant, conversation);
-    let holder = Holder::Visitor { caller, token: q.token.0, _presence: presence };
+    let looked_at = tokio::time::Instant::now();
+    let holder = Holder::Visitor { caller, token: q.token.0, public_id, looked_at, _presence: presence };
     stream::open(&s, slot, &headers, q.last_event_id.as_ref().map(|c| c.0.as_str()), reader, holder, widget_event).await
 }
 

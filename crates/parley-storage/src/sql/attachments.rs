@@ -78,9 +78,27 @@ statements! {
     ),
     NAME_ATTACHMENT(tenant: TenantId, id: AttachmentId, message: MessageId) => |_|
         "UPDATE attachments SET message_id = :message WHERE tenant_id = :tenant AND id = :id AND message_id IS NULL".into(),
+    REMOVE_UPLOAD(tenant: TenantId, id: AttachmentId) => |_|
+        "DELETE FROM attachments WHERE tenant_id = :tenant AND id = :id AND message_id IS NULL RETURNING storage_key".into(),
+    QUEUE_FILE<'a>(tenant: TenantId, storage_key: &'a str, at: Timestamp) => |_|
+        "INSERT INTO file_removals (tenant_id, storage_key, created_at, next_attempt_at) VALUES (:tenant, :storage_key, :at, :at)
+         RETURNING id, storage_key, attempts".into(),
+    FILE_REMOVALS_DUE(now: Timestamp, limit: u32) => |_|
+        "SELECT id, storage_key, attempts FROM file_removals WHERE next_attempt_at <= :now ORDER BY next_attempt_at, id LIMIT :limit".into(),
+    FILE_REMOVED(id: i64) => |_| "DELETE FROM file_removals WHERE id = :id".into(),
+    FILE_REMOVAL_FAILED(id: i64, next_attempt_at: Timestamp) => |_|
+        "UPDATE file_removals SET attempts = attempts + 1, next_attempt_at = :next_attempt_at WHERE id = :id".into(),
     STALE_UPLOADS(cutoff: Timestamp, limit: u32) => |d| d.claim(format!(
         "SELECT {COLS} FROM attachments f WHERE f.message_id IS NULL AND f.created_at < :cutoff ORDER BY f.created_at LIMIT :limit"
     ), "f"),
+}
+
+pub(super) fn removal(r: &dyn Row) -> StoreResult<FileRemoval> {
+    Ok(FileRemoval {
+        id: r.i64("id")?,
+        storage_key: r.string("storage_key")?,
+        attempts: u32::try_from(r.i64("attempts")?).unwrap_or(u32::MAX),
+    })
 }
 
 impl AttachmentsRead for Tx<'_> {
@@ -94,6 +112,10 @@ impl AttachmentsRead for Tx<'_> {
 
     fn unsent_uploads(&mut self, tenant: TenantId, conversation: ConversationId, uploader: SenderKind) -> StoreResult<u64> {
         self.count(UNSENT_UPLOADS { tenant, conversation, uploader_type: uploader.as_str() })
+    }
+
+    fn file_removals_due(&mut self, now: Timestamp, limit: u32) -> StoreResult<Vec<FileRemoval>> {
+        self.all(FILE_REMOVALS_DUE { now, limit }, removal)
     }
 }
 
@@ -133,13 +155,13 @@ impl AttachmentsWrite for Tx<'_> {
         facts: &AttachmentFacts,
         quota: u64,
         pending: u64,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Finished> {
         self.transaction_lock(crate::locks::named(&format!("files of {}", tenant.0)))?;
         // The sum counts this upload as pending too: it is what it adds now.
         let usage = self.count(FILES_USAGE { tenant, pending })?.saturating_sub(pending);
         let adds = facts.size + facts.picture.map_or(0, |p| p.thumbnail_size);
         if usage.saturating_add(adds) > quota {
-            return Ok(false);
+            return Ok(Finished::OverQuota);
         }
         let params = FINISH_ATTACHMENT {
             tenant,
@@ -151,10 +173,28 @@ impl AttachmentsWrite for Tx<'_> {
             thumbnail_size: facts.picture.map(|p| p.thumbnail_size),
             name: &facts.name,
         };
-        if self.exec(params)? != 1 {
-            return Err(StoreError::Internal("the upload to finish is gone or finished".into()));
-        }
-        Ok(true)
+        // An upload is finished once, by the task that received it: a row
+        // not there to finish went with its erased conversation.
+        Ok(if self.exec(params)? == 1 { Finished::Done } else { Finished::Gone })
+    }
+
+    fn remove_upload(&mut self, tenant: TenantId, id: AttachmentId, at: Timestamp) -> StoreResult<Option<FileRemoval>> {
+        let Some(storage_key) = self.one(REMOVE_UPLOAD { tenant, id }, |r| r.string("storage_key"))? else { return Ok(None) };
+        self.queue_file_removal(tenant, &storage_key, at).map(Some)
+    }
+
+    fn queue_file_removal(&mut self, tenant: TenantId, storage_key: &str, at: Timestamp) -> StoreResult<FileRemoval> {
+        self.one(QUEUE_FILE { tenant, storage_key, at }, removal)?.ok_or_else(|| StoreError::Internal("QUEUE_FILE returned nothing".into()))
+    }
+
+    fn file_removed(&mut self, id: i64) -> StoreResult<()> {
+        self.exec(FILE_REMOVED { id })?;
+        Ok(())
+    }
+
+    fn file_removal_failed(&mut self, id: i64, next_attempt_at: Timestamp) -> StoreResult<()> {
+        self.exec(FILE_REMOVAL_FAILED { id, next_attempt_at })?;
+        Ok(())
     }
 
     fn unnamed_attachment(

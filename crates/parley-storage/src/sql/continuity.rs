@@ -222,8 +222,10 @@ impl ContinuityWrite for Tx<'_> {
 
     fn finish_visitor_mail(&mut self, mail: &ClaimedMail, finish: &MailFinish, now: Timestamp) -> StoreResult<()> {
         let (id, leased) = (mail.id, mail.leased_until);
-        if !matches!(finish, MailFinish::Later { .. }) {
-            self.hold_conversation(mail.tenant, mail.conversation)?;
+        // An erased conversation took its emails and thread with it: what
+        // was out when it went has nothing left to record.
+        if !matches!(finish, MailFinish::Later { .. }) && !self.hold_conversation(mail.tenant, mail.conversation)? {
+            return Ok(());
         }
         match finish {
             MailFinish::Sent(sent) => {
@@ -248,7 +250,9 @@ impl ContinuityWrite for Tx<'_> {
     }
 
     fn unsubscribe(&mut self, tenant: TenantId, conversation: ConversationId, at: Timestamp) -> StoreResult<()> {
-        self.hold_conversation(tenant, conversation)?;
+        if !self.hold_conversation(tenant, conversation)? {
+            return Ok(());
+        }
         self.exec(UNSUBSCRIBE { tenant, conversation, at })?;
         self.exec(FORGET_MAIL { tenant, conversation })?;
         Ok(())
@@ -277,9 +281,9 @@ impl Tx<'_> {
     /// and a transcript request holds it and then writes the thread. The
     /// thread's foreign key would otherwise wait for the conversation
     /// while holding the thread row another unit waits for.
-    fn hold_conversation(&mut self, tenant: TenantId, conversation: ConversationId) -> StoreResult<()> {
-        self.conversation(ConversationScope { tenant, site: None, operator: None }, conversation)?;
-        Ok(())
+    /// `false` when the conversation is gone (erased).
+    fn hold_conversation(&mut self, tenant: TenantId, conversation: ConversationId) -> StoreResult<bool> {
+        Ok(self.conversation(ConversationScope { tenant, site: None, operator: None }, conversation)?.is_some())
     }
 
     /// Removes a finished email, or queues it again when operator messages

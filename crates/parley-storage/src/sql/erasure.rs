@@ -1,19 +1,26 @@
-//! Erasing a conversation with every row that records it, and the queue
-//! of file objects whose rows are gone.
+//! Erasing a conversation with every row that records it.
 //!
 //! Every table that names a conversation is listed here, in an order the
-//! foreign keys accept; a test checks that an erased conversation leaves
-//! no row in any table with a `conversation_id` column, so a table added
-//! later and forgotten here fails it.
+//! foreign keys accept; a test fills each of them and checks that an
+//! erased conversation leaves no row in any table with a
+//! `conversation_id` column, so a table added later and forgotten here
+//! fails it.
+//!
+//! Feed entries are kept as tombstones rather than deleted: emptied of
+//! their payload and of what names the conversation, they hold the feed's
+//! positions, so a client whose cursor stood on one reads on instead of
+//! being told to reload; the retention prunes them like any entry.
 
 use parley_domain::Timestamp;
 use parley_domain::model::*;
 use parley_domain::store::StoreResult;
 use parley_domain::store::ops::ErasureWrite;
 
-use super::{Row, Tx, statements};
+use super::attachments::removal;
+use super::{Tx, statements};
 
-/// The rows of `table` that belong to the conversation.
+/// The rows of `table` that belong to the conversation: the same
+/// condition for every table, so the list below reads as what it is.
 fn rows_of(table: &str) -> String {
     format!("DELETE FROM {table} WHERE tenant_id = :tenant AND conversation_id = :conversation")
 }
@@ -25,15 +32,19 @@ statements! {
         "c",
     ),
     QUEUE_CONVERSATION_FILES(tenant: TenantId, conversation: ConversationId, at: Timestamp) => |_|
-        "INSERT INTO file_removals (tenant_id, storage_key, created_at)
-         SELECT tenant_id, storage_key, :at FROM attachments WHERE tenant_id = :tenant AND conversation_id = :conversation
-         RETURNING id, storage_key".into(),
+        "INSERT INTO file_removals (tenant_id, storage_key, created_at, next_attempt_at)
+         SELECT tenant_id, storage_key, :at, :at FROM attachments WHERE tenant_id = :tenant AND conversation_id = :conversation
+         RETURNING id, storage_key, attempts".into(),
     ERASE_ATTACHMENTS(tenant: TenantId, conversation: ConversationId) => |_| rows_of("attachments"),
     /// Attempts go with their deliveries (ON DELETE CASCADE).
     ERASE_DELIVERIES(tenant: TenantId, conversation: ConversationId) => |_|
         "DELETE FROM webhook_deliveries WHERE tenant_id = :tenant
            AND event_id IN (SELECT id FROM events WHERE tenant_id = :tenant AND conversation_id = :conversation)".into(),
-    ERASE_EVENTS(tenant: TenantId, conversation: ConversationId) => |_| rows_of("events"),
+    /// Nothing of the conversation stays in a tombstone: no payload, no
+    /// link to it or its messages, and no one reads or delivers it.
+    ERASE_EVENTS(tenant: TenantId, conversation: ConversationId) => |_|
+        "UPDATE events SET payload = '{}', conversation_id = NULL, message_id = NULL, widget = FALSE, webhook = FALSE
+         WHERE tenant_id = :tenant AND conversation_id = :conversation".into(),
     ERASE_CHALLENGES(tenant: TenantId, conversation: ConversationId) => |_| rows_of("verification_challenges"),
     ERASE_READ_MARKERS(tenant: TenantId, conversation: ConversationId) => |_| rows_of("read_markers"),
     ERASE_PUSHES(tenant: TenantId, conversation: ConversationId) => |_| rows_of("push_outbox"),
@@ -43,21 +54,16 @@ statements! {
     ERASE_MESSAGES(tenant: TenantId, conversation: ConversationId) => |_| rows_of("messages"),
     ERASE_CONVERSATION(tenant: TenantId, conversation: ConversationId) => |_|
         "DELETE FROM conversations WHERE tenant_id = :tenant AND id = :conversation RETURNING visitor_id".into(),
+    /// Locked before deciding whether the visitor goes, as a visitor's
+    /// new conversation locks it (after the conversation, as here): one
+    /// opened meanwhile is then seen, and the visitor kept.
+    VISITOR_OF(tenant: TenantId, visitor: VisitorId) locked VISITOR_OF_LOCKED => |_|
+        "SELECT v.id AS id FROM visitors v WHERE v.tenant_id = :tenant AND v.id = :visitor".into(),
     /// A visitor goes with their last conversation: what they told the
     /// site (name, email, attributes) is part of what is erased.
     ERASE_VISITOR(tenant: TenantId, visitor: VisitorId) => |_|
         "DELETE FROM visitors WHERE tenant_id = :tenant AND id = :visitor
-           AND NOT EXISTS (SELECT 1 FROM conversations WHERE visitor_id = :visitor)".into(),
-    REMOVE_UPLOAD(tenant: TenantId, id: AttachmentId) => |_|
-        "DELETE FROM attachments WHERE tenant_id = :tenant AND id = :id AND message_id IS NULL RETURNING storage_key".into(),
-    QUEUE_FILE<'a>(tenant: TenantId, storage_key: &'a str, at: Timestamp) => |_|
-        "INSERT INTO file_removals (tenant_id, storage_key, created_at) VALUES (:tenant, :storage_key, :at) RETURNING id".into(),
-    FILE_REMOVALS(limit: u32) => |_| "SELECT id, storage_key FROM file_removals ORDER BY created_at, id LIMIT :limit".into(),
-    FILE_REMOVED(id: i64) => |_| "DELETE FROM file_removals WHERE id = :id".into(),
-}
-
-fn removal(r: &dyn Row) -> StoreResult<FileRemoval> {
-    Ok(FileRemoval { id: r.i64("id")?, storage_key: r.string("storage_key")? })
+           AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.tenant_id = :tenant AND c.visitor_id = :visitor)".into(),
 }
 
 impl ErasureWrite for Tx<'_> {
@@ -78,23 +84,10 @@ impl ErasureWrite for Tx<'_> {
         self.exec(ERASE_MAIL_THREAD { tenant, conversation })?;
         self.exec(ERASE_MESSAGES { tenant, conversation })?;
         if let Some(visitor) = self.one(ERASE_CONVERSATION { tenant, conversation }, |r| r.i64("visitor_id"))? {
-            self.exec(ERASE_VISITOR { tenant, visitor: VisitorId(visitor) })?;
+            let visitor = VisitorId(visitor);
+            self.one(self.locking(VISITOR_OF { tenant, visitor }), |_| Ok(()))?;
+            self.exec(ERASE_VISITOR { tenant, visitor })?;
         }
         Ok(files)
-    }
-
-    fn remove_upload(&mut self, tenant: TenantId, id: AttachmentId, at: Timestamp) -> StoreResult<Option<FileRemoval>> {
-        let Some(storage_key) = self.one(REMOVE_UPLOAD { tenant, id }, |r| r.string("storage_key"))? else { return Ok(None) };
-        let id = self.one(QUEUE_FILE { tenant, storage_key: &storage_key, at }, |r| r.i64("id"))?;
-        Ok(id.map(|id| FileRemoval { id, storage_key }))
-    }
-
-    fn file_removals(&mut self, limit: u32) -> StoreResult<Vec<FileRemoval>> {
-        self.all(FILE_REMOVALS { limit }, removal)
-    }
-
-    fn file_removed(&mut self, id: i64) -> StoreResult<()> {
-        self.exec(FILE_REMOVED { id })?;
-        Ok(())
     }
 }

@@ -62,7 +62,7 @@ pub struct Config {
     pub sweep_interval: Duration,
     /// How long events, delivery logs, spent tokens and challenges are kept.
     pub event_retention: Duration,
-    /// `PARLEY_CONVERSATION_RETENTION`: conversations without activity for
+    /// `PARLEY_CONVERSATION_RETENTION`: conversations without a message for
     /// this long are erased with their files; `None` (the default) keeps
     /// them.
     pub conversation_retention: Option<Duration>,

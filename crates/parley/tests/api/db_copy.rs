@@ -125,7 +125,7 @@ async fn demo(dir: &Path) -> Demo {
     app.stop().await;
     db.close().await;
     // A file whose removal the store refused: the queue is copied too.
-    run_sql(&url, "INSERT INTO file_removals (tenant_id, storage_key, created_at) SELECT id, 'refused-key', 0 FROM tenants LIMIT 1").await;
+    run_sql(&url, "INSERT INTO file_removals (tenant_id, storage_key, created_at, next_attempt_at) SELECT id, 'refused-key', 0, 0 FROM tenants LIMIT 1").await;
     let empty: Vec<String> = dump(&url).into_iter().filter(|(_, rows)| rows.is_empty()).map(|(t, _)| t).collect();
     assert!(empty.is_empty(), "every table has rows to copy, but not {empty:?}");
     Demo { url, widget_token, mobile_token, operator, public_id }
