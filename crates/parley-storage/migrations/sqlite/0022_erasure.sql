@@ -8,24 +8,6 @@
 -- store out of reach in between leaves a row to try again, never an
 -- object nothing names. One the store keeps refusing is tried again
 -- later and later (`next_attempt_at`), so it does not hold up the rest.
-CREATE TABLE IF NOT EXISTS file_removals (
-    id              INTEGER PRIMARY KEY AUTOINCREMENT,
-    tenant_id       INTEGER NOT NULL REFERENCES tenants(id),
-    storage_key     TEXT    NOT NULL,
-    created_at      INTEGER NOT NULL,
-    attempts        INTEGER NOT NULL DEFAULT 0,
-    next_attempt_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS file_removals_due ON file_removals (next_attempt_at, id);
-
--- The retention sweep finds conversations by their last message, across
--- tenants. An erasure finds a conversation's files, and deleting its
--- messages and its visitor checks the feed entries and challenges that
--- could still name them: without these, each check reads a whole table.
-CREATE INDEX IF NOT EXISTS conversations_activity ON conversations (last_message_at, id);
-CREATE INDEX IF NOT EXISTS attachments_conversation ON attachments (conversation_id);
-CREATE INDEX IF NOT EXISTS events_message ON events (message_id);
-CREATE INDEX IF NOT EXISTS verification_challenges_visitor ON verification_challenges (visitor_id);
 
 -- An erased conversation's id, and its visitor's, must never be given to
 -- a later one: signed links, unsubscribe tokens, a widget's open stream
@@ -91,3 +73,22 @@ CREATE INDEX conversations_tenant_activity ON conversations (tenant_id, last_mes
 CREATE INDEX conversations_site_activity ON conversations (site_id, last_message_at DESC, id DESC);
 CREATE INDEX conversations_idle ON conversations (last_message_at) WHERE status <> 'closed';
 CREATE INDEX conversations_visitor ON conversations (visitor_id);
+
+CREATE TABLE IF NOT EXISTS file_removals (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant_id       INTEGER NOT NULL REFERENCES tenants(id),
+    storage_key     TEXT    NOT NULL,
+    created_at      INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS file_removals_due ON file_removals (next_attempt_at, id);
+
+-- The retention sweep finds conversations by their last message, across
+-- tenants. An erasure finds a conversation's files, and deleting its
+-- messages and its visitor checks the feed entries and challenges that
+-- could still name them: without these, each check reads a whole table.
+CREATE INDEX IF NOT EXISTS conversations_activity ON conversations (last_message_at, id);
+CREATE INDEX IF NOT EXISTS attachments_conversation ON attachments (conversation_id);
+CREATE INDEX IF NOT EXISTS events_message ON events (message_id);
+CREATE INDEX IF NOT EXISTS verification_challenges_visitor ON verification_challenges (visitor_id);
