@@ -14,7 +14,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::attachments::AttachmentService;
+use crate::attachments::{AttachmentService, removal_due};
+
 use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::model::*;
@@ -44,7 +45,7 @@ impl ErasureService {
             .db
             .write(move |tx| {
                 tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                Ok(tx.erase_conversation(scope.tenant, id, now)?)
+                Ok(tx.erase_conversation(scope.tenant, id, now, removal_due(now))?)
             })
             .await?;
         tracing::info!(tenant = scope.tenant.0, conversation = id.0, operator = session.operator.id.0, "conversation erased");
@@ -65,7 +66,7 @@ impl ErasureService {
                 .db
                 .write(move |tx| {
                     let Some((tenant, id)) = tx.expired_conversations(cutoff, 1)?.into_iter().next() else { return Ok(None) };
-                    Ok(Some((tenant, id, tx.erase_conversation(tenant, id, now)?)))
+                    Ok(Some((tenant, id, tx.erase_conversation(tenant, id, now, removal_due(now))?)))
                 })
                 .await?;
             let Some((tenant, id, files)) = gone else { break };

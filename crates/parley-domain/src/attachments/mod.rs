@@ -17,7 +17,7 @@ pub mod links;
 pub mod names;
 mod service;
 
-pub use service::{AttachmentService, AttachmentSettings, Download, UploadTarget};
+pub use service::{AttachmentService, AttachmentSettings, Download, UploadTarget, removal_due};
 
 use crate::error::DomainError;
 use crate::model::{AttachmentRef, Conversation, MAX_ATTACHMENTS, Message, NewMessage, SenderKind};

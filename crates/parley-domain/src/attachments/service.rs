@@ -10,7 +10,7 @@ use super::images;
 use super::kinds::{self, FileKind};
 use super::links::{LinkError, Links, Variant};
 use super::names;
-use crate::clock::Clock;
+use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::files::{ByteStream, FileError, FileStore};
 use crate::model::{
@@ -27,6 +27,15 @@ const REMOVE_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 /// refusing costs a try a day, and never holds up the others.
 const REMOVAL_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 const REMOVAL_RETRY_AT_MOST: std::time::Duration = std::time::Duration::from_secs(86_400);
+
+/// When the sweep may take a removal queued at `now`: the unit that
+/// queued it removes the objects itself right after its commit, and the
+/// sweep steps in only if that did not finish (a crash, a slow store).
+/// Were it due at once, the two would race, and a refused object would
+/// count two refusals for one.
+pub fn removal_due(now: Timestamp) -> Timestamp {
+    now.plus(REMOVAL_RETRY)
+}
 
 /// How long an upload waits for the picture decoder before its picture is
 /// kept as a plain download.
@@ -237,9 +246,9 @@ impl AttachmentService {
         let (tenant, id, key, now) = (row.tenant_id, row.id, row.storage_key.clone(), self.clock.now());
         let queued = self
             .db
-            .write(move |tx| match tx.remove_upload(tenant, id, now)? {
+            .write(move |tx| match tx.remove_upload(tenant, id, now, removal_due(now))? {
                 Some(removal) => Ok((removal, false)),
-                None => Ok((tx.queue_file_removal(tenant, &key, now)?, true)),
+                None => Ok((tx.queue_file_removal(tenant, &key, now, removal_due(now))?, true)),
             })
             .await;
         match queued {
@@ -291,7 +300,7 @@ impl AttachmentService {
         let mut removed = 0;
         for row in stale {
             let (tenant, id) = (row.tenant_id, row.id);
-            let Some(removal) = self.db.write(move |tx| Ok(tx.remove_upload(tenant, id, now)?)).await? else { continue };
+            let Some(removal) = self.db.write(move |tx| Ok(tx.remove_upload(tenant, id, now, removal_due(now))?)).await? else { continue };
             removed += 1;
             self.remove_files([removal]).await;
         }

@@ -222,10 +222,12 @@ pub trait AttachmentsWrite: AttachmentsRead {
     ) -> StoreResult<Option<Attachment>>;
     /// Removes the row of an upload no message names and queues its
     /// objects for removal: `None` when it is gone, or a message named it
-    /// meanwhile (then it stays).
-    fn remove_upload(&mut self, tenant: TenantId, id: AttachmentId, at: Timestamp) -> StoreResult<Option<FileRemoval>>;
-    /// Queues the objects under `storage_key` for removal, due at `at`.
-    fn queue_file_removal(&mut self, tenant: TenantId, storage_key: &str, at: Timestamp) -> StoreResult<FileRemoval>;
+    /// meanwhile (then it stays). A removal is the sweep's from `due`:
+    /// until then the caller removes the objects itself.
+    fn remove_upload(&mut self, tenant: TenantId, id: AttachmentId, at: Timestamp, due: Timestamp) -> StoreResult<Option<FileRemoval>>;
+    /// Queues the objects under `storage_key` for removal, the sweep's
+    /// from `due`.
+    fn queue_file_removal(&mut self, tenant: TenantId, storage_key: &str, at: Timestamp, due: Timestamp) -> StoreResult<FileRemoval>;
     /// Forgets a removal once its objects are gone.
     fn file_removed(&mut self, id: i64) -> StoreResult<()>;
     /// Counts a refusal of the store and sets when to try again.
@@ -263,8 +265,9 @@ pub trait ErasureWrite {
     /// Removes the conversation and every row that records it (its feed
     /// entries become empty tombstones), and its visitor when no other
     /// conversation is theirs. The attachments' objects are queued for
-    /// removal and returned. The caller has locked the conversation.
-    fn erase_conversation(&mut self, tenant: TenantId, id: ConversationId, at: Timestamp) -> StoreResult<Vec<FileRemoval>>;
+    /// removal (the sweep's, from `due`) and returned. The caller has
+    /// locked the conversation.
+    fn erase_conversation(&mut self, tenant: TenantId, id: ConversationId, at: Timestamp, due: Timestamp) -> StoreResult<Vec<FileRemoval>>;
 }
 
 /// Verification challenges, what they established, and the demo outbox.

@@ -80,8 +80,8 @@ statements! {
         "UPDATE attachments SET message_id = :message WHERE tenant_id = :tenant AND id = :id AND message_id IS NULL".into(),
     REMOVE_UPLOAD(tenant: TenantId, id: AttachmentId) => |_|
         "DELETE FROM attachments WHERE tenant_id = :tenant AND id = :id AND message_id IS NULL RETURNING storage_key".into(),
-    QUEUE_FILE<'a>(tenant: TenantId, storage_key: &'a str, at: Timestamp) => |_|
-        "INSERT INTO file_removals (tenant_id, storage_key, created_at, next_attempt_at) VALUES (:tenant, :storage_key, :at, :at)
+    QUEUE_FILE<'a>(tenant: TenantId, storage_key: &'a str, at: Timestamp, due: Timestamp) => |_|
+        "INSERT INTO file_removals (tenant_id, storage_key, created_at, next_attempt_at) VALUES (:tenant, :storage_key, :at, :due)
          RETURNING id, storage_key, attempts".into(),
     FILE_REMOVALS_DUE(now: Timestamp, limit: u32) => |_|
         "SELECT id, storage_key, attempts FROM file_removals WHERE next_attempt_at <= :now ORDER BY next_attempt_at, id LIMIT :limit".into(),
@@ -178,13 +178,14 @@ impl AttachmentsWrite for Tx<'_> {
         Ok(if self.exec(params)? == 1 { Finished::Done } else { Finished::Gone })
     }
 
-    fn remove_upload(&mut self, tenant: TenantId, id: AttachmentId, at: Timestamp) -> StoreResult<Option<FileRemoval>> {
+    fn remove_upload(&mut self, tenant: TenantId, id: AttachmentId, at: Timestamp, due: Timestamp) -> StoreResult<Option<FileRemoval>> {
         let Some(storage_key) = self.one(REMOVE_UPLOAD { tenant, id }, |r| r.string("storage_key"))? else { return Ok(None) };
-        self.queue_file_removal(tenant, &storage_key, at).map(Some)
+        self.queue_file_removal(tenant, &storage_key, at, due).map(Some)
     }
 
-    fn queue_file_removal(&mut self, tenant: TenantId, storage_key: &str, at: Timestamp) -> StoreResult<FileRemoval> {
-        self.one(QUEUE_FILE { tenant, storage_key, at }, removal)?.ok_or_else(|| StoreError::Internal("QUEUE_FILE returned nothing".into()))
+    fn queue_file_removal(&mut self, tenant: TenantId, storage_key: &str, at: Timestamp, due: Timestamp) -> StoreResult<FileRemoval> {
+        self.one(QUEUE_FILE { tenant, storage_key, at, due }, removal)?
+            .ok_or_else(|| StoreError::Internal("QUEUE_FILE returned nothing".into()))
     }
 
     fn file_removed(&mut self, id: i64) -> StoreResult<()> {

@@ -31,9 +31,9 @@ statements! {
          WHERE c.last_message_at < :cutoff ORDER BY c.last_message_at, c.id LIMIT :limit".into(),
         "c",
     ),
-    QUEUE_CONVERSATION_FILES(tenant: TenantId, conversation: ConversationId, at: Timestamp) => |_|
+    QUEUE_CONVERSATION_FILES(tenant: TenantId, conversation: ConversationId, at: Timestamp, due: Timestamp) => |_|
         "INSERT INTO file_removals (tenant_id, storage_key, created_at, next_attempt_at)
-         SELECT tenant_id, storage_key, :at, :at FROM attachments WHERE tenant_id = :tenant AND conversation_id = :conversation
+         SELECT tenant_id, storage_key, :at, :due FROM attachments WHERE tenant_id = :tenant AND conversation_id = :conversation
          RETURNING id, storage_key, attempts".into(),
     ERASE_ATTACHMENTS(tenant: TenantId, conversation: ConversationId) => |_| rows_of("attachments"),
     /// Attempts go with their deliveries (ON DELETE CASCADE).
@@ -71,8 +71,14 @@ impl ErasureWrite for Tx<'_> {
         self.all(EXPIRED_CONVERSATIONS { cutoff, limit }, |r| Ok((TenantId(r.i64("tenant_id")?), ConversationId(r.i64("id")?))))
     }
 
-    fn erase_conversation(&mut self, tenant: TenantId, conversation: ConversationId, at: Timestamp) -> StoreResult<Vec<FileRemoval>> {
-        let files = self.all(QUEUE_CONVERSATION_FILES { tenant, conversation, at }, removal)?;
+    fn erase_conversation(
+        &mut self,
+        tenant: TenantId,
+        conversation: ConversationId,
+        at: Timestamp,
+        due: Timestamp,
+    ) -> StoreResult<Vec<FileRemoval>> {
+        let files = self.all(QUEUE_CONVERSATION_FILES { tenant, conversation, at, due }, removal)?;
         self.exec(ERASE_ATTACHMENTS { tenant, conversation })?;
         self.exec(ERASE_DELIVERIES { tenant, conversation })?;
         self.exec(ERASE_EVENTS { tenant, conversation })?;
