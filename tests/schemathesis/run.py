@@ -167,10 +167,11 @@ def main():
             bin_path("schemathesis"), "--config-file", config, "run", base + "/openapi.json",
             "--checks", "all",
             "-H", "Authorization: Bearer " + token,
-            "--exclude-path-regex", "logout",
-            # An erasure cannot be undone: fuzzed ids would erase the seeded
-            # conversation the other operations read. The API suite tests it.
-            "--exclude-operation-id-regex", "^admin_erase_conversation",
+            # Logging out would end the run's token. An erasure cannot be
+            # undone: fuzzed ids would erase the seeded conversation the
+            # other operations read (the API suite tests it). One filter:
+            # Schemathesis requires every filter given to match.
+            "--exclude-path-regex", "logout|/admin/conversations/",
             "--seed", seed,
             "--max-examples", examples,
             "--generation-database", "none",
