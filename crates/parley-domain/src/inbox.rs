@@ -18,6 +18,7 @@ use crate::error::DomainError;
 use crate::events::{self, ClosedBy};
 use crate::feed::{Cursor, Reader, record};
 use crate::model::*;
+use crate::search::{SearchPage, SearchQuery};
 use crate::store::{Database, MessagePage, WriteTx};
 use crate::widget::MESSAGE_PAGE_LIMIT;
 
@@ -113,6 +114,18 @@ impl InboxService {
                 Ok((list, PageMeta::new(page, total), cursor))
             })
             .await
+    }
+
+    /// A page of the conversations the operator sees that match `query`
+    /// (see `crate::search`), most recent activity first.
+    pub async fn search(&self, session: &Session, query: SearchQuery, page: PageRequest) -> Result<SearchPage, DomainError> {
+        let scope: ConversationScope = session.operator.scope().into();
+        let offset = u64::from(page.page - 1) * u64::from(page.per_page);
+        let mut hits = self.db.read(move |r| Ok(r.search(scope, &query, page.per_page + 1, offset)?)).await?;
+        // One more than the page was asked for: whether another follows.
+        let more = hits.len() > page.per_page as usize;
+        hits.truncate(page.per_page as usize);
+        Ok(SearchPage { hits, more })
     }
 
     /// Whether the operator of `scope` sees conversation `id` (for what

@@ -34,6 +34,7 @@ pub mod model;
 pub mod password;
 pub mod push;
 pub mod sandbox;
+pub mod search;
 pub mod store;
 pub mod tenancy;
 mod token_cache;

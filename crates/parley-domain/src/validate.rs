@@ -151,6 +151,15 @@ pub static SHORTCUT: Rule = Rule::new(
     "1 to 32 letters, digits, `-` and `_`, starting with a letter or digit; kept in lower case, one per tenant.",
 );
 
+/// What an operator searches for: one line.
+pub static SEARCH_TEXT: Rule = Rule::new(
+    concat!("^[^", controls!(), "]*[^", controls!(), white_space!(), "][^", controls!(), "]*$"),
+    1,
+    200,
+    "must not be blank or contain control characters",
+    "1 to 200 characters on one line, with at least one letter or digit: every word must start a word of one message, or the whole text appear in the visitor's name or email.",
+);
+
 /// A name that may be left blank (blank counts as not given): one line.
 pub static NAME: Rule = Rule::new(
     concat!("^[^", controls!(), "]*$"),
@@ -475,6 +484,7 @@ mod tests {
             &NOTE,
             &MESSAGE_BODY,
             &SHORTCUT,
+            &SEARCH_TEXT,
             &EMAIL,
             &PHONE,
             &PAGE_URL,

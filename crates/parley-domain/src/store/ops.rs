@@ -16,6 +16,7 @@ use crate::feed::{FeedBlocker, FeedEntry, FeedItem, FeedMark, Position};
 use crate::model::*;
 use crate::push::schedule::PushStep;
 use crate::push::{ClaimedPush, DuePush, QueuedPush};
+use crate::search::{SearchHit, SearchQuery};
 use crate::verification::channels::Channel;
 use crate::verification::{Challenge, ChallengeCount, ChallengeStatus, Method, NewChallenge, TestCount};
 use crate::webhooks::fairness::{DueDelivery, EndpointHealth, Pause};
@@ -238,6 +239,13 @@ pub trait AttachmentsWrite: AttachmentsRead {
     /// (for the sweeper), locked until the commit; rows another unit
     /// holds are skipped.
     fn stale_uploads(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<Attachment>>;
+}
+
+/// Searching conversations (see `crate::search`).
+pub trait SearchRead {
+    /// The conversations of `scope` that match `query`, most recent
+    /// activity first, each with its latest matching message.
+    fn search(&mut self, scope: ConversationScope, query: &SearchQuery, limit: u32, offset: u64) -> StoreResult<Vec<SearchHit>>;
 }
 
 /// The tenant's canned responses.
@@ -610,6 +618,7 @@ pub trait ReadTx:
     + ContinuityRead
     + AttachmentsRead
     + CannedRead
+    + SearchRead
     + SystemRead
 {
 }
@@ -625,6 +634,7 @@ impl<T> ReadTx for T where
         + ContinuityRead
         + AttachmentsRead
         + CannedRead
+        + SearchRead
         + SystemRead
 {
 }

@@ -37,6 +37,7 @@ pub async fn page(State(s): State<AppState>, who: WebSession, RawQuery(query): R
     let main = html! {
         div data-live="inbox" data-cursor=(cursor.to_string()) data-url={ "/app?status=" (status) "&page=" (number) } {
             h1 { "Inbox" }
+            (super::search::form(""))
             nav.filters aria-label="Filter by status" {
                 @for (value, label, _) in FILTERS {
                     a href={ "/app?status=" (value) } aria-current=[(value == status).then_some("page")] { (label) }
@@ -68,7 +69,7 @@ pub async fn page(State(s): State<AppState>, who: WebSession, RawQuery(query): R
 }
 
 /// One conversation in the list: who, where, in what state, since when.
-fn row(d: &ConversationDetails) -> Markup {
+pub fn row(d: &ConversationDetails) -> Markup {
     let c = &d.conversation;
     let who = visitor_name(&d.visitor);
     let status = match c.status {

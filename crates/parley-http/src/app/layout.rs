@@ -28,6 +28,7 @@ pub fn page(title: &str, who: Option<&WebSession>, main: Markup) -> Markup {
                     @if let Some(w) = who {
                         nav aria-label="Main" {
                             a href="/app" { "Inbox" }
+                            a href="/app/search" { "Search" }
                             @if w.session.operator.role == parley_domain::model::Role::Admin {
                                 a href="/app/integrations" { "Integrations" }
                             }

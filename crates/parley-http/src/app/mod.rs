@@ -24,6 +24,7 @@ mod login;
 mod next;
 mod path;
 mod push;
+mod search;
 mod session;
 
 use axum::Router;
@@ -57,6 +58,7 @@ pub fn routes() -> Router<AppState> {
         .route("/app/login", get(login::form).post(login::submit))
         .route("/app/logout", post(login::logout))
         .route("/app/events", get(events::stream))
+        .route("/app/search", get(search::page))
         .route("/app/conversations/{id}", get(c::page))
         .route("/app/conversations/{id}/reply", get(c::show_page).post(c::reply))
         .route("/app/conversations/{id}/note", get(c::show_page).post(c::note))

@@ -73,6 +73,23 @@ impl PageParams {
     }
 }
 
+#[derive(FromFields)]
+#[fields(query)]
+pub struct SearchParams {
+    /// What to look for (see `SEARCH_TEXT`).
+    pub q: schema::SearchText,
+    /// From 1; default 1.
+    pub page: Option<PageNumber>,
+    /// 1 to 100; default 20.
+    pub per_page: Option<PerPage>,
+}
+
+impl SearchParams {
+    pub fn page(&self) -> PageRequest {
+        page_request(self.page, self.per_page)
+    }
+}
+
 /// A page request, with the defaults of what was left out.
 fn page_request(page: Option<PageNumber>, per_page: Option<PerPage>) -> PageRequest {
     PageRequest { page: page.map_or(1, |p| p.0), per_page: per_page.map_or(20, |p| p.0) }

@@ -140,6 +140,7 @@ rule_types! {
     Note(String) => validate::NOTE, |s| validate::optional(&validate::NOTE, s);
     MessageBody(String) => validate::MESSAGE_BODY, |s| validate::message_body(s).map(Some);
     Shortcut(String) => validate::SHORTCUT, |s| validate::shortcut(s).map(Some);
+    SearchText(String) => validate::SEARCH_TEXT, |s| as_sent(&validate::SEARCH_TEXT, s);
     ClientMessageId(String) => validate::CLIENT_MESSAGE_ID, |s| validate::client_message_id(s).map(Some);
     AttachmentId(String) => validate::ATTACHMENT_ID, |s| as_sent(&validate::ATTACHMENT_ID, s);
     Email(String) => validate::EMAIL, |s| validate::email(s).map(Some);

@@ -17,6 +17,7 @@ mod metrics;
 mod mobile;
 mod openapi;
 mod sandbox;
+mod search;
 mod tokens;
 mod verification;
 mod webhooks;
@@ -109,6 +110,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = tokens::routes(mount);
     let mount = erasure::routes(mount);
     let mount = canned::routes(mount);
+    let mount = search::routes(mount);
     let mount = channels::routes(mount);
     let mount = mail::routes(mount);
     verification::routes(mount).into_router()

@@ -100,6 +100,15 @@ impl IntoResponses for OperatorReadErrors {
     }
 }
 
+/// Errors of an operator's query over what it sees (a search).
+pub struct OperatorQueryErrors;
+
+impl IntoResponses for OperatorQueryErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[UNAUTHENTICATED, INVALID, UNAVAILABLE])
+    }
+}
+
 /// Errors of registering a device.
 pub struct DeviceRegisterErrors;
 

@@ -3,6 +3,7 @@
 use parley_domain::feed::{Cursor, FeedItem};
 use parley_domain::inbox::PageMeta;
 use parley_domain::model::{ConversationDetails, Device, Message, Operator, ReadMarker, Session, Visitor};
+use parley_domain::search::{SearchHit, snippet};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -358,4 +359,43 @@ pub struct DeviceResponse {
 #[derive(Serialize, ToSchema)]
 pub struct DeviceListResponse {
     pub devices: Vec<DeviceView>,
+}
+
+/// One conversation a search found.
+#[derive(Serialize, ToSchema)]
+pub struct SearchResultView {
+    pub conversation: MobileConversationView,
+    /// Its latest message that matched; null when only the visitor's name
+    /// or email did.
+    pub message_id: Option<i64>,
+    /// That message around the first word found, on one line, with `…`
+    /// where it was cut.
+    pub snippet: Option<String>,
+}
+
+impl SearchResultView {
+    pub fn new(hit: &SearchHit, terms: &[String]) -> Self {
+        Self {
+            conversation: (&hit.conversation).into(),
+            message_id: hit.message.as_ref().map(|m| m.id.0),
+            snippet: hit.message.as_ref().map(|m| snippet(&m.body, terms)),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SearchMetaView {
+    pub page: u32,
+    pub per_page: u32,
+    /// Whether a next page has results.
+    pub more: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SearchResponse {
+    /// Most recent activity first.
+    pub results: Vec<SearchResultView>,
+    /// The words searched for, in lower case: what to highlight.
+    pub terms: Vec<String>,
+    pub meta: SearchMetaView,
 }

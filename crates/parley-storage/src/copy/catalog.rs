@@ -11,6 +11,27 @@ use super::value::ColumnType;
 /// for itself (the target's migrations wrote its own).
 pub const BOOKKEEPING: &[&str] = &["parley_migrations"];
 
+/// Whether a table is part of SQLite's search index of messages (the
+/// FTS5 table and its shadow tables). The search index is the one place
+/// the two databases differ in kind (FTS5 there, an expression index on
+/// PostgreSQL): it is derived from the messages, so it is neither
+/// compared nor copied, and a target builds its own as rows arrive.
+pub fn is_search_table(name: &str) -> bool {
+    name == "messages_fts" || name.starts_with("messages_fts_")
+}
+
+/// Whether an index is PostgreSQL's search index of messages (see
+/// [`is_search_table`]).
+pub fn is_search_index(index: &Index) -> bool {
+    index.columns.iter().any(|c| c.contains("to_tsvector"))
+}
+
+/// Whether a table is the database's own rather than the data's: neither
+/// compared nor copied.
+pub fn is_own(name: &str) -> bool {
+    BOOKKEEPING.contains(&name) || is_search_table(name)
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Column {
     pub name: String,

@@ -8,7 +8,7 @@ use bytes::BytesMut;
 use postgres::Client;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
-use super::catalog::{BOOKKEEPING, Catalog, Column, Index, Table};
+use super::catalog::{Catalog, Column, Index, Table, is_own, is_search_index};
 use super::db::Db;
 use super::statements::quote;
 use super::value::{ColumnType, Value};
@@ -138,7 +138,7 @@ impl Db for PgDb {
 
     fn table_names(&mut self) -> Result<Vec<String>, String> {
         let rows = self.client.query(TABLES, &[]).map_err(text)?;
-        Ok(rows.iter().map(|r| r.get::<_, String>(0)).filter(|n| !BOOKKEEPING.contains(&n.as_str())).collect())
+        Ok(rows.iter().map(|r| r.get::<_, String>(0)).filter(|n| !is_own(n)).collect())
     }
 
     fn catalog(&mut self) -> Result<Catalog, String> {
@@ -175,10 +175,13 @@ impl Db for PgDb {
         let mut all = Vec::new();
         for row in self.client.query(INDEXES, &[]).map_err(text)? {
             let (table, unique, definition): (String, bool, String) = (row.get(0), row.get(1), row.get(2));
-            if BOOKKEEPING.contains(&table.as_str()) {
+            if is_own(&table) {
                 continue;
             }
-            all.push(Index::from_definition(&table, unique, &definition).ok_or_else(|| format!("cannot read the index {definition}"))?);
+            let index = Index::from_definition(&table, unique, &definition).ok_or_else(|| format!("cannot read the index {definition}"))?;
+            if !is_search_index(&index) {
+                all.push(index);
+            }
         }
         Ok(all)
     }

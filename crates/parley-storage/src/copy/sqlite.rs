@@ -5,7 +5,7 @@ use std::path::Path;
 use rusqlite::Connection;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
-use super::catalog::{BOOKKEEPING, Catalog, Column, Index, Table};
+use super::catalog::{Catalog, Column, Index, Table, is_own};
 use super::db::Db;
 use super::statements::quote;
 use super::value::{ColumnType, Value};
@@ -63,7 +63,7 @@ impl SqliteDb {
             .map_err(text)?;
         let all: Vec<(String, String)> =
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(text)?.collect::<Result<_, _>>().map_err(text)?;
-        Ok(all.into_iter().filter(|(n, _)| !BOOKKEEPING.contains(&n.as_str())).collect())
+        Ok(all.into_iter().filter(|(n, _)| !is_own(n)).collect())
     }
 
     fn sequence_value(&self, table: &str) -> Result<Option<i64>, String> {

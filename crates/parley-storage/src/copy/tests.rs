@@ -41,12 +41,14 @@ fn seeded(dir: &std::path::Path) -> String {
 type Row = Vec<(String, rusqlite::types::Value)>;
 
 fn table_names(conn: &Connection) -> Vec<String> {
-    conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+    let all: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         .unwrap()
         .query_map([], |r| r.get(0))
         .unwrap()
         .collect::<Result<_, _>>()
-        .unwrap()
+        .unwrap();
+    all.into_iter().filter(|t| !super::catalog::is_search_table(t)).collect()
 }
 
 /// Every row of every table, columns by name, for comparing two files.

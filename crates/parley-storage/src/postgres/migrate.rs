@@ -24,6 +24,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (15, include_str!("../../migrations/postgres/0015_attachments.sql")),
     (16, include_str!("../../migrations/postgres/0016_erasure.sql")),
     (17, include_str!("../../migrations/postgres/0017_canned_responses.sql")),
+    (18, include_str!("../../migrations/postgres/0018_search.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

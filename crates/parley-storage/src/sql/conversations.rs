@@ -216,7 +216,7 @@ fn poll(order: &str) -> String {
 
 /// Messages of a conversation within the caller's whole scope, not only
 /// the conversation id it happened to hold.
-const MESSAGES_FROM: &str = "FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id";
+pub(super) const MESSAGES_FROM: &str = "FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id";
 
 fn visitor_by_uuid() -> String {
     format!("SELECT {VISITOR_COLS} FROM visitors v WHERE v.tenant_id = :tenant AND v.site_id = :site AND v.uuid = :uuid")

@@ -159,6 +159,27 @@ impl Dialect {
     /// transaction id without its epoch, hence the modulo. Its state and
     /// start are shown to roles with `pg_read_all_stats` (or the
     /// session's own), null to others. SQLite never holds entries back.
+    /// Whether message `m` holds every word of the search `:query` (as
+    /// [`Self::search_query`] wrote it), through the search index: FTS5
+    /// on SQLite, the GIN index of `to_tsvector('simple', body)` on
+    /// PostgreSQL (see the `search` migrations).
+    pub fn message_matches(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH :query)",
+            Dialect::Postgres => "to_tsvector('simple', m.body) @@ to_tsquery('simple', :query)",
+        }
+    }
+
+    /// `words` (letters and digits only, see `parley_domain::search`) as
+    /// the dialect's full-text query: every word required, each matching
+    /// the start of a word.
+    pub fn search_query(self, words: &[String]) -> String {
+        match self {
+            Dialect::Sqlite => words.iter().map(|w| format!("\"{}\"*", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" "),
+            Dialect::Postgres => words.iter().map(|w| format!("'{}':*", w.replace('\'', "''"))).collect::<Vec<_>>().join(" & "),
+        }
+    }
+
     pub fn feed_blocker(self) -> String {
         match self {
             Dialect::Sqlite => {

@@ -27,6 +27,7 @@ mod feed;
 mod logins;
 mod notifications;
 mod operators;
+mod search;
 mod system;
 mod tenancy;
 mod verification;
@@ -82,6 +83,7 @@ pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
         logins::ALL,
         notifications::ALL,
         operators::ALL,
+        search::ALL,
         system::ALL,
         tenancy::ALL,
         verification::ALL,

@@ -38,6 +38,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (21, include_str!("../../migrations/sqlite/0021_attachments.sql")),
     (22, include_str!("../../migrations/sqlite/0022_erasure.sql")),
     (23, include_str!("../../migrations/sqlite/0023_canned_responses.sql")),
+    (24, include_str!("../../migrations/sqlite/0024_search.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.

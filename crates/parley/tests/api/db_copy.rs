@@ -141,7 +141,9 @@ async fn copy(dir: &Path, from: &str, to: &str) -> (i32, String, String) {
 fn dump(url: &str) -> BTreeMap<String, Vec<BTreeMap<String, String>>> {
     let path = url.strip_prefix("sqlite://").expect("an SQLite URL");
     let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
-    let mut tables = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").unwrap();
+    // The search index is each database's own (FTS5 here), built from the
+    // messages: not data to copy.
+    let mut tables = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'messages_fts%'").unwrap();
     let names: Vec<String> = tables.query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
     names
         .into_iter()

@@ -34,6 +34,7 @@ mod notifications;
 mod openapi;
 mod push;
 mod sandbox;
+mod search;
 mod slow_clients;
 mod smtp_sink;
 mod streams;

@@ -1,0 +1,136 @@
+//! Searching conversations by what was said in them and who said it:
+//! every word of the query must start a word of one message (through each
+//! database's full-text index), or the whole query must appear in the
+//! visitor's name or email. Results follow the inbox's scope and order
+//! (an agent finds only its sites' conversations, most recent first).
+
+use crate::error::DomainError;
+use crate::model::{ConversationDetails, Message};
+
+/// Words a query keeps: more narrow nothing down in practice, and each
+/// costs the index a lookup.
+pub const MAX_WORDS: usize = 8;
+/// The longest word kept, in characters.
+const MAX_WORD_CHARS: usize = 64;
+/// Characters of context a snippet shows around the first word found.
+const SNIPPET_CHARS: usize = 140;
+
+/// A query as the stores take it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchQuery {
+    /// Lower case, letters and digits only: what the full-text index holds.
+    pub words: Vec<String>,
+    /// The query as typed, trimmed and in lower case, for the visitor's
+    /// name and email.
+    pub text: String,
+}
+
+impl SearchQuery {
+    /// `q` split into words of letters and digits. A query without any is
+    /// refused: there would be nothing to look for.
+    pub fn parse(q: &str) -> Result<Self, DomainError> {
+        let words: Vec<String> = q
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(|w| w.to_lowercase().chars().take(MAX_WORD_CHARS).collect())
+            .take(MAX_WORDS)
+            .collect();
+        if words.is_empty() {
+            return Err(DomainError::invalid("q", "must contain a letter or a digit"));
+        }
+        Ok(Self { words, text: q.trim().to_lowercase() })
+    }
+
+    /// `%text%` for `LIKE … ESCAPE '\'`, its own wildcards escaped.
+    pub fn like_pattern(&self) -> String {
+        let mut out = String::with_capacity(self.text.len() + 2);
+        out.push('%');
+        for c in self.text.chars() {
+            if matches!(c, '%' | '_' | '\\') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push('%');
+        out
+    }
+}
+
+/// One conversation found, with its latest message that matched (none
+/// when only the visitor did).
+#[derive(Clone, Debug)]
+pub struct SearchHit {
+    pub conversation: ConversationDetails,
+    pub message: Option<Message>,
+}
+
+/// A page of results, and whether another follows.
+#[derive(Clone, Debug)]
+pub struct SearchPage {
+    pub hits: Vec<SearchHit>,
+    pub more: bool,
+}
+
+/// The part of `body` around the first of `words` that starts a word, on
+/// one line, with `…` where it was cut: what a result shows of its
+/// message.
+pub fn snippet(body: &str, words: &[String]) -> String {
+    let flat: Vec<char> = body.split_whitespace().collect::<Vec<_>>().join(" ").chars().collect();
+    let lower: Vec<char> = flat.iter().flat_map(|c| c.to_lowercase()).collect();
+    // Lower-casing can change a character's length; where it did, the
+    // snippet starts at the beginning.
+    let found = if lower.len() == flat.len() { first_word_start(&lower, words) } else { None };
+    let start = found.map_or(0, |at| at.saturating_sub(SNIPPET_CHARS / 3));
+    let end = (start + SNIPPET_CHARS).min(flat.len());
+    let start = end.saturating_sub(SNIPPET_CHARS).min(start);
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(&flat[start..end]);
+    if end < flat.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Where the first of `words` starts a word of `text`.
+fn first_word_start(text: &[char], words: &[String]) -> Option<usize> {
+    let words: Vec<Vec<char>> = words.iter().map(|w| w.chars().collect()).collect();
+    (0..text.len()).find(|&i| {
+        let starts_word = i == 0 || !text[i - 1].is_alphanumeric();
+        starts_word && words.iter().any(|w| text[i..].starts_with(w))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_keeps_its_words_in_lower_case() {
+        let q = SearchQuery::parse("  Refund, ORDER #1234!  ").unwrap();
+        assert_eq!(q.words, ["refund", "order", "1234"]);
+        assert_eq!(q.text, "refund, order #1234!");
+        assert_eq!(SearchQuery::parse("Émile Zoë").unwrap().words, ["émile", "zoë"]);
+        assert!(SearchQuery::parse(" -- !! ").is_err());
+        assert_eq!(SearchQuery::parse(&"a ".repeat(20)).unwrap().words.len(), MAX_WORDS);
+        assert_eq!(SearchQuery::parse(&"x".repeat(100)).unwrap().words[0].len(), 64);
+    }
+
+    #[test]
+    fn like_patterns_escape_their_wildcards() {
+        assert_eq!(SearchQuery::parse("50%_off\\").unwrap().like_pattern(), "%50\\%\\_off\\\\%");
+    }
+
+    #[test]
+    fn a_snippet_shows_the_first_word_found_in_its_context() {
+        let words = vec!["refund".to_owned()];
+        assert_eq!(snippet("Hello,\n\nI want a   refund please", &words), "Hello, I want a refund please");
+        let long = format!("{} the refund is late {}", "word ".repeat(60), "more ".repeat(60));
+        let s = snippet(&long, &words);
+        assert!(s.starts_with('…') && s.ends_with('…') && s.contains("the refund is late"), "{s}");
+        assert!(s.chars().count() <= SNIPPET_CHARS + 2);
+        assert_eq!(snippet("prefunded", &words), "prefunded", "inside a word is not a match: the start is shown");
+    }
+}
