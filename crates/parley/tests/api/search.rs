@@ -54,13 +54,13 @@ async fn operators_find_conversations_by_words_and_by_the_visitor() {
 
     assert_eq!(found(&app, &admin, "refund").await, [parcel.clone(), late.clone()], "most recent activity first");
     assert_eq!(found(&app, &admin, "Refu").await, [parcel.clone(), late.clone()], "a word's start is enough");
-    assert_eq!(found(&app, &admin, "refund late").await, [late.clone()], "every word, in one message");
+    assert_eq!(found(&app, &admin, "refund late").await, vec![late.clone()], "every word, in one message");
     assert_eq!(found(&app, &admin, "fund").await, Vec::<String>::new(), "inside a word is not a match");
-    assert_eq!(found(&app, &admin, "1234").await, [late.clone()]);
-    assert_eq!(found(&app, &admin, "renee@example").await, [late.clone()], "by the visitor's email");
-    assert_eq!(found(&app, &admin, "Müller").await, [late.clone()], "by the visitor's name");
+    assert_eq!(found(&app, &admin, "1234").await, vec![late.clone()]);
+    assert_eq!(found(&app, &admin, "renee@example").await, vec![late.clone()], "by the visitor's email");
+    assert_eq!(found(&app, &admin, "Müller").await, vec![late.clone()], "by the visitor's name");
     assert_eq!(found(&app, &admin, "100%").await, Vec::<String>::new(), "wildcards are text");
-    assert_eq!(found(&app, &admin, "hello").await, [hello.clone()]);
+    assert_eq!(found(&app, &admin, "hello").await, vec![hello.clone()]);
 
     let body = search(&app, &admin, "q=refund").await;
     assert_eq!(body["terms"], json!(["refund"]));
@@ -78,7 +78,7 @@ async fn operators_find_conversations_by_words_and_by_the_visitor() {
     // An erased conversation's words go with it.
     let (status, _) = app.authed(Method::DELETE, &format!("/api/admin/conversations/{parcel_id}"), &admin, None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    assert_eq!(found(&app, &admin, "refund").await, [late.clone()]);
+    assert_eq!(found(&app, &admin, "refund").await, vec![late.clone()]);
     app.stop().await;
 }
 
