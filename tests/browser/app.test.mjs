@@ -399,6 +399,8 @@ describe("the web app", () => {
     const phone = await operator(ADMIN, { viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
     const fits = () => phone.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
     assert.equal(await fits(), true, "the inbox does not scroll sideways");
+    const site = phone.page.locator("a.conversation .site").first();
+    assert.equal(await site.evaluate((s) => getComputedStyle(s).borderTopWidth), "0px", "the integrations' site rule stays there");
     await phone.page.screenshot({ path: join(artifacts, "app-phone-inbox.png"), fullPage: true });
     await openConversation(phone.page, "Phone Philippa");
     assert.equal(await fits(), true, "the conversation page does not scroll sideways");

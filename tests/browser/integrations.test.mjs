@@ -110,7 +110,7 @@ describe("the integrations pages", () => {
     assert.equal(refused.status, 403);
 
     // Try it: the widget on Parley itself, chatting as a visitor.
-    await installation.getByRole("link", { name: "Try Shop front" }).click();
+    await installation.getByRole("link", { name: "Try it: Shop front" }).click();
     await page.locator("h1", { hasText: "Try Shop front" }).waitFor();
     await page.locator("button.launcher").click();
     await page.locator("input[type=email]").fill("trying@partner.example");

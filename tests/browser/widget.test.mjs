@@ -245,6 +245,14 @@ describe("the widget", () => {
     assert.deepEqual(problems, []);
     await page.screenshot({ path: join(artifacts, "sandbox-page.png") });
     await context.close();
+    // On a phone the page does not scroll sideways: its tables scroll in
+    // their own box.
+    const phone = await openContext(browser, { viewport: { width: 360, height: 740 }, isMobile: true });
+    await phone.page.goto(api + "/sandbox");
+    assert.equal(await phone.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true);
+    assert.equal(await phone.page.getByRole("main").count(), 1);
+    await phone.page.screenshot({ path: join(artifacts, "sandbox-phone.png"), fullPage: true });
+    await phone.context.close();
   });
 
   it("shows an operator's reply within a second through its stream, without polling", async () => {

@@ -1,6 +1,6 @@
 //! Files compiled into the binary (the widget, the web app's stylesheet
-//! and script), served with a strong validator so that browsers keep
-//! them and learn of a new release at once.
+//! and script, the icon), served with a strong validator so that browsers
+//! keep them and learn of a new release at once.
 
 use std::sync::OnceLock;
 
@@ -9,20 +9,20 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 pub struct StaticFile {
-    body: &'static str,
+    body: &'static [u8],
     content_type: &'static str,
     digest: OnceLock<String>,
 }
 
 impl StaticFile {
-    pub const fn new(body: &'static str, content_type: &'static str) -> Self {
+    pub const fn new(body: &'static [u8], content_type: &'static str) -> Self {
         Self { body, content_type, digest: OnceLock::new() }
     }
 
     /// The first 96 bits of the body's SHA-256, in hex: a new build of
     /// the file changes it.
     pub fn version(&self) -> &str {
-        self.digest.get_or_init(|| Sha256::digest(self.body.as_bytes()).iter().take(12).map(|b| format!("{b:02x}")).collect())
+        self.digest.get_or_init(|| Sha256::digest(self.body).iter().take(12).map(|b| format!("{b:02x}")).collect())
     }
 
     /// The file, or 304 when the request's `If-None-Match` holds its

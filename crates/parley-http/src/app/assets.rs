@@ -10,15 +10,24 @@ use axum::response::Response;
 
 use crate::static_file::StaticFile;
 
-static STYLESHEET: StaticFile = StaticFile::new(include_str!("../../assets/app.css"), "text/css; charset=utf-8");
+static STYLESHEET: StaticFile = StaticFile::new(include_bytes!("../../assets/app.css"), "text/css; charset=utf-8");
 /// The module that keeps the inbox and the conversation page live.
-static LIVE_SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/live.js"), "text/javascript; charset=utf-8");
+static LIVE_SCRIPT: StaticFile = StaticFile::new(include_bytes!("../../assets/live.js"), "text/javascript; charset=utf-8");
 
 /// The integrations pages' copy buttons.
-static INTEGRATIONS_SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/integrations.js"), "text/javascript; charset=utf-8");
+static INTEGRATIONS_SCRIPT: StaticFile = StaticFile::new(include_bytes!("../../assets/integrations.js"), "text/javascript; charset=utf-8");
 
 /// The *Enable notifications* control.
-static PUSH_SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/push.js"), "text/javascript; charset=utf-8");
+static PUSH_SCRIPT: StaticFile = StaticFile::new(include_bytes!("../../assets/push.js"), "text/javascript; charset=utf-8");
+
+/// The icon browsers ask every page of the service for.
+static FAVICON: StaticFile = StaticFile::new(include_bytes!("../../assets/favicon.ico"), "image/x-icon");
+
+/// `GET /favicon.ico`: its address is fixed, so it is checked again each
+/// day rather than kept for good.
+pub async fn favicon(headers: HeaderMap) -> Response {
+    FAVICON.respond(&headers, "public, max-age=86400")
+}
 
 pub fn push_script_url() -> String {
     format!("/app/assets/push.js?v={}", PUSH_SCRIPT.version())

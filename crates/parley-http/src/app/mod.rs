@@ -54,6 +54,10 @@ pub fn routes() -> Router<AppState> {
     // A form's address opened as a page (the address bar shows it after
     // a refused form) leads to the conversation page.
     Router::new()
+        // The service's address opened in a browser: the app, which asks
+        // to sign in first.
+        .route("/", get(|| async { axum::response::Redirect::to("/app") }))
+        .route("/favicon.ico", get(assets::favicon))
         .route("/app", get(inbox::page))
         .route("/app/login", get(login::form).post(login::submit))
         .route("/app/logout", post(login::logout))

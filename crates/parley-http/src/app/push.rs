@@ -18,7 +18,7 @@ use crate::views::mobile::DeviceResponse;
 
 /// Shows pushes and opens their conversation when clicked. Served at
 /// `/app/sw.js` so that its scope is the web app.
-static SERVICE_WORKER: StaticFile = StaticFile::new(include_str!("../../assets/sw.js"), "text/javascript; charset=utf-8");
+static SERVICE_WORKER: StaticFile = StaticFile::new(include_bytes!("../../assets/sw.js"), "text/javascript; charset=utf-8");
 
 /// `{"public_key": …}`: the installation's VAPID key, base64url, what a
 /// browser's `applicationServerKey` is. Public by nature.

@@ -211,31 +211,34 @@ fn render(s: &SandboxInfo, outbox: &[OutboxMessageView], deliveries: &[SandboxDe
 body {{ font: 16px/1.5 system-ui, sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem; color: #1f2937; }}
 code, pre {{ background: #f3f4f6; border-radius: 4px; padding: .1rem .3rem; word-break: break-all; }}
 pre {{ padding: 1rem; white-space: pre-wrap; }}
-table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e5e7eb; padding: .3rem .6rem; text-align: left; }}
+table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e5e7eb; padding: .3rem .6rem; text-align: left; vertical-align: top; }}
+.scroll {{ overflow-x: auto; max-width: 100%; }}
 </style>
 </head>
 <body>
+<main>
 <h1>Parley sandbox</h1>
 <p>A demo tenant with no real data. Everything below is also available as JSON at <a href="/sandbox/credentials">/sandbox/credentials</a>; the API is described at <a href="/openapi.json">/openapi.json</a>.</p>
 <h2>Credentials</h2>
-<table>
+<div class="scroll"><table>
 <tr><th>API base</th><td colspan="2"><code id="api-base">{api_base}</code></td></tr>
 <tr><th>Demo widget token</th><td colspan="2"><code id="widget-token">{widget_token}</code></td></tr>
 <tr><th>Demo mobile bearer token</th><td colspan="2"><code id="mobile-token">{mobile_token}</code></td></tr>
-</table>
+</table></div>
 <h2>Operator logins</h2>
 <p>Answer the visitors in the web app: <a id="web-app" href="/app">/app</a>, signed in with one of these.</p>
-<table><tr><th>Role</th><th>Email</th><th>Password</th></tr>{operators}</table>
+<div class="scroll"><table><tr><th>Role</th><th>Email</th><th>Password</th></tr>{operators}</table></div>
 <h2>Outbox</h2>
 <p>Emails and SMS the demo would have sent (verification codes and links), newest first. As JSON: <a href="/sandbox/outbox">/sandbox/outbox</a>.</p>
-<table id="outbox"><tr><th>When</th><th>Channel</th><th>To</th><th>Message</th></tr>{outbox_rows}</table>
+<div class="scroll"><table id="outbox"><tr><th>When</th><th>Channel</th><th>To</th><th>Message</th></tr>{outbox_rows}</table></div>
 <h2>Webhook deliveries</h2>
 <p>The demo registers its own receiver, so every event shows here with its delivery. As JSON: <a href="/sandbox/deliveries">/sandbox/deliveries</a>.</p>
-<table id="deliveries"><tr><th>When</th><th>Event</th><th>Event id</th><th>Status (last HTTP status)</th></tr>{delivery_rows}</table>
+<div class="scroll"><table id="deliveries"><tr><th>When</th><th>Event</th><th>Event id</th><th>Status (last HTTP status)</th></tr>{delivery_rows}</table></div>
 <h2>Embed snippet</h2>
 <p>Paste this into any page of the site:</p>
 <pre id="embed-snippet">{snippet}</pre>
 <p>This page embeds it exactly so: the chat button in the corner is the widget.</p>
+</main>
 {snippet_live}
 </body>
 </html>

@@ -10,9 +10,9 @@ use tower_http::compression::CompressionLayer;
 use crate::AppState;
 use crate::static_file::StaticFile;
 
-static SCRIPT: StaticFile = StaticFile::new(include_str!("../../assets/widget.js"), "text/javascript; charset=utf-8");
+static SCRIPT: StaticFile = StaticFile::new(include_bytes!("../../assets/widget.js"), "text/javascript; charset=utf-8");
 /// The page API's types, for partners who write TypeScript.
-static TYPES: StaticFile = StaticFile::new(include_str!("../../assets/widget.d.ts"), "application/typescript; charset=utf-8");
+static TYPES: StaticFile = StaticFile::new(include_bytes!("../../assets/widget.d.ts"), "application/typescript; charset=utf-8");
 
 /// Partners' pages embed one unversioned address, so browsers keep the
 /// script a few minutes and then ask whether it changed.

@@ -46,6 +46,9 @@ async fn the_sandbox_page_shows_credentials_and_the_embed_snippet() {
         token = creds["widget_token"].as_str().unwrap()
     );
     assert!(html.contains(&snippet), "embed snippet shown as text");
+    // One main landmark, and tables that scroll in their own box on a phone.
+    assert_eq!(html.matches("<main>").count(), 1);
+    assert_eq!(html.matches("<div class=\"scroll\"><table").count(), html.matches("<table").count());
 }
 
 #[tokio::test]

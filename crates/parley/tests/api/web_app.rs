@@ -382,3 +382,22 @@ async fn a_browser_that_signed_in_before_is_not_locked_out_by_someone_elses_fail
     let answer = own.sign_in("admin@acme.example.com", PASSWORD).await;
     assert_eq!((answer.status, answer.location.as_deref()), (StatusCode::SEE_OTHER, Some("/app")), "{}", answer.html);
 }
+
+/// The service's address opened in a browser leads to the app, and the
+/// icon every page asks for is there.
+#[tokio::test]
+async fn the_root_leads_to_the_app_and_the_icon_is_served() {
+    let app = TestApp::spawn().await;
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let res = client.get(app.url("/")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()["location"], "/app");
+    let res = app.client.get(app.url("/favicon.ico")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "image/x-icon");
+    assert!(res.headers()["cache-control"].to_str().unwrap().contains("max-age"));
+    let icon = res.bytes().await.unwrap();
+    assert_eq!(&icon[..4], [0, 0, 1, 0], "an icon file");
+    let (status, body) = app.send(Method::POST, "/", None, &[]).await;
+    assert_error(status, &body, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+}

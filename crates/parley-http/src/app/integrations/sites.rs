@@ -166,7 +166,7 @@ fn installation(s: &AppState, who: &WebSession, site: &Site, i: &Installation, s
             p.help { "Paste it into every page of the site, before " code { "</body>" } "." }
             (copyable(&format!("snippet-{id}"), &format!("the embed snippet of {}", i.name), &s.admin.embed_snippet(i), true))
             div.actions {
-                a.button href=(crate::extract::try_page_path(id)) aria-label={ "Try " (i.name) } { "Try it" }
+                a.button href=(crate::extract::try_page_path(id)) aria-label={ "Try it: " (i.name) } { "Try it" }
                 @if i.enabled {
                     form method="post" action={ (HERE) "/installations/" (id) "/disable" } {
                         (token_field(who))
