@@ -394,6 +394,46 @@ describe("the web app", () => {
     await op.context.close();
   });
 
+  it("puts a canned response in the reply box from its shortcut, with the keyboard", async () => {
+    for (const [shortcut, body] of [["thanks", "Thank you for writing to us!"], ["hours", "We answer from 9 to 5."]]) {
+      const made = await asAdmin("/api/v1/admin/canned-responses", { method: "POST", body: JSON.stringify({ shortcut, body }) });
+      assert.equal(made.status, 201, JSON.stringify(made));
+    }
+    await visitorWrites("Canned Carla", "Are you open today?");
+    const op = await operator(ADMIN);
+    await openConversation(op.page, "Canned Carla");
+    const reply = op.page.locator("#reply");
+    const options = op.page.locator("#canned-options [role=option]");
+    await reply.click();
+    await reply.pressSequentially("Hello /ho");
+    await options.first().waitFor();
+    assert.equal(await options.count(), 1, "only the shortcuts that start so");
+    assert.match(await options.first().textContent(), /^\/hours We answer/);
+    assert.equal(await reply.getAttribute("aria-expanded"), "true");
+    await op.page.keyboard.press("Enter");
+    assert.equal(await reply.inputValue(), "Hello We answer from 9 to 5.");
+    assert.equal(await op.page.locator("#canned-options").isHidden(), true);
+    // Escape closes the list and leaves what was typed.
+    await reply.pressSequentially(" /");
+    await options.nth(1).waitFor();
+    await op.page.keyboard.press("Escape");
+    assert.equal(await op.page.locator("#canned-options").isHidden(), true);
+    assert.equal(await reply.inputValue(), "Hello We answer from 9 to 5. /");
+    // The arrows choose, Tab puts it in.
+    await reply.pressSequentially("t");
+    await options.first().waitFor();
+    await reply.press("Backspace");
+    await options.nth(1).waitFor();
+    await op.page.keyboard.press("ArrowDown");
+    assert.equal(await options.nth(1).getAttribute("aria-selected"), "true");
+    await op.page.keyboard.press("Tab");
+    assert.equal(await reply.inputValue(), "Hello We answer from 9 to 5. Thank you for writing to us!");
+    await op.page.getByRole("button", { name: "Send reply" }).click();
+    await op.page.locator("#messages .body", { hasText: "Thank you for writing to us!" }).waitFor();
+    assert.deepEqual(op.problems, []);
+    await op.context.close();
+  });
+
   it("fits a 360 px phone and works with the keyboard alone", async () => {
     await visitorWrites("Phone Philippa", "Writing from a phone-sized test");
     const phone = await operator(ADMIN, { viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });

@@ -33,6 +33,7 @@ function start(root) {
   keepDrafts();
   sendTyping();
   attachFiles();
+  cannedResponses();
   // Looked at again: the inbox learns what was read elsewhere (another
   // tab, the phone), a conversation is read now that it is shown, and a
   // reload put off while the tab was hidden happens.
@@ -390,6 +391,107 @@ function start(root) {
           ? at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
           : at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
     }
+  }
+
+  // Canned responses: `/` and the start of a shortcut in the reply box
+  // offer the team's texts (fetched once, when first asked for); the
+  // arrows choose, Enter or Tab puts the one chosen in place of what was
+  // typed, Escape closes. Without this script the box is a plain text box.
+  function cannedResponses() {
+    const field = document.getElementById("reply");
+    if (kind !== "conversation" || !field) return;
+    let list = null;
+    let loading = null;
+    let shown = [];
+    let active = 0;
+    const box = document.createElement("ul");
+    box.id = "canned-options";
+    box.className = "canned-options";
+    box.setAttribute("role", "listbox");
+    box.setAttribute("aria-label", "Canned responses");
+    box.hidden = true;
+    field.insertAdjacentElement("afterend", box);
+    field.setAttribute("aria-autocomplete", "list");
+    field.setAttribute("aria-controls", box.id);
+    field.setAttribute("aria-expanded", "false");
+    const load = () =>
+      loading ||
+      (loading = fetch("/app/canned-responses", { headers: { accept: "application/json" } })
+        .then((res) => (res.ok ? res.json() : { canned_responses: [] }))
+        .then((body) => { list = body.canned_responses || []; })
+        .catch(() => { list = []; }));
+    // The `/word` that ends just before the caret, if one does.
+    const typed = () => {
+      const before = field.value.slice(0, field.selectionStart);
+      const found = /(^|\s)\/([A-Za-z0-9_-]*)$/.exec(before);
+      return found ? { start: before.length - found[2].length - 1, word: found[2].toLowerCase() } : null;
+    };
+    const close = () => {
+      box.hidden = true;
+      shown = [];
+      field.removeAttribute("aria-activedescendant");
+      field.setAttribute("aria-expanded", "false");
+    };
+    const render = () => {
+      box.textContent = "";
+      shown.forEach((c, i) => {
+        const option = document.createElement("li");
+        option.id = "canned-option-" + c.id;
+        option.setAttribute("role", "option");
+        option.setAttribute("aria-selected", String(i === active));
+        const name = document.createElement("strong");
+        name.textContent = "/" + c.shortcut;
+        const text = document.createElement("span");
+        text.textContent = " " + c.body.split("\n")[0];
+        option.append(name, text);
+        // Chosen with the pointer without leaving the text box.
+        option.addEventListener("mousedown", (e) => {
+          e.preventDefault();
+          choose(i);
+        });
+        box.append(option);
+      });
+      box.hidden = shown.length === 0;
+      field.setAttribute("aria-expanded", String(!box.hidden));
+      if (shown[active]) field.setAttribute("aria-activedescendant", "canned-option-" + shown[active].id);
+      else field.removeAttribute("aria-activedescendant");
+    };
+    const update = async () => {
+      if (!typed()) return close();
+      if (!list) await load();
+      // Typing went on while the list came.
+      const at = typed();
+      if (!at) return close();
+      shown = list.filter((c) => c.shortcut.startsWith(at.word)).slice(0, 8);
+      active = 0;
+      render();
+    };
+    const choose = (i) => {
+      const at = typed();
+      const c = shown[i];
+      close();
+      if (!at || !c) return;
+      field.setRangeText(c.body, at.start, field.selectionStart, "end");
+      // As if typed: the draft is kept and the visitor sees typing.
+      field.dispatchEvent(new Event("input", { bubbles: true }));
+      field.focus();
+    };
+    field.addEventListener("input", update);
+    field.addEventListener("blur", close);
+    field.addEventListener("keydown", (e) => {
+      if (box.hidden || !shown.length) return;
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        e.preventDefault();
+        active = (active + (e.key === "ArrowDown" ? 1 : shown.length - 1)) % shown.length;
+        render();
+      } else if (e.key === "Enter" || e.key === "Tab") {
+        e.preventDefault();
+        choose(active);
+      } else if (e.key === "Escape") {
+        e.preventDefault();
+        close();
+      }
+    });
   }
 
   // What is typed in the page's text fields is kept in this tab until it

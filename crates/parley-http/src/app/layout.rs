@@ -31,6 +31,7 @@ pub fn page(title: &str, who: Option<&WebSession>, main: Markup) -> Markup {
                             a href="/app/search" { "Search" }
                             @if w.session.operator.role == parley_domain::model::Role::Admin {
                                 a href="/app/integrations" { "Integrations" }
+                                a href="/app/settings" { "Settings" }
                             }
                         }
                         span.push {

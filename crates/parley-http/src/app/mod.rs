@@ -10,6 +10,7 @@
 //! Every state-changing form carries a token derived from the session
 //! (`csrf`), which a page of another site can neither read nor compute.
 
+mod admin_pages;
 mod assets;
 mod conversation;
 mod cookies;
@@ -26,6 +27,7 @@ mod path;
 mod push;
 mod search;
 mod session;
+mod settings;
 
 use axum::Router;
 use axum::routing::{any, get, post};
@@ -80,6 +82,7 @@ pub fn routes() -> Router<AppState> {
         .route("/app/push/key", get(push::key))
         .route("/app/push/subscribe", post(push::subscribe))
         .merge(integrations::routes())
+        .merge(settings::routes())
         .route("/app/{*rest}", any(not_found))
         // Pages are text that repeats itself (markup around every message)
         // and are fetched again at every live change: gzip keeps a long

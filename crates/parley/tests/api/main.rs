@@ -45,6 +45,7 @@ mod web_app;
 mod web_app_conversation;
 mod web_browser;
 mod web_integrations;
+mod web_settings;
 mod webhook_fairness;
 mod webhook_test_events;
 mod webhooks;

@@ -7,8 +7,8 @@ use axum::response::Response;
 use maud::html;
 use parley_domain::verification::channels::{Channel, Provider};
 
-use super::common::{Admin, Refused, back, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::AppState;
+use crate::app::admin_pages::{Admin, Refused, back, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::app::error::PageError;
 use crate::app::form::CheckedForm;
 use crate::app::session::WebSession;

@@ -12,7 +12,7 @@
 //! beside it (422, 409).
 
 mod channels;
-mod common;
+
 mod sites;
 mod tokens;
 mod webhooks;
@@ -25,13 +25,19 @@ use crate::AppState;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/app/integrations", get(sites::page))
-        .route("/app/integrations/sites", get(common::to_overview).post(sites::create_site))
-        .route("/app/integrations/sites/{id}/installations", get(common::to_overview).post(sites::create_installation))
-        .route("/app/integrations/installations/{id}/enable", get(common::to_overview).post(sites::enable))
-        .route("/app/integrations/installations/{id}/disable", get(common::to_overview).post(sites::disable))
+        .route("/app/integrations/sites", get(crate::app::admin_pages::to_overview).post(sites::create_site))
+        .route("/app/integrations/sites/{id}/installations", get(crate::app::admin_pages::to_overview).post(sites::create_installation))
+        .route("/app/integrations/installations/{id}/enable", get(crate::app::admin_pages::to_overview).post(sites::enable))
+        .route("/app/integrations/installations/{id}/disable", get(crate::app::admin_pages::to_overview).post(sites::disable))
         .route("/app/integrations/installations/{id}/try", get(sites::try_it))
-        .route("/app/integrations/installations/{id}/identity-secret", get(common::to_overview).post(sites::rotate_identity))
-        .route("/app/integrations/installations/{id}/identity-required", get(common::to_overview).post(sites::set_identity_required))
+        .route(
+            "/app/integrations/installations/{id}/identity-secret",
+            get(crate::app::admin_pages::to_overview).post(sites::rotate_identity),
+        )
+        .route(
+            "/app/integrations/installations/{id}/identity-required",
+            get(crate::app::admin_pages::to_overview).post(sites::set_identity_required),
+        )
         .route("/app/integrations/tokens", get(tokens::page).post(tokens::create))
         .route("/app/integrations/tokens/{id}/revoke", get(tokens::to_page).post(tokens::revoke))
         .route("/app/integrations/webhooks", get(webhooks::list).post(webhooks::create))

@@ -8,8 +8,8 @@ use axum::response::Response;
 use maud::html;
 use parley_domain::model::{PersonalToken, TokenId};
 
-use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::AppState;
+use crate::app::admin_pages::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::app::error::PageError;
 use crate::app::form::CheckedForm;
 use crate::app::layout::when;

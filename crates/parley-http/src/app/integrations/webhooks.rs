@@ -11,8 +11,8 @@ use parley_domain::inbox::PageRequest;
 use parley_domain::model::{DeliveryId, WebhookId};
 use parley_domain::webhooks::{Delivery, DeliveryStatus, Webhook, signing};
 
-use super::common::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::AppState;
+use crate::app::admin_pages::{Admin, Refused, back, copyable, done_message, frame, message, notice, problem, refusal, token_field, typed};
 use crate::app::error::PageError;
 use crate::app::form::CheckedForm;
 use crate::app::layout::when;

@@ -1,6 +1,6 @@
-//! What the integrations pages share: the admin check, their frame with
-//! its section links, forms read by the admin API's own rules, problems
-//! beside forms, and the copy buttons.
+//! What the admins' pages (the integrations, the settings) share: the
+//! admin check, their frames with section links, problems beside forms,
+//! notices after a change, and the copy buttons.
 
 use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
@@ -27,13 +27,13 @@ impl FromRequestParts<AppState> for Admin {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
         let who = WebSession::from_request_parts(parts, state).await?;
         if who.session.operator.role != Role::Admin {
-            return Err(DomainError::Forbidden("only a tenant admin can open the integrations").into());
+            return Err(DomainError::Forbidden("only a tenant admin can open this page").into());
         }
         Ok(Self(who))
     }
 }
 
-/// The sections, as (address, label).
+/// The integrations' sections, as (address, label).
 const SECTIONS: [(&str, &str); 4] = [
     ("/app/integrations", "Sites and installations"),
     ("/app/integrations/tokens", "Mobile API tokens"),
@@ -41,14 +41,34 @@ const SECTIONS: [(&str, &str); 4] = [
     ("/app/integrations/verification", "Verification"),
 ];
 
+/// The settings' sections, as (address, label).
+const SETTINGS: [(&str, &str); 1] = [("/app/settings/canned", "Canned responses")];
+
 /// A page of the integrations: its title, the section links (`current`
 /// marked), and the copy buttons' script.
 pub fn frame(who: &WebSession, title: &str, current: &str, status: StatusCode, main: Markup) -> Response {
+    framed(who, "Integrations", &SECTIONS, title, current, status, main)
+}
+
+/// A page of the settings, as [`frame`] is one of the integrations.
+pub fn settings_frame(who: &WebSession, title: &str, current: &str, status: StatusCode, main: Markup) -> Response {
+    framed(who, "Settings", &SETTINGS, title, current, status, main)
+}
+
+fn framed(
+    who: &WebSession,
+    area: &str,
+    sections: &[(&str, &str)],
+    title: &str,
+    current: &str,
+    status: StatusCode,
+    main: Markup,
+) -> Response {
     let body = html! {
         div.integrations {
-            nav.sections aria-label="Integrations" {
-                @for (href, label) in SECTIONS {
-                    a href=(href) aria-current=[(href == current).then_some("page")] { (label) }
+            nav.sections aria-label=(area) {
+                @for (href, label) in sections {
+                    a href=(href) aria-current=[(*href == current).then_some("page")] { (label) }
                 }
             }
             (main)
@@ -157,6 +177,8 @@ fn label(field: &str) -> &'static str {
         "expires_in_days" => "Expires after (days)",
         "channel" => "Channel",
         "to" => "To",
+        "shortcut" => "Shortcut",
+        "body" => "Text",
         _ => "A field",
     }
 }

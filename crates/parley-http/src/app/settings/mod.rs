@@ -1,0 +1,22 @@
+//! `/app/settings`: what admins set for their team, one file per section.
+//! As the integrations do, every page is a view over the same domain calls
+//! as the admin API, forms are read by its own rules, a change answers a
+//! redirect back to its page, and a refused form shows its page again
+//! with the problem beside it.
+
+mod canned;
+
+use axum::Router;
+use axum::response::Redirect;
+use axum::routing::get;
+
+use crate::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/app/settings", get(|| async { Redirect::to(canned::HERE) }))
+        .route(canned::HERE, get(canned::page).post(canned::create))
+        .route("/app/settings/canned/{id}", get(canned::to_page).post(canned::update))
+        .route("/app/settings/canned/{id}/delete", get(canned::to_page).post(canned::delete))
+        .route("/app/canned-responses", get(canned::offered))
+}
