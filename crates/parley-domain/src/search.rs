@@ -12,6 +12,15 @@ use crate::model::{ConversationDetails, Message};
 pub const MAX_WORDS: usize = 8;
 /// The longest word kept, in characters.
 const MAX_WORD_CHARS: usize = 64;
+/// The shortest word that matches the start of words; a shorter one
+/// matches whole words only: a one-letter prefix would match nearly every
+/// message, and cost the index a read of all of them.
+const MIN_PREFIX_CHARS: usize = 2;
+
+/// Whether `word` matches the start of words, or whole words only.
+pub fn as_prefix(word: &str) -> bool {
+    word.chars().count() >= MIN_PREFIX_CHARS
+}
 /// Characters of context a snippet shows around the first word found.
 const SNIPPET_CHARS: usize = 140;
 
@@ -26,13 +35,14 @@ pub struct SearchQuery {
 }
 
 impl SearchQuery {
-    /// `q` split into words of letters and digits. A query without any is
-    /// refused: there would be nothing to look for.
+    /// `q` split into words of letters and decimal digits, as both
+    /// databases' indexes split text (`½` or `²` make no word there). A
+    /// query without any is refused: there would be nothing to look for.
     pub fn parse(q: &str) -> Result<Self, DomainError> {
         let words: Vec<String> = q
-            .split(|c: char| !c.is_alphanumeric())
+            .split(|c: char| !(c.is_alphabetic() || c.is_ascii_digit()))
             .filter(|w| !w.is_empty())
-            .map(|w| w.to_lowercase().chars().take(MAX_WORD_CHARS).collect())
+            .map(|w| lower(w).chars().take(MAX_WORD_CHARS).collect())
             .take(MAX_WORDS)
             .collect();
         if words.is_empty() {
@@ -41,8 +51,13 @@ impl SearchQuery {
         Ok(Self { words, text: q.trim().to_lowercase() })
     }
 
-    /// `%text%` for `LIKE … ESCAPE '\'`, its own wildcards escaped.
-    pub fn like_pattern(&self) -> String {
+    /// `%text%` for `LIKE … ESCAPE '\'`, its own wildcards escaped; none
+    /// for a text of one character, which would match nearly every
+    /// visitor.
+    pub fn like_pattern(&self) -> Option<String> {
+        if self.text.chars().count() < MIN_PREFIX_CHARS {
+            return None;
+        }
         let mut out = String::with_capacity(self.text.len() + 2);
         out.push('%');
         for c in self.text.chars() {
@@ -52,8 +67,14 @@ impl SearchQuery {
             out.push(c);
         }
         out.push('%');
-        out
+        Some(out)
     }
+}
+
+/// `word` in lower case as the indexes fold it: a letter at a time, so a
+/// dotted capital I is an `i`, not an `i` and a combining dot.
+fn lower(word: &str) -> String {
+    word.chars().map(|c| if c == 'İ' { 'i' } else { c.to_lowercase().next().unwrap_or(c) }).collect()
 }
 
 /// One conversation found, with its latest message that matched (none
@@ -113,6 +134,8 @@ mod tests {
         assert_eq!(q.words, ["refund", "order", "1234"]);
         assert_eq!(q.text, "refund, order #1234!");
         assert_eq!(SearchQuery::parse("Émile Zoë").unwrap().words, ["émile", "zoë"]);
+        assert_eq!(SearchQuery::parse("İstanbul ½ x²").unwrap().words, ["istanbul", "x"], "as the indexes split");
+        assert!(as_prefix("ab") && !as_prefix("a"));
         assert!(SearchQuery::parse(" -- !! ").is_err());
         assert_eq!(SearchQuery::parse(&"a ".repeat(20)).unwrap().words.len(), MAX_WORDS);
         assert_eq!(SearchQuery::parse(&"x".repeat(100)).unwrap().words[0].len(), 64);
@@ -120,7 +143,8 @@ mod tests {
 
     #[test]
     fn like_patterns_escape_their_wildcards() {
-        assert_eq!(SearchQuery::parse("50%_off\\").unwrap().like_pattern(), "%50\\%\\_off\\\\%");
+        assert_eq!(SearchQuery::parse("50%_off\\").unwrap().like_pattern().unwrap(), "%50\\%\\_off\\\\%");
+        assert_eq!(SearchQuery::parse("a").unwrap().like_pattern(), None);
     }
 
     #[test]

@@ -157,8 +157,6 @@ impl Dialect {
     /// while committed entries wait behind it; no row otherwise, or when
     /// the bound is a prepared transaction. `backend_xid` is the
     /// transaction id without its epoch, hence the modulo. Its state and
-    /// start are shown to roles with `pg_read_all_stats` (or the
-    /// session's own), null to others. SQLite never holds entries back.
     /// Whether message `m` holds every word of the search `:query` (as
     /// [`Self::search_query`] wrote it), through the search index: FTS5
     /// on SQLite, the GIN index of `to_tsvector('simple', body)` on
@@ -172,14 +170,35 @@ impl Dialect {
 
     /// `words` (letters and digits only, see `parley_domain::search`) as
     /// the dialect's full-text query: every word required, each matching
-    /// the start of a word.
+    /// the start of a word when `search::as_prefix` says so, or a whole
+    /// word.
     pub fn search_query(self, words: &[String]) -> String {
+        let star = |w: &str| if parley_domain::search::as_prefix(w) { "*" } else { "" };
         match self {
-            Dialect::Sqlite => words.iter().map(|w| format!("\"{}\"*", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" "),
-            Dialect::Postgres => words.iter().map(|w| format!("'{}':*", w.replace('\'', "''"))).collect::<Vec<_>>().join(" & "),
+            Dialect::Sqlite => words.iter().map(|w| format!("\"{}\"{}", w.replace('"', "\"\""), star(w))).collect::<Vec<_>>().join(" "),
+            Dialect::Postgres => words
+                .iter()
+                .map(|w| format!("'{}'{}", w.replace('\'', "''"), if star(w).is_empty() { "" } else { ":*" }))
+                .collect::<Vec<_>>()
+                .join(" & "),
         }
     }
 
+    /// Lower case, in Unicode: SQLite's `lower()` knows ASCII only, so
+    /// its connections get `unicode_lower` (`sqlite::connection`).
+    pub fn lower(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "unicode_lower",
+            Dialect::Postgres => "lower",
+        }
+    }
+
+    /// The session whose transaction is the feed's bound (`visible_tx`)
+    /// while committed entries wait behind it; no row otherwise, or when
+    /// the bound is a prepared transaction. `backend_xid` is the
+    /// transaction id without its epoch, hence the modulo. Its state and
+    /// start are shown to roles with `pg_read_all_stats` (or the
+    /// session's own), null to others. SQLite never holds entries back.
     pub fn feed_blocker(self) -> String {
         match self {
             Dialect::Sqlite => {

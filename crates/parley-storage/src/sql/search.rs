@@ -17,7 +17,7 @@ use super::{IdList, Tx, statements};
 statements! {
     /// The page is chosen first, as the inbox's is (see `CONVERSATIONS`),
     /// each conversation with the id of its latest matching message.
-    SEARCH<'a>(scope: ConversationScope, query: &'a str, like: &'a str, limit: u32, offset: u64) => |d| format!(
+    SEARCH<'a>(scope: ConversationScope, query: &'a str, like: Option<&'a str>, limit: u32, offset: u64) => |d| format!(
         "SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS}, page.match_id AS match_id
          FROM (SELECT c.id AS page_id, hits.match_id AS match_id
                FROM conversations c
@@ -26,12 +26,13 @@ statements! {
                           WHERE m.tenant_id = :tenant AND {}
                           GROUP BY m.conversation_id) hits ON hits.conversation_id = c.id
                WHERE {SCOPE}
-                 AND (hits.match_id IS NOT NULL OR lower(v.name) LIKE :like ESCAPE '\\' OR lower(v.email) LIKE :like ESCAPE '\\')
+                 AND (hits.match_id IS NOT NULL OR {lower}(v.name) LIKE :like ESCAPE '\\' OR {lower}(v.email) LIKE :like ESCAPE '\\')
                ORDER BY c.last_message_at DESC, c.id DESC LIMIT :limit OFFSET :offset) page
          {}
          ORDER BY c.last_message_at DESC, c.id DESC",
         d.message_matches(),
-        DETAILS_FROM.replacen("FROM conversations c", "JOIN conversations c ON c.id = page.page_id", 1)
+        DETAILS_FROM.replacen("FROM conversations c", "JOIN conversations c ON c.id = page.page_id", 1),
+        lower = d.lower(),
     ),
     SEARCH_MESSAGES<'a>(scope: ConversationScope, ids: &'a IdList) => |d| format!(
         "SELECT {MESSAGE_COLS} {MESSAGES_FROM} WHERE {SCOPE} AND m.id IN ({})",
@@ -42,8 +43,9 @@ statements! {
 impl SearchRead for Tx<'_> {
     fn search(&mut self, scope: ConversationScope, query: &SearchQuery, limit: u32, offset: u64) -> StoreResult<Vec<SearchHit>> {
         let (text, like) = (self.dialect().search_query(&query.words), query.like_pattern());
+        let like = like.as_deref();
         let found =
-            self.all(SEARCH { scope, query: &text, like: &like, limit, offset }, |r| Ok((details(r)?, r.int("match_id")?.map(MessageId))))?;
+            self.all(SEARCH { scope, query: &text, like, limit, offset }, |r| Ok((details(r)?, r.int("match_id")?.map(MessageId))))?;
         let ids = IdList::new(found.iter().filter_map(|(_, m)| m.map(|m| m.0)));
         let mut messages: HashMap<MessageId, Message> =
             self.all(SEARCH_MESSAGES { scope, ids: &ids }, message)?.into_iter().map(|m| (m.id, m)).collect();

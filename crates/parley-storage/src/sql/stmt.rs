@@ -126,9 +126,9 @@ fn number(sql: &str, decls: &[Decl], dialect: Dialect) -> Result<String, String>
                 out.push_str(&dialect.placeholder(position + 1));
                 continue;
             }
-            // PostgreSQL's full-text match operator, which no database
-            // reads as a parameter (`Dialect::message_matches`).
-            (None, '@') if chars.peek().is_some_and(|(_, n)| *n == '@') => {
+            // PostgreSQL's full-text match operator, which it does not
+            // read as a parameter (`Dialect::message_matches`).
+            (None, '@') if dialect == Dialect::Postgres && chars.peek().is_some_and(|(_, n)| *n == '@') => {
                 out.push_str("@@");
                 chars.next();
                 continue;
@@ -247,6 +247,7 @@ mod tests {
         assert!(number("SELECT :tenant, :site_name, $1", decls(), Dialect::Sqlite).unwrap_err().contains("named"));
         assert!(number("SELECT :tenant, :site_name, @x", decls(), Dialect::Sqlite).unwrap_err().contains("named"));
         assert_eq!(number("SELECT :tenant @@ :site_name", decls(), Dialect::Postgres).unwrap(), "SELECT $1 @@ $2", "an operator");
+        assert!(number("SELECT :tenant @@ :site_name", decls(), Dialect::Sqlite).unwrap_err().contains("named"), "not SQLite's");
         assert!(number("SELECT :tenant -- :site_name", decls(), Dialect::Sqlite).unwrap_err().contains("comment"));
         assert!(number("SELECT :tenant /* :site_name */", decls(), Dialect::Sqlite).unwrap_err().contains("comment"));
         assert_eq!(

@@ -186,3 +186,27 @@ async fn the_web_app_searches_the_same_way_and_marks_the_words() {
     assert!(page.html.contains(r#"role="search""#) && !page.html.contains("Nothing found"));
     app.stop().await;
 }
+
+/// Both databases find the same: words fold alike (a capital with an
+/// accent), accents count, what is not a letter or a digit is no word,
+/// and one letter matches whole words only, and no visitor.
+#[tokio::test]
+async fn both_databases_find_the_same_words() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let visitor = json!({"token": f.token, "uuid": "emile", "name": "ÉMILE ZOLA"});
+    assert_eq!(app.post("/api/widget/visitors", visitor).await.0, StatusCode::CREATED);
+    let trip = app.open_conversation("/api", &f.token, "emile", "Our İstanbul trip").await;
+    let plain = app.open_conversation("/api", &f.token, "v2", "plainhello from Émilie, a fan").await;
+    let apples = app.open_conversation("/api", &f.token, "v3", "apples and more apples").await;
+
+    assert_eq!(found(&app, &admin, "TRIP").await, vec![trip.clone()]);
+    assert_eq!(found(&app, &admin, "émile").await, vec![trip.clone()], "the visitor's name, whatever its case");
+    assert_eq!(found(&app, &admin, "émilie").await, vec![plain.clone()]);
+    assert_eq!(found(&app, &admin, "emilie").await, Vec::<String>::new(), "accents count");
+    assert_eq!(found(&app, &admin, "plainhello ½").await, vec![plain.clone()], "½ is no word");
+    assert_eq!(found(&app, &admin, "a").await, vec![plain.clone()], "one letter: whole words only, and no visitor's name");
+    assert_eq!(found(&app, &admin, "ap").await, vec![apples.clone()], "two letters: the start of words");
+    app.stop().await;
+}
