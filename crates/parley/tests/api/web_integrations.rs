@@ -55,7 +55,7 @@ async fn agents_get_403_and_no_link_admins_get_every_page() {
         assert_eq!(page.headers["cache-control"], "no-store");
         let refused = agent.get(path).await;
         assert_eq!(refused.status, StatusCode::FORBIDDEN, "{path}");
-        assert!(refused.html.contains("Only a tenant admin can open the integrations."), "{}", refused.html);
+        assert!(refused.html.contains("Only a tenant admin can open this page."), "{}", refused.html);
     }
     // An agent's form with a valid token is refused as well, and changes nothing.
     let csrf = agent.inbox("").await.field("csrf");
