@@ -333,9 +333,11 @@ describe("the web app", () => {
     // The status filters of the inbox.
     await agent.page.goto(api + "/app?status=closed");
     assert.equal(await row(agent.page, "Hand Over Harriet").count(), 0);
-    await agent.page.goto(api + "/app?status=assigned");
+    await agent.page.goto(api + "/app?status=mine");
     await row(agent.page, "Hand Over Harriet").waitFor();
-    assert.equal(await agent.page.locator("nav.filters a[aria-current=page]").textContent(), "Assigned");
+    assert.equal(await agent.page.locator("nav.filters a[aria-current=page]").textContent(), "Mine");
+    await admin.page.goto(api + "/app?status=mine");
+    assert.equal(await row(admin.page, "Hand Over Harriet").count(), 0, "the agent's, not the admin's");
     assert.deepEqual(admin.problems, []);
     assert.deepEqual(agent.problems, []);
     await admin.context.close();

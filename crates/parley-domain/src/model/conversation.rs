@@ -64,12 +64,18 @@ pub enum StatusFilter {
     Only(ConversationStatus),
     /// Unassigned or assigned.
     Open,
+    /// Assigned to the operator who reads.
+    Mine,
 }
 
 impl StatusFilter {
+    /// Every filter's name, as requests give it.
+    pub const NAMES: [&'static str; 5] = ["unassigned", "assigned", "closed", "open", "mine"];
+
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "open" => Some(Self::Open),
+            "mine" => Some(Self::Mine),
             other => ConversationStatus::parse(other).map(Self::Only),
         }
     }

@@ -20,7 +20,7 @@ const PER_PAGE: u32 = 50;
 const FILTERS: [(&str, &str, StatusFilter); 5] = [
     ("open", "Open", StatusFilter::Open),
     ("unassigned", "Unassigned", StatusFilter::Only(ConversationStatus::Unassigned)),
-    ("assigned", "Assigned", StatusFilter::Only(ConversationStatus::Assigned)),
+    ("mine", "Mine", StatusFilter::Mine),
     ("closed", "Closed", StatusFilter::Only(ConversationStatus::Closed)),
     ("all", "All", StatusFilter::All),
 ];

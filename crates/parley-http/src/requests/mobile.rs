@@ -38,7 +38,7 @@ pub struct ConversationListParams {
     pub page: Option<PageNumber>,
     /// 1 to 100; default 20.
     pub per_page: Option<PerPage>,
-    /// `unassigned`, `assigned`, `closed`, or `open` (unassigned or assigned); all when absent.
+    /// `unassigned`, `assigned`, `closed`, `open` (unassigned or assigned), or `mine` (assigned to the caller); all when absent.
     pub status: Option<StatusFilter>,
 }
 

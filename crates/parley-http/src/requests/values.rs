@@ -214,11 +214,11 @@ impl Field for StatusFilter {
     const SHAPE: Shape = Shape::Text;
 
     fn schema() -> Schema {
-        schema::one_of(&["unassigned", "assigned", "closed", "open"], false).into()
+        schema::one_of(&StatusFilter::NAMES, false).into()
     }
 
     fn read(f: &mut Fields<'_>, name: &str) -> Result<Option<Self>, Invalid> {
-        f.optional(name, |s| StatusFilter::parse(s).ok_or_else(|| "must be one of unassigned, assigned, closed, open".to_owned()))
+        f.optional(name, |s| StatusFilter::parse(s).ok_or_else(|| format!("must be one of {}", StatusFilter::NAMES.join(", "))))
     }
 }
 

@@ -190,13 +190,16 @@ pub(super) use scope;
 /// membership table at query time.
 pub(super) const SCOPE: &str = scope!(":tenant", ":site", ":operator", ":admin");
 
-/// Binds `:status` (`'all'`, `'open'` or a status).
-const STATUS_FILTER: &str = "(:status = 'all' OR (:status = 'open' AND c.status <> 'closed') OR c.status = :status)";
+/// Binds `:status` (`'all'`, `'open'`, `'mine'` or a status); `'mine'`
+/// reads the scope's `:operator`.
+const STATUS_FILTER: &str = "(:status = 'all' OR (:status = 'open' AND c.status <> 'closed')
+     OR (:status = 'mine' AND c.status = 'assigned' AND c.assignee_id = :operator) OR c.status = :status)";
 
 fn filter_arg(f: StatusFilter) -> &'static str {
     match f {
         StatusFilter::All => "all",
         StatusFilter::Open => "open",
+        StatusFilter::Mine => "mine",
         StatusFilter::Only(s) => s.as_str(),
     }
 }

@@ -87,12 +87,16 @@ async fn listing_parameters_out_of_range_are_422() {
 #[tokio::test]
 async fn status_filters_select_by_state() {
     let app = TestApp::spawn().await;
-    let (_, admin, all) = inbox(&app, 3).await;
+    let (f, admin, all) = inbox(&app, 3).await;
     app.authed(Method::POST, &format!("/api/mobile/conversations/{}/assign", all[0]), &admin, None).await;
     app.authed(Method::POST, &format!("/api/mobile/conversations/{}/close", all[1]), &admin, None).await;
-    for (status, expected) in
-        [("unassigned", vec![all[2]]), ("assigned", vec![all[0]]), ("closed", vec![all[1]]), ("open", vec![all[2], all[0]])]
-    {
+    for (status, expected) in [
+        ("unassigned", vec![all[2]]),
+        ("assigned", vec![all[0]]),
+        ("closed", vec![all[1]]),
+        ("open", vec![all[2], all[0]]),
+        ("mine", vec![all[0]]),
+    ] {
         let (_, body) = app.authed(Method::GET, &format!("/api/v1/mobile/conversations?status={status}"), &admin, None).await;
         let mut got = ids(&body);
         got.sort_unstable();
@@ -101,6 +105,14 @@ async fn status_filters_select_by_state() {
         assert_eq!(got, want, "{status}");
         assert_eq!(body["meta"]["total"], want.len());
     }
+    // Another admin of the tenant sees every one, but none is its own.
+    app.operator(&f, "second@acme.example.com", Role::Admin, &[]).await;
+    let second = app.login("second@acme.example.com").await;
+    let (_, body) = app.authed(Method::GET, "/api/v1/mobile/conversations?status=mine", &second, None).await;
+    assert_eq!(ids(&body), Vec::<i64>::new());
+    let (status, body) = app.authed(Method::GET, "/api/v1/mobile/conversations?status=theirs", &second, None).await;
+    assert_fields(status, &body, &["status"]);
+    assert!(body["error"]["fields"]["status"][0].as_str().unwrap_or_default().contains("mine"), "{body}");
 }
 
 async fn widget_messages(app: &TestApp, token: &str, public_id: &str) -> Vec<Value> {
