@@ -132,6 +132,8 @@ mod tests {
             site: SiteRef { id: SiteId(1), name: "Acme".into() },
             assignee: None,
             unread_count: 0,
+            last_message: None,
+            waiting_since: None,
         };
         let site = Site {
             id: SiteId(1),

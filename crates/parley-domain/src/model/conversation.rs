@@ -104,6 +104,25 @@ pub struct ConversationDetails {
     /// The visitor's messages after the reading operator's read marker
     /// (all of them before it reads any); 0 when a visitor reads.
     pub unread_count: u64,
+    /// The text of the latest message the visitor and operators wrote
+    /// (neither a note nor a system line): what a list shows of it.
+    pub last_message: Option<String>,
+    /// Since when the visitor has waited for an answer: the first of its
+    /// messages after the last operator reply; none when answered.
+    pub waiting_since: Option<Timestamp>,
+}
+
+impl ConversationDetails {
+    /// The first line of the latest message, cut at `max` characters with
+    /// `…`: a list's preview.
+    pub fn preview(&self, max: usize) -> Option<String> {
+        let line = self.last_message.as_deref()?.lines().map(str::trim).find(|l| !l.is_empty())?;
+        let mut out: String = line.chars().take(max).collect();
+        if line.chars().count() > max {
+            out.push('…');
+        }
+        Some(out)
+    }
 }
 
 /// Where an operator's reading of a conversation stands.

@@ -14,6 +14,8 @@ use super::session::WebSession;
 use crate::AppState;
 
 const PER_PAGE: u32 = 50;
+/// Characters of the latest message a row shows.
+const PREVIEW_CHARS: usize = 100;
 
 /// The filters offered, as (query value, label, filter); the first is
 /// the default.
@@ -81,12 +83,16 @@ pub fn row(d: &ConversationDetails) -> Markup {
     // The operator's own read marker, kept by the server (the mobile API
     // counts from the same one); a closed conversation waits for nobody.
     let unread = d.unread_count > 0 && c.status != ConversationStatus::Closed;
+    // A closed conversation waits for nobody.
+    let waiting = d.waiting_since.filter(|_| c.status != ConversationStatus::Closed);
     html! {
         a.conversation.unread[unread] href={ "/app/conversations/" (c.id.0) "#latest" } data-status=(c.status.as_str()) data-id=(c.id.0) data-last=(last) {
             @if unread { span.unread-label { "Unread" } }
             span.who { (who) }
             span.site { (d.site.name) }
+            @if let Some(line) = d.preview(PREVIEW_CHARS) { span.preview { (line) } }
             span.status { (status) @if let Some(a) = &d.assignee { " · " (a.name) } }
+            @if let Some(since) = waiting { span.waiting { "Waiting since " (when(since)) } }
             (when(c.last_message_at))
         }
     }

@@ -156,7 +156,17 @@ pub struct MobileConversationView {
     /// (`POST mobile/conversations/{id}/read`); all of them before it
     /// reads any.
     pub unread_count: u64,
+    /// The first line of the latest message the visitor or an operator
+    /// wrote (not a note), at most 140 characters and `…`; null before
+    /// any has text.
+    pub last_message_preview: Option<String>,
+    /// Since when the visitor has waited for an answer: its first message
+    /// after the last operator reply; null when answered.
+    pub waiting_since: Option<DateTime>,
 }
+
+/// Characters of the latest message a list shows.
+const PREVIEW_CHARS: usize = 140;
 
 impl From<&ConversationDetails> for MobileConversationView {
     fn from(d: &ConversationDetails) -> Self {
@@ -174,6 +184,8 @@ impl From<&ConversationDetails> for MobileConversationView {
             verified: c.verified_at.is_some(),
             created_at: at(c.created_at),
             unread_count: d.unread_count,
+            last_message_preview: d.preview(PREVIEW_CHARS),
+            waiting_since: d.waiting_since.map(at),
         }
     }
 }

@@ -480,3 +480,46 @@ async fn routing_lines_written_before_are_kept_among_operators() {
     let bodies: Vec<String> = feed.iter().filter_map(|i| i.message.as_ref().map(|m| m.body.clone())).collect();
     assert_eq!(bodies, ["hi", "Conversation closed", "Conversation reopened"]);
 }
+
+/// A list shows the first line of the latest message the visitor or an
+/// operator wrote, and since when the visitor has waited for an answer:
+/// from its first message after the last reply, none once answered.
+#[tokio::test]
+async fn the_list_shows_the_latest_line_and_how_long_the_visitor_has_waited() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let first = |body: &Value| body["conversations"][0].clone();
+    let public_id = app.open_conversation("/api", &f.token, "v1", "  \n  Where is my order?\nIt was due Monday").await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let row = first(&list);
+    assert_eq!(row["last_message_preview"], "Where is my order?");
+    let asked_at = row["last_message_at"].clone();
+    assert_eq!(row["waiting_since"], asked_at, "waiting since the question");
+
+    app.clock.advance(Duration::from_secs(600));
+    let (status, _) = app.post_message("/api", &f.token, &public_id, &"Hello? ".repeat(40)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let row = first(&list);
+    assert_eq!(row["waiting_since"], asked_at, "still since the first unanswered message");
+    let preview = row["last_message_preview"].as_str().unwrap();
+    assert!(preview.ends_with('…') && preview.chars().count() == 141, "{preview}");
+
+    let id = row["id"].as_i64().unwrap();
+    let (status, _) =
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/messages"), &admin, Some(json!({"body": "On its way!"}))).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    assert_eq!((first(&list)["last_message_preview"].as_str(), &first(&list)["waiting_since"]), (Some("On its way!"), &Value::Null));
+
+    app.clock.advance(Duration::from_secs(60));
+    app.post_message("/api", &f.token, &public_id, "Thanks!").await;
+    let (_, list) = app.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let row = first(&list);
+    assert_eq!(row["waiting_since"], row["last_message_at"], "waiting again, since this message");
+    let mut browser = crate::web_browser::Browser::signed_in(&app, "admin@acme.example.com").await;
+    let inbox = browser.inbox("").await;
+    assert!(inbox.html.contains(r#"<span class="preview">Thanks!</span>"#), "{}", inbox.html);
+    assert!(inbox.html.contains("Waiting since"), "{}", inbox.html);
+}
