@@ -436,6 +436,41 @@ describe("the web app", () => {
     await op.context.close();
   });
 
+  it("moves through the inbox with j and k, sends with Ctrl+Enter and lists the shortcuts with ?", async () => {
+    await visitorWrites("Key Kim", "First of two");
+    await visitorWrites("Key Kai", "Second of two");
+    const op = await operator(ADMIN);
+    const page = op.page;
+    const focused = () => page.evaluate(() => document.activeElement?.querySelector?.(".who")?.textContent);
+    await page.keyboard.press("j");
+    assert.equal(await focused(), "Key Kai", "the newest first");
+    await page.keyboard.press("j");
+    assert.equal(await focused(), "Key Kim");
+    await page.keyboard.press("k");
+    assert.equal(await focused(), "Key Kai");
+    // Typed into the search box, j is a letter.
+    await page.locator("#search-q").focus();
+    await page.keyboard.press("j");
+    assert.equal(await page.locator("#search-q").inputValue(), "j");
+    await page.locator("#search-q").fill("");
+    await page.keyboard.press("Escape");
+    await page.locator("a.conversation", { hasText: "Key Kai" }).focus();
+    await withStream(page, () => page.keyboard.press("Enter"));
+    await page.locator("h1", { hasText: "Key Kai" }).waitFor();
+    await page.locator("#reply").fill("Sent from the keyboard");
+    await withStream(page, () => page.keyboard.press("Control+Enter"));
+    await page.locator("#messages .body", { hasText: "Sent from the keyboard" }).waitFor();
+    await page.locator("body").click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press("?");
+    const help = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+    await help.waitFor();
+    assert.match(await help.textContent(), /Ctrl\+Enter/);
+    await page.keyboard.press("Escape");
+    await help.waitFor({ state: "hidden" });
+    assert.deepEqual(op.problems, []);
+    await op.context.close();
+  });
+
   it("fits a 360 px phone and works with the keyboard alone", async () => {
     await visitorWrites("Phone Philippa", "Writing from a phone-sized test");
     const phone = await operator(ADMIN, { viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });

@@ -34,6 +34,7 @@ function start(root) {
   sendTyping();
   attachFiles();
   cannedResponses();
+  keyboard();
   // Looked at again: the inbox learns what was read elsewhere (another
   // tab, the phone), a conversation is read now that it is shown, and a
   // reload put off while the tab was hidden happens.
@@ -391,6 +392,68 @@ function start(root) {
           ? at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
           : at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
     }
+  }
+
+  // The keyboard: j and k move between the inbox's conversations (Enter
+  // opens the one focused, as links do), Ctrl or Cmd with Enter sends
+  // the reply being written, `?` lists these. Keys typed into a field are
+  // the field's, but for Ctrl/Cmd+Enter in the reply box.
+  function keyboard() {
+    let help = null;
+    const showHelp = () => {
+      if (!help) {
+        help = document.createElement("dialog");
+        help.id = "shortcuts";
+        help.setAttribute("aria-labelledby", "shortcuts-title");
+        const heading = document.createElement("h2");
+        heading.id = "shortcuts-title";
+        heading.textContent = "Keyboard shortcuts";
+        const list = document.createElement("dl");
+        for (const [keys, what] of [
+          ["j / k", "Next / previous conversation in the list"],
+          ["Enter", "Open the conversation"],
+          ["Ctrl+Enter or ⌘+Enter", "Send the reply"],
+          ["/ in the reply box", "Put in a canned response"],
+          ["?", "This list"],
+        ]) {
+          const dt = document.createElement("dt");
+          const kbd = document.createElement("kbd");
+          kbd.textContent = keys;
+          dt.append(kbd);
+          const dd = document.createElement("dd");
+          dd.textContent = what;
+          list.append(dt, dd);
+        }
+        const close = document.createElement("button");
+        close.type = "button";
+        close.textContent = "Close";
+        close.addEventListener("click", () => help.close());
+        help.append(heading, list, close);
+        document.body.append(help);
+      }
+      if (!help.open) help.showModal();
+    };
+    const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+    document.addEventListener("keydown", (e) => {
+      const reply = document.getElementById("reply");
+      if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && reply && e.target === reply) {
+        e.preventDefault();
+        if (reply.form && reply.form.reportValidity()) reply.form.requestSubmit();
+        return;
+      }
+      if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+      if (e.key === "?") {
+        e.preventDefault();
+        showHelp();
+      } else if ((e.key === "j" || e.key === "k") && kind === "inbox") {
+        const rows = [...document.querySelectorAll("a.conversation[data-id]")];
+        if (!rows.length) return;
+        e.preventDefault();
+        const at = rows.indexOf(document.activeElement);
+        const next = at < 0 ? 0 : Math.min(rows.length - 1, Math.max(0, at + (e.key === "j" ? 1 : -1)));
+        rows[next].focus();
+      }
+    });
   }
 
   // Canned responses: `/` and the start of a shortcut in the reply box
