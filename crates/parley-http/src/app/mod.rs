@@ -74,6 +74,7 @@ pub fn routes() -> Router<AppState> {
         .route("/app/conversations/{id}/hand-over", get(c::show_page).post(c::hand_over))
         .route("/app/conversations/{id}/close", get(c::show_page).post(c::close))
         .route("/app/conversations/{id}/reopen", get(c::show_page).post(c::reopen))
+        .route("/app/conversations/{id}/erase", get(c::ask_erase).post(c::erase))
         .route("/app/assets/app.css", get(assets::stylesheet))
         .route("/app/assets/live.js", get(assets::live_script))
         .route("/app/assets/integrations.js", get(assets::integrations_script))

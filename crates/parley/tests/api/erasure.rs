@@ -491,3 +491,36 @@ async fn erasing_while_the_visitor_opens_another_conversation_fails_neither() {
     }
     app.stop().await;
 }
+
+/// Admins erase from the web app, after a page that asks again; agents
+/// see no link and are refused the page and its form.
+#[tokio::test]
+async fn admins_erase_from_the_web_app_after_being_asked_again() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    app.operator(&f, "agent@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let admin_token = app.login("admin@acme.example.com").await;
+    let public_id = app.open_conversation("/api", &f.token, "v1", "please forget me").await;
+    let id = conversation_id(&app, &admin_token, &public_id).await;
+    let path = format!("/app/conversations/{id}/erase");
+
+    let mut agent = crate::web_browser::Browser::signed_in(&app, "agent@acme.example.com").await;
+    let page = agent.conversation(id).await;
+    assert!(!page.html.contains(&path), "no link for an agent");
+    assert_eq!(agent.get(&path).await.status, StatusCode::FORBIDDEN);
+    let csrf = page.field("csrf");
+    assert_eq!(agent.post(&path, &[("csrf", &csrf)]).await.status, StatusCode::FORBIDDEN);
+
+    let mut admin = crate::web_browser::Browser::signed_in(&app, "admin@acme.example.com").await;
+    assert!(admin.conversation(id).await.html.contains(&path), "the admin's page links to it");
+    let ask = admin.get(&path).await;
+    assert_eq!(ask.status, StatusCode::OK);
+    assert!(ask.html.contains("cannot be undone"), "{}", ask.html);
+    assert!(!rows_recording(&app, id).await.is_empty(), "asking changes nothing");
+    assert_eq!(admin.post(&path, &[]).await.status, StatusCode::FORBIDDEN, "not without its token");
+    let erased = admin.post(&path, &[("csrf", &ask.field("csrf"))]).await;
+    assert_eq!(erased.location.as_deref(), Some("/app"));
+    assert_eq!(rows_recording(&app, id).await, vec![]);
+    assert_eq!(admin.get(&path).await.status, StatusCode::NOT_FOUND);
+    app.stop().await;
+}

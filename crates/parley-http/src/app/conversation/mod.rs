@@ -8,6 +8,7 @@
 //! `view` renders the page, `actions` answers its forms.
 
 mod actions;
+mod erase;
 mod forms;
 mod view;
 
@@ -24,6 +25,7 @@ use super::session::WebSession;
 use crate::AppState;
 
 pub use actions::{close, hand_over, note, reopen, reply, show_page, take, typing, upload};
+pub use erase::{ask as ask_erase, erase};
 
 /// Messages a page shows at most, the latest; a page stays small.
 const SHOWN: u32 = 200;

@@ -213,6 +213,10 @@ fn actions(who: &WebSession, t: &Transcript, problem: Option<&Problem>) -> Marku
                     (hidden(who)) button.secondary type="submit" { "Close" }
                 }
             }
+            // Asked again on a page of its own: it cannot be undone.
+            @if who.session.operator.role == parley_domain::model::Role::Admin {
+                p { a.danger href=(path(id, Some("erase"))) { "Erase this conversation…" } }
+            }
         }
     }
 }
