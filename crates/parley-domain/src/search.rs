@@ -97,10 +97,7 @@ pub struct SearchPage {
 /// message.
 pub fn snippet(body: &str, words: &[String]) -> String {
     let flat: Vec<char> = body.split_whitespace().collect::<Vec<_>>().join(" ").chars().collect();
-    let lower: Vec<char> = flat.iter().flat_map(|c| c.to_lowercase()).collect();
-    // Lower-casing can change a character's length; where it did, the
-    // snippet starts at the beginning.
-    let found = if lower.len() == flat.len() { first_word_start(&lower, words) } else { None };
+    let found = word_starts(&flat, words).first().map(|&(at, _)| at);
     let start = found.map_or(0, |at| at.saturating_sub(SNIPPET_CHARS / 3));
     let end = (start + SNIPPET_CHARS).min(flat.len());
     let start = end.saturating_sub(SNIPPET_CHARS).min(start);
@@ -115,13 +112,29 @@ pub fn snippet(body: &str, words: &[String]) -> String {
     out
 }
 
-/// Where the first of `words` starts a word of `text`.
-fn first_word_start(text: &[char], words: &[String]) -> Option<usize> {
+/// Where one of `words` starts a word of `text`, as (character index,
+/// length in characters), the longest word at each place, left to right:
+/// what a snippet centres on and a page marks. Lower-casing can change a
+/// character's length; where it did, nothing is found.
+pub fn word_starts(text: &[char], words: &[String]) -> Vec<(usize, usize)> {
+    let lower: Vec<char> = text.iter().flat_map(|c| c.to_lowercase()).collect();
+    if lower.len() != text.len() {
+        return Vec::new();
+    }
     let words: Vec<Vec<char>> = words.iter().map(|w| w.chars().collect()).collect();
-    (0..text.len()).find(|&i| {
-        let starts_word = i == 0 || !text[i - 1].is_alphanumeric();
-        starts_word && words.iter().any(|w| text[i..].starts_with(w))
-    })
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lower.len() {
+        let starts_word = i == 0 || !lower[i - 1].is_alphanumeric();
+        match words.iter().filter(|w| starts_word && !w.is_empty() && lower[i..].starts_with(w)).map(Vec::len).max() {
+            Some(len) => {
+                found.push((i, len));
+                i += len;
+            }
+            None => i += 1,
+        }
+    }
+    found
 }
 
 #[cfg(test)]

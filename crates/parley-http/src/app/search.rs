@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use parley_domain::inbox::PageRequest;
-use parley_domain::search::{SearchQuery, snippet};
+use parley_domain::search::{SearchQuery, snippet, word_starts};
 use parley_domain::validate;
 
 use super::error::PageError;
@@ -89,27 +89,16 @@ pub async fn page(State(s): State<AppState>, who: WebSession, RawQuery(query): R
 /// `text` with each place one of `terms` starts a word in `mark`.
 fn marked(text: &str, terms: &[String]) -> Markup {
     let chars: Vec<char> = text.chars().collect();
-    let lower: Vec<char> = chars.iter().flat_map(|c| c.to_lowercase()).collect();
-    // Lower-casing can change a character's length; then nothing is marked.
-    let terms: Vec<Vec<char>> = if lower.len() == chars.len() { terms.iter().map(|t| t.chars().collect()).collect() } else { Vec::new() };
     let mut parts: Vec<(bool, String)> = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let starts_word = i == 0 || !chars[i - 1].is_alphanumeric();
-        let hit = if starts_word { terms.iter().filter(|t| lower[i..].starts_with(t)).map(Vec::len).max() } else { None };
-        let (marked, len) = match hit {
-            Some(len) => (true, len),
-            None => (false, 1),
-        };
-        let piece: String = chars[i..i + len].iter().collect();
-        match parts.last_mut() {
-            Some((m, s)) if *m == marked && !marked => s.push_str(&piece),
-            _ => parts.push((marked, piece)),
-        }
-        i += len;
+    let mut at = 0;
+    for (start, len) in word_starts(&chars, terms) {
+        parts.push((false, chars[at..start].iter().collect()));
+        parts.push((true, chars[start..start + len].iter().collect()));
+        at = start + len;
     }
+    parts.push((false, chars[at..].iter().collect()));
     html! {
-        @for (is_mark, piece) in &parts {
+        @for (is_mark, piece) in parts.iter().filter(|(_, p)| !p.is_empty()) {
             @if *is_mark { mark { (piece) } } @else { (piece) }
         }
     }

@@ -117,17 +117,22 @@ pub(super) const UNREAD: &str = unread!(":operator");
 pub(super) const HAS_UNREAD: &str = has_unread!(":operator");
 
 /// The details' columns; a visitor's scope (no `:operator`) reads no
-/// unread count. The latest message and the visitor's wait are read
-/// through the conversation's message index, from the newest back.
+/// unread count, latest line or wait: the widget's streams read details
+/// with every entry and show none of them. The latest message and the
+/// visitor's wait are read through the conversation's message index,
+/// from the newest back.
 pub(super) const DETAILS_COLS: &str = concat!(
     "s.id AS s_id, s.name AS s_name, a.id AS a_id, a.name AS a_name, a.email AS a_email, CASE WHEN :operator IS NULL THEN 0 ELSE ",
     unread!(":operator"),
     " END AS c_unread,
-     (SELECT lm.body FROM messages lm WHERE lm.conversation_id = c.id AND lm.sender_type <> 'system' AND lm.internal = FALSE
-      ORDER BY lm.id DESC LIMIT 1) AS c_last_body,
-     (SELECT MIN(w.created_at) FROM messages w WHERE w.conversation_id = c.id AND w.sender_type = 'visitor'
-        AND w.id > COALESCE((SELECT MAX(o.id) FROM messages o
-                             WHERE o.conversation_id = c.id AND o.sender_type = 'operator' AND o.internal = FALSE), 0)) AS c_waiting_since"
+     CASE WHEN :operator IS NULL THEN NULL ELSE
+       (SELECT lm.body FROM messages lm WHERE lm.conversation_id = c.id AND lm.sender_type <> 'system' AND lm.internal = FALSE
+        ORDER BY lm.id DESC LIMIT 1) END AS c_last_body,
+     CASE WHEN :operator IS NULL THEN NULL ELSE
+       (SELECT MIN(w.created_at)
+        FROM (SELECT COALESCE(MAX(o.id), 0) AS last FROM messages o
+              WHERE o.conversation_id = c.id AND o.sender_type = 'operator' AND o.internal = FALSE) r
+        JOIN messages w ON w.conversation_id = c.id AND w.sender_type = 'visitor' AND w.id > r.last) END AS c_waiting_since"
 );
 
 /// The conversation, its visitor, site and assignee, joined within the
