@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 
+use serde_json::json;
+
+use crate::audit::{self, Action, Actor};
 use crate::clock::Clock;
 use crate::error::{DomainError, FieldErrors};
 use crate::events;
@@ -31,6 +34,24 @@ pub struct SitePatch {
 }
 
 impl SitePatch {
+    /// What the audit log records of the change: each part given.
+    fn described(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        if let Some(locale) = &self.locale {
+            out.insert("locale".into(), json!(locale));
+        }
+        if let Some(texts) = &self.texts {
+            out.insert("texts".into(), json!(texts));
+        }
+        if let Some(hours) = &self.hours {
+            out.insert("business_hours".into(), json!(hours));
+        }
+        if let Some(kinds) = &self.file_kinds {
+            out.insert("file_kinds".into(), json!(kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>()));
+        }
+        out.into()
+    }
+
     /// The rules the request readers apply, again where the change is
     /// made: whoever builds a patch, nothing unknown is stored.
     fn check(&self) -> Result<(), DomainError> {
@@ -67,13 +88,7 @@ pub struct NewInstallationInput {
     pub installation_type: Option<String>,
 }
 
-pub struct NewOperatorInput {
-    pub email: String,
-    pub name: String,
-    pub password: String,
-    pub role: Role,
-    pub site_ids: Vec<SiteId>,
-}
+pub use crate::tenancy::NewOperatorInput;
 
 #[derive(Default)]
 pub struct OperatorPatch {
@@ -130,7 +145,7 @@ impl AdminService {
 
     pub async fn create_site(&self, session: &Session, input: NewSiteInput) -> Result<Site, DomainError> {
         let tenant = require_admin(session)?;
-        self.tenancy.create_site(tenant, input).await
+        self.tenancy.create_site(tenant, input, Some(Actor::of(session))).await
     }
 
     /// Changes what `patch` gives of the site's language, texts per
@@ -138,9 +153,11 @@ impl AdminService {
     pub async fn update_site(&self, session: &Session, id: SiteId, patch: SitePatch) -> Result<Site, DomainError> {
         let tenant = require_admin(session)?;
         patch.check()?;
+        let (by, now) = (Actor::of(session), self.clock.now());
         self.db
             .write(move |tx| {
                 let mut site = tx.site(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let details = patch.described();
                 let settings = &mut site.settings;
                 if let Some(locale) = patch.locale {
                     settings.locale = locale;
@@ -157,6 +174,7 @@ impl AdminService {
                     settings.file_kinds = Some(kinds);
                 }
                 tx.update_site_settings(tenant, id, &site.settings)?;
+                audit::record(tx, tenant, &by, now, Action::SiteUpdated, Some(id.0), details)?;
                 Ok(site)
             })
             .await
@@ -211,7 +229,8 @@ impl AdminService {
         let found = self.db.read(move |r| r.site(tenant, site)?.ok_or(DomainError::NotFound)).await?;
         let name = input.name.unwrap_or_else(|| "Website".to_owned());
         let installation_type = input.installation_type.unwrap_or_else(|| "web".to_owned());
-        let installation = self.tenancy.create_installation(SiteScope { tenant, site }, name, installation_type).await?;
+        let by = Some(Actor::of(session));
+        let installation = self.tenancy.create_installation(SiteScope { tenant, site }, name, installation_type, by).await?;
         Ok((installation, found))
     }
 
@@ -236,10 +255,11 @@ impl AdminService {
     ) -> Result<(Installation, Site), DomainError> {
         let tenant = require_admin(session)?;
         let tenant_record = session.tenant.clone();
-        let now = self.clock.now();
+        let (by, now) = (Actor::of(session), self.clock.now());
         self.db
             .write(move |tx| {
                 let mut installation = tx.installation(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let mut changed = serde_json::Map::new();
                 let site = tx.site(tenant, installation.site_id)?.ok_or(DomainError::NotFound)?;
                 if let Some(required) = patch.identity_required
                     && installation.identity.required != required
@@ -252,6 +272,7 @@ impl AdminService {
                     }
                     installation.identity.required = required;
                     tx.set_installation_identity(tenant, id, &installation.identity)?;
+                    changed.insert("identity_required".into(), required.into());
                 }
                 let previous = installation.status();
                 if let Some(enabled) = patch.enabled
@@ -261,6 +282,10 @@ impl AdminService {
                     installation.enabled = enabled;
                     let event = events::installation_health_changed(&tenant_record, &site, &installation, previous, now);
                     tx.insert_event(tenant, &event)?;
+                    changed.insert("enabled".into(), enabled.into());
+                }
+                if !changed.is_empty() {
+                    audit::record(tx, tenant, &by, now, Action::InstallationUpdated, Some(id.0), changed.into())?;
                 }
                 Ok((installation, site))
             })
@@ -283,7 +308,8 @@ impl AdminService {
     ) -> Result<(Installation, Site, String), DomainError> {
         let tenant = require_admin(session)?;
         let secret = ids::prefixed::<32>(identity::SECRET_PREFIX)?;
-        let until = self.clock.now().plus(identity::ROTATION_OVERLAP);
+        let (by, now) = (Actor::of(session), self.clock.now());
+        let until = now.plus(identity::ROTATION_OVERLAP);
         self.db
             .write(move |tx| {
                 let mut installation = tx.installation(tenant, id)?.ok_or(DomainError::NotFound)?;
@@ -297,6 +323,7 @@ impl AdminService {
                 settings.previous_secret = settings.secret.replace(secret.clone());
                 settings.previous_secret_expires_at = settings.previous_secret.as_ref().map(|_| until);
                 tx.set_installation_identity(tenant, id, settings)?;
+                audit::record(tx, tenant, &by, now, Action::IdentitySecretRotated, Some(id.0), json!({}))?;
                 Ok((installation, site, secret))
             })
             .await
@@ -311,8 +338,8 @@ impl AdminService {
         let tenant = require_admin(session)?;
         let ids = input.site_ids.clone();
         self.db.read(move |r| check_sites(&r.sites(tenant)?, &ids)).await?;
-        self.tenancy.create_operator(tenant, input.email, input.name, input.password, input.role, input.site_ids).await.map_err(|e| match e
-        {
+        let by = Some(Actor::of(session));
+        self.tenancy.create_operator(tenant, input, by).await.map_err(|e| match e {
             DomainError::Store(StoreError::Duplicate(_)) => DomainError::invalid("email", "is already in use"),
             e => e,
         })
@@ -343,10 +370,26 @@ impl AdminService {
             ),
             None => None,
         };
-        let now = self.clock.now();
+        let (by, now) = (Actor::of(session), self.clock.now());
         self.db
             .write(move |tx| {
                 tx.operator(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let mut details = serde_json::Map::new();
+                if let Some(name) = &patch.name {
+                    details.insert("name".into(), name.as_str().into());
+                }
+                if let Some(role) = patch.role {
+                    details.insert("role".into(), role.as_str().into());
+                }
+                if let Some(active) = patch.active {
+                    details.insert("active".into(), active.into());
+                }
+                if let Some(ids) = &patch.site_ids {
+                    details.insert("site_ids".into(), ids.iter().map(|s| s.0).collect::<Vec<_>>().into());
+                }
+                if password_hash.is_some() {
+                    details.insert("password".into(), "changed".into());
+                }
                 if let Some(ids) = &patch.site_ids {
                     check_sites(&tx.sites(tenant)?, ids)?;
                 }
@@ -357,6 +400,7 @@ impl AdminService {
                 if revoke {
                     tx.revoke_operator_tokens(tenant, id, now)?;
                 }
+                audit::record(tx, tenant, &by, now, Action::OperatorUpdated, Some(id.0), details.into())?;
                 tx.operator(tenant, id)?.ok_or(DomainError::NotFound)
             })
             .await

@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
+use serde_json::json;
+
 use crate::admin::require_admin;
+use crate::audit::{self, Action, Actor};
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::model::{CannedId, Session};
@@ -59,7 +62,7 @@ impl CannedService {
 
     pub async fn create(&self, session: &Session, text: CannedText) -> Result<CannedResponse, DomainError> {
         let tenant = require_admin(session)?;
-        let now = self.clock.now();
+        let (by, now) = (Actor::of(session), self.clock.now());
         self.db
             .write(move |tx| {
                 // The tenant's responses change one unit at a time, so the
@@ -71,14 +74,16 @@ impl CannedService {
                 if existing.len() >= MAX_PER_TENANT {
                     return Err(DomainError::Conflict("this tenant has the most canned responses allowed (500); delete one first"));
                 }
-                Ok(tx.insert_canned_response(tenant, &text, now)?)
+                let made = tx.insert_canned_response(tenant, &text, now)?;
+                audit::record(tx, tenant, &by, now, Action::CannedCreated, Some(made.id.0), json!({"shortcut": made.shortcut}))?;
+                Ok(made)
             })
             .await
     }
 
     pub async fn update(&self, session: &Session, id: CannedId, patch: CannedPatch) -> Result<CannedResponse, DomainError> {
         let tenant = require_admin(session)?;
-        let now = self.clock.now();
+        let (by, now) = (Actor::of(session), self.clock.now());
         self.db
             .write(move |tx| {
                 let existing = tx.lock_canned_responses(tenant)?;
@@ -91,6 +96,8 @@ impl CannedService {
                     return Err(DomainError::Conflict("another canned response has this shortcut"));
                 }
                 tx.update_canned_response(tenant, id, &text, now)?;
+                let details = json!({"shortcut": text.shortcut, "body_changed": text.body != current.body});
+                audit::record(tx, tenant, &by, now, Action::CannedUpdated, Some(id.0), details)?;
                 Ok(CannedResponse { shortcut: text.shortcut, body: text.body, updated_at: now, ..current.clone() })
             })
             .await
@@ -98,6 +105,18 @@ impl CannedService {
 
     pub async fn delete(&self, session: &Session, id: CannedId) -> Result<(), DomainError> {
         let tenant = require_admin(session)?;
-        if self.db.write(move |tx| Ok(tx.delete_canned_response(tenant, id)?)).await? { Ok(()) } else { Err(DomainError::NotFound) }
+        let (by, now) = (Actor::of(session), self.clock.now());
+        let deleted = self
+            .db
+            .write(move |tx| {
+                let shortcut = tx.canned_responses(tenant)?.into_iter().find(|c| c.id == id).map(|c| c.shortcut);
+                let deleted = tx.delete_canned_response(tenant, id)?;
+                if deleted {
+                    audit::record(tx, tenant, &by, now, Action::CannedDeleted, Some(id.0), json!({"shortcut": shortcut}))?;
+                }
+                Ok(deleted)
+            })
+            .await?;
+        if deleted { Ok(()) } else { Err(DomainError::NotFound) }
     }
 }

@@ -14,8 +14,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::attachments::{AttachmentService, removal_due};
+use serde_json::json;
 
+use crate::attachments::{AttachmentService, removal_due};
+use crate::audit::{self, Action, Actor};
 use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::model::*;
@@ -40,12 +42,15 @@ impl ErasureService {
     pub async fn erase(&self, session: &Session, id: ConversationId) -> Result<(), DomainError> {
         crate::admin::require_admin(session)?;
         let scope: ConversationScope = session.operator.scope().into();
-        let now = self.clock.now();
+        let (by, now) = (Actor::of(session), self.clock.now());
         let files = self
             .db
             .write(move |tx| {
-                tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
-                Ok(tx.erase_conversation(scope.tenant, id, now, removal_due(now))?)
+                let found = tx.conversation(scope, id)?.ok_or(DomainError::NotFound)?;
+                let files = tx.erase_conversation(scope.tenant, id, now, removal_due(now))?;
+                let details = json!({"public_id": found.public_id});
+                audit::record(tx, scope.tenant, &by, now, Action::ConversationErased, Some(id.0), details)?;
+                Ok(files)
             })
             .await?;
         tracing::info!(tenant = scope.tenant.0, conversation = id.0, operator = session.operator.id.0, "conversation erased");
@@ -66,7 +71,10 @@ impl ErasureService {
                 .db
                 .write(move |tx| {
                     let Some((tenant, id)) = tx.expired_conversations(cutoff, 1)?.into_iter().next() else { return Ok(None) };
-                    Ok(Some((tenant, id, tx.erase_conversation(tenant, id, now, removal_due(now))?)))
+                    let files = tx.erase_conversation(tenant, id, now, removal_due(now))?;
+                    let details = json!({"retention_days": retention.as_secs() / 86_400});
+                    audit::record(tx, tenant, &Actor::retention(), now, Action::ConversationErased, Some(id.0), details)?;
+                    Ok(Some((tenant, id, files)))
                 })
                 .await?;
             let Some((tenant, id, files)) = gone else { break };

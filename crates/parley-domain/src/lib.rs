@@ -9,6 +9,7 @@
 mod activity;
 pub mod admin;
 pub mod attachments;
+pub mod audit;
 pub mod auth;
 pub mod automation;
 pub mod canned;

@@ -14,7 +14,7 @@ use crate::webhooks::{Delivery, NewWebhook, signing};
 
 use crate::error::DomainError;
 use crate::model::*;
-use crate::tenancy::{NewSiteInput, NewTenantInput, Tenancy};
+use crate::tenancy::{NewOperatorInput, NewSiteInput, NewTenantInput, Tenancy};
 
 pub const SANDBOX_SLUG: &str = "sandbox";
 
@@ -83,13 +83,24 @@ async fn create(tenancy: &Tenancy) -> Result<Tenant, DomainError> {
                     privacy_url: None,
                 },
             },
+            None,
         )
         .await?;
     let scope = SiteScope { tenant: tenant.id, site: site.id };
-    tenancy.create_installation(scope, "Sandbox page".into(), "web".into()).await?;
+    tenancy.create_installation(scope, "Sandbox page".into(), "web".into(), None).await?;
     let (agent_email, agent_password, _) = DEMO_OPERATORS[1];
     tenancy
-        .create_operator(tenant.id, agent_email.into(), "Sandbox Agent".into(), agent_password.into(), Role::Agent, vec![site.id])
+        .create_operator(
+            tenant.id,
+            NewOperatorInput {
+                email: agent_email.into(),
+                name: "Sandbox Agent".into(),
+                password: agent_password.into(),
+                role: Role::Agent,
+                site_ids: vec![site.id],
+            },
+            None,
+        )
         .await?;
     Ok(tenant)
 }

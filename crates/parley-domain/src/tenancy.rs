@@ -4,6 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::json;
+
+use crate::audit::{self, Action, Actor};
 use crate::clock::{Clock, Timestamp};
 use crate::error::{DomainError, FieldErrors};
 use crate::ids;
@@ -23,6 +26,14 @@ pub struct NewSiteInput {
     pub name: String,
     pub domains: Vec<String>,
     pub appearance: WidgetAppearance,
+}
+
+pub struct NewOperatorInput {
+    pub email: String,
+    pub name: String,
+    pub password: String,
+    pub role: Role,
+    pub site_ids: Vec<SiteId>,
 }
 
 #[derive(Clone)]
@@ -89,7 +100,9 @@ impl Tenancy {
             .await
     }
 
-    pub async fn create_site(&self, tenant: TenantId, input: NewSiteInput) -> Result<Site, DomainError> {
+    /// `by`: the admin to record in the audit log; none for the service's
+    /// own setup (a new tenant, the sandbox).
+    pub async fn create_site(&self, tenant: TenantId, input: NewSiteInput, by: Option<Actor>) -> Result<Site, DomainError> {
         let mut errors = FieldErrors::new();
         let mut domains = Vec::new();
         for d in &input.domains {
@@ -103,7 +116,16 @@ impl Tenancy {
             return Err(DomainError::Validation(errors));
         }
         let site = NewSite { name: input.name, domains, appearance: input.appearance, created_at: self.clock.now() };
-        self.db.write(move |tx| Ok(tx.insert_site(tenant, &site)?)).await
+        self.db
+            .write(move |tx| {
+                let made = tx.insert_site(tenant, &site)?;
+                if let Some(by) = by {
+                    let details = json!({"name": made.name, "domains": made.domains});
+                    audit::record(tx, tenant, &by, site.created_at, Action::SiteCreated, Some(made.id.0), details)?;
+                }
+                Ok(made)
+            })
+            .await
     }
 
     pub async fn create_installation(
@@ -111,23 +133,35 @@ impl Tenancy {
         scope: SiteScope,
         name: String,
         installation_type: String,
+        by: Option<Actor>,
     ) -> Result<Installation, DomainError> {
         let new = NewInstallation { token: ids::installation_token()?, name, installation_type, created_at: self.clock.now() };
-        self.db.write(move |tx| Ok(tx.insert_installation(scope, &new)?)).await
+        self.db
+            .write(move |tx| {
+                let made = tx.insert_installation(scope, &new)?;
+                if let Some(by) = by {
+                    let details = json!({"site_id": scope.site.0, "name": made.name, "installation_type": made.installation_type});
+                    audit::record(tx, scope.tenant, &by, new.created_at, Action::InstallationCreated, Some(made.id.0), details)?;
+                }
+                Ok(made)
+            })
+            .await
     }
 
-    pub async fn create_operator(
-        &self,
-        tenant: TenantId,
-        email: String,
-        name: String,
-        password: String,
-        role: Role,
-        site_ids: Vec<SiteId>,
-    ) -> Result<Operator, DomainError> {
+    pub async fn create_operator(&self, tenant: TenantId, input: NewOperatorInput, by: Option<Actor>) -> Result<Operator, DomainError> {
+        let NewOperatorInput { email, name, password, role, site_ids } = input;
         let password_hash = hash_off_executor(password).await?;
         let new = NewOperator { email, name, password_hash, role, site_ids, created_at: self.clock.now() };
-        self.db.write(move |tx| Ok(tx.insert_operator(tenant, &new)?)).await
+        self.db
+            .write(move |tx| {
+                let made = tx.insert_operator(tenant, &new)?;
+                if let Some(by) = by {
+                    let details = json!({"email": made.email, "name": made.name, "role": made.role.as_str(), "site_ids": new.site_ids});
+                    audit::record(tx, tenant, &by, new.created_at, Action::OperatorCreated, Some(made.id.0), details)?;
+                }
+                Ok(made)
+            })
+            .await
     }
 
     /// Issues a bearer token for an operator and returns it; only its digest

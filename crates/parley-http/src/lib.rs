@@ -68,6 +68,7 @@ pub struct Services {
     pub continuity: parley_domain::continuity::ContinuityService,
     /// The tenant's canned responses.
     pub canned: parley_domain::canned::CannedService,
+    pub audit: parley_domain::audit::AuditService,
     /// Erasing conversations at an admin's request.
     pub erasure: Arc<parley_domain::erasure::ErasureService>,
     /// Uploads, signed links to files, and the files themselves.

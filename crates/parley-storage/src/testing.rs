@@ -60,9 +60,9 @@ pub async fn fixture(tenancy: &Tenancy, slug: &str, domains: &[&str]) -> Fixture
 
 /// Another site (with its installation) of an existing tenant.
 pub async fn site(tenancy: &Tenancy, slug: &str, tenant: TenantId, domains: &[&str]) -> Fixture {
-    let site = tenancy.create_site(tenant, site_input(&format!("{slug} site"), domains)).await.expect("site");
+    let site = tenancy.create_site(tenant, site_input(&format!("{slug} site"), domains), None).await.expect("site");
     let scope = SiteScope { tenant, site: site.id };
-    let installation = tenancy.create_installation(scope, "Main website".into(), "web".into()).await.expect("installation");
+    let installation = tenancy.create_installation(scope, "Main website".into(), "web".into(), None).await.expect("installation");
     Fixture { slug: slug.into(), scope, token: installation.token }
 }
 

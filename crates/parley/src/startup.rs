@@ -275,6 +275,7 @@ impl Application {
             continuity,
             erasure,
             canned: parley_domain::canned::CannedService::new(db.clone(), Arc::clone(&clock)),
+            audit: parley_domain::audit::AuditService::new(db.clone()),
             attachments,
             presence: Arc::clone(&presence),
             inbound_token: config.continuity.inbound_token.clone(),

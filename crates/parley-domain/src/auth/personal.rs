@@ -4,6 +4,9 @@
 //! its last use and can be revoked alone; otherwise it is a login's
 //! bearer token (`pat_`), ended by the same things.
 
+use serde_json::json;
+
+use crate::audit::{self, Action, Actor};
 use std::time::Duration;
 
 use super::AuthService;
@@ -53,6 +56,7 @@ impl AuthService {
         }
         let new = token_record(&token, TokenKind::Personal, &session.operator, Some(input.name.clone()), now, ttl);
         let (operator, expires_at, name) = (session.operator.id, new.expires_at, input.name.clone());
+        let by = Actor::of(session);
         let id = self
             .db
             .write(move |tx| {
@@ -68,7 +72,10 @@ impl AuthService {
                 if live >= MAX_PERSONAL_TOKENS {
                     return Err(DomainError::Conflict("an operator holds at most 50 live personal tokens; revoke one first"));
                 }
-                Ok(tx.insert_operator_token(tenant, &new)?)
+                let id = tx.insert_operator_token(tenant, &new)?;
+                let details = json!({"name": name, "expires_at": expires_at.to_rfc3339()});
+                audit::record(tx, tenant, &by, now, Action::TokenCreated, Some(id.0), details)?;
+                Ok(id)
             })
             .await?;
         let made = PersonalToken { id, name: input.name, created_at: now, expires_at, last_used_at: None };
@@ -79,8 +86,17 @@ impl AuthService {
     /// operator's, or a login's, is not found.
     pub async fn revoke_personal_token(&self, session: &Session, id: TokenId) -> Result<(), DomainError> {
         let tenant = require_admin(session)?;
-        let (operator, now) = (session.operator.id, self.clock.now());
-        let revoked = self.db.write(move |tx| Ok(tx.revoke_personal_token(tenant, operator, id, now)?)).await?;
+        let (operator, now, by) = (session.operator.id, self.clock.now(), Actor::of(session));
+        let revoked = self
+            .db
+            .write(move |tx| {
+                let revoked = tx.revoke_personal_token(tenant, operator, id, now)?;
+                if revoked {
+                    audit::record(tx, tenant, &by, now, Action::TokenRevoked, Some(id.0), json!({}))?;
+                }
+                Ok(revoked)
+            })
+            .await?;
         if revoked { Ok(()) } else { Err(DomainError::NotFound) }
     }
 }

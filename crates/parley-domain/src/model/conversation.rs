@@ -104,13 +104,18 @@ pub struct ConversationDetails {
     /// The visitor's messages after the reading operator's read marker
     /// (all of them before it reads any); 0 when a visitor reads.
     pub unread_count: u64,
-    /// The text of the latest message the visitor and operators wrote
-    /// (neither a note nor a system line): what a list shows of it.
+    /// The start of the latest message the visitor and operators wrote
+    /// (neither a note nor a system line), at most
+    /// [`LAST_MESSAGE_CHARS`]: what a list shows of it.
     pub last_message: Option<String>,
     /// Since when the visitor has waited for an answer: the first of its
     /// messages after the last operator reply; none when answered.
     pub waiting_since: Option<Timestamp>,
 }
+
+/// How much of the latest message a conversation keeps for its lists:
+/// more than any preview shows, so that a cut preview still ends in `…`.
+pub const LAST_MESSAGE_CHARS: usize = 500;
 
 impl ConversationDetails {
     /// The first line of the latest message, cut at `max` characters with

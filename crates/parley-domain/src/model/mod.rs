@@ -15,7 +15,8 @@ mod visitor;
 
 pub use attachment::{Attachment, AttachmentFacts, AttachmentRef, FileRemoval, Finished, NewAttachment, PictureFacts};
 pub use conversation::{
-    Conversation, ConversationDetails, ConversationStatus, NewConversation, OperatorRef, ReadMarker, SiteRef, StatusFilter,
+    Conversation, ConversationDetails, ConversationStatus, LAST_MESSAGE_CHARS, NewConversation, OperatorRef, ReadMarker, SiteRef,
+    StatusFilter,
 };
 pub use device::{Device, NewDevice, Platform, WebPushKeys};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
@@ -55,7 +56,8 @@ macro_rules! for_each_id {
             DeviceId,
             PushId,
             AttachmentId,
-            CannedId
+            CannedId,
+            AuditId
         );
     };
 }

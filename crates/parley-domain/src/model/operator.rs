@@ -136,6 +136,9 @@ pub struct Session {
     pub expires_at: Timestamp,
     /// When the token last authenticated a request, as last recorded.
     pub last_used_at: Option<Timestamp>,
+    /// The address of the request the session authenticates, set by the
+    /// HTTP layer: the audit log records it with each change.
+    pub client: Option<std::net::IpAddr>,
 }
 
 /// Changes an admin makes to an operator; `None` leaves a field alone.

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::audit::{AuditEntry, NewAuditEntry};
 use crate::canned::{CannedResponse, CannedText};
 use crate::clock::Timestamp;
 use crate::continuity::{ClaimedMail, MailContext, MailThread, SentThread, VisitorRead};
@@ -262,6 +263,17 @@ pub trait CannedWrite: CannedRead {
     fn update_canned_response(&mut self, tenant: TenantId, id: CannedId, text: &CannedText, at: Timestamp) -> StoreResult<()>;
     /// `false` when there is no such response.
     fn delete_canned_response(&mut self, tenant: TenantId, id: CannedId) -> StoreResult<bool>;
+}
+
+/// The tenant's audit log.
+pub trait AuditRead {
+    /// Newest first.
+    fn audit_entries(&mut self, tenant: TenantId, limit: u32, offset: u64) -> StoreResult<Vec<AuditEntry>>;
+    fn count_audit_entries(&mut self, tenant: TenantId) -> StoreResult<u64>;
+}
+
+pub trait AuditWrite: AuditRead {
+    fn insert_audit_entry(&mut self, tenant: TenantId, entry: &NewAuditEntry<'_>) -> StoreResult<()>;
 }
 
 /// Erasing conversations.
@@ -618,6 +630,7 @@ pub trait ReadTx:
     + ContinuityRead
     + AttachmentsRead
     + CannedRead
+    + AuditRead
     + SearchRead
     + SystemRead
 {
@@ -634,6 +647,7 @@ impl<T> ReadTx for T where
         + ContinuityRead
         + AttachmentsRead
         + CannedRead
+        + AuditRead
         + SearchRead
         + SystemRead
 {
@@ -654,6 +668,7 @@ pub trait WriteTx:
     + AttachmentsWrite
     + ErasureWrite
     + CannedWrite
+    + AuditWrite
     + SystemWrite
 {
 }
@@ -672,6 +687,7 @@ impl<T> WriteTx for T where
         + AttachmentsWrite
         + ErasureWrite
         + CannedWrite
+        + AuditWrite
         + SystemWrite
 {
 }

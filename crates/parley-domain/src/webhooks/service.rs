@@ -1,6 +1,9 @@
 //! Registering webhook endpoints and reading their delivery log: the
 //! tenant admin's side of webhooks.
 
+use serde_json::json;
+
+use crate::audit::{self, Action, Actor};
 use std::sync::Arc;
 
 use super::{Delivery, NewWebhook, ROTATION_OVERLAP, Webhook, sample, signing, target};
@@ -40,7 +43,7 @@ impl WebhookService {
         let tenant = require_admin(session)?;
         let url = target::check_url(&input.url, self.allow_private).await.map_err(|m| DomainError::invalid("url", m))?;
         let new = NewWebhook { url: url.into(), events: input.events, secret: signing::new_secret()?, created_at: self.clock.now() };
-        let max = self.max_endpoints;
+        let (max, by) = (self.max_endpoints, Actor::of(session));
         self.db
             .write(move |tx| {
                 // Counted inside the write, so parallel creations cannot
@@ -57,7 +60,11 @@ impl WebhookService {
                     let message = format!("this tenant already has the most endpoints allowed ({max}); delete one first");
                     return Err(DomainError::invalid("url", message));
                 }
-                Ok(tx.insert_webhook(tenant, &new)?)
+                let made = tx.insert_webhook(tenant, &new)?;
+                let events = made.events.as_ref().map(|kinds| kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>());
+                let details = json!({"url": made.url, "events": events});
+                audit::record(tx, tenant, &by, new.created_at, Action::WebhookCreated, Some(made.id.0), details)?;
+                Ok(made)
             })
             .await
     }
@@ -74,7 +81,18 @@ impl WebhookService {
 
     pub async fn delete(&self, session: &Session, id: WebhookId) -> Result<(), DomainError> {
         let tenant = require_admin(session)?;
-        let deleted = self.db.write(move |tx| Ok(tx.delete_webhook(tenant, id)?)).await?;
+        let (by, now) = (Actor::of(session), self.clock.now());
+        let deleted = self
+            .db
+            .write(move |tx| {
+                let url = tx.webhook(tenant, id)?.map(|w| w.url);
+                let deleted = tx.delete_webhook(tenant, id)?;
+                if deleted {
+                    audit::record(tx, tenant, &by, now, Action::WebhookDeleted, Some(id.0), json!({"url": url}))?;
+                }
+                Ok(deleted)
+            })
+            .await?;
         if deleted { Ok(()) } else { Err(DomainError::NotFound) }
     }
 
@@ -96,7 +114,8 @@ impl WebhookService {
     async fn rotate(&self, session: &Session, id: WebhookId, shown: Option<String>) -> Result<Webhook, DomainError> {
         let tenant = require_admin(session)?;
         let secret = signing::new_secret()?;
-        let until = self.clock.now().plus(ROTATION_OVERLAP);
+        let (by, now) = (Actor::of(session), self.clock.now());
+        let until = now.plus(ROTATION_OVERLAP);
         self.db
             .write(move |tx| {
                 let current = tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)?;
@@ -104,6 +123,7 @@ impl WebhookService {
                     return Err(DomainError::Conflict("the secret was already replaced since this page was shown"));
                 }
                 tx.rotate_webhook_secret(tenant, id, &secret, until)?;
+                audit::record(tx, tenant, &by, now, Action::WebhookSecretRotated, Some(id.0), json!({}))?;
                 tx.webhook(tenant, id)?.ok_or(DomainError::NotFound)
             })
             .await
@@ -125,11 +145,13 @@ impl WebhookService {
     /// Queues the delivery's event again for the same endpoint, due now.
     pub async fn redeliver(&self, session: &Session, id: WebhookId, delivery: DeliveryId) -> Result<Delivery, DomainError> {
         let tenant = require_admin(session)?;
-        let now = self.clock.now();
+        let (by, now) = (Actor::of(session), self.clock.now());
         self.db
             .write(move |tx| {
                 enabled_endpoint(tx, tenant, id)?;
                 let new_id = tx.redeliver(tenant, id, delivery, now)?.ok_or(DomainError::NotFound)?;
+                let details = json!({"webhook_id": id.0, "delivery_id": delivery.0});
+                audit::record(tx, tenant, &by, now, Action::WebhookRedelivered, Some(new_id.0), details)?;
                 tx.delivery(tenant, id, new_id)?.ok_or(DomainError::NotFound)
             })
             .await
@@ -142,7 +164,7 @@ impl WebhookService {
     /// and no other endpoint sees it.
     pub async fn send_test(&self, session: &Session, id: WebhookId, kind: EventKind) -> Result<Delivery, DomainError> {
         let tenant = require_admin(session)?;
-        let now = self.clock.now();
+        let (by, now) = (Actor::of(session), self.clock.now());
         self.db
             .write(move |tx| {
                 enabled_endpoint(tx, tenant, id)?;
@@ -156,6 +178,8 @@ impl WebhookService {
                 let entry = FeedEntry { webhook: false, ..FeedEntry::webhook_only(event) };
                 tx.append_event(tenant, &entry)?;
                 let new_id = tx.deliver_to(tenant, id, &entry.event.event_id, now)?.ok_or(DomainError::NotFound)?;
+                let details = json!({"webhook_id": id.0, "event": kind.as_str()});
+                audit::record(tx, tenant, &by, now, Action::WebhookTested, Some(new_id.0), details)?;
                 tx.delivery(tenant, id, new_id)?.ok_or(DomainError::NotFound)
             })
             .await

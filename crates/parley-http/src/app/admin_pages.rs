@@ -42,7 +42,7 @@ const SECTIONS: [(&str, &str); 4] = [
 ];
 
 /// The settings' sections, as (address, label).
-const SETTINGS: [(&str, &str); 1] = [("/app/settings/canned", "Canned responses")];
+const SETTINGS: [(&str, &str); 2] = [("/app/settings/canned", "Canned responses"), ("/app/settings/audit", "Audit log")];
 
 /// A page of the integrations: its title, the section links (`current`
 /// marked), and the copy buttons' script.

@@ -1,6 +1,6 @@
 //! The signed-in operator of a web app request, from its session cookie.
 
-use axum::extract::{FromRequestParts, OptionalFromRequestParts};
+use axum::extract::{FromRef, FromRequestParts, OptionalFromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use parley_domain::DomainError;
@@ -10,6 +10,7 @@ use parley_domain::model::Session;
 use super::error::PageError;
 use super::{cookies, csrf, next};
 use crate::AppState;
+use crate::extract::{TrustedProxies, client_ip};
 
 /// A live session; a request without one is sent to the sign-in page.
 pub struct WebSession {
@@ -23,7 +24,10 @@ impl FromRequestParts<AppState> for WebSession {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
         match Self::from_headers(&parts.headers, state).await {
-            Ok((session, _)) => Ok(session),
+            Ok((mut web, _)) => {
+                web.session.client = Some(client_ip(parts, &TrustedProxies::from_ref(state)));
+                Ok(web)
+            }
             Err(DomainError::Unauthenticated) => Err(PageError::SignIn(next::of(&parts.uri))),
             Err(e) => Err(e.into()),
         }

@@ -1,6 +1,6 @@
 //! Operator authentication and integer path ids.
 
-use axum::extract::{FromRequestParts, Path};
+use axum::extract::{FromRef, FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
 use parley_domain::auth::SignIn;
@@ -8,6 +8,7 @@ use parley_domain::model::Session;
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::extract::caller::TrustedProxies;
 
 /// The signed-in operator of a request, from `Authorization: Bearer …`.
 /// A missing, malformed, expired or revoked token is 401 `unauthenticated`.
@@ -18,7 +19,9 @@ impl FromRequestParts<AppState> for Authenticated {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = bearer_token(&parts.headers).ok_or(parley_domain::DomainError::Unauthenticated)?;
-        Ok(Self(state.auth.authenticate(token, SignIn::Mobile).await?))
+        let mut session = state.auth.authenticate(token, SignIn::Mobile).await?;
+        session.client = Some(super::caller::client_ip(parts, &TrustedProxies::from_ref(state)));
+        Ok(Self(session))
     }
 }
 

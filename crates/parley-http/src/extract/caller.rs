@@ -102,6 +102,14 @@ fn try_page(headers: &axum::http::HeaderMap, own: Option<&OwnOrigin>) -> Option<
     (referer.path() == try_page_path(id)).then_some(InstallationId(id))
 }
 
+/// The address a request came from: its peer's, or what the trusted
+/// proxies in front say of it.
+pub fn client_ip(parts: &Parts, proxies: &TrustedProxies) -> IpAddr {
+    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([127, 0, 0, 1]), |c| c.0.ip());
+    let forwarded = parts.headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok());
+    proxies.client_ip(peer, forwarded)
+}
+
 /// The domain's [`Caller`], read from the request.
 pub struct ClientCaller(pub Caller);
 
@@ -113,9 +121,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([127, 0, 0, 1]), |c| c.0.ip());
-        let forwarded = parts.headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok());
-        let ip = TrustedProxies::from_ref(state).client_ip(peer, forwarded);
+        let ip = client_ip(parts, &TrustedProxies::from_ref(state));
         let origin = match parts.headers.get(header::ORIGIN) {
             None => Origin::Absent,
             Some(v) => v

@@ -7,7 +7,7 @@ mod json;
 mod upload;
 
 pub use bearer::{Authenticated, PathId, PathIds, bearer_token};
-pub use caller::{ClientCaller, OwnOrigin, TrustedProxies, try_page_path};
+pub use caller::{ClientCaller, OwnOrigin, TrustedProxies, client_ip, try_page_path};
 pub use fields::{Field, Fields, FromFields, Invalid, Item, Schema, Shape, positive_id};
 pub use json::{JsonBody, OptionalJsonBody, QueryFields, RawBody};
 pub use parley_macros::FromFields;

@@ -6,6 +6,7 @@
 //! declarations, so a route cannot exist without its documentation.
 
 mod admin;
+mod audit;
 mod canned;
 mod channels;
 mod devices;
@@ -110,6 +111,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = tokens::routes(mount);
     let mount = erasure::routes(mount);
     let mount = canned::routes(mount);
+    let mount = audit::routes(mount);
     let mount = search::routes(mount);
     let mount = channels::routes(mount);
     let mount = mail::routes(mount);

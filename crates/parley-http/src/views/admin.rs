@@ -393,3 +393,56 @@ pub struct CannedResponseResponse {
 pub struct CannedResponseListResponse {
     pub canned_responses: Vec<CannedResponseView>,
 }
+
+/// Who made an audited change.
+#[derive(Serialize, ToSchema)]
+pub struct AuditActorView {
+    /// The operator; null for the service itself (retention).
+    pub operator_id: Option<i64>,
+    /// The operator's email when the change was made, or `retention`.
+    pub name: String,
+    /// The address the request came from (through trusted proxies).
+    pub client_address: Option<String>,
+}
+
+/// One audited change.
+#[derive(Serialize, ToSchema)]
+pub struct AuditEntryView {
+    pub id: i64,
+    pub actor: AuditActorView,
+    /// What was done, such as `site.updated` (see docs/api.md for the list).
+    pub action: &'static str,
+    /// The kind of record changed: `site`, `installation`, `operator`,
+    /// `webhook`, `delivery`, `token`, `canned_response` or `conversation`.
+    pub target_type: &'static str,
+    pub target_id: Option<i64>,
+    /// What changed, by field; secrets are only said to have changed.
+    #[schema(value_type = Object)]
+    pub details: serde_json::Value,
+    pub created_at: DateTime,
+}
+
+impl From<&parley_domain::audit::AuditEntry> for AuditEntryView {
+    fn from(e: &parley_domain::audit::AuditEntry) -> Self {
+        Self {
+            id: e.id.0,
+            actor: AuditActorView {
+                operator_id: e.actor.operator.map(|o| o.0),
+                name: e.actor.name.clone(),
+                client_address: e.actor.address.map(|a| a.to_string()),
+            },
+            action: e.action.as_str(),
+            target_type: e.action.target(),
+            target_id: e.target_id,
+            details: e.details.clone(),
+            created_at: at(e.created_at),
+        }
+    }
+}
+
+/// The tenant's audit log, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct AuditListResponse {
+    pub entries: Vec<AuditEntryView>,
+    pub meta: super::mobile::PageMetaView,
+}

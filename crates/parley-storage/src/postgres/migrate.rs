@@ -25,6 +25,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (16, include_str!("../../migrations/postgres/0016_erasure.sql")),
     (17, include_str!("../../migrations/postgres/0017_canned_responses.sql")),
     (18, include_str!("../../migrations/postgres/0018_search.sql")),
+    (19, include_str!("../../migrations/postgres/0019_conversation_summary.sql")),
+    (20, include_str!("../../migrations/postgres/0020_audit_log.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

@@ -117,22 +117,13 @@ pub(super) const UNREAD: &str = unread!(":operator");
 pub(super) const HAS_UNREAD: &str = has_unread!(":operator");
 
 /// The details' columns; a visitor's scope (no `:operator`) reads no
-/// unread count, latest line or wait: the widget's streams read details
-/// with every entry and show none of them. The latest message and the
-/// visitor's wait are read through the conversation's message index,
-/// from the newest back.
+/// unread count: the widget's streams read details with every entry and
+/// show none of them. The latest line and the visitor's wait are kept on
+/// the conversation's row (`SUMMARIZE_MESSAGE`).
 pub(super) const DETAILS_COLS: &str = concat!(
     "s.id AS s_id, s.name AS s_name, a.id AS a_id, a.name AS a_name, a.email AS a_email, CASE WHEN :operator IS NULL THEN 0 ELSE ",
     unread!(":operator"),
-    " END AS c_unread,
-     CASE WHEN :operator IS NULL THEN NULL ELSE
-       (SELECT lm.body FROM messages lm WHERE lm.conversation_id = c.id AND lm.sender_type <> 'system' AND lm.internal = FALSE
-        ORDER BY lm.id DESC LIMIT 1) END AS c_last_body,
-     CASE WHEN :operator IS NULL THEN NULL ELSE
-       (SELECT MIN(w.created_at)
-        FROM (SELECT COALESCE(MAX(o.id), 0) AS last FROM messages o
-              WHERE o.conversation_id = c.id AND o.sender_type = 'operator' AND o.internal = FALSE) r
-        JOIN messages w ON w.conversation_id = c.id AND w.sender_type = 'visitor' AND w.id > r.last) END AS c_waiting_since"
+    " END AS c_unread, c.last_body AS c_last_body, c.waiting_since AS c_waiting_since"
 );
 
 /// The conversation, its visitor, site and assignee, joined within the
@@ -376,6 +367,20 @@ statements! {
     /// the commit of the one before, so ids increase in commit order.
     LOCK_CONVERSATION(scope: ConversationScope, id: ConversationId) => |d|
         d.locked(format!("SELECT c.id AS c_id FROM conversations c WHERE {SCOPE} AND c.id = :id")),
+    /// What a message changes of its conversation's summary: a message
+    /// the visitor and operators see becomes its latest line; the visitor
+    /// starts waiting with its first unanswered message, and an
+    /// operator's reply ends the wait.
+    SUMMARIZE_MESSAGE<'a>(
+        scope: ConversationScope, conversation: ConversationId, shown: bool, body: &'a str, from_visitor: bool, answers: bool,
+        created_at: Timestamp,
+    ) => |_| format!(
+        "UPDATE conversations AS c SET
+             last_body = CASE WHEN :shown THEN :body ELSE c.last_body END,
+             waiting_since = CASE WHEN :from_visitor THEN COALESCE(c.waiting_since, :created_at)
+                                  WHEN :answers THEN NULL ELSE c.waiting_since END
+         WHERE {SCOPE} AND c.id = :conversation"
+    ),
     INSERT_MESSAGE<'a>(
         scope: ConversationScope, conversation: ConversationId, sender_type: &'a str, sender_id: Option<OperatorId>,
         sender_name: Option<&'a str>, body: &'a str, internal: bool, created_at: Timestamp, client_message_id: Option<&'a str>,
@@ -668,6 +673,17 @@ impl ConversationsWrite for Tx<'_> {
             created_at: m.created_at,
             client_message_id: m.client_message_id.as_deref(),
             attachments: described.as_deref(),
+        })?;
+        let shown = !m.internal && m.sender.kind != SenderKind::System;
+        let start: String = m.body.chars().take(LAST_MESSAGE_CHARS).collect();
+        self.exec(SUMMARIZE_MESSAGE {
+            scope,
+            conversation: m.conversation_id,
+            shown,
+            body: &start,
+            from_visitor: m.sender.kind == SenderKind::Visitor,
+            answers: shown && m.sender.kind == SenderKind::Operator,
+            created_at: m.created_at,
         })?;
         if !m.internal {
             self.effects.messages.add(m.sender.kind);

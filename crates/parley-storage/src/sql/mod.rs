@@ -19,6 +19,7 @@ mod row;
 mod stmt;
 
 mod attachments;
+mod audit;
 mod canned;
 mod continuity;
 mod conversations;
@@ -75,6 +76,7 @@ pub trait Conn {
 pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
     [
         attachments::ALL,
+        audit::ALL,
         canned::ALL,
         continuity::ALL,
         conversations::ALL,

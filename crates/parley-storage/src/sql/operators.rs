@@ -131,6 +131,7 @@ impl OperatorsRead for Tx<'_> {
                 kind: r.parsed("tok_kind", TokenKind::parse)?,
                 expires_at: r.ts("tok_expires_at")?,
                 last_used_at: r.opt_ts("tok_last_used_at")?,
+                client: None,
             })
         })?;
         let Some(mut session) = found else {

@@ -39,6 +39,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (22, include_str!("../../migrations/sqlite/0022_erasure.sql")),
     (23, include_str!("../../migrations/sqlite/0023_canned_responses.sql")),
     (24, include_str!("../../migrations/sqlite/0024_search.sql")),
+    (25, include_str!("../../migrations/sqlite/0025_conversation_summary.sql")),
+    (26, include_str!("../../migrations/sqlite/0026_audit_log.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.
@@ -146,5 +148,41 @@ mod tests {
         assert!(duplicate.is_err(), "an email is unique whatever its case");
         let orphan = conn.execute("INSERT INTO operator_sites (tenant_id, operator_id, site_id) VALUES (1, 99, 1)", []);
         assert!(orphan.is_err(), "the references hold on the new table");
+    }
+
+    /// The summary kept on a conversation's row starts from its messages:
+    /// the latest line the visitor and operators wrote, and the visitor's
+    /// wait since its first message after the last reply.
+    #[test]
+    fn the_conversation_summary_is_filled_from_the_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::sqlite::connection::open_writer(&dir.path().join("old.sqlite3")).unwrap();
+        apply_until(&mut conn, 24).unwrap();
+        let long = "é".repeat(600);
+        conn.execute_batch(&format!(
+            "INSERT INTO tenants (id, slug, name, created_at) VALUES (1, 'acme', 'Acme', 1);
+             INSERT INTO sites (id, tenant_id, name, domains, created_at) VALUES (1, 1, 'Site', '[]', 1);
+             INSERT INTO installations (id, tenant_id, site_id, token, name, created_at) VALUES (1, 1, 1, 't', 'Web', 1);
+             INSERT INTO visitors (id, tenant_id, site_id, uuid, created_at, updated_at) VALUES (1, 1, 1, 'v', 1, 1);
+             INSERT INTO conversations (id, public_id, tenant_id, site_id, installation_id, visitor_id, status, created_at, last_message_at)
+                 VALUES (1, 'c1', 1, 1, 1, 1, 'unassigned', 1, 9), (2, 'c2', 1, 1, 1, 1, 'unassigned', 1, 9),
+                        (3, 'c3', 1, 1, 1, 1, 'unassigned', 1, 9), (4, 'c4', 1, 1, 1, 1, 'unassigned', 1, 9);
+             INSERT INTO messages (tenant_id, conversation_id, sender_type, body, internal, created_at) VALUES
+                 (1, 1, 'visitor', 'first', 0, 1), (1, 1, 'operator', 'reply', 0, 2), (1, 1, 'visitor', 'again', 0, 3),
+                 (1, 1, 'visitor', 'and again', 0, 4), (1, 1, 'operator', 'a note', 1, 5), (1, 1, 'system', 'closed', 0, 6),
+                 (1, 2, 'visitor', 'question', 0, 1), (1, 2, 'operator', 'answered', 0, 2), (1, 3, 'visitor', '{long}', 0, 7);"
+        ))
+        .unwrap();
+        apply(&mut conn).unwrap();
+        let summary = |id: i64| {
+            conn.query_row("SELECT last_body, waiting_since FROM conversations WHERE id = ?1", [id], |r| {
+                Ok((r.get::<_, Option<String>>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+            .unwrap()
+        };
+        assert_eq!(summary(1), (Some("and again".into()), Some(3)), "notes and system lines are not the latest line");
+        assert_eq!(summary(2), (Some("answered".into()), None));
+        assert_eq!(summary(3), (Some("é".repeat(500)), Some(7)), "500 characters, not bytes");
+        assert_eq!(summary(4), (None, None), "no messages");
     }
 }

@@ -322,6 +322,11 @@ async fn conversations_past_the_retention_are_erased_with_their_files() {
     let (_, poll) = app.get(&format!("/api/widget/conversations/{fresh}/messages?token={}", f.token)).await;
     let url = poll["messages"][1]["attachments"][0]["url"].as_str().expect("the fresh file's link");
     assert_eq!(fetch(&app, url).await.0, StatusCode::OK, "the file left is the fresh conversation's");
+    let (_, log) = app.authed(Method::GET, "/api/v1/admin/audit", &admin, None).await;
+    let entry = &log["entries"][0];
+    assert_eq!((entry["action"].as_str(), entry["target_id"].as_i64()), (Some("conversation.erased"), Some(old)), "{log}");
+    assert_eq!(entry["actor"], json!({"operator_id": null, "name": "retention", "client_address": null}));
+    assert_eq!(entry["details"], json!({"retention_days": 2}));
     app.stop().await;
 }
 

@@ -178,11 +178,14 @@ impl TestApp {
             .tenancy
             .create_operator(
                 f.scope.tenant,
-                email.into(),
-                email.split('@').next().unwrap_or("op").into(),
-                PASSWORD.into(),
-                role,
-                sites.to_vec(),
+                parley_domain::tenancy::NewOperatorInput {
+                    email: email.into(),
+                    name: email.split('@').next().unwrap_or("op").into(),
+                    password: PASSWORD.into(),
+                    role,
+                    site_ids: sites.to_vec(),
+                },
+                None,
             )
             .await
             .expect("operator");

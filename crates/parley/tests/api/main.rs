@@ -12,6 +12,7 @@ mod admin;
 mod admin_tokens;
 mod attachments;
 mod attachments_s3;
+mod audit;
 mod automation;
 mod backend_concurrency;
 mod canned;

@@ -438,6 +438,9 @@ async fn routing_lines_written_before_are_kept_among_operators() {
              DROP TABLE attachments;
              ALTER TABLE messages DROP COLUMN attachments;
              ALTER TABLE sites DROP COLUMN attachment_types;
+             ALTER TABLE conversations DROP COLUMN last_body;
+             ALTER TABLE conversations DROP COLUMN waiting_since;
+             DROP TABLE audit_entries;
              {unmigrate}"
         ),
     )

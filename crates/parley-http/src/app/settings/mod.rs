@@ -4,6 +4,7 @@
 //! redirect back to its page, and a refused form shows its page again
 //! with the problem beside it.
 
+mod audit;
 mod canned;
 
 use axum::Router;
@@ -19,4 +20,5 @@ pub fn routes() -> Router<AppState> {
         .route("/app/settings/canned/{id}", get(canned::to_page).post(canned::update))
         .route("/app/settings/canned/{id}/delete", get(canned::to_page).post(canned::delete))
         .route("/app/canned-responses", get(canned::offered))
+        .route(audit::HERE, get(audit::page))
 }
