@@ -54,6 +54,8 @@ actions! {
     /// An operator invited by email, who sets their own password.
     OperatorInvited = "operator.invited" on "operator",
     OperatorUpdated = "operator.updated" on "operator",
+    /// A link to choose a new password, emailed to an operator.
+    PasswordLinkSent = "operator.password_link_sent" on "operator",
     WebhookCreated = "webhook.created" on "webhook",
     WebhookDeleted = "webhook.deleted" on "webhook",
     WebhookSecretRotated = "webhook.secret_rotated" on "webhook",

@@ -26,6 +26,7 @@ pub mod hours;
 pub mod identity;
 pub mod ids;
 pub mod inbox;
+pub mod invitations;
 pub mod keys;
 pub mod limits;
 pub mod locale;

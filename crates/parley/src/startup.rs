@@ -216,7 +216,7 @@ impl Application {
         let mail_worker = Arc::new(MailWorker {
             db: db.clone(),
             clock: Arc::clone(&clock),
-            sender: mail_sender,
+            sender: mail_sender.clone(),
             settings: mail_settings,
             tokens: mail_tokens,
             metrics: metrics.clone(),
@@ -276,6 +276,12 @@ impl Application {
             erasure,
             canned: parley_domain::canned::CannedService::new(db.clone(), Arc::clone(&clock)),
             audit: parley_domain::audit::AuditService::new(db.clone()),
+            invitations: parley_domain::invitations::InvitationService::new(
+                db.clone(),
+                Arc::clone(&clock),
+                mail_sender.clone(),
+                public_url.clone(),
+            ),
             attachments,
             presence: Arc::clone(&presence),
             inbound_token: config.continuity.inbound_token.clone(),

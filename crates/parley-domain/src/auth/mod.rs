@@ -197,16 +197,18 @@ impl AuthService {
     /// The operator and its hash if the password is right and it is
     /// active. Argon2id runs on the blocking pool, a few at a time: each
     /// takes 19 MiB, so unbounded parallel logins could exhaust memory.
-    /// An unknown email costs the same check against a dummy hash.
+    /// An unknown email, or an invited operator without a password yet,
+    /// costs the same check against a dummy hash.
     async fn check_password(&self, found: Option<(Operator, String)>, password: String) -> Result<Option<(Operator, String)>, DomainError> {
         let permit = tokio::time::timeout(HASHING_WAIT, Arc::clone(&self.hashing).acquire_owned())
             .await
             .map_err(|_| DomainError::Unavailable("too many logins at once"))?
             .map_err(|_| DomainError::Unavailable("password checks stopped"))?;
-        let hash = found.as_ref().map(|(_, hash)| hash.clone());
+        let hash = found.as_ref().map(|(_, hash)| hash.clone()).filter(|h| h != crate::invitations::NO_PASSWORD);
         let matches = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            password::verify_password(&password, hash.as_deref().unwrap_or_else(|| dummy_hash()))
+            let checked = password::verify_password(&password, hash.as_deref().unwrap_or_else(|| dummy_hash()));
+            checked && hash.is_some()
         })
         .await
         .map_err(|_| DomainError::Unavailable("password check failed"))?;

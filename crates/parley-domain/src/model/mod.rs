@@ -21,7 +21,10 @@ pub use conversation::{
 pub use device::{Device, NewDevice, Platform, WebPushKeys};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
 pub use message::{Content, MAX_ATTACHMENTS, Message, NewMessage, Sender, SenderKind};
-pub use operator::{NewOperator, NewOperatorToken, Operator, OperatorChanges, OperatorScope, PersonalToken, Role, Session, TokenKind};
+pub use operator::{
+    NewOperator, NewOperatorToken, NewPasswordLink, Operator, OperatorChanges, OperatorScope, PasswordLink, PersonalToken, Role, Session,
+    TokenKind,
+};
 pub use site::{NewSite, Site, SiteSettings, SiteTexts, WidgetAppearance};
 pub use tenant::{NewTenant, Tenant};
 pub use visitor::{NewVisitor, Proof, Visitor, VisitorProfile};

@@ -38,6 +38,26 @@ pub struct Operator {
     pub active: bool,
     pub site_ids: Vec<SiteId>,
     pub created_at: Timestamp,
+    /// False for an invited operator until it sets its password through
+    /// its link: it cannot sign in before.
+    pub password_set: bool,
+}
+
+/// A set-password link as stored: only its token's digest.
+#[derive(Clone, Debug)]
+pub struct NewPasswordLink {
+    pub operator: OperatorId,
+    pub token_hash: Vec<u8>,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+#[derive(Clone, Debug)]
+pub struct PasswordLink {
+    pub tenant: TenantId,
+    pub operator: OperatorId,
+    pub expires_at: Timestamp,
+    pub used_at: Option<Timestamp>,
 }
 
 #[derive(Clone, Debug)]

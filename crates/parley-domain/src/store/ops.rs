@@ -98,6 +98,16 @@ pub trait OperatorsWrite: OperatorsRead {
     fn revoke_operator_tokens(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()>;
 }
 
+/// Set-password links (invitations and resets).
+pub trait PasswordLinksWrite {
+    fn insert_password_link(&mut self, tenant: TenantId, link: &NewPasswordLink) -> StoreResult<()>;
+    /// The link with this digest, whatever its state, its operator locked
+    /// until the unit ends.
+    fn password_link(&mut self, token_hash: &[u8]) -> StoreResult<Option<PasswordLink>>;
+    /// Spends every unused link of the operator.
+    fn spend_password_links(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()>;
+}
+
 /// Visitors, conversations and their messages.
 pub trait ConversationsRead {
     fn visitor_by_uuid(&mut self, scope: SiteScope, uuid: &str) -> StoreResult<Option<Visitor>>;
@@ -669,6 +679,7 @@ pub trait WriteTx:
     + ErasureWrite
     + CannedWrite
     + AuditWrite
+    + PasswordLinksWrite
     + SystemWrite
 {
 }
@@ -688,6 +699,7 @@ impl<T> WriteTx for T where
         + ErasureWrite
         + CannedWrite
         + AuditWrite
+        + PasswordLinksWrite
         + SystemWrite
 {
 }

@@ -42,7 +42,8 @@ const SECTIONS: [(&str, &str); 4] = [
 ];
 
 /// The settings' sections, as (address, label).
-const SETTINGS: [(&str, &str); 2] = [("/app/settings/canned", "Canned responses"), ("/app/settings/audit", "Audit log")];
+const SETTINGS: [(&str, &str); 3] =
+    [("/app/settings/operators", "Operators"), ("/app/settings/canned", "Canned responses"), ("/app/settings/audit", "Audit log")];
 
 /// A page of the integrations: its title, the section links (`current`
 /// marked), and the copy buttons' script.
@@ -178,6 +179,10 @@ fn label(field: &str) -> &'static str {
         "channel" => "Channel",
         "to" => "To",
         "shortcut" => "Shortcut",
+        "email" => "Email",
+        "role" => "Role",
+        "site_ids" => "Sites",
+        "active" => "Can sign in",
         "body" => "Text",
         _ => "A field",
     }

@@ -10,6 +10,7 @@ use crate::error::ApiError;
 use crate::extract::{Fields, FromFields, RawBody, Shape};
 
 /// The fields of a form, in order; of a repeated name the first counts.
+#[derive(Default)]
 pub struct Form(Vec<(String, String)>);
 
 impl Form {
@@ -34,9 +35,12 @@ impl Form {
             if name == csrf::FIELD {
                 continue;
             }
-            if shape(name) == Shape::List {
-                let items =
-                    value.split([',', '\n', '\r', ' ']).map(str::trim).filter(|s| !s.is_empty()).map(|s| Value::String(s.to_owned()));
+            if matches!(shape(name), Shape::List | Shape::Numbers) {
+                let numbers = shape(name) == Shape::Numbers;
+                let items = value.split([',', '\n', '\r', ' ']).map(str::trim).filter(|s| !s.is_empty()).map(|s| match s.parse::<u64>() {
+                    Ok(n) if numbers => Value::from(n),
+                    _ => Value::String(s.to_owned()),
+                });
                 let entry = map.entry(name.to_owned()).or_insert_with(|| Value::Array(Vec::new()));
                 if let Value::Array(list) = entry {
                     list.extend(items);
@@ -49,7 +53,7 @@ impl Form {
                         "false" => Some(Value::Bool(false)),
                         _ => None,
                     },
-                    Shape::Text | Shape::List => None,
+                    Shape::Text | Shape::List | Shape::Numbers => None,
                 };
                 map.insert(name.to_owned(), typed.unwrap_or_else(|| Value::String(value.to_owned())));
             }

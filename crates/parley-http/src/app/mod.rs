@@ -23,6 +23,7 @@ mod integrations;
 mod layout;
 mod login;
 mod next;
+mod password;
 mod path;
 mod push;
 mod search;
@@ -63,6 +64,7 @@ pub fn routes() -> Router<AppState> {
         .route("/app", get(inbox::page))
         .route("/app/login", get(login::form).post(login::submit))
         .route("/app/logout", post(login::logout))
+        .route("/app/password", get(password::form).post(password::submit))
         .route("/app/events", get(events::stream))
         .route("/app/search", get(search::page))
         .route("/app/conversations/{id}", get(c::page))

@@ -49,6 +49,8 @@ pub enum Shape {
     Bool,
     /// A list: a form gives it comma-separated or as a repeated field.
     List,
+    /// A list of numbers (ids), given as a list is.
+    Numbers,
 }
 
 /// A type a request field is read as: the check it passes and what it
@@ -72,13 +74,16 @@ pub type Schema = utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
 
 /// A type a list's items are read as.
 pub trait Item: Sized {
+    /// Whether an item is a JSON number (a form's text is read as one).
+    const NUMBER: bool = false;
+
     fn item(v: &Value) -> Result<Self, String>;
 
     fn item_schema() -> Schema;
 }
 
 impl<T: Item> Field for Vec<T> {
-    const SHAPE: Shape = Shape::List;
+    const SHAPE: Shape = if T::NUMBER { Shape::Numbers } else { Shape::List };
 
     fn schema() -> Schema {
         utoipa::openapi::schema::ArrayBuilder::new().items(T::item_schema()).build().into()

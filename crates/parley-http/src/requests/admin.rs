@@ -128,6 +128,26 @@ impl From<OperatorCreateRequest> for NewOperatorInput {
     }
 }
 
+/// An operator to invite: it gets an email with a link to choose its
+/// password.
+#[derive(ToSchema, FromFields)]
+pub struct OperatorInviteRequest {
+    /// Unique across the service, compared without regard to case.
+    email: schema::Email,
+    name: schema::RequiredName,
+    #[schema(schema_with = schema::role)]
+    role: Role,
+    /// Sites of this tenant whose conversations an agent sees.
+    #[schema(schema_with = schema::site_ids)]
+    site_ids: Option<Vec<SiteId>>,
+}
+
+impl From<OperatorInviteRequest> for parley_domain::invitations::InviteInput {
+    fn from(r: OperatorInviteRequest) -> Self {
+        Self { email: r.email.0, name: r.name.0, role: r.role, site_ids: r.site_ids.unwrap_or_default() }
+    }
+}
+
 /// Every field is optional; only those sent change. Disabling an operator
 /// or changing its password signs it out everywhere.
 #[derive(ToSchema, FromFields)]

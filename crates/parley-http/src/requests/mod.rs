@@ -93,6 +93,7 @@ mod tests {
         let shape = |fields: &[(&str, Shape)], name: &str| fields.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
         assert_eq!(shape(SiteCreateRequest::FIELDS, "domains"), Some(Shape::List));
         assert_eq!(shape(SiteCreateRequest::FIELDS, "name"), Some(Shape::Text));
+        assert_eq!(shape(crate::requests::admin::OperatorInviteRequest::FIELDS, "site_ids"), Some(Shape::Numbers));
         assert_eq!(shape(PersonalTokenCreateRequest::FIELDS, "expires_in_days"), Some(Shape::Number));
         assert_eq!(shape(WidgetConversationRequest::FIELDS, "privacy_accepted"), Some(Shape::Bool));
         assert_eq!(OperatorCreateRequest::FIELDS.len(), 5, "every field is declared");

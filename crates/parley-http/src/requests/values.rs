@@ -46,6 +46,8 @@ macro_rules! id_fields {
 id_fields!(OperatorId, ChallengeId, MessageId);
 
 impl Item for SiteId {
+    const NUMBER: bool = true;
+
     fn item_schema() -> Schema {
         schema::id(false).into()
     }

@@ -22,6 +22,8 @@ pub fn routes(api: Mount) -> Mount {
         .routes(routes!(rotate_identity_secret))
         .routes(routes!(list_operators, create_operator))
         .routes(routes!(update_operator))
+        .routes(routes!(invite_operator))
+        .routes(routes!(send_password_link))
 }
 
 /// The tenant's sites.
@@ -157,4 +159,34 @@ async fn update_operator(
 ) -> Result<Json<OperatorResponse>, ApiError> {
     let operator = s.admin.update_operator(&session, OperatorId(id), input.into()).await?;
     Ok(Json(OperatorResponse { operator: (&operator).into() }))
+}
+
+/// Invites an operator by email: it is made without a password, and the
+/// email carries a link (valid 72 hours, once) to choose one. The answer
+/// says whether the email left; when not, send a link again.
+#[utoipa::path(post, path = "/admin/operators/invite", operation_id = "admin_invite_operator", tag = "admin",
+    security(("bearer" = [])), request_body = OperatorInviteRequest,
+    responses((status = 201, body = OperatorInvitedResponse), AdminErrors))]
+async fn invite_operator(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    JsonBody(input): JsonBody<OperatorInviteRequest>,
+) -> Result<(StatusCode, Json<OperatorInvitedResponse>), ApiError> {
+    let (operator, link) = s.invitations.invite(&session, input.into()).await?;
+    Ok((StatusCode::CREATED, Json(OperatorInvitedResponse { operator: (&operator).into(), password_link: (&link).into() })))
+}
+
+/// Emails the operator a new link to choose its password (an invitation
+/// not taken up is sent again this way). Its earlier links stop working;
+/// its password works until it chooses another. A disabled operator is 409.
+#[utoipa::path(post, path = "/admin/operators/{id}/password-link", operation_id = "admin_send_password_link", tag = "admin",
+    security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 202, body = PasswordLinkResponse), AdminErrors))]
+async fn send_password_link(
+    State(s): State<AppState>,
+    Authenticated(session): Authenticated,
+    PathId(id): PathId,
+) -> Result<(StatusCode, Json<PasswordLinkResponse>), ApiError> {
+    let link = s.invitations.send_link(&session, OperatorId(id)).await?;
+    Ok((StatusCode::ACCEPTED, Json(PasswordLinkResponse { password_link: (&link).into() })))
 }

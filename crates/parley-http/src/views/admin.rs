@@ -152,6 +152,33 @@ pub struct OperatorResponse {
     pub operator: UserView,
 }
 
+/// A set-password link emailed to an operator.
+#[derive(Serialize, ToSchema)]
+pub struct PasswordLinkView {
+    /// 72 hours after it was made.
+    pub expires_at: DateTime,
+    /// Whether the email left. False when no email channel is configured
+    /// or the mail server refused it: send another link.
+    pub sent: bool,
+}
+
+impl From<&parley_domain::invitations::LinkSent> for PasswordLinkView {
+    fn from(l: &parley_domain::invitations::LinkSent) -> Self {
+        Self { expires_at: at(l.expires_at), sent: l.sent }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct OperatorInvitedResponse {
+    pub operator: UserView,
+    pub password_link: PasswordLinkView,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PasswordLinkResponse {
+    pub password_link: PasswordLinkView,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct WebhookView {
     pub id: i64,

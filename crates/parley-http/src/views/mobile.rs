@@ -21,6 +21,8 @@ pub struct UserView {
     pub active: bool,
     /// Sites whose conversations the operator sees (all sites for an admin).
     pub site_ids: Vec<i64>,
+    /// False for an invited operator that has not chosen its password yet.
+    pub password_set: bool,
 }
 
 impl From<&Operator> for UserView {
@@ -32,6 +34,7 @@ impl From<&Operator> for UserView {
             role: o.role.as_str(),
             active: o.active,
             site_ids: o.site_ids.iter().map(|s| s.0).collect(),
+            password_set: o.password_set,
         }
     }
 }

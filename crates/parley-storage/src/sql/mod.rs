@@ -28,6 +28,7 @@ mod feed;
 mod logins;
 mod notifications;
 mod operators;
+mod password_links;
 mod search;
 mod system;
 mod tenancy;
@@ -85,6 +86,7 @@ pub fn all_statements() -> impl Iterator<Item = &'static Stmt> {
         logins::ALL,
         notifications::ALL,
         operators::ALL,
+        password_links::ALL,
         search::ALL,
         system::ALL,
         tenancy::ALL,

@@ -11,7 +11,8 @@ use super::tenancy::{TENANT_COLS, tenant};
 use super::{IdList, Row, Tx, statements};
 
 const OPERATOR_COLS: &str = "o.id AS o_id, o.tenant_id AS o_tenant_id, o.email AS o_email, o.name AS o_name, \
-     o.role AS o_role, o.active AS o_active, o.created_at AS o_created_at";
+     o.role AS o_role, o.active AS o_active, o.created_at AS o_created_at, \
+     CASE WHEN o.password_hash = '' THEN FALSE ELSE TRUE END AS o_password_set";
 
 fn operator(r: &dyn Row) -> StoreResult<Operator> {
     Ok(Operator {
@@ -23,6 +24,7 @@ fn operator(r: &dyn Row) -> StoreResult<Operator> {
         active: r.flag("o_active")?,
         site_ids: Vec::new(),
         created_at: r.ts("o_created_at")?,
+        password_set: r.flag("o_password_set")?,
     })
 }
 
@@ -220,6 +222,7 @@ impl OperatorsWrite for Tx<'_> {
             active: true,
             site_ids: o.site_ids.clone(),
             created_at: o.created_at,
+            password_set: !o.password_hash.is_empty(),
         })
     }
 

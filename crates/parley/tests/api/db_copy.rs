@@ -69,6 +69,9 @@ async fn demo(dir: &Path) -> Demo {
     assert_eq!(status, StatusCode::OK);
     let canned = json!({"shortcut": "thanks", "body": "Thank you"});
     assert_eq!(app.authed(Method::POST, "/api/admin/canned-responses", &mobile_token, Some(canned)).await.0, StatusCode::CREATED);
+    // An invited operator: its set-password link.
+    let invited = json!({"email": "invited@example.com", "name": "Invited", "role": "admin"});
+    assert_eq!(app.authed(Method::POST, "/api/admin/operators/invite", &mobile_token, Some(invited)).await.0, StatusCode::CREATED);
     // A read marker and a device (its push key is bytes).
     let (_, messages) = app.authed(Method::GET, &format!("/api/mobile/conversations/{id}/messages"), &mobile_token, None).await;
     let first = messages["messages"][0]["id"].clone();

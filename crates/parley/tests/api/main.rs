@@ -27,6 +27,7 @@ mod feed;
 mod health;
 mod idempotent_sends;
 mod instances;
+mod invitations;
 mod isolation;
 mod metrics;
 mod mobile_auth;

@@ -441,6 +441,7 @@ async fn routing_lines_written_before_are_kept_among_operators() {
              ALTER TABLE conversations DROP COLUMN last_body;
              ALTER TABLE conversations DROP COLUMN waiting_since;
              DROP TABLE audit_entries;
+             DROP TABLE password_links;
              {unmigrate}"
         ),
     )

@@ -6,6 +6,7 @@
 
 mod audit;
 mod canned;
+mod operators;
 
 use axum::Router;
 use axum::response::Redirect;
@@ -15,10 +16,13 @@ use crate::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/app/settings", get(|| async { Redirect::to(canned::HERE) }))
+        .route("/app/settings", get(|| async { Redirect::to(operators::HERE) }))
         .route(canned::HERE, get(canned::page).post(canned::create))
         .route("/app/settings/canned/{id}", get(canned::to_page).post(canned::update))
         .route("/app/settings/canned/{id}/delete", get(canned::to_page).post(canned::delete))
         .route("/app/canned-responses", get(canned::offered))
         .route(audit::HERE, get(audit::page))
+        .route(operators::HERE, get(operators::page).post(operators::invite))
+        .route("/app/settings/operators/{id}", get(operators::to_page).post(operators::update))
+        .route("/app/settings/operators/{id}/password-link", get(operators::to_page).post(operators::send_link))
 }
