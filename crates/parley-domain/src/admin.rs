@@ -394,8 +394,14 @@ impl AdminService {
                     check_sites(&tx.sites(tenant)?, ids)?;
                 }
                 let revoke = patch.active == Some(false) || password_hash.is_some();
-                let changes =
-                    OperatorChanges { name: patch.name, role: patch.role, active: patch.active, password_hash, site_ids: patch.site_ids };
+                let changes = OperatorChanges {
+                    name: patch.name,
+                    role: patch.role,
+                    active: patch.active,
+                    password_hash,
+                    site_ids: patch.site_ids,
+                    notify: None,
+                };
                 tx.update_operator(tenant, id, &changes)?;
                 if revoke {
                     tx.revoke_operator_tokens(tenant, id, now)?;

@@ -6,6 +6,7 @@
 //! for ("who may see this conversation", "what happens when a visitor writes
 //! to a closed conversation") live in this crate and nowhere else.
 
+pub mod account;
 mod activity;
 pub mod admin;
 pub mod attachments;

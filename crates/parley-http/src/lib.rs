@@ -69,6 +69,7 @@ pub struct Services {
     /// The tenant's canned responses.
     pub canned: parley_domain::canned::CannedService,
     pub audit: parley_domain::audit::AuditService,
+    pub account: parley_domain::account::AccountService,
     pub invitations: parley_domain::invitations::InvitationService,
     /// Erasing conversations at an admin's request.
     pub erasure: Arc<parley_domain::erasure::ErasureService>,

@@ -276,6 +276,7 @@ impl Application {
             erasure,
             canned: parley_domain::canned::CannedService::new(db.clone(), Arc::clone(&clock)),
             audit: parley_domain::audit::AuditService::new(db.clone()),
+            account: parley_domain::account::AccountService::new(db.clone(), Arc::clone(&clock)),
             invitations: parley_domain::invitations::InvitationService::new(
                 db.clone(),
                 Arc::clone(&clock),

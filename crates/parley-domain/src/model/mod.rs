@@ -22,8 +22,8 @@ pub use device::{Device, NewDevice, Platform, WebPushKeys};
 pub use installation::{Heartbeat, Installation, InstallationStatus, NewInstallation};
 pub use message::{Content, MAX_ATTACHMENTS, Message, NewMessage, Sender, SenderKind};
 pub use operator::{
-    NewOperator, NewOperatorToken, NewPasswordLink, Operator, OperatorChanges, OperatorScope, PasswordLink, PersonalToken, Role, Session,
-    TokenKind,
+    NewOperator, NewOperatorToken, NewPasswordLink, NotifyChoices, Operator, OperatorChanges, OperatorScope, PasswordLink, PersonalToken,
+    Role, Session, SignInRecord, TokenKind,
 };
 pub use site::{NewSite, Site, SiteSettings, SiteTexts, WidgetAppearance};
 pub use tenant::{NewTenant, Tenant};

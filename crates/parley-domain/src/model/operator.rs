@@ -41,6 +41,36 @@ pub struct Operator {
     /// False for an invited operator until it sets its password through
     /// its link: it cannot sign in before.
     pub password_set: bool,
+    pub notify: NotifyChoices,
+}
+
+/// What an operator chooses to be pushed about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotifyChoices {
+    /// New conversations, and visitor messages in unassigned ones.
+    pub unassigned: bool,
+    /// Visitor messages in conversations assigned to it, and assignments
+    /// and transfers to it.
+    pub mine: bool,
+}
+
+impl Default for NotifyChoices {
+    fn default() -> Self {
+        Self { unassigned: true, mine: true }
+    }
+}
+
+/// One of an operator's sign-ins that still holds: a mobile login, a web
+/// session or a personal token.
+#[derive(Clone, Debug)]
+pub struct SignInRecord {
+    pub id: TokenId,
+    pub kind: TokenKind,
+    /// The device a mobile login named, or a personal token's name.
+    pub name: Option<String>,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub last_used_at: Option<Timestamp>,
 }
 
 /// A set-password link as stored: only its token's digest.
@@ -169,4 +199,5 @@ pub struct OperatorChanges {
     pub active: Option<bool>,
     pub password_hash: Option<String>,
     pub site_ids: Option<Vec<SiteId>>,
+    pub notify: Option<NotifyChoices>,
 }

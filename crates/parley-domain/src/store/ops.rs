@@ -81,6 +81,8 @@ pub trait OperatorsRead {
     fn operator_by_email(&mut self, tenant: TenantId, email: &str) -> StoreResult<Option<Operator>>;
     /// The operator's personal access tokens not revoked, newest first.
     fn personal_tokens(&mut self, tenant: TenantId, operator: OperatorId) -> StoreResult<Vec<PersonalToken>>;
+    /// The operator's sign-ins that still hold at `now`, latest used first.
+    fn sign_ins(&mut self, tenant: TenantId, operator: OperatorId, now: Timestamp) -> StoreResult<Vec<SignInRecord>>;
 }
 
 pub trait OperatorsWrite: OperatorsRead {
@@ -96,6 +98,12 @@ pub trait OperatorsWrite: OperatorsRead {
     fn revoke_token(&mut self, tenant: TenantId, token: TokenId, at: Timestamp) -> StoreResult<()>;
     /// Revokes every live token of an operator at once.
     fn revoke_operator_tokens(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()>;
+    /// Revokes every live token of the operator but `keep` (the sign-in
+    /// that changed its own password), with their devices.
+    fn revoke_other_tokens(&mut self, tenant: TenantId, operator: OperatorId, keep: TokenId, at: Timestamp) -> StoreResult<()>;
+    /// Revokes one of the operator's own live sign-ins, of any kind, with
+    /// its devices; false when it has no such one.
+    fn revoke_sign_in(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<bool>;
 }
 
 /// Set-password links (invitations and resets).

@@ -183,6 +183,8 @@ fn label(field: &str) -> &'static str {
         "role" => "Role",
         "site_ids" => "Sites",
         "active" => "Can sign in",
+        "current_password" => "Current password",
+        "new_password" => "New password",
         "body" => "Text",
         _ => "A field",
     }

@@ -41,7 +41,9 @@ pub fn page(title: &str, who: Option<&WebSession>, main: Markup) -> Markup {
                         script type="module" src=(super::assets::push_script_url()) {}
                         form.signout method="post" action="/app/logout" {
                             input type="hidden" name=(csrf::FIELD) value=(w.csrf);
-                            span.who { (w.session.operator.name) }
+                            a.who href="/app/account" title="Your account" {
+                                (super::account::avatar(&w.session.operator.name)) span.name { (w.session.operator.name) }
+                            }
                             button type="submit" { "Sign out" }
                         }
                     }

@@ -10,6 +10,7 @@
 //! Every state-changing form carries a token derived from the session
 //! (`csrf`), which a page of another site can neither read nor compute.
 
+mod account;
 mod admin_pages;
 mod assets;
 mod conversation;
@@ -65,6 +66,10 @@ pub fn routes() -> Router<AppState> {
         .route("/app/login", get(login::form).post(login::submit))
         .route("/app/logout", post(login::logout))
         .route("/app/password", get(password::form).post(password::submit))
+        .route(account::HERE, get(account::page_view).post(account::save))
+        .route("/app/account/password", get(account::to_page).post(account::change_password))
+        .route("/app/account/sign-ins/{id}/end", get(account::to_page).post(account::end_sign_in))
+        .route("/app/account/devices/{id}/remove", get(account::to_page).post(account::remove_device))
         .route("/app/events", get(events::stream))
         .route("/app/search", get(search::page))
         .route("/app/conversations/{id}", get(c::page))

@@ -151,3 +151,28 @@ pub struct TransferRequest {
     /// For operators only; never shown to the visitor. At most 5,000 characters.
     pub note: Option<schema::Note>,
 }
+
+/// What the operator changes of its own account; what is left out stays.
+#[derive(ToSchema, FromFields)]
+pub struct AccountPatchRequest {
+    name: Option<schema::RequiredName>,
+    /// Be pushed about new conversations and visitor messages in
+    /// unassigned ones.
+    notify_unassigned: Option<bool>,
+    /// Be pushed about its own conversations.
+    notify_mine: Option<bool>,
+}
+
+impl From<AccountPatchRequest> for parley_domain::account::AccountPatch {
+    fn from(r: AccountPatchRequest) -> Self {
+        Self { name: r.name.map(|n| n.0), notify_unassigned: r.notify_unassigned, notify_mine: r.notify_mine }
+    }
+}
+
+/// A new password, given with the current one.
+#[derive(ToSchema, FromFields)]
+pub struct PasswordChangeRequest {
+    pub current_password: schema::Password,
+    /// 10 to 1,024 characters.
+    pub new_password: schema::NewPassword,
+}

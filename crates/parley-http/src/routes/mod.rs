@@ -5,6 +5,7 @@
 //! also served at the root. The OpenAPI document is collected from the same
 //! declarations, so a route cannot exist without its documentation.
 
+mod account;
 mod admin;
 mod audit;
 mod canned;
@@ -104,6 +105,7 @@ fn api(prefix: &'static str) -> OpenApiRouter<AppState> {
     let mount = health::routes(mount);
     let mount = widget::routes(mount);
     let mount = mobile::routes(mount);
+    let mount = account::routes(mount);
     let mount = files::routes(mount);
     let mount = devices::routes(mount);
     let mount = admin::routes(mount);

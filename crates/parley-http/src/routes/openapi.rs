@@ -143,6 +143,34 @@ impl IntoResponses for DeviceRemoveErrors {
     }
 }
 
+/// Errors of changing the operator's own account.
+pub struct AccountErrors;
+
+impl IntoResponses for AccountErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([UNAUTHENTICATED, INVALID, UNAVAILABLE]);
+        errors(&list)
+    }
+}
+
+/// Errors of the operator's password change and of ending its sign-ins.
+pub struct SignInErrors;
+
+impl IntoResponses for SignInErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            UNAUTHENTICATED,
+            ("403", "`forbidden`: a personal access token cannot change the password or end sign-ins"),
+            ("404", "`not_found`: no such sign-in of this operator"),
+            ("422", "`validation_failed`, with `fields`; `current_password` when it is not the operator's"),
+            UNAVAILABLE,
+        ]);
+        errors(&list)
+    }
+}
+
 /// Errors of the operator's catch-up.
 pub struct CatchupErrors;
 

@@ -23,6 +23,17 @@ pub struct UserView {
     pub site_ids: Vec<i64>,
     /// False for an invited operator that has not chosen its password yet.
     pub password_set: bool,
+    /// What the operator chose to be pushed about (its account page).
+    pub notifications: NotificationChoicesView,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct NotificationChoicesView {
+    /// New conversations, and visitor messages in unassigned ones.
+    pub unassigned: bool,
+    /// Visitor messages in its own conversations, and assignments and
+    /// transfers to it.
+    pub mine: bool,
 }
 
 impl From<&Operator> for UserView {
@@ -35,6 +46,7 @@ impl From<&Operator> for UserView {
             active: o.active,
             site_ids: o.site_ids.iter().map(|s| s.0).collect(),
             password_set: o.password_set,
+            notifications: NotificationChoicesView { unassigned: o.notify.unassigned, mine: o.notify.mine },
         }
     }
 }
@@ -413,4 +425,45 @@ pub struct SearchResponse {
     /// The words searched for, in lower case: what to highlight.
     pub terms: Vec<String>,
     pub meta: SearchMetaView,
+}
+
+/// One of the operator's sign-ins that still holds.
+#[derive(Serialize, ToSchema)]
+pub struct SignInView {
+    pub id: i64,
+    /// `login` (the mobile app), `session` (the web app) or `personal` (a
+    /// personal access token).
+    pub kind: &'static str,
+    /// The device a mobile login named, or a personal token's name.
+    pub name: Option<String>,
+    pub created_at: DateTime,
+    pub expires_at: DateTime,
+    /// To the minute.
+    pub last_used_at: Option<DateTime>,
+    /// The sign-in this request was made with.
+    pub current: bool,
+}
+
+impl SignInView {
+    pub fn new(r: &parley_domain::model::SignInRecord, current: parley_domain::model::TokenId) -> Self {
+        Self {
+            id: r.id.0,
+            kind: r.kind.as_str(),
+            name: r.name.clone(),
+            created_at: at(r.created_at),
+            expires_at: at(r.expires_at),
+            last_used_at: r.last_used_at.map(at),
+            current: r.id == current,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SignInListResponse {
+    pub sign_ins: Vec<SignInView>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AccountResponse {
+    pub user: UserView,
 }

@@ -28,6 +28,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (19, include_str!("../../migrations/postgres/0019_conversation_summary.sql")),
     (20, include_str!("../../migrations/postgres/0020_audit_log.sql")),
     (21, include_str!("../../migrations/postgres/0021_password_links.sql")),
+    (22, include_str!("../../migrations/postgres/0022_notification_choices.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

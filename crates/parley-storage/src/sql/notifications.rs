@@ -139,6 +139,7 @@ statements! {
          JOIN operator_tokens t ON t.id = d.token_id AND t.tenant_id = d.tenant_id
          WHERE c.tenant_id = :tenant AND c.id = :conversation AND o.active = TRUE
            AND (:recipient IS NULL OR o.id = :recipient) AND (:actor IS NULL OR o.id <> :actor)
+           AND CASE WHEN :recipient IS NULL THEN o.notify_unassigned ELSE o.notify_mine END
            AND {} AND {HOLDS}
          ON CONFLICT (device_id, conversation_id) DO UPDATE SET
            tenant_id = excluded.tenant_id, operator_id = excluded.operator_id,

@@ -12,7 +12,8 @@ use super::{IdList, Row, Tx, statements};
 
 const OPERATOR_COLS: &str = "o.id AS o_id, o.tenant_id AS o_tenant_id, o.email AS o_email, o.name AS o_name, \
      o.role AS o_role, o.active AS o_active, o.created_at AS o_created_at, \
-     CASE WHEN o.password_hash = '' THEN FALSE ELSE TRUE END AS o_password_set";
+     CASE WHEN o.password_hash = '' THEN FALSE ELSE TRUE END AS o_password_set, \
+     o.notify_unassigned AS o_notify_unassigned, o.notify_mine AS o_notify_mine";
 
 fn operator(r: &dyn Row) -> StoreResult<Operator> {
     Ok(Operator {
@@ -25,6 +26,7 @@ fn operator(r: &dyn Row) -> StoreResult<Operator> {
         site_ids: Vec::new(),
         created_at: r.ts("o_created_at")?,
         password_set: r.flag("o_password_set")?,
+        notify: NotifyChoices { unassigned: r.flag("o_notify_unassigned")?, mine: r.flag("o_notify_mine")? },
     })
 }
 
@@ -68,10 +70,23 @@ statements! {
         "DELETE FROM operator_sites WHERE tenant_id = :tenant AND operator_id = :operator".into(),
     UPDATE_OPERATOR<'a>(
         tenant: TenantId, id: OperatorId, name: Option<&'a str>, role: Option<&'a str>, active: Option<bool>,
-        password_hash: Option<&'a str>,
+        password_hash: Option<&'a str>, notify_unassigned: Option<bool>, notify_mine: Option<bool>,
     ) => |_| "UPDATE operators SET name = COALESCE(:name, name), role = COALESCE(:role, role),
-             active = COALESCE(:active, active), password_hash = COALESCE(:password_hash, password_hash)
+             active = COALESCE(:active, active), password_hash = COALESCE(:password_hash, password_hash),
+             notify_unassigned = COALESCE(:notify_unassigned, notify_unassigned), notify_mine = COALESCE(:notify_mine, notify_mine)
          WHERE tenant_id = :tenant AND id = :id".into(),
+    SIGN_INS(tenant: TenantId, operator: OperatorId, now: Timestamp) => |_|
+        "SELECT id, kind, device_name, created_at, expires_at, last_used_at FROM operator_tokens
+         WHERE tenant_id = :tenant AND operator_id = :operator AND revoked_at IS NULL AND expires_at > :now
+         ORDER BY COALESCE(last_used_at, created_at) DESC, id DESC".into(),
+    REVOKE_OTHER_TOKENS(tenant: TenantId, operator: OperatorId, keep: TokenId, at: Timestamp) => |_|
+        "UPDATE operator_tokens SET revoked_at = :at
+         WHERE tenant_id = :tenant AND operator_id = :operator AND id <> :keep AND revoked_at IS NULL".into(),
+    FORGET_OTHER_DEVICES(tenant: TenantId, operator: OperatorId, keep: TokenId) => |_|
+        "DELETE FROM devices WHERE tenant_id = :tenant AND operator_id = :operator AND token_id <> :keep".into(),
+    REVOKE_SIGN_IN(tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) => |_|
+        "UPDATE operator_tokens SET revoked_at = :at
+         WHERE tenant_id = :tenant AND operator_id = :operator AND id = :token AND revoked_at IS NULL".into(),
     INSERT_TOKEN<'a>(
         tenant: TenantId, operator: OperatorId, kind: &'a str, token_hash: &'a [u8], device_name: Option<&'a str>,
         created_at: Timestamp, expires_at: Timestamp,
@@ -194,6 +209,19 @@ impl OperatorsRead for Tx<'_> {
         })
     }
 
+    fn sign_ins(&mut self, tenant: TenantId, operator: OperatorId, now: Timestamp) -> StoreResult<Vec<SignInRecord>> {
+        self.all(SIGN_INS { tenant, operator, now }, |r| {
+            Ok(SignInRecord {
+                id: TokenId(r.i64("id")?),
+                kind: r.parsed("kind", TokenKind::parse)?,
+                name: r.text("device_name")?,
+                created_at: r.ts("created_at")?,
+                expires_at: r.ts("expires_at")?,
+                last_used_at: r.opt_ts("last_used_at")?,
+            })
+        })
+    }
+
     fn operator_by_email(&mut self, tenant: TenantId, email: &str) -> StoreResult<Option<Operator>> {
         match self.one(OPERATOR_BY_EMAIL { tenant, email }, operator)? {
             Some(op) => Ok(Some(self.with_sites(op)?)),
@@ -223,6 +251,7 @@ impl OperatorsWrite for Tx<'_> {
             site_ids: o.site_ids.clone(),
             created_at: o.created_at,
             password_set: !o.password_hash.is_empty(),
+            notify: NotifyChoices::default(),
         })
     }
 
@@ -234,6 +263,8 @@ impl OperatorsWrite for Tx<'_> {
             role: ch.role.map(Role::as_str),
             active: ch.active,
             password_hash: ch.password_hash.as_deref(),
+            notify_unassigned: ch.notify.map(|n| n.unassigned),
+            notify_mine: ch.notify.map(|n| n.mine),
         })?;
         if let Some(sites) = &ch.site_ids {
             self.exec(CLEAR_MEMBERSHIPS { tenant, operator: id })?;
@@ -277,5 +308,19 @@ impl OperatorsWrite for Tx<'_> {
         self.exec(REVOKE_OPERATOR_TOKENS { tenant, operator, at })?;
         self.exec(FORGET_OPERATOR_DEVICES { tenant, operator })?;
         Ok(())
+    }
+
+    fn revoke_other_tokens(&mut self, tenant: TenantId, operator: OperatorId, keep: TokenId, at: Timestamp) -> StoreResult<()> {
+        self.exec(REVOKE_OTHER_TOKENS { tenant, operator, keep, at })?;
+        self.exec(FORGET_OTHER_DEVICES { tenant, operator, keep })?;
+        Ok(())
+    }
+
+    fn revoke_sign_in(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<bool> {
+        let revoked = self.exec(REVOKE_SIGN_IN { tenant, operator, token, at })? == 1;
+        if revoked {
+            self.exec(FORGET_TOKEN_DEVICES { tenant, token })?;
+        }
+        Ok(revoked)
     }
 }

@@ -42,6 +42,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (25, include_str!("../../migrations/sqlite/0025_conversation_summary.sql")),
     (26, include_str!("../../migrations/sqlite/0026_audit_log.sql")),
     (27, include_str!("../../migrations/sqlite/0027_password_links.sql")),
+    (28, include_str!("../../migrations/sqlite/0028_notification_choices.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.

@@ -8,6 +8,7 @@ mod receiver;
 mod s3_peer;
 mod sse;
 
+mod account;
 mod admin;
 mod admin_tokens;
 mod attachments;

@@ -442,6 +442,8 @@ async fn routing_lines_written_before_are_kept_among_operators() {
              ALTER TABLE conversations DROP COLUMN waiting_since;
              DROP TABLE audit_entries;
              DROP TABLE password_links;
+             ALTER TABLE operators DROP COLUMN notify_unassigned;
+             ALTER TABLE operators DROP COLUMN notify_mine;
              {unmigrate}"
         ),
     )

@@ -564,3 +564,35 @@ async fn raw(app: &TestApp, path: &str) -> (StatusCode, String) {
     let res = app.client.get(app.url(path)).send().await.expect("request");
     (res.status(), res.text().await.expect("text"))
 }
+
+#[tokio::test]
+async fn operators_are_pushed_only_about_what_they_chose() {
+    let Setup { app, peer, .. } = setup().await;
+    let f = app.fixture("acme", &[]).await;
+    let ann = app.operator(&f, "ann@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let ann_token = app.login("ann@acme.example.com").await;
+    register(&app, &admin, "ios", json!(APPLE)).await;
+    register(&app, &ann_token, "android", json!("fcm-ann")).await;
+    let (status, body) = app.authed(Method::PATCH, "/api/v1/mobile/me", &ann_token, Some(json!({"notify_unassigned": false}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["user"]["notifications"], json!({"unassigned": false, "mine": true}));
+
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    peer.wait_for(1).await;
+    settled(&app).await;
+    let to: Vec<String> = peer.delivered().iter().map(|p| p.token.clone()).collect();
+    assert_eq!(to, [APPLE], "Ann chose not to hear of conversations nobody has taken");
+
+    // Ann turns off her own conversations too: an assignment to her is silent.
+    app.authed(Method::PATCH, "/api/v1/mobile/me", &ann_token, Some(json!({"notify_mine": false}))).await;
+    let id = conversation_id(&app, &admin, &public_id).await;
+    let (status, _) =
+        app.authed(Method::POST, &format!("/api/mobile/conversations/{id}/assign"), &admin, Some(json!({"operator_id": ann}))).await;
+    assert_eq!(status, StatusCode::OK);
+    app.clock.advance(Duration::from_secs(11));
+    app.post_message("/api", &f.token, &public_id, "anyone?").await;
+    settled(&app).await;
+    assert_eq!(pending_pushes(&app).await, 0);
+    assert_eq!(peer.delivered().len(), 1, "nothing more: Ann chose neither");
+}
