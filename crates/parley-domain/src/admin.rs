@@ -22,10 +22,18 @@ pub fn identity_shown(installation: &Installation) -> String {
     installation.identity.secret.as_deref().map_or_else(|| "none".to_owned(), crate::webhooks::signing::fingerprint)
 }
 
-/// What an admin changes about a site's settings; `None` leaves a part,
-/// `Some(None)` clears it.
+/// What an admin changes about a site; `None` leaves a part, `Some(None)`
+/// clears it.
 #[derive(Clone, Debug, Default)]
 pub struct SitePatch {
+    pub name: Option<String>,
+    /// Checked and lower-cased by `validate::domain`.
+    pub domains: Option<Vec<String>>,
+    pub title: Option<String>,
+    pub greeting: Option<String>,
+    pub accent_color: Option<String>,
+    pub privacy_text: Option<String>,
+    pub privacy_url: Option<Option<String>>,
     pub locale: Option<Option<String>>,
     pub texts: Option<std::collections::BTreeMap<String, SiteTexts>>,
     pub hours: Option<Option<crate::hours::BusinessHours>>,
@@ -37,6 +45,24 @@ impl SitePatch {
     /// What the audit log records of the change: each part given.
     fn described(&self) -> serde_json::Value {
         let mut out = serde_json::Map::new();
+        let texts = [
+            ("name", &self.name),
+            ("widget_title", &self.title),
+            ("widget_greeting", &self.greeting),
+            ("accent_color", &self.accent_color),
+            ("privacy_text", &self.privacy_text),
+        ];
+        for (field, value) in texts {
+            if let Some(value) = value {
+                out.insert(field.into(), json!(value));
+            }
+        }
+        if let Some(domains) = &self.domains {
+            out.insert("domains".into(), json!(domains));
+        }
+        if let Some(url) = &self.privacy_url {
+            out.insert("privacy_url".into(), json!(url));
+        }
         if let Some(locale) = &self.locale {
             out.insert("locale".into(), json!(locale));
         }
@@ -57,6 +83,11 @@ impl SitePatch {
     fn check(&self) -> Result<(), DomainError> {
         let mut errors = FieldErrors::new();
         let known = |language: &str| crate::locale::LANGUAGES.contains(&language);
+        for domain in self.domains.iter().flatten() {
+            if let Err(e) = crate::validate::domain(domain) {
+                errors.add("domains", e);
+            }
+        }
         if let Some(Some(locale)) = &self.locale
             && !known(locale)
         {
@@ -158,6 +189,33 @@ impl AdminService {
             .write(move |tx| {
                 let mut site = tx.site(tenant, id)?.ok_or(DomainError::NotFound)?;
                 let details = patch.described();
+                if let Some(name) = patch.name {
+                    site.name = name;
+                }
+                if let Some(domains) = patch.domains {
+                    site.domains = domains.into_iter().fold(Vec::new(), |mut kept, d| {
+                        if !kept.contains(&d) {
+                            kept.push(d);
+                        }
+                        kept
+                    });
+                }
+                let look = &mut site.appearance;
+                if let Some(title) = patch.title {
+                    look.title = title;
+                }
+                if let Some(greeting) = patch.greeting {
+                    look.greeting = greeting;
+                }
+                if let Some(colour) = patch.accent_color {
+                    look.accent_color = colour;
+                }
+                if let Some(text) = patch.privacy_text {
+                    look.privacy_text = text;
+                }
+                if let Some(url) = patch.privacy_url {
+                    look.privacy_url = url;
+                }
                 let settings = &mut site.settings;
                 if let Some(locale) = patch.locale {
                     settings.locale = locale;
@@ -173,7 +231,7 @@ impl AdminService {
                     kinds.dedup();
                     settings.file_kinds = Some(kinds);
                 }
-                tx.update_site_settings(tenant, id, &site.settings)?;
+                tx.update_site(tenant, &site)?;
                 audit::record(tx, tenant, &by, now, Action::SiteUpdated, Some(id.0), details)?;
                 Ok(site)
             })

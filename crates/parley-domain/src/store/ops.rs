@@ -48,8 +48,10 @@ pub trait TenancyWrite: TenancyRead {
     fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
     fn insert_installation(&mut self, scope: SiteScope, installation: &NewInstallation) -> StoreResult<Installation>;
     fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()>;
-    /// Saves the site's language, texts per language and business hours.
-    fn update_site_settings(&mut self, tenant: TenantId, id: SiteId, settings: &SiteSettings) -> StoreResult<()>;
+    /// Saves what an admin may change of the site: its name, domains,
+    /// the widget's look and texts, language, business hours and file
+    /// kinds.
+    fn update_site(&mut self, tenant: TenantId, site: &Site) -> StoreResult<()>;
     fn set_installation_identity(
         &mut self,
         tenant: TenantId,

@@ -42,8 +42,12 @@ const SECTIONS: [(&str, &str); 4] = [
 ];
 
 /// The settings' sections, as (address, label).
-const SETTINGS: [(&str, &str); 3] =
-    [("/app/settings/operators", "Operators"), ("/app/settings/canned", "Canned responses"), ("/app/settings/audit", "Audit log")];
+const SETTINGS: [(&str, &str); 4] = [
+    ("/app/settings/operators", "Operators"),
+    ("/app/settings/sites", "Sites"),
+    ("/app/settings/canned", "Canned responses"),
+    ("/app/settings/audit", "Audit log"),
+];
 
 /// A page of the integrations: its title, the section links (`current`
 /// marked), and the copy buttons' script.
@@ -184,6 +188,13 @@ fn label(field: &str) -> &'static str {
         "site_ids" => "Sites",
         "active" => "Can sign in",
         "current_password" => "Current password",
+        "widget_title" => "Title",
+        "widget_greeting" => "Greeting",
+        "accent_color" => "Colour",
+        "privacy_text" => "Privacy text",
+        "privacy_url" => "Privacy page",
+        "locale" => "Language",
+        "business_hours" => "Business hours",
         "new_password" => "New password",
         "body" => "Text",
         _ => "A field",

@@ -47,10 +47,20 @@ impl From<SiteCreateRequest> for NewSiteInput {
     }
 }
 
-/// What changes of a site's language, texts per language and business
-/// hours; what is left out stays.
+/// What changes of a site: its name and domains, the widget's look and
+/// texts, language, texts per language, business hours and file kinds;
+/// what is left out stays.
 #[derive(ToSchema, FromFields)]
 pub struct SitePatchRequest {
+    name: Option<schema::RequiredName>,
+    /// Replaces the list; an empty list lets the widget run anywhere.
+    domains: Option<Vec<schema::Domain>>,
+    widget_title: Option<schema::Name>,
+    widget_greeting: Option<schema::LongText>,
+    /// `#rrggbb`.
+    accent_color: Option<schema::Colour>,
+    privacy_text: Option<schema::LongText>,
+    privacy_url: Option<schema::PageUrl>,
     #[schema(schema_with = schema::site_locale)]
     locale: Option<SiteLocale>,
     #[schema(schema_with = schema::site_texts)]
@@ -64,10 +74,20 @@ pub struct SitePatchRequest {
 
 impl SitePatchRequest {
     pub fn patch(self) -> Result<SitePatch, parley_domain::DomainError> {
-        if self.locale.is_none() && self.texts.is_none() && self.business_hours.is_none() && self.attachment_types.is_none() {
-            return Err(parley_domain::DomainError::invalid("locale", "give locale, texts, business_hours, attachment_types or several"));
+        let look = [self.widget_title.is_none(), self.widget_greeting.is_none(), self.accent_color.is_none(), self.privacy_text.is_none()];
+        let settings = [self.locale.is_none(), self.texts.is_none(), self.business_hours.is_none(), self.attachment_types.is_none()];
+        let named = [self.name.is_none(), self.domains.is_none(), self.privacy_url.is_none()];
+        if look.into_iter().chain(settings).chain(named).all(|absent| absent) {
+            return Err(parley_domain::DomainError::invalid("locale", "give at least one field to change"));
         }
         Ok(SitePatch {
+            name: self.name.map(|n| n.0),
+            domains: self.domains.map(|list| list.into_iter().map(|d| d.0).collect()),
+            title: self.widget_title.map(|t| t.0),
+            greeting: self.widget_greeting.map(|t| t.0),
+            accent_color: self.accent_color.map(|c| c.0),
+            privacy_text: self.privacy_text.map(|t| t.0),
+            privacy_url: self.privacy_url.map(|u| Some(u.0.url)),
             locale: self.locale.map(|l| l.0),
             texts: self.texts.map(|t| t.0),
             hours: self.business_hours.map(|h| h.0),

@@ -93,10 +93,13 @@ statements! {
     ), "i"),
     TENANT_BY_SLUG<'a>(slug: &'a str) => |_| format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.slug = :slug"),
     TENANT(id: TenantId) => |_| format!("SELECT {TENANT_COLS} FROM tenants t WHERE t.id = :id"),
-    UPDATE_SITE_SETTINGS<'a>(
-        tenant: TenantId, id: SiteId, locale: Option<&'a str>, texts: Option<&'a str>, hours: Option<&'a str>,
+    UPDATE_SITE<'a>(
+        tenant: TenantId, id: SiteId, name: &'a str, domains: &'a str, title: &'a str, greeting: &'a str, accent_color: &'a str,
+        privacy_text: &'a str, privacy_url: Option<&'a str>, locale: Option<&'a str>, texts: Option<&'a str>, hours: Option<&'a str>,
         file_kinds: Option<&'a str>,
-    ) => |_| "UPDATE sites SET locale = :locale, texts = :texts, business_hours = :hours, attachment_types = :file_kinds
+    ) => |_| "UPDATE sites SET name = :name, domains = :domains, widget_title = :title, widget_greeting = :greeting,
+             accent_color = :accent_color, privacy_text = :privacy_text, privacy_url = :privacy_url,
+             locale = :locale, texts = :texts, business_hours = :hours, attachment_types = :file_kinds
          WHERE tenant_id = :tenant AND id = :id".into(),
     SITES(tenant: TenantId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant ORDER BY s.id"),
     SITE(tenant: TenantId, id: SiteId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant AND s.id = :id"),
@@ -230,13 +233,22 @@ impl TenancyWrite for Tx<'_> {
         })
     }
 
-    fn update_site_settings(&mut self, tenant: TenantId, id: SiteId, settings: &SiteSettings) -> StoreResult<()> {
+    fn update_site(&mut self, tenant: TenantId, site: &Site) -> StoreResult<()> {
+        let settings = &site.settings;
         let texts = if settings.texts.is_empty() { None } else { Some(to_json(&settings.texts)?) };
         let hours = settings.hours.as_ref().map(to_json).transpose()?;
         let file_kinds = settings.file_kinds.as_ref().map(to_json).transpose()?;
-        self.exec(UPDATE_SITE_SETTINGS {
+        let (domains, a) = (to_json(&site.domains)?, &site.appearance);
+        self.exec(UPDATE_SITE {
             tenant,
-            id,
+            id: site.id,
+            name: &site.name,
+            domains: &domains,
+            title: &a.title,
+            greeting: &a.greeting,
+            accent_color: &a.accent_color,
+            privacy_text: &a.privacy_text,
+            privacy_url: a.privacy_url.as_deref(),
             locale: settings.locale.as_deref(),
             texts: texts.as_deref(),
             hours: hours.as_deref(),

@@ -84,3 +84,113 @@ async fn admins_add_change_and_delete_canned_responses_in_the_web_app() {
     assert_eq!(offered(&mut admin).await["canned_responses"], json!([]));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_api_changes_a_sites_name_domains_and_look_and_refuses_bad_values() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &["acme.example"]).await;
+    let globex = app.fixture("globex", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let path = format!("/api/v1/admin/sites/{}", f.scope.site.0);
+    let change = json!({"name": "Acme Help", "domains": ["Help.Acme.example", "help.acme.example", "acme.example"],
+        "widget_title": "Talk to Acme", "widget_greeting": "Hello there", "accent_color": "#ff0066",
+        "privacy_text": "We keep it safe.", "privacy_url": "https://acme.example/privacy"});
+    let (status, body) = app.authed(Method::PATCH, &path, &admin, Some(change)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, config) = app.get(&format!("/api/v1/widget/config/{}", f.token)).await;
+    assert_eq!(config["site"]["name"], "Acme Help");
+    assert_eq!(config["site"]["domains"], json!(["help.acme.example", "acme.example"]), "lower case, once each");
+    assert_eq!(config["site"]["widget"]["accent_color"], "#ff0066");
+    assert_eq!(config["site"]["widget"]["privacy_url"], "https://acme.example/privacy");
+    for (bad, field) in [
+        (json!({"name": ""}), "name"),
+        (json!({"domains": ["not a domain!"]}), "domains"),
+        (json!({"accent_color": "red"}), "accent_color"),
+        (json!({"privacy_url": "javascript:alert(1)"}), "privacy_url"),
+        (json!({}), "locale"),
+    ] {
+        let (status, body) = app.authed(Method::PATCH, &path, &admin, Some(bad)).await;
+        assert_fields(status, &body, &[field]);
+    }
+    let (status, body) =
+        app.authed(Method::PATCH, &format!("/api/v1/admin/sites/{}", globex.scope.site.0), &admin, Some(json!({"name": "Mine"}))).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    let (_, config) = app.get(&format!("/api/v1/widget/config/{}", f.token)).await;
+    assert_eq!(config["site"]["name"], "Acme Help", "nothing refused changed anything");
+}
+
+#[tokio::test]
+async fn admins_set_a_sites_widget_and_hours_in_the_web_app_and_the_widget_shows_them() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &["acme.example"]).await;
+    app.operator(&f, "agent@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let mut admin = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let page = admin.get("/app/settings/sites").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.html.contains("acme site") && page.html.contains("anonymous visitors may chat"), "{}", page.html);
+    let csrf = page.field("csrf");
+    let site = f.scope.site.0;
+    let saved = admin
+        .post(
+            &format!("/app/settings/sites/{site}"),
+            &[
+                ("csrf", &csrf),
+                ("name", "Acme Help"),
+                ("domains", ""),
+                ("domains", "acme.example\nhelp.acme.example"),
+                ("widget_title", "Talk to us"),
+                ("widget_greeting", "Ask away"),
+                ("accent_color", "#112233"),
+                ("privacy_text", "Kept safe."),
+                ("privacy_url", ""),
+                ("locale", "fr"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.location.as_deref(), Some(format!("/app/settings/sites?done=saved#site-{site}").as_str()), "{}", saved.html);
+    let (_, config) = app.get(&format!("/api/v1/widget/config/{}", f.token)).await;
+    assert_eq!(config["site"]["name"], "Acme Help");
+    assert_eq!(config["site"]["domains"], json!(["acme.example", "help.acme.example"]));
+    assert_eq!(config["site"]["widget"]["accent_color"], "#112233");
+    assert_eq!(config["site"]["widget"]["privacy_url"], Value::Null, "emptied");
+    assert_eq!(config["locale"], "fr");
+
+    let hours = admin
+        .post(
+            &format!("/app/settings/sites/{site}/hours"),
+            &[
+                ("csrf", &csrf),
+                ("time_zone", "Europe/Berlin"),
+                ("monday_open", "09:00"),
+                ("monday_close", "17:00"),
+                ("closed_dates", "2026-12-25"),
+            ],
+        )
+        .await;
+    assert_eq!(hours.location.as_deref(), Some(format!("/app/settings/sites?done=hours#site-{site}").as_str()), "{}", hours.html);
+    let (_, config) = app.get(&format!("/api/v1/widget/config/{}", f.token)).await;
+    assert!(config["online"].is_boolean() && config.get("next_open_at").is_some(), "{config}");
+    let page = admin.get("/app/settings/sites").await;
+    assert!(page.html.contains("value=\"09:00\"") && page.html.contains("Europe/Berlin"));
+    let bad = admin
+        .post(&format!("/app/settings/sites/{site}/hours"), &[("csrf", &csrf), ("time_zone", "Mars/Olympus"), ("monday_open", "25:00")])
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.html.contains("Business hours"), "{}", bad.html);
+    let always =
+        admin.post(&format!("/app/settings/sites/{site}/hours"), &[("csrf", &csrf), ("always_open", "true"), ("time_zone", "UTC")]).await;
+    assert!(always.location.is_some());
+    let (_, config) = app.get(&format!("/api/v1/widget/config/{}", f.token)).await;
+    assert_eq!(config["online"], true);
+
+    let refused = admin.post(&format!("/app/settings/sites/{site}"), &[("csrf", &csrf), ("name", "X"), ("accent_color", "red")]).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.html.contains("Colour"), "{}", refused.html);
+    let mut agent = Browser::signed_in(&app, "agent@acme.example.com").await;
+    assert_eq!(agent.get("/app/settings/sites").await.status, StatusCode::FORBIDDEN);
+    let forged = admin.post(&format!("/app/settings/sites/{site}"), &[("name", "Forged")]).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    let other = app.fixture("globex", &[]).await;
+    let elsewhere = admin.post(&format!("/app/settings/sites/{}", other.scope.site.0), &[("csrf", &csrf), ("name", "Mine")]).await;
+    assert_eq!(elsewhere.status, StatusCode::NOT_FOUND);
+}

@@ -7,6 +7,7 @@
 mod audit;
 mod canned;
 mod operators;
+mod sites;
 
 use axum::Router;
 use axum::response::Redirect;
@@ -23,6 +24,9 @@ pub fn routes() -> Router<AppState> {
         .route("/app/canned-responses", get(canned::offered))
         .route(audit::HERE, get(audit::page))
         .route(operators::HERE, get(operators::page).post(operators::invite))
+        .route(sites::HERE, get(sites::page))
+        .route("/app/settings/sites/{id}", get(sites::to_page).post(sites::save))
+        .route("/app/settings/sites/{id}/hours", get(sites::to_page).post(sites::save_hours))
         .route("/app/settings/operators/{id}", get(operators::to_page).post(operators::update))
         .route("/app/settings/operators/{id}/password-link", get(operators::to_page).post(operators::send_link))
 }
