@@ -22,7 +22,7 @@ function start(root) {
   const title = document.title;
   // Regions the page swaps on a change; a region holding the focus
   // waits, so a choice or a text being typed is never lost.
-  const regions = kind === "inbox" ? ["conversation-list"] : ["summary", "messages", "actions", "visitor"];
+  const regions = kind === "inbox" ? ["conversation-list"] : ["conversation-list", "summary", "messages", "actions", "visitor"];
   const status = statusLine();
   const drafted = new WeakSet();
   let refreshing = false;

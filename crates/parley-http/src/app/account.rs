@@ -6,7 +6,7 @@
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use maud::{Markup, html};
+use maud::html;
 use parley_domain::model::{DeviceId, TokenId, TokenKind};
 
 use super::admin_pages::{Refused, back, done_message, message, notice, problem, refusal, token_field};
@@ -216,29 +216,4 @@ pub async fn end_sign_in(State(s): State<AppState>, who: WebSession, Id(id): Id,
 pub async fn remove_device(State(s): State<AppState>, who: WebSession, Id(id): Id, _form: CheckedForm) -> Result<Response, PageError> {
     s.devices.remove(&who.session, DeviceId(id)).await?;
     Ok(back(&format!("{HERE}?done=removed")))
-}
-
-/// The avatar of an operator: its initials, for the bar and the lists.
-pub fn initials(name: &str) -> String {
-    let mut words = name.split_whitespace().filter_map(|w| w.chars().next());
-    let first = words.next().map(|c| c.to_uppercase().collect::<String>()).unwrap_or_else(|| "?".into());
-    let last = words.next_back().map(|c| c.to_uppercase().collect::<String>()).unwrap_or_default();
-    format!("{first}{last}")
-}
-
-pub fn avatar(name: &str) -> Markup {
-    html! { span.avatar aria-hidden="true" { (initials(name)) } }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::initials;
-
-    #[test]
-    fn initials_are_the_first_and_last_words_first_letters() {
-        assert_eq!(initials("Ann Marie Smith"), "AS");
-        assert_eq!(initials("émile"), "É");
-        assert_eq!(initials("  "), "?");
-        assert_eq!(initials("bea o'neil"), "BO");
-    }
 }

@@ -88,7 +88,9 @@ pub fn row(d: &ConversationDetails) -> Markup {
     html! {
         a.conversation.unread[unread] href={ "/app/conversations/" (c.id.0) "#latest" } data-status=(c.status.as_str()) data-id=(c.id.0) data-last=(last) {
             @if unread { span.unread-label { "Unread" } }
-            span.who { (who) }
+            // The avatar is drawn from `data-initials` by the stylesheet,
+            // so the name's text stays the name alone.
+            span.who data-initials=(super::layout::initials(&who)) { (who) }
             span.site { (d.site.name) }
             @if let Some(line) = d.preview(PREVIEW_CHARS) { span.preview { (line) } }
             span.status { (status) @if let Some(a) = &d.assignee { " · " (a.name) } }

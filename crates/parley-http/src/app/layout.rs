@@ -42,7 +42,7 @@ pub fn page(title: &str, who: Option<&WebSession>, main: Markup) -> Markup {
                         form.signout method="post" action="/app/logout" {
                             input type="hidden" name=(csrf::FIELD) value=(w.csrf);
                             a.who href="/app/account" title="Your account" {
-                                (super::account::avatar(&w.session.operator.name)) span.name { (w.session.operator.name) }
+                                (avatar(&w.session.operator.name)) span.name { (w.session.operator.name) }
                             }
                             button type="submit" { "Sign out" }
                         }
@@ -102,6 +102,20 @@ pub fn minutes_or_seconds(secs: u64) -> String {
     }
 }
 
+/// A person's initials: the first letters of the first and last words
+/// of its name, what its avatar shows.
+pub fn initials(name: &str) -> String {
+    let mut words = name.split_whitespace().filter_map(|w| w.chars().next());
+    let first = words.next().map(|c| c.to_uppercase().collect::<String>()).unwrap_or_else(|| "?".into());
+    let last = words.next_back().map(|c| c.to_uppercase().collect::<String>()).unwrap_or_default();
+    format!("{first}{last}")
+}
+
+/// The avatar of an operator: its initials in a circle.
+pub fn avatar(name: &str) -> Markup {
+    html! { span.avatar aria-hidden="true" { (initials(name)) } }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +126,13 @@ mod tests {
         // 2026-11-22T14:05:09.250Z
         let t = Timestamp::from_millis(1_795_356_309_250);
         assert_eq!(when(t).into_string(), r#"<time datetime="2026-11-22T14:05:09.250Z">2026-11-22 14:05 UTC</time>"#);
+    }
+
+    #[test]
+    fn initials_are_the_first_and_last_words_first_letters() {
+        assert_eq!(initials("Ann Marie Smith"), "AS");
+        assert_eq!(initials("émile"), "É");
+        assert_eq!(initials("  "), "?");
+        assert_eq!(initials("bea o'neil"), "BO");
     }
 }

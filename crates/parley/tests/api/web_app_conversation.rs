@@ -420,3 +420,24 @@ async fn after_a_form_the_page_opens_at_the_latest_message() {
     assert!(latest.contains("On it") && !latest.contains("Where is my parcel?"), "the anchor is the latest message");
     assert!(admin.inbox("").await.html.contains(&format!("/app/conversations/{id}#latest")), "the inbox opens it there too");
 }
+
+/// Beside the conversation, the open conversations the operator may see,
+/// this one marked; an agent's list holds only its sites'.
+#[tokio::test]
+async fn the_page_lists_the_open_conversations_beside_it() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let eu = app.site("acme-eu", f.scope.tenant, &[]).await;
+    app.operator(&f, "agent@acme.example.com", Role::Agent, &[eu.scope.site]).await;
+    let (_, id, mut admin) = opened(&app, &f).await;
+    app.open_conversation("/api", &eu.token, "eu-visitor", "Bonjour").await;
+    let page = admin.conversation(id).await;
+    assert!(page.html.contains("aria-label=\"Open conversations\""));
+    assert!(page.html.contains("<li aria-current=\"page\"><a class=\"conversation"), "{}", page.html);
+    assert_eq!(page.html.matches("<a class=\"conversation").count(), 2, "both open conversations");
+    let mut agent = Browser::signed_in(&app, "agent@acme.example.com").await;
+    let inbox = agent.inbox("").await;
+    let eu_id = inbox.first_conversation();
+    let page = agent.conversation(eu_id).await;
+    assert_eq!(page.html.matches("<a class=\"conversation").count(), 1, "only its site's");
+}

@@ -16,7 +16,8 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use parley_domain::model::ConversationId;
+use parley_domain::inbox::PageRequest;
+use parley_domain::model::{ConversationId, StatusFilter};
 
 use super::error::PageError;
 use super::layout::respond;
@@ -29,6 +30,8 @@ pub use erase::{ask as ask_erase, erase};
 
 /// Messages a page shows at most, the latest; a page stays small.
 const SHOWN: u32 = 200;
+/// Open conversations the list pane beside the conversation shows.
+const LISTED: u32 = 30;
 
 /// The conversation id of the path, as a page: anything that is not one
 /// is the same "not found" page as an id out of sight.
@@ -122,5 +125,7 @@ async fn show(
     {
         tracing::warn!(error = %e, "a read marker could not be moved");
     }
-    Ok(respond(status, view::page(who, &t, problem.as_ref(), s.attachments.links())))
+    let page = PageRequest { page: 1, per_page: LISTED };
+    let (listed, _, _) = s.inbox.list(&who.session, StatusFilter::Open, page).await?;
+    Ok(respond(status, view::page(who, &t, &listed, problem.as_ref(), s.attachments.links())))
 }

@@ -4,7 +4,7 @@
 use maud::{Markup, html};
 use parley_domain::attachments::links::Links;
 use parley_domain::inbox::Transcript;
-use parley_domain::model::{AttachmentRef, ConversationId, ConversationStatus, Message, SenderKind};
+use parley_domain::model::{AttachmentRef, ConversationDetails, ConversationId, ConversationStatus, Message, SenderKind};
 
 use super::{Problem, Which, path};
 use crate::app::csrf;
@@ -15,7 +15,9 @@ use crate::app::session::WebSession;
 /// form below it, so a long thread is not scrolled through again.
 pub const LATEST: &str = "latest";
 
-pub fn page(who: &WebSession, t: &Transcript, problem: Option<&Problem>, links: &Links) -> Markup {
+/// The page: on a wide screen three panes (the open conversations, this
+/// one, its details), on a phone this one alone.
+pub fn page(who: &WebSession, t: &Transcript, listed: &[ConversationDetails], problem: Option<&Problem>, links: &Links) -> Markup {
     let id = t.details.conversation.id;
     let title = visitor_name(&t.details.visitor);
     let last = t.messages.len().saturating_sub(1);
@@ -23,6 +25,17 @@ pub fn page(who: &WebSession, t: &Transcript, problem: Option<&Problem>, links: 
         div.conversation-page data-live="conversation" data-cursor=(t.cursor.to_string()) data-conversation=(id.0)
             data-url=(path(id, None))
             data-last=(t.details.conversation.last_message_at.to_rfc3339()) {
+            nav.list-pane aria-label="Open conversations" {
+                div #conversation-list {
+                    p { a href="/app" { "All conversations" } }
+                    @if listed.is_empty() { p.empty { "No open conversations." } }
+                    ul.conversations {
+                        @for c in listed {
+                            li aria-current=[(c.conversation.id == id).then_some("page")] { (crate::app::inbox::row(c)) }
+                        }
+                    }
+                }
+            }
             section.thread aria-labelledby="title" {
                 p { a href="/app" { "← Inbox" } }
                 h1 #title { (title) }
