@@ -9,11 +9,13 @@
 
 use std::sync::Arc;
 
-use crate::clock::Clock;
+use crate::audit::{self, Action, Actor};
+use crate::clock::{Clock, Timestamp};
 use crate::error::{DomainError, FieldErrors};
+use crate::limits::{Rate, SlidingWindow};
 use crate::model::*;
 use crate::password;
-use crate::store::Database;
+use crate::store::{Database, StoreResult, WriteTx};
 
 /// What changes of the account; what is left out stays.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +29,26 @@ pub struct AccountPatch {
 pub struct AccountService {
     db: Database,
     clock: Arc<dyn Clock>,
+    /// Wrong current passwords per operator.
+    guesses: Arc<SlidingWindow<OperatorId>>,
+}
+
+/// Ends what lets the operator in, but `keep` (the sign-in that changed
+/// its own password): its tokens and sessions with their devices, and
+/// its set-password links. A new password, a disabled operator and a
+/// password chosen through a link all end them the same way.
+pub(crate) fn end_credentials(
+    tx: &mut dyn WriteTx,
+    tenant: TenantId,
+    operator: OperatorId,
+    keep: Option<TokenId>,
+    now: Timestamp,
+) -> StoreResult<()> {
+    tx.spend_password_links(tenant, operator, now)?;
+    match keep {
+        Some(keep) => tx.revoke_other_tokens(tenant, operator, keep, now),
+        None => tx.revoke_operator_tokens(tenant, operator, now),
+    }
 }
 
 fn not_by_personal_token(session: &Session) -> Result<(), DomainError> {
@@ -37,8 +59,10 @@ fn not_by_personal_token(session: &Session) -> Result<(), DomainError> {
 }
 
 impl AccountService {
-    pub fn new(db: Database, clock: Arc<dyn Clock>) -> Self {
-        Self { db, clock }
+    /// `guesses`: wrong current passwords an operator may give
+    /// (`RateLimitSettings::password_guesses`).
+    pub fn new(db: Database, clock: Arc<dyn Clock>, guesses: Option<Rate>) -> Self {
+        Self { db, clock, guesses: Arc::new(SlidingWindow::new(guesses)) }
     }
 
     /// The operator as it is now (the session's copy may be older).
@@ -51,12 +75,14 @@ impl AccountService {
         let (tenant, id) = (session.tenant.id, session.operator.id);
         self.db
             .write(move |tx| {
-                let current = tx.operator(tenant, id)?.ok_or(DomainError::Unauthenticated)?;
-                let notify = NotifyChoices {
-                    unassigned: patch.notify_unassigned.unwrap_or(current.notify.unassigned),
-                    mine: patch.notify_mine.unwrap_or(current.notify.mine),
+                // Each choice is written on its own, so two changes at once
+                // to different choices both stay.
+                let changes = OperatorChanges {
+                    name: patch.name,
+                    notify_unassigned: patch.notify_unassigned,
+                    notify_mine: patch.notify_mine,
+                    ..OperatorChanges::default()
                 };
-                let changes = OperatorChanges { name: patch.name, notify: Some(notify), ..OperatorChanges::default() };
                 tx.update_operator(tenant, id, &changes)?;
                 tx.operator(tenant, id)?.ok_or(DomainError::Unauthenticated)
             })
@@ -64,32 +90,28 @@ impl AccountService {
     }
 
     /// Changes the password once the current one is given; every other
-    /// sign-in of the operator ends, this one stays.
+    /// sign-in of the operator ends, this one stays. Wrong current
+    /// passwords count per operator: a stolen session cannot guess at the
+    /// speed of the machine.
     pub async fn change_password(&self, session: &Session, current: String, new: String) -> Result<(), DomainError> {
         not_by_personal_token(session)?;
-        let email = session.operator.email.clone();
-        let found = self.db.read(move |r| Ok(r.login_operator(&email)?)).await?;
-        let hash = found.map(|(_, hash)| hash).filter(|h| !h.is_empty()).ok_or(DomainError::Unauthenticated)?;
-        let checked = tokio::task::spawn_blocking(move || {
-            if !password::verify_password(&current, &hash) {
-                return Ok(None);
-            }
-            password::hash_password(&new).map(Some)
-        })
-        .await
-        .map_err(|_| DomainError::Unavailable("password check failed"))??;
-        let Some(new_hash) = checked else {
+        let (tenant, id, keep) = (session.tenant.id, session.operator.id, session.token_id);
+        let started = self.clock.now();
+        self.guesses.reserve(&id, started)?;
+        let hash = self.db.read(move |r| Ok(r.password_hash(tenant, id)?)).await?.unwrap_or_default();
+        if hash == crate::invitations::NO_PASSWORD || !password::verify(current, hash).await? {
             let mut errors = FieldErrors::new();
             errors.add("current_password", "is not your password");
             return Err(DomainError::Validation(errors));
-        };
-        let (tenant, id, keep, now) = (session.tenant.id, session.operator.id, session.token_id, self.clock.now());
+        }
+        self.guesses.forget(&id, started);
+        let new_hash = password::hash(new).await?;
+        let now = self.clock.now();
         self.db
             .write(move |tx| {
                 let changes = OperatorChanges { password_hash: Some(new_hash), ..OperatorChanges::default() };
                 tx.update_operator(tenant, id, &changes)?;
-                tx.spend_password_links(tenant, id, now)?;
-                Ok(tx.revoke_other_tokens(tenant, id, keep, now)?)
+                Ok(end_credentials(tx, tenant, id, Some(keep), now)?)
             })
             .await
     }
@@ -104,8 +126,20 @@ impl AccountService {
     /// out); another operator's is not found.
     pub async fn end_sign_in(&self, session: &Session, token: TokenId) -> Result<(), DomainError> {
         not_by_personal_token(session)?;
-        let (tenant, id, now) = (session.tenant.id, session.operator.id, self.clock.now());
-        let ended = self.db.write(move |tx| Ok(tx.revoke_sign_in(tenant, id, token, now)?)).await?;
+        let (tenant, id, now, by) = (session.tenant.id, session.operator.id, self.clock.now(), Actor::of(session));
+        let ended = self
+            .db
+            .write(move |tx| {
+                let personal = tx.sign_ins(tenant, id, now)?.iter().any(|s| s.id == token && s.kind == TokenKind::Personal);
+                let ended = tx.revoke_sign_in(tenant, id, token, now)?;
+                // A personal token is an admin's tool: its end is recorded
+                // whichever route ends it.
+                if ended && personal {
+                    audit::record(tx, tenant, &by, now, Action::TokenRevoked, Some(token.0), serde_json::json!({}))?;
+                }
+                Ok(ended)
+            })
+            .await?;
         if ended { Ok(()) } else { Err(DomainError::NotFound) }
     }
 }

@@ -179,15 +179,15 @@ impl AdminService {
         self.tenancy.create_site(tenant, input, Some(Actor::of(session))).await
     }
 
-    /// Changes what `patch` gives of the site's language, texts per
-    /// language and business hours, and returns the site.
+    /// Changes what `patch` gives of the site (name, domains, the widget's
+    /// look and texts, language, hours, file kinds), and returns the site.
     pub async fn update_site(&self, session: &Session, id: SiteId, patch: SitePatch) -> Result<Site, DomainError> {
         let tenant = require_admin(session)?;
         patch.check()?;
         let (by, now) = (Actor::of(session), self.clock.now());
         self.db
             .write(move |tx| {
-                let mut site = tx.site(tenant, id)?.ok_or(DomainError::NotFound)?;
+                let mut site = tx.lock_site(tenant, id)?.ok_or(DomainError::NotFound)?;
                 let details = patch.described();
                 if let Some(name) = patch.name {
                     site.name = name;
@@ -421,11 +421,7 @@ impl AdminService {
             }
         }
         let password_hash = match patch.password {
-            Some(p) => Some(
-                tokio::task::spawn_blocking(move || password::hash_password(&p))
-                    .await
-                    .map_err(|_| DomainError::Unavailable("password hashing failed"))??,
-            ),
+            Some(p) => Some(password::hash(p).await?),
             None => None,
         };
         let (by, now) = (Actor::of(session), self.clock.now());
@@ -458,11 +454,11 @@ impl AdminService {
                     active: patch.active,
                     password_hash,
                     site_ids: patch.site_ids,
-                    notify: None,
+                    ..OperatorChanges::default()
                 };
                 tx.update_operator(tenant, id, &changes)?;
                 if revoke {
-                    tx.revoke_operator_tokens(tenant, id, now)?;
+                    crate::account::end_credentials(tx, tenant, id, None, now)?;
                 }
                 audit::record(tx, tenant, &by, now, Action::OperatorUpdated, Some(id.0), details.into())?;
                 tx.operator(tenant, id)?.ok_or(DomainError::NotFound)

@@ -18,8 +18,9 @@ use crate::admin::require_admin;
 use crate::audit::{self, Action, Actor};
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
+use crate::limits::{Rate, SlidingWindow};
 use crate::model::*;
-use crate::store::{Database, StoreError, WriteTx};
+use crate::store::{Database, ReadTx, StoreError};
 use crate::verification::channels::{Email, EmailSender};
 use crate::verification::messages::escape;
 use crate::{ids, password};
@@ -54,7 +55,6 @@ pub struct LinkHolder {
     pub name: String,
     pub email: String,
     pub tenant_name: String,
-    pub expires_at: Timestamp,
 }
 
 #[derive(Clone)]
@@ -63,11 +63,13 @@ pub struct InvitationService {
     clock: Arc<dyn Clock>,
     mailer: Option<Arc<dyn EmailSender>>,
     public_url: String,
+    /// Emails sent per tenant (`RateLimitSettings::password_links_per_tenant`).
+    sends: Arc<SlidingWindow<TenantId>>,
 }
 
 impl InvitationService {
-    pub fn new(db: Database, clock: Arc<dyn Clock>, mailer: Option<Arc<dyn EmailSender>>, public_url: String) -> Self {
-        Self { db, clock, mailer, public_url }
+    pub fn new(db: Database, clock: Arc<dyn Clock>, mailer: Option<Arc<dyn EmailSender>>, public_url: String, sends: Option<Rate>) -> Self {
+        Self { db, clock, mailer, public_url, sends: Arc::new(SlidingWindow::new(sends)) }
     }
 
     /// Makes the operator without a password, and emails it a link to
@@ -75,6 +77,7 @@ impl InvitationService {
     pub async fn invite(&self, session: &Session, input: InviteInput) -> Result<(Operator, LinkSent), DomainError> {
         let tenant = require_admin(session)?;
         let (by, now) = (Actor::of(session), self.clock.now());
+        self.sends.reserve(&tenant, now)?;
         let token = ids::prefixed::<32>(TOKEN_PREFIX)?;
         let digest = password::token_digest(&token);
         let expires_at = now.plus(LINK_LIFETIME);
@@ -113,6 +116,7 @@ impl InvitationService {
     pub async fn send_link(&self, session: &Session, id: OperatorId) -> Result<LinkSent, DomainError> {
         let tenant = require_admin(session)?;
         let (by, now) = (Actor::of(session), self.clock.now());
+        self.sends.reserve(&tenant, now)?;
         let token = ids::prefixed::<32>(TOKEN_PREFIX)?;
         let digest = password::token_digest(&token);
         let expires_at = now.plus(LINK_LIFETIME);
@@ -144,29 +148,32 @@ impl InvitationService {
     pub async fn holder(&self, token: &str) -> Result<LinkHolder, DomainError> {
         let (digest, now) = (digest_of(token)?, self.clock.now());
         self.db
-            .write(move |tx| {
-                let (link, operator) = live(tx, &digest, now)?;
-                let tenant = tx.tenant(link.tenant)?.ok_or(DomainError::NotFound)?;
-                Ok(LinkHolder { name: operator.name, email: operator.email, tenant_name: tenant.name, expires_at: link.expires_at })
+            .read(move |r| {
+                let (link, operator) = live(r, &digest, now)?;
+                let tenant = r.tenant(link.tenant)?.ok_or(DomainError::NotFound)?;
+                Ok(LinkHolder { name: operator.name, email: operator.email, tenant_name: tenant.name })
             })
             .await
     }
 
-    /// Sets the password the link's holder chose, spends its links and
-    /// signs it out everywhere; returns the operator, to sign in.
+    /// Sets the password the link's holder chose and ends everything that
+    /// let it in before (tokens, sessions, other links); returns the
+    /// operator, to sign in. The link is looked at before the password is
+    /// hashed, so a made-up link costs no Argon2id work, and again in the
+    /// unit that sets it, so it is spent once.
     pub async fn set_password(&self, token: &str, new_password: String) -> Result<Operator, DomainError> {
         let digest = digest_of(token)?;
-        let hash = tokio::task::spawn_blocking(move || password::hash_password(&new_password))
-            .await
-            .map_err(|_| DomainError::Unavailable("password hashing failed"))??;
+        let looked = digest.clone();
+        let now = self.clock.now();
+        self.db.read(move |r| live(r, &looked, now).map(drop)).await?;
+        let hash = password::hash(new_password).await?;
         let now = self.clock.now();
         self.db
             .write(move |tx| {
                 let (link, operator) = live(tx, &digest, now)?;
                 let changes = OperatorChanges { password_hash: Some(hash), ..OperatorChanges::default() };
                 tx.update_operator(link.tenant, operator.id, &changes)?;
-                tx.spend_password_links(link.tenant, operator.id, now)?;
-                tx.revoke_operator_tokens(link.tenant, operator.id, now)?;
+                crate::account::end_credentials(tx, link.tenant, operator.id, None, now)?;
                 Ok(Operator { password_set: true, ..operator })
             })
             .await
@@ -198,12 +205,12 @@ fn digest_of(token: &str) -> Result<Vec<u8>, DomainError> {
 
 /// The link and its operator, if the link still works: unused, not
 /// expired, its operator active. Anything else is the same 404.
-fn live(tx: &mut dyn WriteTx, digest: &[u8], now: Timestamp) -> Result<(PasswordLink, Operator), DomainError> {
-    let link = tx.password_link(digest)?.ok_or(DomainError::NotFound)?;
+fn live(r: &mut dyn ReadTx, digest: &[u8], now: Timestamp) -> Result<(PasswordLink, Operator), DomainError> {
+    let link = r.password_link(digest)?.ok_or(DomainError::NotFound)?;
     if link.used_at.is_some() || link.expires_at <= now {
         return Err(DomainError::NotFound);
     }
-    let operator = tx.operator(link.tenant, link.operator)?.filter(|o| o.active).ok_or(DomainError::NotFound)?;
+    let operator = r.operator(link.tenant, link.operator)?.filter(|o| o.active).ok_or(DomainError::NotFound)?;
     Ok((link, operator))
 }
 

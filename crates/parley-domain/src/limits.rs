@@ -97,6 +97,12 @@ pub struct RateLimitSettings {
     /// Every login (right password or not) per client address: each costs
     /// a password check, whatever its outcome.
     pub logins_per_address: Option<Rate>,
+    /// Set-password emails (invitations and links) per tenant: each goes
+    /// to an address an admin typed.
+    pub password_links_per_tenant: Option<Rate>,
+    /// Wrong current passwords per operator, given to change it: a stolen
+    /// session must not guess at the machine's speed.
+    pub password_guesses: Option<Rate>,
 }
 
 impl RateLimitSettings {
@@ -107,6 +113,8 @@ impl RateLimitSettings {
             login_failures_per_email: Some(Rate { count: 5, period: Duration::from_secs(15 * 60) }),
             login_failures_per_address: Some(Rate { count: 20, period: Duration::from_secs(15 * 60) }),
             logins_per_address: Some(Rate { count: 300, period: Duration::from_secs(15 * 60) }),
+            password_links_per_tenant: Some(Rate { count: 50, period: Duration::from_secs(3600) }),
+            password_guesses: Some(Rate { count: 5, period: Duration::from_secs(15 * 60) }),
         }
     }
 
@@ -117,6 +125,8 @@ impl RateLimitSettings {
             login_failures_per_email: None,
             login_failures_per_address: None,
             logins_per_address: None,
+            password_links_per_tenant: None,
+            password_guesses: None,
         }
     }
 }
@@ -347,6 +357,7 @@ mod tests {
             logins_per_address: None,
             widget_writes: None,
             conversation_messages: Some(Rate { count: 2, period: Duration::from_secs(3600) }),
+            ..RateLimitSettings::off()
         });
         let c = ConversationId(1);
         assert!(limits.conversation_message(c).is_ok());

@@ -71,7 +71,7 @@ impl Tenancy {
         let (Some(slug), Some(name), Some(email), Some(password)) = (slug, name, email, password) else {
             return Err(DomainError::Validation(errors));
         };
-        let password_hash = hash_off_executor(password).await?;
+        let password_hash = password::hash(password).await?;
         let now = self.clock.now();
         self.db
             .write(move |tx| {
@@ -150,7 +150,7 @@ impl Tenancy {
 
     pub async fn create_operator(&self, tenant: TenantId, input: NewOperatorInput, by: Option<Actor>) -> Result<Operator, DomainError> {
         let NewOperatorInput { email, name, password, role, site_ids } = input;
-        let password_hash = hash_off_executor(password).await?;
+        let password_hash = password::hash(password).await?;
         let new = NewOperator { email, name, password_hash, role, site_ids, created_at: self.clock.now() };
         self.db
             .write(move |tx| {
@@ -214,11 +214,4 @@ pub(crate) fn token_record(
         created_at: now,
         expires_at: now.plus(ttl),
     }
-}
-
-/// Argon2id takes tens of milliseconds of CPU: keep it off the executor.
-async fn hash_off_executor(password: String) -> Result<String, DomainError> {
-    tokio::task::spawn_blocking(move || password::hash_password(&password))
-        .await
-        .map_err(|_| DomainError::Unavailable("password hashing failed"))?
 }

@@ -26,8 +26,6 @@ pub use personal::{MAX_DAYS as MAX_PERSONAL_TOKEN_DAYS, NewPersonalToken};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
-
 use crate::clock::Clock;
 use crate::error::DomainError;
 use crate::limits::{ClientKey, PerKeyLimit, RateLimitSettings, SlidingWindow};
@@ -84,15 +82,10 @@ pub struct AuthService {
     attempts_by_address: Arc<SlidingWindow<ClientKey>>,
     /// One password check at a time per address.
     checking: Arc<PerKeyLimit<ClientKey>>,
-    /// Password checks running at once.
-    hashing: Arc<Semaphore>,
 }
 
 /// How often a token's last use is written down.
 const USE_RECORDED_EVERY: Duration = Duration::from_secs(60);
-
-/// How long a login waits for a free password check before answering 503.
-const HASHING_WAIT: Duration = Duration::from_secs(10);
 
 /// A hash of a random password nobody knows, verified when the email is
 /// unknown so that such a login costs what a wrong password costs.
@@ -125,7 +118,6 @@ impl AuthService {
             attempts_by_address: Arc::new(SlidingWindow::new(limits.logins_per_address)),
             // One check at a time per client; the next may come a second later.
             checking: Arc::new(PerKeyLimit::new(1, 1)),
-            hashing: Arc::new(Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()).max(2))),
         }
     }
 
@@ -195,23 +187,13 @@ impl AuthService {
     }
 
     /// The operator and its hash if the password is right and it is
-    /// active. Argon2id runs on the blocking pool, a few at a time: each
-    /// takes 19 MiB, so unbounded parallel logins could exhaust memory.
+    /// active. Argon2id runs a bounded number at a time (`password::verify`).
     /// An unknown email, or an invited operator without a password yet,
     /// costs the same check against a dummy hash.
     async fn check_password(&self, found: Option<(Operator, String)>, password: String) -> Result<Option<(Operator, String)>, DomainError> {
-        let permit = tokio::time::timeout(HASHING_WAIT, Arc::clone(&self.hashing).acquire_owned())
-            .await
-            .map_err(|_| DomainError::Unavailable("too many logins at once"))?
-            .map_err(|_| DomainError::Unavailable("password checks stopped"))?;
         let hash = found.as_ref().map(|(_, hash)| hash.clone()).filter(|h| h != crate::invitations::NO_PASSWORD);
-        let matches = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            let checked = password::verify_password(&password, hash.as_deref().unwrap_or_else(|| dummy_hash()));
-            checked && hash.is_some()
-        })
-        .await
-        .map_err(|_| DomainError::Unavailable("password check failed"))?;
+        let against = hash.clone().unwrap_or_else(|| dummy_hash().to_owned());
+        let matches = password::verify(password, against).await? && hash.is_some();
         Ok(found.filter(|(op, _)| matches && op.active))
     }
 

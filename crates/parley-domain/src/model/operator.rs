@@ -199,5 +199,6 @@ pub struct OperatorChanges {
     pub active: Option<bool>,
     pub password_hash: Option<String>,
     pub site_ids: Option<Vec<SiteId>>,
-    pub notify: Option<NotifyChoices>,
+    pub notify_unassigned: Option<bool>,
+    pub notify_mine: Option<bool>,
 }

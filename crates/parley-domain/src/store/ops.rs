@@ -48,6 +48,9 @@ pub trait TenancyWrite: TenancyRead {
     fn insert_site(&mut self, tenant: TenantId, site: &NewSite) -> StoreResult<Site>;
     fn insert_installation(&mut self, scope: SiteScope, installation: &NewInstallation) -> StoreResult<Installation>;
     fn set_installation_enabled(&mut self, tenant: TenantId, id: InstallationId, enabled: bool) -> StoreResult<()>;
+    /// The site, held until the unit ends (a change reads it whole and
+    /// writes it whole).
+    fn lock_site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>>;
     /// Saves what an admin may change of the site: its name, domains,
     /// the widget's look and texts, language, business hours and file
     /// kinds.
@@ -83,6 +86,9 @@ pub trait OperatorsRead {
     fn operator_by_email(&mut self, tenant: TenantId, email: &str) -> StoreResult<Option<Operator>>;
     /// The operator's personal access tokens not revoked, newest first.
     fn personal_tokens(&mut self, tenant: TenantId, operator: OperatorId) -> StoreResult<Vec<PersonalToken>>;
+    /// The operator's password hash (empty for an invited operator that
+    /// has not chosen one), for checking its current password.
+    fn password_hash(&mut self, tenant: TenantId, operator: OperatorId) -> StoreResult<Option<String>>;
     /// The operator's sign-ins that still hold at `now`, latest used first.
     fn sign_ins(&mut self, tenant: TenantId, operator: OperatorId, now: Timestamp) -> StoreResult<Vec<SignInRecord>>;
 }
@@ -109,11 +115,14 @@ pub trait OperatorsWrite: OperatorsRead {
 }
 
 /// Set-password links (invitations and resets).
-pub trait PasswordLinksWrite {
-    fn insert_password_link(&mut self, tenant: TenantId, link: &NewPasswordLink) -> StoreResult<()>;
-    /// The link with this digest, whatever its state, its operator locked
-    /// until the unit ends.
+pub trait PasswordLinksRead {
+    /// The link with this digest, whatever its state; inside a write unit
+    /// it stays locked until the unit ends.
     fn password_link(&mut self, token_hash: &[u8]) -> StoreResult<Option<PasswordLink>>;
+}
+
+pub trait PasswordLinksWrite: PasswordLinksRead {
+    fn insert_password_link(&mut self, tenant: TenantId, link: &NewPasswordLink) -> StoreResult<()>;
     /// Spends every unused link of the operator.
     fn spend_password_links(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()>;
 }
@@ -651,6 +660,7 @@ pub trait ReadTx:
     + AttachmentsRead
     + CannedRead
     + AuditRead
+    + PasswordLinksRead
     + SearchRead
     + SystemRead
 {
@@ -668,6 +678,7 @@ impl<T> ReadTx for T where
         + AttachmentsRead
         + CannedRead
         + AuditRead
+        + PasswordLinksRead
         + SearchRead
         + SystemRead
 {

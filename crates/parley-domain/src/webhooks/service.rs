@@ -62,7 +62,7 @@ impl WebhookService {
                 }
                 let made = tx.insert_webhook(tenant, &new)?;
                 let events = made.events.as_ref().map(|kinds| kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>());
-                let details = json!({"url": made.url, "events": events});
+                let details = json!({"url": logged_url(&made.url), "events": events});
                 audit::record(tx, tenant, &by, new.created_at, Action::WebhookCreated, Some(made.id.0), details)?;
                 Ok(made)
             })
@@ -85,7 +85,7 @@ impl WebhookService {
         let deleted = self
             .db
             .write(move |tx| {
-                let url = tx.webhook(tenant, id)?.map(|w| w.url);
+                let url = tx.webhook(tenant, id)?.map(|w| logged_url(&w.url));
                 let deleted = tx.delete_webhook(tenant, id)?;
                 if deleted {
                     audit::record(tx, tenant, &by, now, Action::WebhookDeleted, Some(id.0), json!({"url": url}))?;
@@ -183,6 +183,22 @@ impl WebhookService {
                 tx.delivery(tenant, id, new_id)?.ok_or(DomainError::NotFound)
             })
             .await
+    }
+}
+
+/// What the audit log keeps of an endpoint's URL: without credentials or
+/// query, which often carry a partner's token, and which the log would
+/// keep after the endpoint is gone.
+fn logged_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => String::new(),
     }
 }
 

@@ -80,11 +80,11 @@ async fn render(s: &AppState, headers: &HeaderMap, token: &str, status: StatusCo
                 input type="hidden" name="token" value=(token);
                 input type="email" name="username" value=(holder.email) autocomplete="username" hidden;
                 label for="password" { "New password" }
-                input #password type="password" name="password" autocomplete="new-password" required minlength="10" maxlength="1024"
+                input #password type="password" name="password" autocomplete="new-password" required minlength="10" maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS)
                     aria-describedby="password-help" aria-invalid=[problem.map(|_| "true")] autofocus;
                 p.help #password-help { "At least 10 characters. A phrase of several words is easy to remember and hard to guess." }
                 label for="confirm" { "The same again" }
-                input #confirm type="password" name="confirm" autocomplete="new-password" required minlength="10" maxlength="1024";
+                input #confirm type="password" name="confirm" autocomplete="new-password" required minlength="10" maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS);
                 button type="submit" { "Set my password" }
             }
         },

@@ -2,13 +2,13 @@
 -- index of message bodies, kept by triggers from the messages table it
 -- reads (external content: the text is not stored twice). Accents are
 -- kept, as PostgreSQL's `simple` configuration keeps them, so both find
--- the same. No prefix indexes: they tripled the index's writes on every
--- message post (docs/benchmarks.md), and a prefix query reads a range of
--- terms without them. PostgreSQL's counterpart is an expression index (postgres/0018_search.sql); neither
+-- the same; prefixes of two and three characters are indexed, so short
+-- prefixes need not read every term. PostgreSQL's
+-- counterpart is an expression index (postgres/0018_search.sql); neither
 -- is data, so the schema comparison and `parley db copy` leave both out
 -- (`copy::catalog::is_search_index`) and each database builds its own.
 CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
-    body, content = 'messages', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 0'
+    body, content = 'messages', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 0', prefix = '2 3'
 );
 INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
 CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN

@@ -75,6 +75,8 @@ statements! {
              active = COALESCE(:active, active), password_hash = COALESCE(:password_hash, password_hash),
              notify_unassigned = COALESCE(:notify_unassigned, notify_unassigned), notify_mine = COALESCE(:notify_mine, notify_mine)
          WHERE tenant_id = :tenant AND id = :id".into(),
+    PASSWORD_HASH(tenant: TenantId, operator: OperatorId) => |_|
+        "SELECT password_hash FROM operators WHERE tenant_id = :tenant AND id = :operator".into(),
     SIGN_INS(tenant: TenantId, operator: OperatorId, now: Timestamp) => |_|
         "SELECT id, kind, device_name, created_at, expires_at, last_used_at FROM operator_tokens
          WHERE tenant_id = :tenant AND operator_id = :operator AND revoked_at IS NULL AND expires_at > :now
@@ -209,6 +211,10 @@ impl OperatorsRead for Tx<'_> {
         })
     }
 
+    fn password_hash(&mut self, tenant: TenantId, operator: OperatorId) -> StoreResult<Option<String>> {
+        self.one(PASSWORD_HASH { tenant, operator }, |r| r.string("password_hash"))
+    }
+
     fn sign_ins(&mut self, tenant: TenantId, operator: OperatorId, now: Timestamp) -> StoreResult<Vec<SignInRecord>> {
         self.all(SIGN_INS { tenant, operator, now }, |r| {
             Ok(SignInRecord {
@@ -263,8 +269,8 @@ impl OperatorsWrite for Tx<'_> {
             role: ch.role.map(Role::as_str),
             active: ch.active,
             password_hash: ch.password_hash.as_deref(),
-            notify_unassigned: ch.notify.map(|n| n.unassigned),
-            notify_mine: ch.notify.map(|n| n.mine),
+            notify_unassigned: ch.notify_unassigned,
+            notify_mine: ch.notify_mine,
         })?;
         if let Some(sites) = &ch.site_ids {
             self.exec(CLEAR_MEMBERSHIPS { tenant, operator: id })?;

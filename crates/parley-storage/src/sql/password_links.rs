@@ -3,7 +3,7 @@
 use parley_domain::Timestamp;
 use parley_domain::model::*;
 use parley_domain::store::StoreResult;
-use parley_domain::store::ops::PasswordLinksWrite;
+use parley_domain::store::ops::{PasswordLinksRead, PasswordLinksWrite};
 
 use super::{Row, Tx, statements};
 
@@ -30,6 +30,12 @@ fn link(r: &dyn Row) -> StoreResult<PasswordLink> {
     })
 }
 
+impl PasswordLinksRead for Tx<'_> {
+    fn password_link(&mut self, token_hash: &[u8]) -> StoreResult<Option<PasswordLink>> {
+        self.one(self.locking(PASSWORD_LINK { token_hash }), link)
+    }
+}
+
 impl PasswordLinksWrite for Tx<'_> {
     fn insert_password_link(&mut self, tenant: TenantId, l: &NewPasswordLink) -> StoreResult<()> {
         let params = INSERT_PASSWORD_LINK {
@@ -43,10 +49,6 @@ impl PasswordLinksWrite for Tx<'_> {
             1 => Ok(()),
             _ => Err(parley_domain::store::StoreError::Internal("a password link for another tenant's operator".into())),
         }
-    }
-
-    fn password_link(&mut self, token_hash: &[u8]) -> StoreResult<Option<PasswordLink>> {
-        self.one(self.locking(PASSWORD_LINK { token_hash }), link)
     }
 
     fn spend_password_links(&mut self, tenant: TenantId, operator: OperatorId, at: Timestamp) -> StoreResult<()> {

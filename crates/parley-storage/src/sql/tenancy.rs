@@ -103,6 +103,10 @@ statements! {
          WHERE tenant_id = :tenant AND id = :id".into(),
     SITES(tenant: TenantId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant ORDER BY s.id"),
     SITE(tenant: TenantId, id: SiteId) => |_| format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant AND s.id = :id"),
+    /// The site held until the unit ends: changes read it whole and write
+    /// it whole, so two at once must not overlap.
+    SITE_FOR_UPDATE(tenant: TenantId, id: SiteId) => |d|
+        d.locked(format!("SELECT {SITE_COLS} FROM sites s WHERE s.tenant_id = :tenant AND s.id = :id")),
     INSTALLATIONS(tenant: TenantId, site: SiteId) => |_|
         format!("SELECT {INSTALLATION_COLS} FROM installations i WHERE i.tenant_id = :tenant AND i.site_id = :site ORDER BY i.id"),
     INSTALLATION(tenant: TenantId, id: InstallationId) => |_|
@@ -231,6 +235,10 @@ impl TenancyWrite for Tx<'_> {
             created_at: i.created_at,
             identity: IdentitySettings::default(),
         })
+    }
+
+    fn lock_site(&mut self, tenant: TenantId, id: SiteId) -> StoreResult<Option<Site>> {
+        self.one(SITE_FOR_UPDATE { tenant, id }, site)
     }
 
     fn update_site(&mut self, tenant: TenantId, site: &Site) -> StoreResult<()> {

@@ -307,6 +307,9 @@ impl Config {
                 login_failures_per_email,
                 login_failures_per_address,
                 logins_per_address,
+                // Not tuned on their own: on or off with the rest.
+                password_links_per_tenant: defaults.password_links_per_tenant,
+                password_guesses: defaults.password_guesses,
             }
         } else {
             RateLimitSettings::off()

@@ -183,3 +183,26 @@ async fn the_account_page_changes_the_name_the_password_and_ends_another_session
     assert_eq!(browser.get("/app/account").await.status, StatusCode::SEE_OTHER);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn wrong_current_passwords_are_limited_and_ending_a_personal_token_is_audited() {
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").start().await;
+    app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let wrong = json!({"current_password": "not my password", "new_password": "a long enough phrase"});
+    for _ in 0..5 {
+        let (status, body) = app.authed(Method::POST, "/api/v1/mobile/me/password", &admin, Some(wrong.clone())).await;
+        assert_fields(status, &body, &["current_password"]);
+    }
+    let right = json!({"current_password": PASSWORD, "new_password": "a long enough phrase"});
+    let (status, body) = app.authed(Method::POST, "/api/v1/mobile/me/password", &admin, Some(right)).await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+
+    let (_, made) = app.authed(Method::POST, "/api/v1/admin/tokens", &admin, Some(json!({"name": "CI", "expires_in_days": 7}))).await;
+    let id = made["token"]["id"].as_i64().unwrap();
+    let (status, _) = app.authed(Method::DELETE, &format!("/api/v1/mobile/me/sign-ins/{id}"), &admin, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, log) = app.authed(Method::GET, "/api/v1/admin/audit", &admin, None).await;
+    assert_eq!((log["entries"][0]["action"].as_str(), log["entries"][0]["target_id"].as_i64()), (Some("token.revoked"), Some(id)));
+    app.stop().await;
+}

@@ -57,7 +57,9 @@ async fn every_admin_change_is_recorded_with_who_what_and_where() {
         Some(json!({"password": "another long phrase", "role": "admin"})),
     )
     .await;
-    let hook = ok(&app, Method::POST, "/api/v1/admin/webhooks", &admin, Some(json!({"url": "http://127.0.0.1:9/hook"}))).await;
+    let hook =
+        ok(&app, Method::POST, "/api/v1/admin/webhooks", &admin, Some(json!({"url": "http://partner:pw@127.0.0.1:9/hook?key=s3cr3t"})))
+            .await;
     let (hook, hook_secret) = (hook["webhook"]["id"].as_i64().unwrap(), hook["webhook"]["secret"].as_str().unwrap().to_owned());
     ok(&app, Method::POST, &format!("/api/v1/admin/webhooks/{hook}/rotate-secret"), &admin, None).await;
     ok(&app, Method::DELETE, &format!("/api/v1/admin/webhooks/{hook}"), &admin, None).await;
@@ -110,6 +112,7 @@ async fn every_admin_change_is_recorded_with_who_what_and_where() {
     assert_eq!(by_action("operator.updated")["details"], json!({"role": "admin", "password": "changed"}));
     assert_eq!(by_action("canned_response.updated")["details"], json!({"shortcut": "hi", "body_changed": true}));
     assert_eq!(by_action("conversation.erased")["details"], json!({"public_id": public_id}));
+    assert_eq!(by_action("webhook.created")["details"]["url"], "http://127.0.0.1:9/hook", "no credentials, no query");
     let text = serde_json::to_string(&entries).unwrap();
     for secret in [
         identity_secret.as_str(),

@@ -265,3 +265,74 @@ async fn admins_invite_and_manage_the_team_in_the_web_app() {
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_password_an_admin_sets_or_a_disable_ends_the_links_sent_before() {
+    let (smtp, app) = with_mail().await;
+    let f = app.fixture("acme", &[]).await;
+    let bea = app.operator(&f, "bea@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let link_path = format!("/api/v1/admin/operators/{bea}/password-link");
+    let operator = format!("/api/v1/admin/operators/{bea}");
+
+    app.authed(Method::POST, &link_path, &admin, None).await;
+    let link = link_in(&smtp.next().await);
+    let (status, _) = app.authed(Method::PATCH, &operator, &admin, Some(json!({"password": "set by the admin now"}))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(choose(&app, &link, "a long enough phrase", "a long enough phrase").await.status, StatusCode::NOT_FOUND);
+
+    app.authed(Method::POST, &link_path, &admin, None).await;
+    let link = link_in(&smtp.next().await);
+    app.authed(Method::PATCH, &operator, &admin, Some(json!({"active": false}))).await;
+    app.authed(Method::PATCH, &operator, &admin, Some(json!({"active": true}))).await;
+    assert_eq!(
+        choose(&app, &link, "a long enough phrase", "a long enough phrase").await.status,
+        StatusCode::NOT_FOUND,
+        "disabling ended it"
+    );
+    let (status, _) = app.post("/api/v1/mobile/login", json!({"email": "bea@acme.example.com", "password": "set by the admin now"})).await;
+    assert_eq!(status, StatusCode::OK, "the admin's password stands");
+
+    // A made-up or missing link on the form is the same page as a used one.
+    let mut browser = Browser::new(&app);
+    let page = browser.get(&link).await;
+    assert_eq!(page.status, StatusCode::NOT_FOUND);
+    app.authed(Method::POST, &link_path, &admin, None).await;
+    let live = link_in(&smtp.next().await);
+    let form = browser.get(&live).await;
+    let csrf = form.field("csrf");
+    for token in ["pwl_madeup", "", "x"] {
+        let answer = browser
+            .send(
+                Method::POST,
+                "/app/password",
+                Some(&[("csrf", &csrf), ("token", token), ("password", "a long enough phrase"), ("confirm", "a long enough phrase")]),
+                &[("origin", &app.url(""))],
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{token:?}");
+    }
+    let missing = browser
+        .send(Method::POST, "/app/password", Some(&[("csrf", &csrf), ("token", token_of(&live))]), &[("origin", &app.url(""))])
+        .await;
+    assert_eq!(missing.status, StatusCode::UNPROCESSABLE_ENTITY);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn password_emails_are_limited_per_tenant() {
+    let app = TestApp::with().var("PARLEY_RATE_LIMITS", "on").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let bea = app.operator(&f, "bea@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let path = format!("/api/v1/admin/operators/{bea}/password-link");
+    for _ in 0..50 {
+        let (status, _) = app.authed(Method::POST, &path, &admin, None).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+    }
+    let (status, body) = app.authed(Method::POST, &path, &admin, None).await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    let (status, body) = invite(&app, &admin, json!({"email": "new@acme.example.com", "name": "New", "role": "agent"})).await;
+    assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    app.stop().await;
+}

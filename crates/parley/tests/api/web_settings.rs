@@ -183,7 +183,18 @@ async fn admins_set_a_sites_widget_and_hours_in_the_web_app_and_the_widget_shows
     let (_, config) = app.get(&format!("/api/v1/widget/config/{}", f.token)).await;
     assert_eq!(config["online"], true);
 
-    let refused = admin.post(&format!("/app/settings/sites/{site}"), &[("csrf", &csrf), ("name", "X"), ("accent_color", "red")]).await;
+    let texts = [("widget_title", "T"), ("widget_greeting", "G"), ("privacy_text", "P")];
+    let with_texts = |extra: &[(&'static str, &'static str)]| -> Vec<(&'static str, String)> {
+        texts.iter().chain(extra).map(|(k, v)| (*k, v.to_string())).collect()
+    };
+    let fields = |csrf: &str, extra: &[(&'static str, &'static str)]| {
+        let mut all = vec![("csrf", csrf.to_owned())];
+        all.extend(with_texts(extra));
+        all
+    };
+    let form = fields(&csrf, &[("name", "X"), ("accent_color", "red")]);
+    let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let refused = admin.post(&format!("/app/settings/sites/{site}"), &pairs).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(refused.html.contains("Colour"), "{}", refused.html);
     let mut agent = Browser::signed_in(&app, "agent@acme.example.com").await;
@@ -191,6 +202,49 @@ async fn admins_set_a_sites_widget_and_hours_in_the_web_app_and_the_widget_shows
     let forged = admin.post(&format!("/app/settings/sites/{site}"), &[("name", "Forged")]).await;
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
     let other = app.fixture("globex", &[]).await;
-    let elsewhere = admin.post(&format!("/app/settings/sites/{}", other.scope.site.0), &[("csrf", &csrf), ("name", "Mine")]).await;
+    let form = fields(&csrf, &[("name", "Mine")]);
+    let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let elsewhere = admin.post(&format!("/app/settings/sites/{}", other.scope.site.0), &pairs).await;
+    let blank = admin.post(&format!("/app/settings/sites/{site}"), &[("csrf", &csrf), ("name", "X"), ("widget_title", " ")]).await;
+    assert_eq!(blank.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(blank.html.contains("Title is required."), "a blank text is refused, not kept");
     assert_eq!(elsewhere.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_hours_form_shows_every_opening_a_site_has_so_a_save_keeps_them() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin_token = app.login("admin@acme.example.com").await;
+    let hours = json!({"business_hours": {"time_zone": "UTC", "weekly": [
+        {"day": "monday", "open": "08:00", "close": "10:00"}, {"day": "monday", "open": "11:00", "close": "13:00"},
+        {"day": "monday", "open": "14:00", "close": "16:00"}]}});
+    let (status, _) = app.authed(Method::PATCH, &format!("/api/v1/admin/sites/{}", f.scope.site.0), &admin_token, Some(hours)).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut admin = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let page = admin.get("/app/settings/sites").await;
+    assert!(page.html.contains("name=\"monday_open3\" value=\"14:00\""), "a third slot: {}", page.html);
+    let csrf = page.field("csrf");
+    let site = f.scope.site.0;
+    let saved = admin
+        .post(
+            &format!("/app/settings/sites/{site}/hours"),
+            &[
+                ("csrf", &csrf),
+                ("slots", "3"),
+                ("time_zone", "UTC"),
+                ("monday_open", "08:00"),
+                ("monday_close", "10:00"),
+                ("monday_open2", "11:00"),
+                ("monday_close2", "13:00"),
+                ("monday_open3", "14:00"),
+                ("monday_close3", "17:00"),
+            ],
+        )
+        .await;
+    assert!(saved.location.is_some(), "{}", saved.html);
+    let (_, list) = app.authed(Method::GET, "/api/v1/admin/sites", &admin_token, None).await;
+    let weekly = &list["sites"][0]["business_hours"]["weekly"];
+    assert_eq!(weekly.as_array().map(Vec::len), Some(3), "{list}");
+    assert_eq!(weekly[2]["close"], "17:00");
 }

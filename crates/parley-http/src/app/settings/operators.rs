@@ -58,9 +58,9 @@ async fn render(
             form.stack method="post" action=(HERE) {
                 (token_field(who))
                 label for="invite-email" { "Email" }
-                input #invite-email type="email" name="email" required maxlength="254" autocomplete="off" value=(typed(new, "email"));
+                input #invite-email type="email" name="email" required maxlength=(parley_domain::validate::MAX_EMAIL_CHARS) autocomplete="off" value=(typed(new, "email"));
                 label for="invite-name" { "Name" }
-                input #invite-name name="name" required maxlength="100" value=(typed(new, "name"));
+                input #invite-name name="name" required maxlength=(parley_domain::validate::MAX_NAME_CHARS) value=(typed(new, "name"));
                 (role_choice("invite", if typed(new, "role") == "admin" { Role::Admin } else { Role::Agent }))
                 (site_choice("invite", &sites, &new.map(held_sites).unwrap_or_default()))
                 (problem("invite-problem", message(new)))
@@ -99,7 +99,7 @@ fn operator(who: &WebSession, o: &Operator, sites: &[Site], held: Option<&Refuse
             form.stack method="post" action={ (HERE) "/" (o.id.0) } {
                 (token_field(who))
                 label for={ (id) "-name" } { "Name" }
-                input id={ (id) "-name" } name="name" required maxlength="100" value=(held.map_or(o.name.as_str(), |r| typed(Some(r), "name")));
+                input id={ (id) "-name" } name="name" required maxlength=(parley_domain::validate::MAX_NAME_CHARS) value=(held.map_or(o.name.as_str(), |r| typed(Some(r), "name")));
                 @if !me {
                     (role_choice(&id, o.role))
                     label.check {

@@ -18,14 +18,24 @@ use crate::app::form::{CheckedForm, Form};
 use crate::app::path::Id;
 use crate::app::session::WebSession;
 use crate::requests::admin::SitePatchRequest;
+use parley_domain::validate::{MAX_LONG_TEXT_CHARS, MAX_NAME_CHARS, MAX_URL_CHARS};
 
 pub const HERE: &str = "/app/settings/sites";
 
 const DONE: [(&str, &str); 2] =
     [("saved", "The site is saved: the widget shows it from its next page load."), ("hours", "The business hours are saved.")];
 
-/// Openings a day may have in the form (the API takes more).
+/// Openings a day the form offers at least; a site with more on a day
+/// (the API takes more) gets as many, so a save never drops one.
 const SLOTS: usize = 2;
+
+/// The openings per day the form shows for these hours.
+fn slots(hours: Option<&BusinessHours>) -> usize {
+    let most = hours.map_or(0, |h| {
+        Day::NAMES.iter().enumerate().map(|(d, _)| h.weekly.iter().filter(|o| o.day as usize == d).count()).max().unwrap_or(0)
+    });
+    most.max(SLOTS)
+}
 
 /// Which form of which site was refused.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -86,7 +96,7 @@ fn widget_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup 
         form.stack method="post" action={ (HERE) "/" (site.id.0) } {
             (token_field(who))
             label for={ (id) "-name" } { "Site name" }
-            input id={ (id) "-name" } name="name" required maxlength="255" value=(value("name", &site.name));
+            input id={ (id) "-name" } name="name" required maxlength=(MAX_NAME_CHARS) value=(value("name", &site.name));
             label for={ (id) "-domains" } { "Domains" }
             // Sent even when the box is emptied: no domains lets the widget run anywhere.
             input type="hidden" name="domains" value="";
@@ -95,15 +105,15 @@ fn widget_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup 
             }
             p.help id={ (id) "-domains-help" } { "One host name per line; its subdomains are included. Empty: the widget runs on any site." }
             label for={ (id) "-title" } { "Title" }
-            input id={ (id) "-title" } name="widget_title" maxlength="255" value=(value("widget_title", &look.title));
+            input id={ (id) "-title" } name="widget_title" required maxlength=(MAX_NAME_CHARS) value=(value("widget_title", &look.title));
             label for={ (id) "-greeting" } { "Greeting" }
-            textarea id={ (id) "-greeting" } name="widget_greeting" rows="2" maxlength="5000" { (value("widget_greeting", &look.greeting)) }
+            textarea id={ (id) "-greeting" } name="widget_greeting" rows="2" required maxlength=(MAX_LONG_TEXT_CHARS) { (value("widget_greeting", &look.greeting)) }
             label for={ (id) "-colour" } { "Colour" }
             input id={ (id) "-colour" } type="color" name="accent_color" value=(value("accent_color", &look.accent_color));
             label for={ (id) "-privacy" } { "Privacy text" }
-            textarea id={ (id) "-privacy" } name="privacy_text" rows="2" maxlength="5000" { (value("privacy_text", &look.privacy_text)) }
+            textarea id={ (id) "-privacy" } name="privacy_text" rows="2" required maxlength=(MAX_LONG_TEXT_CHARS) { (value("privacy_text", &look.privacy_text)) }
             label for={ (id) "-privacy-url" } { "Privacy page (https)" }
-            input id={ (id) "-privacy-url" } type="url" name="privacy_url" maxlength="2048"
+            input id={ (id) "-privacy-url" } type="url" name="privacy_url" maxlength=(MAX_URL_CHARS)
                 value=(value("privacy_url", look.privacy_url.as_deref().unwrap_or_default()));
             label for={ (id) "-locale" } { "Language" }
             select id={ (id) "-locale" } name="locale" {
@@ -119,6 +129,7 @@ fn widget_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup 
 fn hours_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup {
     let id = format!("site-{}-hours", site.id.0);
     let hours = site.settings.hours.as_ref();
+    let count = held.and_then(|r| r.held.get("slots")).and_then(|n| n.parse().ok()).unwrap_or_else(|| slots(hours)).min(hours_limit());
     let slot = |day: usize, n: usize, edge: &str| -> String {
         let name = field(day, n, edge);
         if let Some(r) = held {
@@ -135,6 +146,7 @@ fn hours_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup {
         h3 { "Business hours" }
         form.stack method="post" action={ (HERE) "/" (site.id.0) "/hours" } {
             (token_field(who))
+            input type="hidden" name="slots" value=(count);
             label.check { input type="checkbox" name="always_open" value="true" checked[always]; " Always open (the times below are not used)" }
             label for={ (id) "-zone" } { "Time zone" }
             input id={ (id) "-zone" } name="time_zone" maxlength="64" value=(zone) aria-describedby={ (id) "-zone-help" };
@@ -142,12 +154,12 @@ fn hours_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup {
             div.scroll {
                 table.hours {
                     caption.visually-hidden { "Openings by day" }
-                    thead { tr { th scope="col" { "Day" } @for _ in 0..SLOTS { th scope="col" { "Opens" } th scope="col" { "Closes" } } } }
+                    thead { tr { th scope="col" { "Day" } @for _ in 0..count { th scope="col" { "Opens" } th scope="col" { "Closes" } } } }
                     tbody {
                         @for (day, name) in Day::NAMES.iter().enumerate() {
                             tr {
                                 th scope="row" { (capitalised(name)) }
-                                @for n in 0..SLOTS {
+                                @for n in 0..count {
                                     @for edge in ["open", "close"] {
                                         td {
                                             input type="time" name=(field(day, n, edge)) value=(slot(day, n, edge))
@@ -168,6 +180,11 @@ fn hours_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup {
     }
 }
 
+/// Slots a day can need at most: every opening of the week on one day.
+fn hours_limit() -> usize {
+    parley_domain::hours::OPENINGS_MAX
+}
+
 fn field(day: usize, n: usize, edge: &str) -> String {
     format!("{}_{edge}{}", Day::NAMES[day], if n == 0 { String::new() } else { (n + 1).to_string() })
 }
@@ -178,7 +195,15 @@ fn capitalised(s: &str) -> String {
 }
 
 pub async fn save(State(s): State<AppState>, Admin(who): Admin, Id(id): Id, CheckedForm(form): CheckedForm) -> Result<Response, PageError> {
-    let saved = match form.read::<SitePatchRequest>().and_then(SitePatchRequest::patch) {
+    // The form shows every text, so it sends every one: a blank one is
+    // refused, where the API's patch would keep what was there.
+    let blank =
+        ["name", "widget_title", "widget_greeting", "privacy_text"].into_iter().find(|f| form.get(f).is_none_or(|v| v.trim().is_empty()));
+    let read = match blank {
+        Some(field) => Err(parley_domain::DomainError::invalid(field, "is required")),
+        None => form.read::<SitePatchRequest>().and_then(SitePatchRequest::patch),
+    };
+    let saved = match read {
         Ok(mut patch) => {
             // The form always sends the language: its empty choice is the
             // visitor's browser's, where the API's patch would keep it.
@@ -225,9 +250,10 @@ fn hours_of(form: &Form) -> Option<BusinessHours> {
         return None;
     }
     let days = [Day::Monday, Day::Tuesday, Day::Wednesday, Day::Thursday, Day::Friday, Day::Saturday, Day::Sunday];
+    let count = form.get("slots").and_then(|n| n.parse().ok()).unwrap_or(SLOTS).min(hours_limit());
     let mut weekly = Vec::new();
     for (i, day) in days.into_iter().enumerate() {
-        for n in 0..SLOTS {
+        for n in 0..count {
             let open = form.get(&field(i, n, "open")).unwrap_or_default().trim();
             let close = form.get(&field(i, n, "close")).unwrap_or_default().trim();
             if !open.is_empty() || !close.is_empty() {
