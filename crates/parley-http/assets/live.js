@@ -474,9 +474,11 @@ function start(root) {
     box.setAttribute("aria-label", "Canned responses");
     box.hidden = true;
     field.insertAdjacentElement("afterend", box);
+    // A textarea keeps its textbox role (aria-expanded is not its), so the
+    // list is tied to it by aria-controls and the active option announced
+    // through aria-activedescendant.
     field.setAttribute("aria-autocomplete", "list");
     field.setAttribute("aria-controls", box.id);
-    field.setAttribute("aria-expanded", "false");
     const load = () =>
       loading ||
       (loading = fetch("/app/canned-responses", { headers: { accept: "application/json" } })
@@ -493,7 +495,6 @@ function start(root) {
       box.hidden = true;
       shown = [];
       field.removeAttribute("aria-activedescendant");
-      field.setAttribute("aria-expanded", "false");
     };
     const render = () => {
       box.textContent = "";
@@ -515,7 +516,6 @@ function start(root) {
         box.append(option);
       });
       box.hidden = shown.length === 0;
-      field.setAttribute("aria-expanded", String(!box.hidden));
       if (shown[active]) field.setAttribute("aria-activedescendant", "canned-option-" + shown[active].id);
       else field.removeAttribute("aria-activedescendant");
     };

@@ -116,19 +116,16 @@ async fn render(
                                 ", until " (when(r.expires_at))
                             }
                         }
-                        @if r.kind != TokenKind::Personal {
-                            form method="post" action={ (HERE) "/sign-ins/" (r.id.0) "/end" } {
+                        form method="post" action={ (HERE) "/sign-ins/" (r.id.0) "/end" } {
                                 (token_field(who))
-                                button type="submit" aria-label={ "End the sign-in: " (kind_label(r.kind)) (r.name.as_deref().map(|n| format!(", {n}")).unwrap_or_default()) } {
-                                    @if r.id == who.session.token_id { "Sign out" } @else { "End" }
+                                @if r.id == who.session.token_id {
+                                    button type="submit" { "Sign out" }
+                                } @else {
+                                    button type="submit" aria-label={ "End the sign-in: " (kind_label(r.kind)) (r.name.as_deref().map(|n| format!(", {n}")).unwrap_or_default()) } { "End" }
                                 }
                             }
-                        }
                     }
                 }
-            }
-            @if sign_ins.iter().any(|r| r.kind == TokenKind::Personal) {
-                p.help { "Personal tokens are revoked on " a href="/app/integrations/tokens" { "the tokens page" } "." }
             }
         }
         section aria-labelledby="devices" {

@@ -220,20 +220,20 @@ table {{ border-collapse: collapse; }} td, th {{ border: 1px solid #e5e7eb; padd
 <h1>Parley sandbox</h1>
 <p>A demo tenant with no real data. Everything below is also available as JSON at <a href="/sandbox/credentials">/sandbox/credentials</a>; the API is described at <a href="/openapi.json">/openapi.json</a>.</p>
 <h2>Credentials</h2>
-<div class="scroll"><table>
+<div class="scroll" tabindex="0" role="region" aria-label="Credentials"><table>
 <tr><th>API base</th><td colspan="2"><code id="api-base">{api_base}</code></td></tr>
 <tr><th>Demo widget token</th><td colspan="2"><code id="widget-token">{widget_token}</code></td></tr>
 <tr><th>Demo mobile bearer token</th><td colspan="2"><code id="mobile-token">{mobile_token}</code></td></tr>
 </table></div>
 <h2>Operator logins</h2>
 <p>Answer the visitors in the web app: <a id="web-app" href="/app">/app</a>, signed in with one of these.</p>
-<div class="scroll"><table><tr><th>Role</th><th>Email</th><th>Password</th></tr>{operators}</table></div>
+<div class="scroll" tabindex="0" role="region" aria-label="Operator logins"><table><tr><th>Role</th><th>Email</th><th>Password</th></tr>{operators}</table></div>
 <h2>Outbox</h2>
 <p>Emails and SMS the demo would have sent (verification codes and links), newest first. As JSON: <a href="/sandbox/outbox">/sandbox/outbox</a>.</p>
-<div class="scroll"><table id="outbox"><tr><th>When</th><th>Channel</th><th>To</th><th>Message</th></tr>{outbox_rows}</table></div>
+<div class="scroll" tabindex="0" role="region" aria-label="Outbox"><table id="outbox"><tr><th>When</th><th>Channel</th><th>To</th><th>Message</th></tr>{outbox_rows}</table></div>
 <h2>Webhook deliveries</h2>
 <p>The demo registers its own receiver, so every event shows here with its delivery. As JSON: <a href="/sandbox/deliveries">/sandbox/deliveries</a>.</p>
-<div class="scroll"><table id="deliveries"><tr><th>When</th><th>Event</th><th>Event id</th><th>Status (last HTTP status)</th></tr>{delivery_rows}</table></div>
+<div class="scroll" tabindex="0" role="region" aria-label="Webhook deliveries"><table id="deliveries"><tr><th>When</th><th>Event</th><th>Event id</th><th>Status (last HTTP status)</th></tr>{delivery_rows}</table></div>
 <h2>Embed snippet</h2>
 <p>Paste this into any page of the site:</p>
 <pre id="embed-snippet">{snippet}</pre>

@@ -46,9 +46,10 @@ async fn the_sandbox_page_shows_credentials_and_the_embed_snippet() {
         token = creds["widget_token"].as_str().unwrap()
     );
     assert!(html.contains(&snippet), "embed snippet shown as text");
-    // One main landmark, and tables that scroll in their own box on a phone.
+    // One main landmark, and tables that scroll in their own box on a
+    // phone, a box the keyboard can reach.
     assert_eq!(html.matches("<main>").count(), 1);
-    assert_eq!(html.matches("<div class=\"scroll\"><table").count(), html.matches("<table").count());
+    assert_eq!(html.matches("<div class=\"scroll\" tabindex=\"0\" role=\"region\"").count(), html.matches("<table").count());
 }
 
 #[tokio::test]

@@ -30,7 +30,7 @@ pub async fn page(State(s): State<AppState>, Admin(who): Admin, RawQuery(query):
         p { "Every change an admin made to your team's sites, installations, operators, webhooks, tokens and canned responses, and every erased conversation: who, from which address, and when. Newest first." }
         @if entries.is_empty() { p.empty { "Nothing changed yet." } }
         @else {
-            div.scroll {
+            div.scroll tabindex="0" role="region" aria-label="Changes" {
                 table.audit {
                     caption.visually-hidden { "Changes, newest first" }
                     thead { tr { th scope="col" { "When" } th scope="col" { "Who" } th scope="col" { "What" } th scope="col" { "Details" } } }

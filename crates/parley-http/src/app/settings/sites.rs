@@ -75,7 +75,7 @@ async fn render(
                 ul {
                     @for i in installations {
                         li {
-                            a href={ "/app/integrations/installations/" (i.id.0) } { (i.name) }
+                            a href={ "/app/integrations#installation-" (i.id.0) } { (i.name) }
                             ": " @if i.identity.required { "only identified visitors may chat" } @else { "anonymous visitors may chat" }
                         }
                     }
@@ -151,7 +151,7 @@ fn hours_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup {
             label for={ (id) "-zone" } { "Time zone" }
             input id={ (id) "-zone" } name="time_zone" maxlength="64" value=(zone) aria-describedby={ (id) "-zone-help" };
             p.help id={ (id) "-zone-help" } { "An IANA name such as Europe/Berlin or America/New_York." }
-            div.scroll {
+            div.scroll tabindex="0" role="region" aria-label="Openings by day" {
                 table.hours {
                     caption.visually-hidden { "Openings by day" }
                     thead { tr { th scope="col" { "Day" } @for _ in 0..count { th scope="col" { "Opens" } th scope="col" { "Closes" } } } }
