@@ -17,8 +17,8 @@
 This starts the demo on a free port in a temporary folder, signs in a
 dedicated admin (its id kept away from the small ids generated cases
 try, so no case changes that admin's own password), and runs every phase
-with a fixed seed. `logout` is left out: it would revoke the token the
-run uses. The widget's event stream is read for a second per case (a
+with a fixed seed. `logout` and ending a sign-in are left out: they
+would revoke the token the run uses. The widget's event stream is read for a second per case (a
 valid one never ends on its own), on the seeded conversation.
 """
 
@@ -167,11 +167,12 @@ def main():
             bin_path("schemathesis"), "--config-file", config, "run", base + "/openapi.json",
             "--checks", "all",
             "-H", "Authorization: Bearer " + token,
-            # Logging out would end the run's token. An erasure cannot be
-            # undone: fuzzed ids would erase the seeded conversation the
-            # other operations read (the API suite tests it). One filter:
-            # Schemathesis requires every filter given to match.
-            "--exclude-path-regex", "logout|/admin/conversations/",
+            # Logging out, or ending a sign-in by id, would end the run's
+            # token. An erasure cannot be undone: fuzzed ids would erase
+            # the seeded conversation the other operations read (the API
+            # suite tests both). One filter: Schemathesis requires every
+            # filter given to match.
+            "--exclude-path-regex", "logout|/admin/conversations/|/mobile/me/sign-ins/",
             "--seed", seed,
             "--max-examples", examples,
             "--generation-database", "none",

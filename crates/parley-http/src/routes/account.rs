@@ -8,7 +8,7 @@ use parley_domain::model::TokenId;
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{AccountErrors, DeviceListErrors, SignInErrors};
+use super::openapi::{AccountErrors, DeviceListErrors, PasswordChangeErrors, SignInEndErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody, PathId};
@@ -36,7 +36,7 @@ async fn update_account(
 /// sign-in of the operator ends (with its devices); this one stays.
 #[utoipa::path(post, path = "/mobile/me/password", operation_id = "mobile_change_password", tag = "mobile",
     security(("bearer" = [])), request_body = PasswordChangeRequest,
-    responses((status = 204, description = "Changed"), SignInErrors))]
+    responses((status = 204, description = "Changed"), PasswordChangeErrors))]
 async fn change_password(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
@@ -59,7 +59,7 @@ async fn list_sign_ins(State(s): State<AppState>, Authenticated(session): Authen
 /// (this one too: that signs out).
 #[utoipa::path(delete, path = "/mobile/me/sign-ins/{id}", operation_id = "mobile_end_sign_in", tag = "mobile",
     security(("bearer" = [])), params(("id" = i64, Path)),
-    responses((status = 204, description = "Ended"), SignInErrors))]
+    responses((status = 204, description = "Ended"), SignInEndErrors))]
 async fn end_sign_in(State(s): State<AppState>, Authenticated(session): Authenticated, PathId(id): PathId) -> Result<StatusCode, ApiError> {
     s.account.end_sign_in(&session, TokenId(id)).await?;
     Ok(StatusCode::NO_CONTENT)

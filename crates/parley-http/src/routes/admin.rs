@@ -7,7 +7,7 @@ use parley_domain::model::{InstallationId, OperatorId, SiteId};
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{AdminErrors, AdminReadErrors};
+use super::openapi::{AdminErrors, AdminReadErrors, InviteErrors, PasswordLinkErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody, PathId};
@@ -166,7 +166,7 @@ async fn update_operator(
 /// says whether the email left; when not, send a link again.
 #[utoipa::path(post, path = "/admin/operators/invite", operation_id = "admin_invite_operator", tag = "admin",
     security(("bearer" = [])), request_body = OperatorInviteRequest,
-    responses((status = 201, body = OperatorInvitedResponse), AdminErrors))]
+    responses((status = 201, body = OperatorInvitedResponse), InviteErrors))]
 async fn invite_operator(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,
@@ -181,7 +181,7 @@ async fn invite_operator(
 /// its password works until it chooses another. A disabled operator is 409.
 #[utoipa::path(post, path = "/admin/operators/{id}/password-link", operation_id = "admin_send_password_link", tag = "admin",
     security(("bearer" = [])), params(("id" = i64, Path)),
-    responses((status = 202, body = PasswordLinkResponse), AdminErrors))]
+    responses((status = 202, body = PasswordLinkResponse), PasswordLinkErrors))]
 async fn send_password_link(
     State(s): State<AppState>,
     Authenticated(session): Authenticated,

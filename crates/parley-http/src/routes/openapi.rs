@@ -154,20 +154,31 @@ impl IntoResponses for AccountErrors {
     }
 }
 
-/// Errors of the operator's password change and of ending its sign-ins.
-pub struct SignInErrors;
+const BY_PERSONAL_TOKEN: (&str, &str) = ("403", "`forbidden`: a personal access token cannot change the password or end sign-ins");
 
-impl IntoResponses for SignInErrors {
+/// Errors of the operator's password change.
+pub struct PasswordChangeErrors;
+
+impl IntoResponses for PasswordChangeErrors {
     fn responses() -> BTreeMap<String, RefOr<Response>> {
         let mut list = BODY_ERRORS.to_vec();
         list.extend([
             UNAUTHENTICATED,
-            ("403", "`forbidden`: a personal access token cannot change the password or end sign-ins"),
-            ("404", "`not_found`: no such sign-in of this operator"),
+            BY_PERSONAL_TOKEN,
             ("422", "`validation_failed`, with `fields`; `current_password` when it is not the operator's"),
+            ("429", "`rate_limited`: too many wrong current passwords; see `Retry-After`"),
             UNAVAILABLE,
         ]);
         errors(&list)
+    }
+}
+
+/// Errors of ending one of the operator's sign-ins.
+pub struct SignInEndErrors;
+
+impl IntoResponses for SignInEndErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[UNAUTHENTICATED, BY_PERSONAL_TOKEN, ("404", "`not_found`: no such sign-in of this operator"), UNAVAILABLE])
     }
 }
 
@@ -260,6 +271,41 @@ impl IntoResponses for AdminErrors {
             UNAVAILABLE,
         ]);
         errors(&list)
+    }
+}
+
+const PASSWORD_EMAILS: (&str, &str) = ("429", "`rate_limited`: the tenant sent its most password emails this hour; see `Retry-After`");
+
+/// Errors of inviting an operator.
+pub struct InviteErrors;
+
+impl IntoResponses for InviteErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            UNAUTHENTICATED,
+            NOT_ADMIN,
+            ("422", "`validation_failed`, with `fields`: a bad value, a site that does not exist, an email already in use"),
+            PASSWORD_EMAILS,
+            UNAVAILABLE,
+        ]);
+        errors(&list)
+    }
+}
+
+/// Errors of sending an operator a password link.
+pub struct PasswordLinkErrors;
+
+impl IntoResponses for PasswordLinkErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        errors(&[
+            UNAUTHENTICATED,
+            NOT_ADMIN,
+            ("404", "`not_found`: no such operator in this tenant, or an id that is not a positive integer"),
+            ("409", "`conflict`: the operator is disabled"),
+            PASSWORD_EMAILS,
+            UNAVAILABLE,
+        ])
     }
 }
 

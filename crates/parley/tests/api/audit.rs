@@ -189,3 +189,13 @@ async fn each_tenant_reads_its_own_log_and_only_admins_do() {
     assert_eq!(agent_browser.get("/app/settings/audit").await.status, StatusCode::FORBIDDEN);
     app.stop().await;
 }
+
+/// The actions are declared once (`audit::Action`); the API's document
+/// names each of them.
+#[test]
+fn the_api_document_names_every_action() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/api.md")).unwrap();
+    for action in parley_domain::audit::Action::ALL {
+        assert!(doc.contains(&format!("`{}`", action.as_str())), "docs/api.md names {}", action.as_str());
+    }
+}
