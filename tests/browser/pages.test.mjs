@@ -156,6 +156,29 @@ describe("the settings' flows", () => {
     await invited.context.close();
   });
 
+  it("a site's widget title and greeting set on the settings page show in the widget", async () => {
+    const admin = await openContext(browser);
+    await signIn(admin.page, ADMIN);
+    await admin.page.goto(api + "/app/settings/sites");
+    await admin.page.getByLabel("Title").first().fill("Ask the sandbox team");
+    await admin.page.getByLabel("Greeting").first().fill("Good day! We read everything.");
+    await admin.page.getByRole("button", { name: /^Save the widget of / }).first().click();
+    await admin.page.getByText("The site is saved").waitFor();
+    const visitor = await openContext(browser);
+    await visitor.page.goto(api + "/sandbox");
+    await visitor.page.locator("button.launcher").click();
+    await visitor.page.waitForFunction(
+      () => document.querySelector("#parley-widget")?.shadowRoot?.textContent.includes("Ask the sandbox team"),
+      null,
+      { timeout: 10000 },
+    );
+    const text = await visitor.page.evaluate(() => document.querySelector("#parley-widget").shadowRoot.textContent);
+    assert.ok(text.includes("Good day! We read everything."), "the greeting too");
+    assert.deepEqual(admin.problems.concat(visitor.problems), []);
+    await admin.context.close();
+    await visitor.context.close();
+  });
+
   it("one session ends another from the account page", async () => {
     const phone = await openContext(browser);
     await signIn(phone.page, ADMIN);
