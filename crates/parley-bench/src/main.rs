@@ -15,6 +15,7 @@ mod process;
 mod pushes;
 mod receiver;
 mod report;
+mod scale;
 mod scenarios;
 mod setup;
 mod streams;
@@ -80,6 +81,12 @@ struct RunArgs {
     /// Seconds of the mix.
     #[arg(long, default_value_t = 30)]
     mix_duration: u64,
+    /// Conversations the `scale` scenario writes into the database.
+    #[arg(long, default_value_t = 100_000)]
+    scale_conversations: u32,
+    /// Messages in each of them.
+    #[arg(long, default_value_t = 10)]
+    scale_messages: u32,
     /// Conversations the closed-loop scenarios spread over.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     conversations: u32,
@@ -94,8 +101,9 @@ struct RunArgs {
     #[arg(long, default_value_t = 2000)]
     push_devices: usize,
     /// Scenarios to run, comma-separated: post, poll-empty, poll-latest,
-    /// inbox, webhooks, mix, streams, pushes, files (all by default; `pushes`
-    /// needs the bench to start the server, whose relay it is). `streams` holds one
+    /// inbox, webhooks, mix, streams, pushes, files, scale (all by default;
+    /// `pushes` needs the bench to start the server, whose relay it is, and
+    /// `scale` its database, which it fills with `--scale-conversations`). `streams` holds one
     /// stream per visitor (`--visitors`) while `--rate` messages a second
     /// arrive for `--mix-duration` seconds; a server given with `--target`
     /// needs `PARLEY_STREAMS_PER_ADDRESS` above `--visitors`.
@@ -166,7 +174,7 @@ fn main() -> ExitCode {
 }
 
 /// The scenarios `--only` may name.
-const SCENARIOS: [&str; 9] = ["post", "poll-empty", "poll-latest", "inbox", "webhooks", "mix", "streams", "pushes", "files"];
+const SCENARIOS: [&str; 10] = ["post", "poll-empty", "poll-latest", "inbox", "webhooks", "mix", "streams", "pushes", "files", "scale"];
 
 fn wants(args: &RunArgs, scenario: &str) -> bool {
     args.only.is_empty() || args.only.iter().any(|s| s == scenario)
@@ -194,6 +202,7 @@ async fn run(args: RunArgs) -> Result<(), String> {
 
     // The server under test: started here, or given.
     let mut push_receiver = None;
+    let mut seed_url = None;
     let (parley, admin_token, label) = match &args.target {
         Some(url) => {
             let addr: SocketAddr =
@@ -207,6 +216,7 @@ async fn run(args: RunArgs) -> Result<(), String> {
         }
         None => {
             let database_url = args.database_url.clone().unwrap_or_else(|| format!("sqlite://{}/parley.sqlite3", dir.path().display()));
+            seed_url = Some(database_url.clone());
             let create = [
                 "tenant",
                 "create",
@@ -346,6 +356,14 @@ async fn run(args: RunArgs) -> Result<(), String> {
         let visitors = setup::conversations(addr, &bench.tenant.widget_token, args.visitors as usize, 1, &format!("{label}-mix")).await?;
         println!("Measuring the mix for {} s", args.mix_duration);
         bench.mix(visitors).await;
+    }
+    if wants(&args, "scale") {
+        let url = seed_url.as_deref().ok_or("`scale` needs the bench to start the server (no --target)")?;
+        println!("Writing {} conversations of {} messages into the database", args.scale_conversations, args.scale_messages);
+        let started = std::time::Instant::now();
+        scale::seed(url, bench.tenant.site_id, args.scale_conversations, args.scale_messages).await?;
+        println!("Written in {:.0} s; measuring the inbox and search at that size", started.elapsed().as_secs_f64());
+        bench.scale().await;
     }
     if wants(&args, "files") {
         println!("Measuring attachments");

@@ -193,6 +193,34 @@ impl Bench {
         .await;
     }
 
+    /// The inbox and search of an admin whose tenant holds the `scale`
+    /// data (`scale::seed`), a few requests at a time: the figure is the
+    /// time one request takes on a big tenant, not a saturated server's
+    /// queue. Searches rotate through a common word (one message in
+    /// ten), a rare one and a visitor's name.
+    pub async fn scale(&mut self) {
+        let (addr, load) = (self.parley, self.load.clone());
+        let admin = self.tenant.admin_token.clone();
+        let connections = load.connections.min(4);
+        let target = Target { max_p99_ms: Some(50.0), ..Target::default() };
+        let inbox: Vec<Call> = ["", "&status=open", "&status=closed"]
+            .iter()
+            .map(|filter| Call::get(format!("/api/v1/mobile/conversations?per_page=20{filter}")).bearer(&admin))
+            .collect();
+        self.measure("scale", &[("inbox at scale, 20 per page", None, target)], None, || {
+            closed_loop(addr, connections, load.duration, rotate("inbox at scale, 20 per page", inbox))
+        })
+        .await;
+        for (route, q) in [
+            ("search at scale, a common word", "refund"),
+            ("search at scale, a rare word", "zebra"),
+            ("search at scale, a visitor's name", "Scale%20visitor%204242"),
+        ] {
+            let call = vec![Call::get(format!("/api/v1/mobile/search?q={q}&per_page=20")).bearer(&admin)];
+            self.measure("scale", &[(route, None, target)], None, || closed_loop(addr, connections, load.duration, rotate(route, call))).await;
+        }
+    }
+
     /// Webhook delivery: every message posted for a while is delivered to a
     /// receiver in the bench; throughput and commit-to-delivery lag, under
     /// that load and then one message at a time.
