@@ -217,7 +217,8 @@ impl Bench {
             ("search at scale, a visitor's name", "Scale%20visitor%204242"),
         ] {
             let call = vec![Call::get(format!("/api/v1/mobile/search?q={q}&per_page=20")).bearer(&admin)];
-            self.measure("scale", &[(route, None, target)], None, || closed_loop(addr, connections, load.duration, rotate(route, call))).await;
+            self.measure("scale", &[(route, None, target)], None, || closed_loop(addr, connections, load.duration, rotate(route, call)))
+                .await;
         }
     }
 
