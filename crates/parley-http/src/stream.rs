@@ -98,6 +98,11 @@ pub(crate) enum Holder {
     Visitor { caller: Caller, token: String, public_id: String, looked_at: Instant, _presence: PresenceGuard },
 }
 
+/// Reads a stream makes on its recheck timer after a wake-up whose read
+/// found nothing: the entry it was woken for may become readable to it a
+/// moment later (see `Live::step`).
+const SUSPECT_READS: u8 = 3;
+
 /// How many of its rechecks a visitor's stream makes for each look for
 /// its conversation (a minute at the default keep-alive): a look is a
 /// query per stream, the token's own recheck is cached.
@@ -178,6 +183,11 @@ struct Live {
     /// Whether to read before waiting: at the start, after a wake-up,
     /// and after a read that failed.
     read: bool,
+    /// Whether the read to come follows a wake-up from the hub.
+    woken: bool,
+    /// Reads left on the recheck timer after a wake-up whose read found
+    /// nothing (see `SUSPECT_READS`).
+    suspect: u8,
     /// The place of its client address, if it holds one.
     _slot: Option<Slot>,
     /// A stream's typing indicators (a long poll has none).
@@ -215,6 +225,8 @@ impl Live {
             recheck,
             next_check: Instant::now() + recheck,
             read: true,
+            woken: false,
+            suspect: 0,
             _slot: slot,
             state,
             typing: None,
@@ -230,8 +242,10 @@ impl Live {
     /// Waits for the next entries, until `deadline` if there is one.
     ///
     /// The feed is read at the start, after a wake-up from the hub and
-    /// after a full page, never on a timer: an idle follower costs no
-    /// query but its holder's recheck. Every wait also watches shutdown.
+    /// after a full page; on the timer only after a failed read, or a few
+    /// times after a wake-up whose read found nothing: an idle follower
+    /// costs no query but its holder's recheck. Every wait also watches
+    /// shutdown.
     async fn next(&mut self, deadline: Option<Instant>) -> Next {
         let closing = self.closing.clone();
         tokio::select! {
@@ -251,9 +265,18 @@ impl Live {
             if self.read {
                 self.read = false;
                 match self.follower.read().await {
-                    Ok(Some(Step::Items(items))) => return Next::Items(items),
+                    Ok(Some(Step::Items(items))) => {
+                        self.suspect = 0;
+                        return Next::Items(items);
+                    }
                     Ok(Some(Step::Reset)) => return Next::Reset,
-                    Ok(None) => {}
+                    // A wake-up is spent by the read that follows it. On
+                    // PostgreSQL that read's bound of what is readable can
+                    // lag the follower's that published the entry, so a
+                    // read that found nothing after a wake-up is followed
+                    // by a few more on the recheck timer: an entry is never
+                    // left waiting for the conversation's next one.
+                    Ok(None) => self.suspect = if self.woken { SUSPECT_READS } else { self.suspect.saturating_sub(1) },
                     Err(DomainError::Unauthenticated) => return Next::Refused,
                     // Read again at the next wake-up or check: the cursor
                     // has not moved, so nothing is lost meanwhile.
@@ -267,17 +290,19 @@ impl Live {
                 return Next::TimedOut;
             }
             let failed = self.read;
+            let again = failed || self.suspect > 0;
             let wake = deadline.map_or(self.next_check, |d| d.min(self.next_check));
             let reader = self.follower.reader();
-            let woken = tokio::select! {
-                _ = self.follower.changed() => true,
-                _ = tokio::time::sleep_until(wake) => failed,
+            let (read, woken) = tokio::select! {
+                _ = self.follower.changed() => (true, true),
+                _ = tokio::time::sleep_until(wake) => (again, false),
                 typing = indicator(&self.state, &self.holder, reader, &mut self.typing) => {
                     self.read = failed;
                     return Next::Typing(typing);
                 }
             };
-            self.read = woken;
+            self.read = read;
+            self.woken = woken;
         }
     }
 }
