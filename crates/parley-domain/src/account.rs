@@ -130,14 +130,13 @@ impl AccountService {
         let ended = self
             .db
             .write(move |tx| {
-                let personal = tx.sign_ins(tenant, id, now)?.iter().any(|s| s.id == token && s.kind == TokenKind::Personal);
                 let ended = tx.revoke_sign_in(tenant, id, token, now)?;
                 // A personal token is an admin's tool: its end is recorded
                 // whichever route ends it.
-                if ended && personal {
+                if ended == Some(TokenKind::Personal) {
                     audit::record(tx, tenant, &by, now, Action::TokenRevoked, Some(token.0), serde_json::json!({}))?;
                 }
-                Ok(ended)
+                Ok(ended.is_some())
             })
             .await?;
         if ended { Ok(()) } else { Err(DomainError::NotFound) }

@@ -151,8 +151,17 @@ pub(crate) fn require_admin(session: &Session) -> Result<TenantId, DomainError> 
     }
 }
 
+/// An operator's email that another has: the field's error, as a form
+/// shows it; any other failure as it is.
+pub(crate) fn email_taken(e: DomainError) -> DomainError {
+    match e {
+        DomainError::Store(StoreError::Duplicate(_)) => DomainError::invalid("email", "is already in use"),
+        e => e,
+    }
+}
+
 /// Refuses site ids that are not the tenant's, naming the field.
-fn check_sites(sites: &[Site], ids: &[SiteId]) -> Result<(), DomainError> {
+pub(crate) fn check_sites(sites: &[Site], ids: &[SiteId]) -> Result<(), DomainError> {
     match ids.iter().find(|id| !sites.iter().any(|s| s.id == **id)) {
         Some(id) => Err(DomainError::invalid("site_ids", format!("site {} does not exist", id.0))),
         None => Ok(()),
@@ -397,10 +406,7 @@ impl AdminService {
         let ids = input.site_ids.clone();
         self.db.read(move |r| check_sites(&r.sites(tenant)?, &ids)).await?;
         let by = Some(Actor::of(session));
-        self.tenancy.create_operator(tenant, input, by).await.map_err(|e| match e {
-            DomainError::Store(StoreError::Duplicate(_)) => DomainError::invalid("email", "is already in use"),
-            e => e,
-        })
+        self.tenancy.create_operator(tenant, input, by).await.map_err(email_taken)
     }
 
     /// Changes an operator. Disabling it or changing its password revokes

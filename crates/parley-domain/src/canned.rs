@@ -109,12 +109,11 @@ impl CannedService {
         let deleted = self
             .db
             .write(move |tx| {
-                let shortcut = tx.canned_responses(tenant)?.into_iter().find(|c| c.id == id).map(|c| c.shortcut);
                 let deleted = tx.delete_canned_response(tenant, id)?;
-                if deleted {
+                if let Some(shortcut) = &deleted {
                     audit::record(tx, tenant, &by, now, Action::CannedDeleted, Some(id.0), json!({"shortcut": shortcut}))?;
                 }
-                Ok(deleted)
+                Ok(deleted.is_some())
             })
             .await?;
         if deleted { Ok(()) } else { Err(DomainError::NotFound) }

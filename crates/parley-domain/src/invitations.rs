@@ -14,13 +14,13 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::admin::require_admin;
+use crate::admin::{check_sites, email_taken, require_admin};
 use crate::audit::{self, Action, Actor};
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::limits::{Rate, SlidingWindow};
 use crate::model::*;
-use crate::store::{Database, ReadTx, StoreError};
+use crate::store::{Database, ReadTx};
 use crate::verification::channels::{Email, EmailSender};
 use crate::verification::messages::escape;
 use crate::{ids, password};
@@ -75,19 +75,11 @@ impl InvitationService {
     /// Makes the operator without a password, and emails it a link to
     /// choose one.
     pub async fn invite(&self, session: &Session, input: InviteInput) -> Result<(Operator, LinkSent), DomainError> {
-        let tenant = require_admin(session)?;
-        let (by, now) = (Actor::of(session), self.clock.now());
-        self.sends.reserve(&tenant, now)?;
-        let token = ids::prefixed::<32>(TOKEN_PREFIX)?;
-        let digest = password::token_digest(&token);
-        let expires_at = now.plus(LINK_LIFETIME);
+        let Fresh { tenant, by, now, token, digest, expires_at } = self.fresh(session)?;
         let operator = self
             .db
             .write(move |tx| {
-                let sites = tx.sites(tenant)?;
-                if let Some(id) = input.site_ids.iter().find(|id| !sites.iter().any(|s| s.id == **id)) {
-                    return Err(DomainError::invalid("site_ids", format!("site {} does not exist", id.0)));
-                }
+                check_sites(&tx.sites(tenant)?, &input.site_ids)?;
                 let new = NewOperator {
                     email: input.email,
                     name: input.name,
@@ -96,10 +88,7 @@ impl InvitationService {
                     site_ids: input.site_ids,
                     created_at: now,
                 };
-                let made = tx.insert_operator(tenant, &new).map_err(|e| match e {
-                    StoreError::Duplicate(_) => DomainError::invalid("email", "is already in use"),
-                    e => e.into(),
-                })?;
+                let made = tx.insert_operator(tenant, &new).map_err(|e| email_taken(e.into()))?;
                 tx.insert_password_link(tenant, &NewPasswordLink { operator: made.id, token_hash: digest, created_at: now, expires_at })?;
                 let details = json!({"email": made.email, "name": made.name, "role": made.role.as_str(), "site_ids": new.site_ids});
                 audit::record(tx, tenant, &by, now, Action::OperatorInvited, Some(made.id.0), details)?;
@@ -114,12 +103,7 @@ impl InvitationService {
     /// sent again this way); its older links stop working. Its password
     /// stays until it sets another.
     pub async fn send_link(&self, session: &Session, id: OperatorId) -> Result<LinkSent, DomainError> {
-        let tenant = require_admin(session)?;
-        let (by, now) = (Actor::of(session), self.clock.now());
-        self.sends.reserve(&tenant, now)?;
-        let token = ids::prefixed::<32>(TOKEN_PREFIX)?;
-        let digest = password::token_digest(&token);
-        let expires_at = now.plus(LINK_LIFETIME);
+        let Fresh { tenant, by, now, token, digest, expires_at } = self.fresh(session)?;
         let operator = self
             .db
             .write(move |tx| {
@@ -179,6 +163,18 @@ impl InvitationService {
             .await
     }
 
+    /// What an admin's request for a link starts from: its tenant, who
+    /// asks, the time, and a new token with its digest and expiry. The
+    /// email it will cost is counted here, before any work.
+    fn fresh(&self, session: &Session) -> Result<Fresh, DomainError> {
+        let tenant = require_admin(session)?;
+        let now = self.clock.now();
+        self.sends.reserve(&tenant, now)?;
+        let token = ids::prefixed::<32>(TOKEN_PREFIX)?;
+        let digest = password::token_digest(&token);
+        Ok(Fresh { tenant, by: Actor::of(session), now, token, digest, expires_at: now.plus(LINK_LIFETIME) })
+    }
+
     fn link(&self, token: &str) -> String {
         format!("{}/app/password?token={token}", self.public_url)
     }
@@ -193,6 +189,16 @@ impl InvitationService {
             }
         }
     }
+}
+
+/// A link about to be made (`InvitationService::fresh`).
+struct Fresh {
+    tenant: TenantId,
+    by: Actor,
+    now: Timestamp,
+    token: String,
+    digest: Vec<u8>,
+    expires_at: Timestamp,
 }
 
 /// A token of the right shape's digest; anything else names no link.

@@ -110,8 +110,8 @@ pub trait OperatorsWrite: OperatorsRead {
     /// that changed its own password), with their devices.
     fn revoke_other_tokens(&mut self, tenant: TenantId, operator: OperatorId, keep: TokenId, at: Timestamp) -> StoreResult<()>;
     /// Revokes one of the operator's own live sign-ins, of any kind, with
-    /// its devices; false when it has no such one.
-    fn revoke_sign_in(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<bool>;
+    /// its devices; its kind, or none when it has no such one.
+    fn revoke_sign_in(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<Option<TokenKind>>;
 }
 
 /// Set-password links (invitations and resets).
@@ -290,8 +290,8 @@ pub trait CannedWrite: CannedRead {
     fn lock_canned_responses(&mut self, tenant: TenantId) -> StoreResult<Vec<CannedResponse>>;
     fn insert_canned_response(&mut self, tenant: TenantId, text: &CannedText, at: Timestamp) -> StoreResult<CannedResponse>;
     fn update_canned_response(&mut self, tenant: TenantId, id: CannedId, text: &CannedText, at: Timestamp) -> StoreResult<()>;
-    /// `false` when there is no such response.
-    fn delete_canned_response(&mut self, tenant: TenantId, id: CannedId) -> StoreResult<bool>;
+    /// The shortcut it had; none when there is no such response.
+    fn delete_canned_response(&mut self, tenant: TenantId, id: CannedId) -> StoreResult<Option<String>>;
 }
 
 /// The tenant's audit log.

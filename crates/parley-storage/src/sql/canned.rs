@@ -19,7 +19,8 @@ statements! {
     UPDATE_CANNED<'a>(tenant: TenantId, id: CannedId, shortcut: &'a str, body: &'a str, at: Timestamp) => |_|
         "UPDATE canned_responses SET shortcut = :shortcut, body = :body, updated_at = :at
          WHERE tenant_id = :tenant AND id = :id".into(),
-    DELETE_CANNED(tenant: TenantId, id: CannedId) => |_| "DELETE FROM canned_responses WHERE tenant_id = :tenant AND id = :id".into(),
+    DELETE_CANNED(tenant: TenantId, id: CannedId) => |_|
+        "DELETE FROM canned_responses WHERE tenant_id = :tenant AND id = :id RETURNING shortcut".into(),
 }
 
 fn canned(r: &dyn Row) -> StoreResult<CannedResponse> {
@@ -63,8 +64,8 @@ impl CannedWrite for Tx<'_> {
         }
     }
 
-    fn delete_canned_response(&mut self, tenant: TenantId, id: CannedId) -> StoreResult<bool> {
+    fn delete_canned_response(&mut self, tenant: TenantId, id: CannedId) -> StoreResult<Option<String>> {
         self.lock_canned(tenant)?;
-        Ok(self.exec(DELETE_CANNED { tenant, id })? == 1)
+        self.one(DELETE_CANNED { tenant, id }, |r| r.string("shortcut"))
     }
 }

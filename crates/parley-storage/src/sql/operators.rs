@@ -88,7 +88,7 @@ statements! {
         "DELETE FROM devices WHERE tenant_id = :tenant AND operator_id = :operator AND token_id <> :keep".into(),
     REVOKE_SIGN_IN(tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) => |_|
         "UPDATE operator_tokens SET revoked_at = :at
-         WHERE tenant_id = :tenant AND operator_id = :operator AND id = :token AND revoked_at IS NULL".into(),
+         WHERE tenant_id = :tenant AND operator_id = :operator AND id = :token AND revoked_at IS NULL RETURNING kind".into(),
     INSERT_TOKEN<'a>(
         tenant: TenantId, operator: OperatorId, kind: &'a str, token_hash: &'a [u8], device_name: Option<&'a str>,
         created_at: Timestamp, expires_at: Timestamp,
@@ -256,7 +256,7 @@ impl OperatorsWrite for Tx<'_> {
             active: true,
             site_ids: o.site_ids.clone(),
             created_at: o.created_at,
-            password_set: !o.password_hash.is_empty(),
+            password_set: o.password_hash != parley_domain::invitations::NO_PASSWORD,
             notify: NotifyChoices::default(),
         })
     }
@@ -322,9 +322,9 @@ impl OperatorsWrite for Tx<'_> {
         Ok(())
     }
 
-    fn revoke_sign_in(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<bool> {
-        let revoked = self.exec(REVOKE_SIGN_IN { tenant, operator, token, at })? == 1;
-        if revoked {
+    fn revoke_sign_in(&mut self, tenant: TenantId, operator: OperatorId, token: TokenId, at: Timestamp) -> StoreResult<Option<TokenKind>> {
+        let revoked = self.one(REVOKE_SIGN_IN { tenant, operator, token, at }, |r| r.parsed("kind", TokenKind::parse))?;
+        if revoked.is_some() {
             self.exec(FORGET_TOKEN_DEVICES { tenant, token })?;
         }
         Ok(revoked)

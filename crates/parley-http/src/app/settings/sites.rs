@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use parley_domain::admin::SitePatch;
-use parley_domain::hours::{BusinessHours, Day, Opening};
+use parley_domain::hours::{BusinessHours, Day, OPENINGS_MAX, Opening};
 use parley_domain::model::{Site, SiteId};
 
 use crate::AppState;
@@ -31,9 +31,8 @@ const SLOTS: usize = 2;
 
 /// The openings per day the form shows for these hours.
 fn slots(hours: Option<&BusinessHours>) -> usize {
-    let most = hours.map_or(0, |h| {
-        Day::NAMES.iter().enumerate().map(|(d, _)| h.weekly.iter().filter(|o| o.day as usize == d).count()).max().unwrap_or(0)
-    });
+    let most =
+        hours.map_or(0, |h| (0..Day::NAMES.len()).map(|d| h.weekly.iter().filter(|o| o.day as usize == d).count()).max().unwrap_or(0));
     most.max(SLOTS)
 }
 
@@ -129,7 +128,7 @@ fn widget_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup 
 fn hours_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup {
     let id = format!("site-{}-hours", site.id.0);
     let hours = site.settings.hours.as_ref();
-    let count = held.and_then(|r| r.held.get("slots")).and_then(|n| n.parse().ok()).unwrap_or_else(|| slots(hours)).min(hours_limit());
+    let count = held.and_then(|r| r.held.get("slots")).and_then(|n| n.parse().ok()).unwrap_or_else(|| slots(hours)).min(OPENINGS_MAX);
     let slot = |day: usize, n: usize, edge: &str| -> String {
         let name = field(day, n, edge);
         if let Some(r) = held {
@@ -178,11 +177,6 @@ fn hours_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup {
             button type="submit" aria-label={ "Save the business hours of " (site.name) } { "Save hours" }
         }
     }
-}
-
-/// Slots a day can need at most: every opening of the week on one day.
-fn hours_limit() -> usize {
-    parley_domain::hours::OPENINGS_MAX
 }
 
 fn field(day: usize, n: usize, edge: &str) -> String {
@@ -250,7 +244,7 @@ fn hours_of(form: &Form) -> Option<BusinessHours> {
         return None;
     }
     let days = [Day::Monday, Day::Tuesday, Day::Wednesday, Day::Thursday, Day::Friday, Day::Saturday, Day::Sunday];
-    let count = form.get("slots").and_then(|n| n.parse().ok()).unwrap_or(SLOTS).min(hours_limit());
+    let count = form.get("slots").and_then(|n| n.parse().ok()).unwrap_or(SLOTS).min(OPENINGS_MAX);
     let mut weekly = Vec::new();
     for (i, day) in days.into_iter().enumerate() {
         for n in 0..count {
