@@ -86,6 +86,7 @@ impl Automation {
         }
         report.given_up = self.give_up_deliveries(now).await?;
         report.pruned = self.prune(now).await?;
+        self.db.write(|tx| Ok(tx.fold_conversation_counts()?)).await?;
         self.db.write(move |tx| Ok(tx.set_state(LAST_SWEEP_KEY, now.as_millis())?)).await?;
         Ok(report)
     }

@@ -117,7 +117,7 @@ impl InboxService {
     }
 
     /// A page of the conversations the operator sees that match `query`
-    /// (see `crate::search`), most recent activity first.
+    /// (see `crate::search`), the latest match first.
     pub async fn search(&self, session: &Session, query: SearchQuery, page: PageRequest) -> Result<SearchPage, DomainError> {
         let scope: ConversationScope = session.operator.scope().into();
         let offset = u64::from(page.page - 1) * u64::from(page.per_page);

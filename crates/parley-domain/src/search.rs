@@ -1,8 +1,8 @@
 //! Searching conversations by what was said in them and who said it:
-//! every word of the query must start a word of one message (through each
-//! database's full-text index), or the whole query must appear in the
-//! visitor's name or email. Results follow the inbox's scope and order
-//! (an agent finds only its sites' conversations, most recent first).
+//! every word of the query must be a word of one message, or of the
+//! visitor's name and email, the last word the start of one (through each
+//! database's full-text indexes). Results follow the inbox's scope (an agent finds only its
+//! sites' conversations), the latest match first.
 
 use crate::error::DomainError;
 use crate::model::{ConversationDetails, Message};
@@ -17,9 +17,12 @@ const MAX_WORD_CHARS: usize = 64;
 /// message, and cost the index a read of all of them.
 const MIN_PREFIX_CHARS: usize = 2;
 
-/// Whether `word` matches the start of words, or whole words only.
-pub fn as_prefix(word: &str) -> bool {
-    word.chars().count() >= MIN_PREFIX_CHARS
+/// Whether the `i`th of `words` matches the start of words, or whole
+/// words only. Only the last may be partial, as one types it: an index
+/// reads every word a prefix starts (one per visitor where emails start
+/// with a name), while a whole word is one entry of it.
+pub fn as_prefix(words: &[String], i: usize) -> bool {
+    i + 1 == words.len() && words[i].chars().count() >= MIN_PREFIX_CHARS
 }
 /// Characters of context a snippet shows around the first word found.
 const SNIPPET_CHARS: usize = 140;
@@ -29,9 +32,6 @@ const SNIPPET_CHARS: usize = 140;
 pub struct SearchQuery {
     /// Lower case, letters and digits only: what the full-text index holds.
     pub words: Vec<String>,
-    /// The query as typed, trimmed and in lower case, for the visitor's
-    /// name and email.
-    pub text: String,
 }
 
 impl SearchQuery {
@@ -48,26 +48,7 @@ impl SearchQuery {
         if words.is_empty() {
             return Err(DomainError::invalid("q", "must contain a letter or a digit"));
         }
-        Ok(Self { words, text: q.trim().to_lowercase() })
-    }
-
-    /// `%text%` for `LIKE … ESCAPE '\'`, its own wildcards escaped; none
-    /// for a text of one character, which would match nearly every
-    /// visitor.
-    pub fn like_pattern(&self) -> Option<String> {
-        if self.text.chars().count() < MIN_PREFIX_CHARS {
-            return None;
-        }
-        let mut out = String::with_capacity(self.text.len() + 2);
-        out.push('%');
-        for c in self.text.chars() {
-            if matches!(c, '%' | '_' | '\\') {
-                out.push('\\');
-            }
-            out.push(c);
-        }
-        out.push('%');
-        Some(out)
+        Ok(Self { words })
     }
 }
 
@@ -145,19 +126,14 @@ mod tests {
     fn a_query_keeps_its_words_in_lower_case() {
         let q = SearchQuery::parse("  Refund, ORDER #1234!  ").unwrap();
         assert_eq!(q.words, ["refund", "order", "1234"]);
-        assert_eq!(q.text, "refund, order #1234!");
         assert_eq!(SearchQuery::parse("Émile Zoë").unwrap().words, ["émile", "zoë"]);
         assert_eq!(SearchQuery::parse("İstanbul ½ x²").unwrap().words, ["istanbul", "x"], "as the indexes split");
-        assert!(as_prefix("ab") && !as_prefix("a"));
+        let words = |w: &[&str]| w.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        assert!(as_prefix(&words(&["ab"]), 0) && !as_prefix(&words(&["a"]), 0));
+        assert!(!as_prefix(&words(&["ab", "cd"]), 0) && as_prefix(&words(&["ab", "cd"]), 1), "the last word only");
         assert!(SearchQuery::parse(" -- !! ").is_err());
         assert_eq!(SearchQuery::parse(&"a ".repeat(20)).unwrap().words.len(), MAX_WORDS);
         assert_eq!(SearchQuery::parse(&"x".repeat(100)).unwrap().words[0].len(), 64);
-    }
-
-    #[test]
-    fn like_patterns_escape_their_wildcards() {
-        assert_eq!(SearchQuery::parse("50%_off\\").unwrap().like_pattern().unwrap(), "%50\\%\\_off\\\\%");
-        assert_eq!(SearchQuery::parse("a").unwrap().like_pattern(), None);
     }
 
     #[test]

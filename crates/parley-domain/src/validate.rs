@@ -254,6 +254,24 @@ pub static PAGE_URL: Rule = Rule::new(
     "An absolute URL: http:// or https:// and at least one more character, without spaces, control characters or any of \" < > \\ `, at most 2,048 characters; a fragment (#…) is dropped.",
 );
 
+/// A page's address a setting may also remove: as [`PAGE_URL`], or empty.
+pub static PAGE_URL_OR_EMPTY: Rule = Rule::new(
+    concat!("^(https?://[^", controls!(), "\\u0020\"<>\\\\`]+)?$"),
+    0,
+    MAX_URL_CHARS,
+    "must be an absolute http or https URL, or empty to remove it",
+    "An absolute URL as a page address takes, or empty (\"\") to remove the one set.",
+);
+
+/// [`page_url`], or `None` for empty text: a link to remove.
+pub fn page_url_or_empty(s: &str) -> Check<Option<String>> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    PAGE_URL_OR_EMPTY.check(s)?;
+    page_url(s).map(|u| Some(u.url))
+}
+
 /// A host name as listed in a site's `domains` (a trailing dot allowed).
 pub static DOMAIN: Rule = Rule::new(
     concat!("^", label!(), "(?:\\.", label!(), ")*\\.?$"),

@@ -184,6 +184,10 @@ pub trait ConversationsRead {
 }
 
 pub trait ConversationsWrite: ConversationsRead {
+    /// Folds what the database recorded of conversations' comings and
+    /// goings for the inbox's totals into one row per group, so that a
+    /// total reads a few rows per site (the sweeper, each pass).
+    fn fold_conversation_counts(&mut self) -> StoreResult<()>;
     /// Open conversations without a message since `cutoff`, across all
     /// tenants (for the sweeper), with their tenants, locked until the
     /// commit. A conversation another unit holds is skipped: it is taking

@@ -37,7 +37,8 @@ pub async fn page(State(s): State<AppState>, who: WebSession, RawQuery(query): R
     let number = param("page").and_then(|p| p.parse::<u32>().ok()).filter(|p| (1..=100_000).contains(p)).unwrap_or(1);
     let (list, meta, cursor) = s.inbox.list(&who.session, filter, PageRequest { page: number, per_page: PER_PAGE }).await?;
     let main = html! {
-        div data-live="inbox" data-cursor=(cursor.to_string()) data-url={ "/app?status=" (status) "&page=" (number) } {
+        div.inbox-page {
+        div.inbox-list data-live="inbox" data-cursor=(cursor.to_string()) data-url={ "/app?status=" (status) "&page=" (number) } {
             h1 { "Inbox" }
             (super::search::form(""))
             nav.filters aria-label="Filter by status" {
@@ -63,6 +64,13 @@ pub async fn page(State(s): State<AppState>, who: WebSession, RawQuery(query): R
                     }
                 }
             }
+        }
+        // The conversation's place on a wide screen, until one is opened
+        // (its page shows the list, the conversation and its details).
+        section.inbox-empty aria-label="No conversation open" {
+            p.placeholder { "Open a conversation to read and answer it here." }
+            p.help { "j and k move through the list, Enter opens, ? lists every shortcut." }
+        }
         }
         div #announce.visually-hidden aria-live="polite" {}
         script type="module" src=(crate::app::assets::live_script_url()) {}

@@ -1,5 +1,5 @@
 //! Search (`/app/search`): the conversations the operator sees that hold
-//! the words, or whose visitor's name or email holds the text, each with
+//! the words, or whose visitor's name and email do, each with
 //! the words marked in a snippet of its latest matching message. The
 //! same search as `GET mobile/search` (`parley_domain::search`).
 

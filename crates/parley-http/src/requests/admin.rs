@@ -60,7 +60,8 @@ pub struct SitePatchRequest {
     /// `#rrggbb`.
     accent_color: Option<schema::Colour>,
     privacy_text: Option<schema::LongText>,
-    privacy_url: Option<schema::PageUrl>,
+    /// Empty (`""`) removes the link.
+    privacy_url: Option<schema::PageUrlOrEmpty>,
     #[schema(schema_with = schema::site_locale)]
     locale: Option<SiteLocale>,
     #[schema(schema_with = schema::site_texts)]
@@ -87,7 +88,7 @@ impl SitePatchRequest {
             greeting: self.widget_greeting.map(|t| t.0),
             accent_color: self.accent_color.map(|c| c.0),
             privacy_text: self.privacy_text.map(|t| t.0),
-            privacy_url: self.privacy_url.map(|u| Some(u.0.url)),
+            privacy_url: self.privacy_url.map(|u| u.0),
             locale: self.locale.map(|l| l.0),
             texts: self.texts.map(|t| t.0),
             hours: self.business_hours.map(|h| h.0),

@@ -169,6 +169,16 @@ impl From<AccountPatchRequest> for parley_domain::account::AccountPatch {
     }
 }
 
+/// A password chosen through an emailed link: an invitation, or a new
+/// password an admin sent a link for.
+#[derive(ToSchema, FromFields)]
+pub struct PasswordSetRequest {
+    /// The `token` of the link's address (`/app/password?token=…`).
+    pub token: schema::Token,
+    /// 10 to 1,024 characters.
+    pub password: schema::NewPassword,
+}
+
 /// A new password, given with the current one.
 #[derive(ToSchema, FromFields)]
 pub struct PasswordChangeRequest {

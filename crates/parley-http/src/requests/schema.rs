@@ -146,6 +146,8 @@ rule_types! {
     Email(String) => validate::EMAIL, |s| validate::email(s).map(Some);
     Phone(String) => validate::PHONE, |s| validate::phone(s).map(Some);
     PageUrl(validate::PageUrl) => validate::PAGE_URL, |s| validate::page_url(s).map(Some);
+    /// Empty removes the address set.
+    PageUrlOrEmpty(Option<String>) => validate::PAGE_URL_OR_EMPTY, |s| validate::page_url_or_empty(s).map(Some);
     Domain(String) => validate::DOMAIN, |s| validate::domain(s).map(Some);
     Colour(String) => validate::COLOUR, |s| validate::colour(s).map(Some);
     Password(String) => validate::PASSWORD, |s| as_sent(&validate::PASSWORD, s);

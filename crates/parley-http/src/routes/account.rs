@@ -1,5 +1,6 @@
 //! The operator's own account (any operator's bearer token): its name and
-//! notification choices, its password, and its sign-ins.
+//! notification choices, its password, and its sign-ins; and the password
+//! an emailed link lets someone not signed in choose.
 
 use axum::Json;
 use axum::extract::State;
@@ -8,15 +9,35 @@ use parley_domain::model::TokenId;
 use utoipa_axum::routes;
 
 use super::Mount;
-use super::openapi::{AccountErrors, DeviceListErrors, PasswordChangeErrors, SignInEndErrors};
+use super::openapi::{AccountErrors, DeviceListErrors, PasswordChangeErrors, PasswordSetErrors, SignInEndErrors};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Authenticated, JsonBody, PathId};
-use crate::requests::mobile::{AccountPatchRequest, PasswordChangeRequest};
-use crate::views::mobile::{AccountResponse, SignInListResponse, SignInView};
+use crate::requests::mobile::{AccountPatchRequest, PasswordChangeRequest, PasswordSetRequest};
+use crate::views::mobile::{AccountResponse, PasswordSetResponse, SignInListResponse, SignInView};
 
 pub fn routes(api: Mount) -> Mount {
-    api.routes(routes!(update_account)).routes(routes!(change_password)).routes(routes!(list_sign_ins)).routes(routes!(end_sign_in))
+    api.routes(routes!(update_account))
+        .routes(routes!(change_password))
+        .routes(routes!(list_sign_ins))
+        .routes(routes!(end_sign_in))
+        .routes(routes!(set_password_by_link))
+}
+
+/// Sets the password an emailed link lets its holder choose (an
+/// invitation, or a new password an admin sent a link for), as the page
+/// `/app/password` does. The link works once, for 72 hours; every
+/// sign-in of the operator ends. No bearer token: the link is the
+/// credential.
+#[utoipa::path(post, path = "/mobile/password", operation_id = "mobile_set_password_by_link", tag = "mobile",
+    request_body = PasswordSetRequest,
+    responses((status = 200, body = PasswordSetResponse), PasswordSetErrors))]
+async fn set_password_by_link(
+    State(s): State<AppState>,
+    JsonBody(input): JsonBody<PasswordSetRequest>,
+) -> Result<Json<PasswordSetResponse>, ApiError> {
+    let operator = s.invitations.set_password(&input.token.0, input.password.0).await?;
+    Ok(Json(PasswordSetResponse { email: operator.email, name: operator.name }))
 }
 
 /// Changes the operator's own name and what it is pushed about.

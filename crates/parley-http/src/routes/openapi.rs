@@ -294,6 +294,20 @@ impl IntoResponses for InviteErrors {
 }
 
 /// Errors of sending an operator a password link.
+pub struct PasswordSetErrors;
+
+impl IntoResponses for PasswordSetErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut list = BODY_ERRORS.to_vec();
+        list.extend([
+            ("404", "`not_found`: the link is unknown, used, expired, or its operator disabled (which of them is not said)"),
+            INVALID,
+            UNAVAILABLE,
+        ]);
+        errors(&list)
+    }
+}
+
 pub struct PasswordLinkErrors;
 
 impl IntoResponses for PasswordLinkErrors {

@@ -463,6 +463,13 @@ pub struct SignInListResponse {
     pub sign_ins: Vec<SignInView>,
 }
 
+/// Whose password a link set: the email to sign in with.
+#[derive(Serialize, ToSchema)]
+pub struct PasswordSetResponse {
+    pub email: String,
+    pub name: String,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct AccountResponse {
     pub user: UserView,

@@ -11,25 +11,30 @@ use super::value::ColumnType;
 /// for itself (the target's migrations wrote its own).
 pub const BOOKKEEPING: &[&str] = &["parley_migrations"];
 
-/// Whether a table is part of SQLite's search index of messages (the
-/// FTS5 table and its shadow tables). The search index is the one place
+/// Whether a table is part of SQLite's search indexes of messages and of
+/// visitors (the FTS5 tables and their shadow tables). The search index is the one place
 /// the two databases differ in kind (FTS5 there, an expression index on
 /// PostgreSQL): it is derived from the messages, so it is neither
 /// compared nor copied, and a target builds its own as rows arrive.
 pub fn is_search_table(name: &str) -> bool {
-    name == "messages_fts" || name.starts_with("messages_fts_")
+    ["messages_fts", "visitors_fts"].iter().any(|t| name == *t || name.strip_prefix(t).is_some_and(|rest| rest.starts_with('_')))
 }
 
-/// Whether an index is PostgreSQL's search index of messages (see
+/// Whether an index is one of PostgreSQL's search indexes (see
 /// [`is_search_table`]).
 pub fn is_search_index(index: &Index) -> bool {
     index.columns.iter().any(|c| c.contains("to_tsvector"))
 }
 
+/// Tables that triggers keep from other tables (the inbox's totals,
+/// from the conversations): a target's own triggers fill them as the rows
+/// they follow arrive, so copying them too would count twice.
+pub const DERIVED: &[&str] = &["conversation_counts"];
+
 /// Whether a table is the database's own rather than the data's: neither
 /// compared nor copied.
 pub fn is_own(name: &str) -> bool {
-    BOOKKEEPING.contains(&name) || is_search_table(name)
+    BOOKKEEPING.contains(&name) || DERIVED.contains(&name) || is_search_table(name)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

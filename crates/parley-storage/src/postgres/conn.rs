@@ -29,7 +29,7 @@ use tokio_postgres::{Client, Statement};
 
 use super::Connector;
 use super::error::{connection_lost, map};
-use crate::sql::{Arg, Conn, Dialect, Row, Stmt, Ty, find_column};
+use crate::sql::{Arg, Conn, Dialect, Plan, Row, Stmt, Ty, find_column};
 
 /// A client and the runtime that drives its connection. The connection's
 /// task runs only while the pool thread waits on the runtime, which is
@@ -70,8 +70,16 @@ impl Link {
 /// the server re-plans statements like `?2 IS NULL OR c.site_id = ?2` on
 /// every run, since a plan for the actual values always looks cheaper,
 /// and the planning cost more than the query. The statements are written
-/// for plans that hold whatever the arguments, as SQLite needs anyway.
-const SESSION: &str = "SET synchronous_commit TO on; SET plan_cache_mode TO force_generic_plan";
+/// for plans that hold whatever the arguments, as SQLite needs anyway
+/// (the few that are not say so: `Plan::EachRun`). No JIT: it compiles
+/// a statement whose estimated cost is high, taking longer than the
+/// statement runs, and a search's estimates are often high and wrong.
+const SESSION: &str = "SET synchronous_commit TO on; SET plan_cache_mode TO force_generic_plan; SET jit TO off";
+
+/// The plan mode around a statement planned with each run's values
+/// (`Plan::EachRun`), and back.
+const PLAN_EACH_RUN: &str = "SET plan_cache_mode TO force_custom_plan";
+const PLAN_ONCE: &str = "SET plan_cache_mode TO force_generic_plan";
 
 /// A statement held back until the next round trip.
 struct Deferred {
@@ -249,18 +257,24 @@ impl PgConn {
         for i in 0..self.deferred.len() {
             statements.push(self.statement(self.deferred[i].stmt).map_err(Failure::unsent)?);
         }
+        let each_run = last.is_some_and(|(stmt, _, _)| stmt.plan == Plan::EachRun);
         let last = match last {
             Some((stmt, args, ask)) => Some((self.statement(stmt).map_err(Failure::unsent)?, args, ask)),
             None => None,
         };
-        self.send(&statements, last, end)
+        self.send(&statements, last, each_run, end)
     }
 
     /// Sends the round trip and reads every answer; the first error wins.
+    /// A `last` statement planned with each run's values (`Plan::EachRun`)
+    /// is sent between two settings of the session's plan mode, in the
+    /// same round trip; inside a transaction that fails, the database
+    /// undoes the first setting itself.
     fn send(
         &mut self,
         statements: &[Statement],
         last: Option<(Statement, &[Arg<'_>], Ask)>,
+        each_run: bool,
         end: Option<&'static str>,
     ) -> Result<Answer, Failure> {
         let client = &self.link.client;
@@ -276,6 +290,9 @@ impl PgConn {
             let slot = Slot::Deferred { counts_deliveries: d.counts_deliveries };
             slots.push((slot, Box::pin(async move { client.execute(statement, params).await.map(Answer::Changed) })));
         }
+        if each_run {
+            slots.push((Slot::Setting, Box::pin(async move { client.batch_execute(PLAN_EACH_RUN).await.map(|()| Answer::Done) })));
+        }
         if let Some((statement, _, ask)) = &last {
             let params = &last_params;
             slots.push((
@@ -285,6 +302,9 @@ impl PgConn {
                     Ask::Changed => Box::pin(async move { client.execute(statement, params).await.map(Answer::Changed) }),
                 },
             ));
+        }
+        if each_run {
+            slots.push((Slot::Setting, Box::pin(async move { client.batch_execute(PLAN_ONCE).await.map(|()| Answer::Done) })));
         }
         if let Some(end) = end {
             slots.push((Slot::End, Box::pin(async move { client.batch_execute(end).await.map(|()| Answer::Done) })));
@@ -332,7 +352,11 @@ impl Failure {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Slot {
     Begin,
-    Deferred { counts_deliveries: bool },
+    Deferred {
+        counts_deliveries: bool,
+    },
+    /// The plan mode around a `Plan::EachRun` statement.
+    Setting,
     Last,
     End,
 }

@@ -29,6 +29,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (20, include_str!("../../migrations/postgres/0020_audit_log.sql")),
     (21, include_str!("../../migrations/postgres/0021_password_links.sql")),
     (22, include_str!("../../migrations/postgres/0022_notification_choices.sql")),
+    (23, include_str!("../../migrations/postgres/0023_search_at_scale.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

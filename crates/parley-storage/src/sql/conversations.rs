@@ -271,8 +271,9 @@ statements! {
     /// The page is chosen first, by id: the details (the unread count
     /// above all, a count per conversation) are then read for its rows
     /// only, where a sort over every conversation of the scope would
-    /// compute them for all of them.
-    CONVERSATIONS<'a>(scope: ConversationScope, status: &'a str, limit: u32, offset: u64) => |_| format!(
+    /// compute them for all of them. Planned with the page's size, which
+    /// decides how its rows are joined (`Plan`).
+    CONVERSATIONS<'a>(scope: ConversationScope, status: &'a str, limit: u32, offset: u64) planned EachRun => |_| format!(
         "SELECT {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS}
          FROM (SELECT c.id AS page_id FROM conversations c
                WHERE {SCOPE} AND {STATUS_FILTER}
@@ -281,8 +282,19 @@ statements! {
          ORDER BY c.last_message_at DESC, c.id DESC",
         DETAILS_FROM.replacen("FROM conversations c", "JOIN conversations c ON c.id = page.page_id", 1)
     ),
-    COUNT_CONVERSATIONS<'a>(scope: ConversationScope, status: &'a str) => |_|
-        format!("SELECT COUNT(*) AS n FROM conversations c WHERE {SCOPE} AND {STATUS_FILTER}"),
+    /// The sum of the scope's rows of `conversation_counts`, which its
+    /// triggers keep per tenant, site, status and assignee (the
+    /// `search_at_scale` migrations): the scope and the filter read the
+    /// same columns there as on a conversation, under the same alias.
+    COUNT_CONVERSATIONS<'a>(scope: ConversationScope, status: &'a str) => |_| format!(
+        "SELECT CAST(COALESCE(SUM(c.n), 0) AS BIGINT) AS n FROM conversation_counts c WHERE {SCOPE} AND {STATUS_FILTER}"
+    ),
+    /// Folds the rows of `conversation_counts` up to id `upto` into one
+    /// per group (see `Dialect::fold_counts`).
+    FOLD_COUNTS(upto: i64) => |d| d.fold_counts(),
+    /// The rows just folded, where folding left them (SQLite).
+    DROP_FOLDED_COUNTS(upto: i64) => |_| "DELETE FROM conversation_counts WHERE id <= :upto".into(),
+    LAST_COUNT() => |_| "SELECT COALESCE(MAX(id), 0) AS n FROM conversation_counts".into(),
     MESSAGES_AFTER(scope: ConversationScope, conversation: ConversationId, include_internal: bool, after: MessageId, limit: u32) => |_| format!(
         "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
          WHERE {SCOPE} AND m.conversation_id = :conversation AND (:include_internal OR m.internal = FALSE) AND m.id > :after
@@ -533,6 +545,15 @@ impl Tx<'_> {
 }
 
 impl ConversationsWrite for Tx<'_> {
+    fn fold_conversation_counts(&mut self) -> StoreResult<()> {
+        let upto = self.one(LAST_COUNT {}, |r| r.i64("n"))?.unwrap_or(0);
+        self.exec(FOLD_COUNTS { upto })?;
+        if !self.dialect().folds_in_one_statement() {
+            self.exec(DROP_FOLDED_COUNTS { upto })?;
+        }
+        Ok(())
+    }
+
     fn idle_conversations(&mut self, cutoff: Timestamp, limit: u32) -> StoreResult<Vec<(Tenant, Conversation)>> {
         let found = self.all(IDLE_CONVERSATIONS { cutoff, limit }, |r| Ok((tenant(r)?, conversation(r)?)))?;
         for (_, c) in &found {

@@ -153,10 +153,6 @@ impl Dialect {
         matches!(self, Dialect::Postgres)
     }
 
-    /// The session whose transaction is the feed's bound (`visible_tx`)
-    /// while committed entries wait behind it; no row otherwise, or when
-    /// the bound is a prepared transaction. `backend_xid` is the
-    /// transaction id without its epoch, hence the modulo. Its state and
     /// Whether message `m` holds every word of the search `:query` (as
     /// [`Self::search_query`] wrote it), through the search index: FTS5
     /// on SQLite, the GIN index of `to_tsvector('simple', body)` on
@@ -168,28 +164,90 @@ impl Dialect {
         }
     }
 
-    /// `words` (letters and digits only, see `parley_domain::search`) as
-    /// the dialect's full-text query: every word required, each matching
-    /// the start of a word when `search::as_prefix` says so, or a whole
-    /// word.
-    pub fn search_query(self, words: &[String]) -> String {
-        let star = |w: &str| if parley_domain::search::as_prefix(w) { "*" } else { "" };
+    /// The ids of the visitors whose name and email hold every word of
+    /// `:query`, through their search index (the `search_at_scale`
+    /// migrations; PostgreSQL's expression is its index's).
+    pub fn visitor_matches(self) -> &'static str {
         match self {
-            Dialect::Sqlite => words.iter().map(|w| format!("\"{}\"{}", w.replace('"', "\"\""), star(w))).collect::<Vec<_>>().join(" "),
-            Dialect::Postgres => words
-                .iter()
-                .map(|w| format!("'{}'{}", w.replace('\'', "''"), if star(w).is_empty() { "" } else { ":*" }))
-                .collect::<Vec<_>>()
-                .join(" & "),
+            Dialect::Sqlite => "SELECT rowid AS visitor_id FROM visitors_fts WHERE visitors_fts MATCH :query",
+            Dialect::Postgres => {
+                "SELECT v.id AS visitor_id FROM visitors v WHERE to_tsvector('simple', COALESCE(v.name, '') || ' ' || \
+                 translate(COALESCE(v.email, ''), '@.+-_', '     ')) @@ to_tsquery('simple', :query)"
+            }
         }
     }
 
-    /// Lower case, in Unicode: SQLite's `lower()` knows ASCII only, so
-    /// its connections get `unicode_lower` (`sqlite::connection`).
-    pub fn lower(self) -> &'static str {
+    /// Whether the full-text index hands matching messages over newest
+    /// first and stops where it is told (FTS5 walks its lists in rowid
+    /// order, either way), so that a search reads only as many as its page
+    /// needs, however common its words. PostgreSQL's GIN index has no
+    /// order: a search there reads the latest messages first and the index
+    /// only when those did not fill the page (`sql::search`).
+    pub fn matches_newest_first(self) -> bool {
+        matches!(self, Dialect::Sqlite)
+    }
+
+    /// Messages within `scope` (a condition on conversation `c`) that
+    /// match `:query`, from id `:before` down, newest first: `FROM …
+    /// ORDER BY`. The index leads where it hands them over in that order
+    /// ([`Self::matches_newest_first`]); elsewhere this is a plain filter.
+    pub fn newest_matches(self, scope: &str) -> String {
+        let (from, matches, order) = match self {
+            Dialect::Sqlite => {
+                ("messages_fts f JOIN messages m ON m.id = f.rowid", "messages_fts MATCH :query AND f.rowid < :before", "f.rowid")
+            }
+            Dialect::Postgres => ("messages m", "to_tsvector('simple', m.body) @@ to_tsquery('simple', :query) AND m.id < :before", "m.id"),
+        };
+        format!(
+            "FROM {from} JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
+             WHERE {matches} AND {scope} ORDER BY {order} DESC"
+        )
+    }
+
+    /// Replaces the rows of `conversation_counts` up to id `:upto` with
+    /// one row per group holding their sum. PostgreSQL does it in one
+    /// statement: a row of a transaction that commits meanwhile is then
+    /// either folded or left, where a separate DELETE could remove it
+    /// unfolded. SQLite's single writer allows the plain two statements
+    /// (`DROP_FOLDED_COUNTS` follows, see [`Self::folds_in_one_statement`]).
+    pub fn fold_counts(self) -> String {
+        let group = "tenant_id, site_id, status, assignee_id";
         match self {
-            Dialect::Sqlite => "unicode_lower",
-            Dialect::Postgres => "lower",
+            Dialect::Sqlite => format!(
+                "INSERT INTO conversation_counts ({group}, n)
+                 SELECT {group}, SUM(n) FROM conversation_counts WHERE id <= :upto GROUP BY {group} HAVING SUM(n) <> 0"
+            ),
+            Dialect::Postgres => format!(
+                "WITH folded AS (DELETE FROM conversation_counts WHERE id <= :upto RETURNING {group}, n)
+                 INSERT INTO conversation_counts ({group}, n)
+                 SELECT {group}, SUM(n) FROM folded GROUP BY {group} HAVING SUM(n) <> 0"
+            ),
+        }
+    }
+
+    /// Whether [`Self::fold_counts`] also removed what it folded.
+    pub fn folds_in_one_statement(self) -> bool {
+        matches!(self, Dialect::Postgres)
+    }
+
+    /// `words` (letters and digits only, see `parley_domain::search`) as
+    /// the dialect's full-text query: every word required, as a whole
+    /// word or as the start of one where `search::as_prefix` says so.
+    pub fn search_query(self, words: &[String]) -> String {
+        let prefix = |i: usize| parley_domain::search::as_prefix(words, i);
+        match self {
+            Dialect::Sqlite => words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| format!("\"{}\"{}", w.replace('"', "\"\""), if prefix(i) { "*" } else { "" }))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Dialect::Postgres => words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| format!("'{}'{}", w.replace('\'', "''"), if prefix(i) { ":*" } else { "" }))
+                .collect::<Vec<_>>()
+                .join(" & "),
         }
     }
 

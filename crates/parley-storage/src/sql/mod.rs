@@ -40,7 +40,7 @@ pub use dialect::Dialect;
 pub use row::Row;
 pub(crate) use row::find_column;
 pub(crate) use stmt::statements;
-pub use stmt::{Decl, Lockable, Params, Stmt};
+pub use stmt::{Decl, Lockable, Params, Plan, Stmt};
 #[cfg(test)]
 pub(crate) use webhooks::plan_queries as webhooks_plan_queries;
 

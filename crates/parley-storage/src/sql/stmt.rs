@@ -54,6 +54,24 @@ pub struct Stmt {
     decls: &'static [Decl],
     build: fn(Dialect) -> String,
     texts: [OnceLock<Result<String, String>>; 2],
+    /// Planned again with each run's values (see [`Plan`]).
+    pub plan: Plan,
+}
+
+/// When a statement's plan is made. Most statements are planned once,
+/// whatever their arguments (PostgreSQL's connections set
+/// `force_generic_plan`, and SQLite plans a statement when it prepares
+/// it). A few reads over a tenant's whole history are not written for a
+/// plan that holds for every argument: a page's size decides whether its
+/// details are joined row by row or by hashing the table, and a search
+/// word's frequency whether the full-text index or the activity order
+/// leads. PostgreSQL plans those with the values of each run (its
+/// statistics know how common a word is); SQLite's planner never sees
+/// values, and the statements are written to suit it as they stand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    Once,
+    EachRun,
 }
 
 impl Stmt {
@@ -67,7 +85,13 @@ impl Stmt {
             i += 1;
         }
         assert!(count <= MAX_PARAMS, "a statement with more parameters than MAX_PARAMS");
-        Self { name, decls, build, texts: [OnceLock::new(), OnceLock::new()] }
+        Self { name, decls, build, texts: [OnceLock::new(), OnceLock::new()], plan: Plan::Once }
+    }
+
+    /// The same statement, planned as `plan` says.
+    pub const fn planned(mut self, plan: Plan) -> Self {
+        self.plan = plan;
+        self
     }
 
     /// The parameters' types, in binding order.
@@ -175,7 +199,8 @@ pub trait Lockable: Params {
 /// ```
 ///
 /// A struct that borrows declares its lifetime (`<'a>`); `locked NAME`
-/// declares the same statement with its rows locked, for write units.
+/// declares the same statement with its rows locked, for write units;
+/// `planned EachRun` has it planned with each run's values ([`Plan`]).
 macro_rules! statements {
     (@lockable $name:ident ($($lt:lifetime)?) $locked:ident) => {
         impl $(<$lt>)? $crate::sql::Lockable for $name $(<$lt>)? {
@@ -185,7 +210,7 @@ macro_rules! statements {
         }
     };
     (@lockable $name:ident ($($lt:lifetime)?)) => {};
-    ($($(#[$doc:meta])* $name:ident $(<$lt:lifetime>)? ( $($p:ident : $ty:ty),* $(,)? ) $(locked $locked:ident)? => $build:expr,)*) => {
+    ($($(#[$doc:meta])* $name:ident $(<$lt:lifetime>)? ( $($p:ident : $ty:ty),* $(,)? ) $(locked $locked:ident)? $(planned $plan:ident)? => $build:expr,)*) => {
         $(
             $(#[$doc])*
             #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
@@ -197,7 +222,8 @@ macro_rules! statements {
 
             $(#[$doc])*
             #[allow(non_upper_case_globals)]
-            pub(crate) static $name: $crate::sql::Stmt = $crate::sql::Stmt::new(stringify!($name), $name::DECLS, $build);
+            pub(crate) static $name: $crate::sql::Stmt =
+                $crate::sql::Stmt::new(stringify!($name), $name::DECLS, $build)$(.planned($crate::sql::Plan::$plan))?;
 
             $(
                 #[allow(non_upper_case_globals)]

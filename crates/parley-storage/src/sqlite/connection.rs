@@ -4,7 +4,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
-use rusqlite::functions::FunctionFlags;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::OpenError;
@@ -22,12 +21,6 @@ fn tune(conn: &Connection, path: &Path) -> Result<(), OpenError> {
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map_err(|e| fail(path, e))?;
     // Room for every statement of the storage layer.
     conn.set_prepared_statement_cache_capacity(256);
-    // SQLite's own lower() knows ASCII only; PostgreSQL's knows Unicode
-    // (see `Dialect::lower`).
-    conn.create_scalar_function("unicode_lower", 1, FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC, |ctx| {
-        Ok(ctx.get::<Option<String>>(0)?.map(|s| s.to_lowercase()))
-    })
-    .map_err(|e| fail(path, e))?;
     Ok(())
 }
 

@@ -93,6 +93,47 @@ async fn an_invited_operator_chooses_its_password_through_the_emailed_link_once(
     app.stop().await;
 }
 
+/// The API does what the page does (`POST mobile/password`), under both
+/// prefixes: the link's token and a new password, once; a bad body, a weak
+/// password and a stale link are refused and change nothing.
+#[tokio::test]
+async fn the_api_sets_a_password_through_the_link_as_the_page_does() {
+    let (smtp, app) = with_mail().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (status, made) =
+        invite(&app, &admin, json!({"email": "bea@acme.example.com", "name": "Bea", "role": "agent", "site_ids": [f.scope.site.0]})).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let link = link_in(&smtp.next().await);
+    let token = token_of(&link).to_owned();
+
+    for (body, fields) in [
+        (json!({"token": token, "password": "short"}), vec!["password"]),
+        (json!({"token": token}), vec!["password"]),
+        (json!({"password": "a long enough phrase"}), vec!["token"]),
+        (json!({"token": 5, "password": ["x"]}), vec!["password", "token"]),
+        (json!({"token": "x".repeat(129), "password": "a long enough phrase"}), vec!["token"]),
+    ] {
+        let (status, answer) = app.post("/api/v1/mobile/password", body).await;
+        assert_fields(status, &answer, &fields);
+    }
+    for stale in ["pwl_madeup", "x", ""] {
+        let (status, answer) = app.post("/api/v1/mobile/password", json!({"token": stale, "password": "a long enough phrase"})).await;
+        assert!(status == StatusCode::NOT_FOUND || status == StatusCode::UNPROCESSABLE_ENTITY, "{stale}: {status} {answer}");
+    }
+
+    let (status, answer) = app.post("/api/mobile/password", json!({"token": token, "password": "a long enough phrase"})).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer, json!({"email": "bea@acme.example.com", "name": "Bea"}));
+    let (status, _) = app.post("/api/v1/mobile/login", json!({"email": "bea@acme.example.com", "password": "a long enough phrase"})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, answer) = app.post("/api/v1/mobile/password", json!({"token": token, "password": "another long phrase"})).await;
+    assert_error(status, &answer, StatusCode::NOT_FOUND, "not_found");
+    let (status, _) = app.post("/api/v1/mobile/login", json!({"email": "bea@acme.example.com", "password": "another long phrase"})).await;
+    assert_ne!(status, StatusCode::OK, "a spent link changed nothing");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_new_link_replaces_the_old_expires_after_72_hours_and_signs_out_everywhere() {
     let (smtp, app) = with_mail().await;

@@ -84,6 +84,61 @@ async fn listing_parameters_out_of_range_are_422() {
     }
 }
 
+/// Each filter's `meta.total`, read through the API.
+async fn totals(app: &TestApp, token: &str) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
+    for filter in ["all", "open", "unassigned", "assigned", "mine", "closed"] {
+        let query = if filter == "all" { String::new() } else { format!("?status={filter}") };
+        let (status, body) = app.authed(Method::GET, &format!("/api/v1/mobile/conversations{query}"), token, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        out.push((filter, body["meta"]["total"].clone()));
+    }
+    out
+}
+
+/// The totals are kept as rows the database adds on every change and the
+/// sweeper folds (`conversation_counts`): they follow assignment, closing,
+/// reopening and erasure, read the same before and after a fold, and stay
+/// within the reader's scope.
+#[tokio::test]
+async fn totals_follow_every_change_and_outlive_folding() {
+    let app = TestApp::spawn().await;
+    let (f, admin, all) = inbox(&app, 4).await;
+    let globex = app.fixture("globex", &[]).await;
+    app.open_conversation("/api", &globex.token, "elsewhere", "not acme's").await;
+    let docs = app.site("acme-docs", f.scope.tenant, &[]).await;
+    app.operator(&f, "docs@acme.example.com", Role::Agent, &[docs.scope.site]).await;
+    let path = |id: i64, action: &str| format!("/api/mobile/conversations/{id}/{action}");
+    app.authed(Method::POST, &path(all[0], "assign"), &admin, None).await;
+    app.authed(Method::POST, &path(all[1], "close"), &admin, None).await;
+    let (status, _) = app.authed(Method::DELETE, &format!("/api/admin/conversations/{}", all[3]), &admin, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let n = |v: [u64; 6]| -> Vec<(&'static str, Value)> {
+        ["all", "open", "unassigned", "assigned", "mine", "closed"].into_iter().zip(v.map(|x| json!(x))).collect()
+    };
+    assert_eq!(totals(&app, &admin).await, n([3, 2, 1, 1, 1, 1]));
+    let fold = || app.db.write(|tx| Ok(tx.fold_conversation_counts()?));
+    fold().await.unwrap();
+    assert_eq!(totals(&app, &admin).await, n([3, 2, 1, 1, 1, 1]), "folding changes no total");
+    fold().await.unwrap();
+    assert_eq!(totals(&app, &admin).await, n([3, 2, 1, 1, 1, 1]), "nor does folding twice");
+
+    // A reply reopens the closed one, assigned to whoever replied.
+    let (status, body) = app.authed(Method::POST, &path(all[1], "messages"), &admin, Some(json!({"body": "back"}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let after_reply = totals(&app, &admin).await;
+    assert_eq!(after_reply[0], ("all", json!(3)));
+    assert_eq!(after_reply[5], ("closed", json!(0)));
+    fold().await.unwrap();
+    assert_eq!(totals(&app, &admin).await, after_reply);
+
+    let nothing = n([0, 0, 0, 0, 0, 0]);
+    assert_eq!(totals(&app, &app.login("docs@acme.example.com").await).await, nothing, "an agent without the site");
+    let elsewhere = totals(&app, &app.login("admin@globex.example.com").await).await;
+    assert_eq!((&elsewhere[0], &elsewhere[2]), (&("all", json!(1)), &("unassigned", json!(1))), "another tenant counts its own");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn status_filters_select_by_state() {
     let app = TestApp::spawn().await;
@@ -413,6 +468,13 @@ async fn routing_lines_written_before_are_kept_among_operators() {
     first.stop().await;
     // As the release before wrote them, and the migration not yet run.
     let unmigrate = if backend() == "postgres" { "DELETE FROM parley_migrations WHERE version >= 8;" } else { "PRAGMA user_version = 13;" };
+    let undo_counts = if backend() == "postgres" {
+        "DROP TRIGGER conversation_counts_added ON conversations; DROP TRIGGER conversation_counts_moved ON conversations;
+         DROP INDEX visitors_search;"
+    } else {
+        "DROP TRIGGER conversation_counts_insert; DROP TRIGGER conversation_counts_delete; DROP TRIGGER conversation_counts_update;
+         DROP TRIGGER visitors_fts_insert; DROP TRIGGER visitors_fts_delete; DROP TRIGGER visitors_fts_update; DROP TABLE visitors_fts;"
+    };
     run_sql(
         &url,
         &format!(
@@ -444,6 +506,8 @@ async fn routing_lines_written_before_are_kept_among_operators() {
              DROP TABLE password_links;
              ALTER TABLE operators DROP COLUMN notify_unassigned;
              ALTER TABLE operators DROP COLUMN notify_mine;
+             DROP TABLE conversation_counts;
+             {undo_counts}
              {unmigrate}"
         ),
     )

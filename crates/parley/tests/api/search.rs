@@ -82,6 +82,69 @@ async fn operators_find_conversations_by_words_and_by_the_visitor() {
     app.stop().await;
 }
 
+/// A search reads matches newest first and stops at its page: SQLite's
+/// index hands them over in that order, in growing batches; PostgreSQL
+/// reads the latest few hundred messages, then its index. A word said
+/// many times in one conversation still lets the others through, in the
+/// order of their latest match, and a word said once, before the latest
+/// few hundred messages, is still found.
+#[tokio::test]
+async fn many_matches_and_old_ones_are_found() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let old = app.open_conversation("/api", &f.token, "v-old", "the zebra escaped").await;
+    let others: Vec<String> = {
+        let mut v = Vec::new();
+        for i in 0..3 {
+            v.push(app.open_conversation("/api", &f.token, &format!("v-other-{i}"), &format!("kiwi in conversation {i}")).await);
+        }
+        v
+    };
+    let chatty = app.open_conversation("/api", &f.token, "v-chatty", "kiwi from the start").await;
+    let chatty_id = conversation_id(&app, &admin, &chatty).await;
+    for i in 0..150 {
+        reply(&app, &admin, chatty_id, &format!("kiwi again, {i}")).await;
+    }
+    for i in 0..200 {
+        reply(&app, &admin, chatty_id, &format!("nothing to see, {i}")).await;
+    }
+    let expected: Vec<String> = std::iter::once(chatty.clone()).chain(others.iter().rev().cloned()).collect();
+    assert_eq!(found(&app, &admin, "kiwi").await, expected, "each once, by its latest match");
+    assert_eq!(found(&app, &admin, "zebra").await, vec![old], "an old match behind many newer messages");
+    let body = search(&app, &admin, "q=kiwi&per_page=2&page=2").await;
+    let page: Vec<&str> = body["results"].as_array().unwrap().iter().map(|r| r["conversation"]["public_id"].as_str().unwrap()).collect();
+    assert_eq!(page, [others[1].as_str(), others[0].as_str()]);
+    assert_eq!(body["meta"]["more"], false);
+    app.stop().await;
+}
+
+/// The visitor's name and email are searched word by word, each word the
+/// start of one of theirs, through their own index: one that changes its
+/// name is found by the new one only.
+#[tokio::test]
+async fn visitors_are_found_by_the_words_of_their_name_and_email() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let visitor = json!({"token": f.token, "uuid": "ana", "name": "Ana Lucía Pérez", "email": "ana.perez+shop@mail.example"});
+    assert_eq!(app.post("/api/widget/visitors", visitor).await.0, StatusCode::CREATED);
+    let ana = app.open_conversation("/api", &f.token, "ana", "Hello").await;
+    app.open_conversation("/api", &f.token, "someone", "Hello too").await;
+    for q in ["ana", "lucía pérez", "Pére", "ana.perez", "perez shop", "mail.example", "ana@mail"] {
+        assert_eq!(found(&app, &admin, q).await, vec![ana.clone()], "{q}");
+    }
+    for q in ["ucía", "perez lucia", "anna", "examples"] {
+        assert_eq!(found(&app, &admin, q).await, Vec::<String>::new(), "{q}");
+    }
+    let renamed = json!({"token": f.token, "uuid": "ana", "name": "Ana Gómez"});
+    let (status, body) = app.post("/api/widget/visitors", renamed).await;
+    assert!(status.is_success(), "{body}");
+    assert_eq!(found(&app, &admin, "gómez").await, vec![ana.clone()]);
+    assert_eq!(found(&app, &admin, "lucía").await, Vec::<String>::new(), "the old name is gone from the index");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn search_sees_what_the_inbox_sees() {
     let app = TestApp::spawn().await;

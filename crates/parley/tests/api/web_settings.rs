@@ -117,6 +117,22 @@ async fn the_api_changes_a_sites_name_domains_and_look_and_refuses_bad_values() 
     assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
     let (_, config) = app.get(&format!("/api/v1/widget/config/{}", f.token)).await;
     assert_eq!(config["site"]["name"], "Acme Help", "nothing refused changed anything");
+    assert_eq!(config["site"]["widget"]["privacy_url"], "https://acme.example/privacy");
+
+    // An empty address removes the link; leaving the field out keeps it.
+    let (status, body) = app.authed(Method::PATCH, &path, &admin, Some(json!({"privacy_url": ""}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, config) = app.get(&format!("/api/v1/widget/config/{}", f.token)).await;
+    assert_eq!(config["site"]["widget"]["privacy_url"], Value::Null, "removed");
+    assert_eq!(config["site"]["widget"]["privacy_text"], "We keep it safe.", "the rest kept");
+    for bad in [json!(" "), json!("http://"), json!(null), json!(5)] {
+        let (status, body) = app.authed(Method::PATCH, &path, &admin, Some(json!({"privacy_url": bad}))).await;
+        if bad.is_null() {
+            assert_fields(status, &body, &["locale"]);
+        } else {
+            assert_fields(status, &body, &["privacy_url"]);
+        }
+    }
 }
 
 #[tokio::test]
