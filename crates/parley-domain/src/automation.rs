@@ -65,8 +65,9 @@ impl Automation {
         Self { db, clock, settings }
     }
 
-    /// One pass: stale installations, then idle conversations, then the
-    /// record that the pass ran.
+    /// One pass: stale installations, idle conversations, deliveries
+    /// given up, what outlived the retention, the inbox's totals folded,
+    /// then the record that the pass ran.
     pub async fn sweep(&self) -> Result<SweepReport, DomainError> {
         let now = self.clock.now();
         let mut report = SweepReport::default();

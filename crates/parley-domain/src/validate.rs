@@ -157,7 +157,7 @@ pub static SEARCH_TEXT: Rule = Rule::new(
     1,
     200,
     "must not be blank or contain control characters",
-    "1 to 200 characters on one line, with at least one letter or digit: every word must start a word of one message, or the whole text appear in the visitor's name or email.",
+    "1 to 200 characters on one line, with at least one letter or digit: every word must be a word of one message, or of the visitor's name and email, the last one the start of a word.",
 );
 
 /// A name that may be left blank (blank counts as not given): one line.

@@ -293,7 +293,7 @@ impl IntoResponses for InviteErrors {
     }
 }
 
-/// Errors of sending an operator a password link.
+/// Errors of choosing a password through an emailed link.
 pub struct PasswordSetErrors;
 
 impl IntoResponses for PasswordSetErrors {
@@ -308,6 +308,7 @@ impl IntoResponses for PasswordSetErrors {
     }
 }
 
+/// Errors of sending an operator a password link.
 pub struct PasswordLinkErrors;
 
 impl IntoResponses for PasswordLinkErrors {

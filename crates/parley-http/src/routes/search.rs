@@ -18,9 +18,9 @@ pub fn routes(api: Mount) -> Mount {
 }
 
 /// The conversations the operator sees in which one message has every
-/// word of `q` (each starting a word of it), or whose visitor's name and
-/// email do; the latest match first, each with a snippet of its latest
-/// matching message.
+/// word of `q` (the last one may be the start of a word), or whose
+/// visitor's name and email do; the latest match first, each with a
+/// snippet of its latest matching message.
 #[utoipa::path(get, path = "/mobile/search", operation_id = "mobile_search", tag = "mobile",
     security(("bearer" = [])), params(SearchParams),
     responses((status = 200, body = SearchResponse), OperatorQueryErrors))]

@@ -420,7 +420,8 @@ pub struct SearchMetaView {
 
 #[derive(Serialize, ToSchema)]
 pub struct SearchResponse {
-    /// Most recent activity first.
+    /// The latest match first: a matching message's time, or the
+    /// conversation's last activity when its visitor matched.
     pub results: Vec<SearchResultView>,
     /// The words searched for, in lower case: what to highlight.
     pub terms: Vec<String>,

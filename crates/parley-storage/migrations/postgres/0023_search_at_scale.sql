@@ -38,12 +38,15 @@ EXECUTE FUNCTION conversation_counts_track();
 INSERT INTO conversation_counts (tenant_id, site_id, status, assignee_id, n)
 SELECT tenant_id, site_id, status, assignee_id, COUNT(*) FROM conversations GROUP BY tenant_id, site_id, status, assignee_id;
 
--- Searching visitors by name and email word by word, as messages are
--- searched: a GIN index of their words in the `simple` configuration.
--- The email's punctuation becomes spaces first, so `ana@example.com`
--- holds the words ana, example and com, as SQLite's FTS5 splits it
--- (sqlite/0030_search_at_scale.sql). `Dialect::visitor_matches` writes
--- the same expression.
+-- Words as SQLite's FTS5 splits them. PostgreSQL's parser keeps an
+-- email, a host, a path or a version number (`ana@shop.example`,
+-- `order/1234`, `2.5`) as one word, which a query of whole words then
+-- misses: their punctuation becomes spaces first, in the index of
+-- messages (made again here) and in the new one of visitors' names and
+-- emails. `Dialect::message_matches` and `visitor_matches` write the same
+-- expressions.
+DROP INDEX IF EXISTS messages_search;
+CREATE INDEX messages_search ON messages USING GIN (to_tsvector('simple', translate(body, '@./:+_', '      ')));
 CREATE INDEX IF NOT EXISTS visitors_search ON visitors USING GIN (
-    to_tsvector('simple', COALESCE(name, '') || ' ' || translate(COALESCE(email, ''), '@.+-_', '     '))
+    to_tsvector('simple', translate(COALESCE(name, '') || ' ' || COALESCE(email, ''), '@./:+_', '      '))
 );

@@ -1,12 +1,12 @@
 -- The inbox's total (`COUNT_CONVERSATIONS`) without counting every
 -- conversation: triggers record each change of a conversation's group
 -- (tenant, site, status, assignee) as a row of +1 or -1, and the sweep
--- folds the rows into one per group (`COMPACT_COUNTS`). Writers only ever
+-- folds the rows into one per group (`FOLD_COUNTS`). Writers only ever
 -- add rows, so concurrent writers never wait on a shared counter; a count
 -- sums the scope's rows. PostgreSQL keeps the same table with a trigger
 -- function (postgres/0023_search_at_scale.sql). The table is derived, so
 -- `parley db copy` leaves it to the target's triggers
--- (`copy::catalog::is_derived`).
+-- (`copy::catalog::DERIVED`).
 CREATE TABLE IF NOT EXISTS conversation_counts (
     id INTEGER PRIMARY KEY,
     tenant_id INTEGER NOT NULL,

@@ -77,9 +77,10 @@ impl Link {
 const SESSION: &str = "SET synchronous_commit TO on; SET plan_cache_mode TO force_generic_plan; SET jit TO off";
 
 /// The plan mode around a statement planned with each run's values
-/// (`Plan::EachRun`), and back.
-const PLAN_EACH_RUN: &str = "SET plan_cache_mode TO force_custom_plan";
-const PLAN_ONCE: &str = "SET plan_cache_mode TO force_generic_plan";
+/// (`Plan::EachRun`), and back. `LOCAL`: every unit runs in a transaction
+/// (see `begin`), whose end undoes both whatever happens between them.
+const PLAN_EACH_RUN: &str = "SET LOCAL plan_cache_mode TO force_custom_plan";
+const PLAN_ONCE: &str = "SET LOCAL plan_cache_mode TO force_generic_plan";
 
 /// A statement held back until the next round trip.
 struct Deferred {
@@ -267,9 +268,8 @@ impl PgConn {
 
     /// Sends the round trip and reads every answer; the first error wins.
     /// A `last` statement planned with each run's values (`Plan::EachRun`)
-    /// is sent between two settings of the session's plan mode, in the
-    /// same round trip; inside a transaction that fails, the database
-    /// undoes the first setting itself.
+    /// is sent between two settings of the transaction's plan mode, in
+    /// the same round trip.
     fn send(
         &mut self,
         statements: &[Statement],

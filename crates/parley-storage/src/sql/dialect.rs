@@ -155,24 +155,28 @@ impl Dialect {
 
     /// Whether message `m` holds every word of the search `:query` (as
     /// [`Self::search_query`] wrote it), through the search index: FTS5
-    /// on SQLite, the GIN index of `to_tsvector('simple', body)` on
+    /// on SQLite, the GIN index of `to_tsvector('simple', translate(body, …))` on
     /// PostgreSQL (see the `search` migrations).
     pub fn message_matches(self) -> &'static str {
         match self {
             Dialect::Sqlite => "m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH :query)",
-            Dialect::Postgres => "to_tsvector('simple', m.body) @@ to_tsquery('simple', :query)",
+            Dialect::Postgres => "to_tsvector('simple', translate(m.body, '@./:+_', '      ')) @@ to_tsquery('simple', :query)",
         }
     }
 
-    /// The ids of the visitors whose name and email hold every word of
-    /// `:query`, through their search index (the `search_at_scale`
+    /// The ids of tenant `:tenant`'s visitors whose name and email hold
+    /// every word of `:query`, through their search index (the `search_at_scale`
     /// migrations; PostgreSQL's expression is its index's).
     pub fn visitor_matches(self) -> &'static str {
         match self {
-            Dialect::Sqlite => "SELECT rowid AS visitor_id FROM visitors_fts WHERE visitors_fts MATCH :query",
+            Dialect::Sqlite => {
+                "SELECT v.id AS visitor_id FROM visitors_fts f JOIN visitors v ON v.id = f.rowid
+                 WHERE visitors_fts MATCH :query AND v.tenant_id = :tenant"
+            }
             Dialect::Postgres => {
-                "SELECT v.id AS visitor_id FROM visitors v WHERE to_tsvector('simple', COALESCE(v.name, '') || ' ' || \
-                 translate(COALESCE(v.email, ''), '@.+-_', '     ')) @@ to_tsquery('simple', :query)"
+                "SELECT v.id AS visitor_id FROM visitors v WHERE v.tenant_id = :tenant
+                 AND to_tsvector('simple', translate(COALESCE(v.name, '') || ' ' || COALESCE(v.email, ''), '@./:+_', '      '))
+                     @@ to_tsquery('simple', :query)"
             }
         }
     }
@@ -192,15 +196,17 @@ impl Dialect {
     /// ORDER BY`. The index leads where it hands them over in that order
     /// ([`Self::matches_newest_first`]); elsewhere this is a plain filter.
     pub fn newest_matches(self, scope: &str) -> String {
-        let (from, matches, order) = match self {
-            Dialect::Sqlite => {
-                ("messages_fts f JOIN messages m ON m.id = f.rowid", "messages_fts MATCH :query AND f.rowid < :before", "f.rowid")
-            }
-            Dialect::Postgres => ("messages m", "to_tsvector('simple', m.body) @@ to_tsquery('simple', :query) AND m.id < :before", "m.id"),
+        let (from, order) = match self {
+            Dialect::Sqlite => ("messages_fts f JOIN messages m ON m.id = f.rowid", "f.rowid"),
+            Dialect::Postgres => ("messages m", "m.id"),
+        };
+        let matches = match self {
+            Dialect::Sqlite => "messages_fts MATCH :query",
+            Dialect::Postgres => self.message_matches(),
         };
         format!(
             "FROM {from} JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
-             WHERE {matches} AND {scope} ORDER BY {order} DESC"
+             WHERE {matches} AND {order} < :before AND {scope} ORDER BY {order} DESC"
         )
     }
 

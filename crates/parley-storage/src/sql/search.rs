@@ -7,9 +7,11 @@
 //! costs about what a rare one does. Conversations come in the order of
 //! their latest match: a matching message's time, or the conversation's
 //! last activity when its visitor matched. The messages' side is read
-//! newest first and stops once it holds as many conversations as the
-//! page and the pages before it ([`Want`]); the visitors' side is read in
-//! activity order up to the same number. Both are then merged.
+//! newest first and stops once it holds at least as many conversations as
+//! the page and the pages before it (`needed`); the visitors' side is
+//! read in activity order up to the same number. Both are then merged:
+//! the first `needed` of the union are the first of one side or the
+//! other.
 
 use std::collections::HashMap;
 
@@ -28,9 +30,11 @@ use super::{IdList, Row, Tx, statements};
 /// the full-text index (see `Dialect::matches_newest_first`): a word in
 /// one message of ten fills a page from them, at the cost of matching
 /// each; a rarer one is found faster through the index, which costs
-/// about as much as it finds. Written into the statement, so that its
-/// one plan is made knowing how few rows it reads.
+/// about as much as it finds. The window grows with the conversations
+/// needed (a later page, a longer one), within these bounds.
 const RECENT_MESSAGES: u32 = 300;
+const RECENT_PER_CONVERSATION: u32 = 15;
+const MAX_RECENT_MESSAGES: u32 = 3_000;
 
 /// The fewest matching messages read at once where the index hands them
 /// over newest first.
@@ -51,10 +55,10 @@ statements! {
     /// The scope's latest messages that match (PostgreSQL, see
     /// `RECENT_MESSAGES`): the window is chosen by id alone, then each of
     /// its messages is matched.
-    SEARCH_RECENT<'a>(scope: ConversationScope, query: &'a str) => |d| format!(
+    SEARCH_RECENT<'a>(scope: ConversationScope, query: &'a str, window: u32) planned EachRun => |d| format!(
         "SELECT m.id AS m_id, m.conversation_id AS conversation_id, m.created_at AS at
          FROM (SELECT w.id AS id FROM messages w JOIN conversations c ON c.id = w.conversation_id AND c.tenant_id = w.tenant_id
-               WHERE {SCOPE} ORDER BY w.id DESC LIMIT {RECENT_MESSAGES}) recent
+               WHERE {SCOPE} ORDER BY w.id DESC LIMIT :window) recent
          JOIN messages m ON m.id = recent.id
          WHERE {}
          ORDER BY m.id DESC",
@@ -73,8 +77,8 @@ statements! {
          GROUP BY m.conversation_id ORDER BY MAX(m.id) DESC LIMIT :limit",
         d.message_matches()
     ),
-    /// Up to `limit` visitors whose name and email match.
-    SEARCH_VISITOR_IDS<'a>(query: &'a str, limit: u32) => |d| format!("{} LIMIT :limit", d.visitor_matches()),
+    /// Up to `limit` of the tenant's visitors whose name and email match.
+    SEARCH_VISITOR_IDS<'a>(tenant: TenantId, query: &'a str, limit: u32) => |d| format!("{} LIMIT :limit", d.visitor_matches()),
     /// The conversations of these visitors, by last activity.
     SEARCH_VISITOR_CONVERSATIONS<'a>(scope: ConversationScope, visitors: &'a IdList, limit: u32) => |d| format!(
         "SELECT c.id AS conversation_id, c.last_message_at AS at FROM conversations c
@@ -104,7 +108,7 @@ statements! {
 /// One conversation found: when its latest match was, and which message
 /// matched (none when only its visitor did).
 #[derive(Clone, Copy)]
-struct Found {
+struct Hit {
     at: Timestamp,
     conversation: ConversationId,
     message: Option<MessageId>,
@@ -112,14 +116,14 @@ struct Found {
 
 /// Conversations found so far, in the order found, each once.
 #[derive(Default)]
-struct Want {
-    found: Vec<Found>,
+struct Hits {
+    found: Vec<Hit>,
     seen: HashMap<ConversationId, usize>,
 }
 
-impl Want {
+impl Hits {
     /// Adds a match; a conversation already found keeps its latest.
-    fn add(&mut self, f: Found) {
+    fn add(&mut self, f: Hit) {
         match self.seen.get(&f.conversation) {
             Some(&i) => {
                 let kept = &mut self.found[i];
@@ -136,15 +140,16 @@ impl Want {
     }
 }
 
-fn message_hit(r: &dyn Row) -> StoreResult<Found> {
-    Ok(Found { at: r.ts("at")?, conversation: ConversationId(r.i64("conversation_id")?), message: Some(MessageId(r.i64("m_id")?)) })
+fn message_hit(r: &dyn Row) -> StoreResult<Hit> {
+    Ok(Hit { at: r.ts("at")?, conversation: ConversationId(r.i64("conversation_id")?), message: Some(MessageId(r.i64("m_id")?)) })
 }
 
 impl Tx<'_> {
-    /// The `want` conversations with the latest matching messages.
-    fn message_hits(&mut self, scope: ConversationScope, query: &str, want: usize) -> StoreResult<Want> {
-        let mut hits = Want::default();
-        let limit = u32::try_from(want).unwrap_or(u32::MAX);
+    /// At least the `needed` conversations with the latest matching
+    /// messages (all of them when there are fewer), latest first.
+    fn message_hits(&mut self, scope: ConversationScope, query: &str, needed: usize) -> StoreResult<Hits> {
+        let mut hits = Hits::default();
+        let limit = u32::try_from(needed).unwrap_or(u32::MAX);
         if self.dialect().matches_newest_first() {
             let (mut before, mut batch) = (i64::MAX, limit.saturating_mul(4).max(FIRST_BATCH));
             loop {
@@ -154,19 +159,20 @@ impl Tx<'_> {
                     before = f.message.map_or(before, |m| m.0);
                     hits.add(f);
                 }
-                if exhausted || hits.found.len() >= want {
+                if exhausted || hits.found.len() >= needed {
                     return Ok(hits);
                 }
                 batch = batch.saturating_mul(4);
             }
         }
-        for f in self.all(SEARCH_RECENT { scope, query }, message_hit)? {
+        let window = limit.saturating_mul(RECENT_PER_CONVERSATION).clamp(RECENT_MESSAGES, MAX_RECENT_MESSAGES);
+        for f in self.all(SEARCH_RECENT { scope, query, window }, message_hit)? {
             hits.add(f);
         }
-        if hits.found.len() >= want {
+        if hits.found.len() >= needed {
             return Ok(hits);
         }
-        let mut hits = Want::default();
+        let mut hits = Hits::default();
         for f in self.all(SEARCH_INDEXED { scope, query, limit }, message_hit)? {
             hits.add(f);
         }
@@ -175,11 +181,12 @@ impl Tx<'_> {
 }
 
 impl Tx<'_> {
-    /// The `want` conversations of matching visitors latest active.
-    fn visitor_hits(&mut self, scope: ConversationScope, query: &str, want: usize) -> StoreResult<Vec<Found>> {
-        let limit = u32::try_from(want).unwrap_or(u32::MAX);
-        let hit = |r: &dyn Row| Ok(Found { at: r.ts("at")?, conversation: ConversationId(r.i64("conversation_id")?), message: None });
-        let ids = self.all(SEARCH_VISITOR_IDS { query, limit: MATCHED_VISITORS + 1 }, |r| r.i64("visitor_id"))?;
+    /// The `needed` conversations of matching visitors latest active.
+    fn visitor_hits(&mut self, scope: ConversationScope, query: &str, needed: usize) -> StoreResult<Vec<Hit>> {
+        let limit = u32::try_from(needed).unwrap_or(u32::MAX);
+        let hit = |r: &dyn Row| Ok(Hit { at: r.ts("at")?, conversation: ConversationId(r.i64("conversation_id")?), message: None });
+        let tenant = scope.tenant;
+        let ids = self.all(SEARCH_VISITOR_IDS { tenant, query, limit: MATCHED_VISITORS + 1 }, |r| r.i64("visitor_id"))?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -193,15 +200,14 @@ impl Tx<'_> {
 impl SearchRead for Tx<'_> {
     fn search(&mut self, scope: ConversationScope, query: &SearchQuery, limit: u32, offset: u64) -> StoreResult<Vec<SearchHit>> {
         let text = self.dialect().search_query(&query.words);
-        let want = usize::try_from(offset.saturating_add(u64::from(limit))).unwrap_or(usize::MAX);
-        let mut hits = self.message_hits(scope, &text, want)?;
-        hits.found.truncate(want);
-        for f in self.visitor_hits(scope, &text, want)? {
+        let needed = usize::try_from(offset.saturating_add(u64::from(limit))).unwrap_or(usize::MAX);
+        let mut hits = self.message_hits(scope, &text, needed)?;
+        for f in self.visitor_hits(scope, &text, needed)? {
             hits.add(f);
         }
         let mut found = hits.found;
         found.sort_by(|a, b| b.at.cmp(&a.at).then(b.conversation.0.cmp(&a.conversation.0)));
-        let page: Vec<Found> = found.into_iter().skip(usize::try_from(offset).unwrap_or(usize::MAX)).take(limit as usize).collect();
+        let page: Vec<Hit> = found.into_iter().skip(usize::try_from(offset).unwrap_or(usize::MAX)).take(limit as usize).collect();
 
         let ids = IdList::new(page.iter().map(|f| f.conversation.0));
         let mut conversations: HashMap<ConversationId, ConversationDetails> =

@@ -54,7 +54,7 @@ pub struct Stmt {
     decls: &'static [Decl],
     build: fn(Dialect) -> String,
     texts: [OnceLock<Result<String, String>>; 2],
-    /// Planned again with each run's values (see [`Plan`]).
+    /// When it is planned (see [`Plan`]).
     pub plan: Plan,
 }
 
@@ -63,15 +63,26 @@ pub struct Stmt {
 /// `force_generic_plan`, and SQLite plans a statement when it prepares
 /// it). A few reads over a tenant's whole history are not written for a
 /// plan that holds for every argument: a page's size decides whether its
-/// details are joined row by row or by hashing the table, and a search
-/// word's frequency whether the full-text index or the activity order
-/// leads. PostgreSQL plans those with the values of each run (its
-/// statistics know how common a word is); SQLite's planner never sees
-/// values, and the statements are written to suit it as they stand.
+/// details are joined row by row or by hashing the table, and so does a
+/// search window's. PostgreSQL plans those with the values of each run;
+/// SQLite's planner never sees values, and the statements are written to
+/// suit it as they stand. A write held back for the unit's next round
+/// trip (`postgres::conn`) is planned once whatever it declares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Plan {
     Once,
     EachRun,
+}
+
+impl Plan {
+    /// The plan a statement declares (`planned …` in [`statements!`]),
+    /// once by default.
+    pub const fn declared(list: &[Plan]) -> Plan {
+        match list {
+            [plan, ..] => *plan,
+            [] => Plan::Once,
+        }
+    }
 }
 
 impl Stmt {
@@ -218,17 +229,18 @@ macro_rules! statements {
 
             impl $(<$lt>)? $name $(<$lt>)? {
                 const DECLS: &'static [$crate::sql::Decl] = &[$($crate::sql::Decl::of::<$ty>(stringify!($p))),*];
+                const PLAN: $crate::sql::Plan = $crate::sql::Plan::declared(&[$($crate::sql::Plan::$plan)?]);
             }
 
             $(#[$doc])*
             #[allow(non_upper_case_globals)]
             pub(crate) static $name: $crate::sql::Stmt =
-                $crate::sql::Stmt::new(stringify!($name), $name::DECLS, $build)$(.planned($crate::sql::Plan::$plan))?;
+                $crate::sql::Stmt::new(stringify!($name), $name::DECLS, $build).planned($name::PLAN);
 
             $(
                 #[allow(non_upper_case_globals)]
                 pub(crate) static $locked: $crate::sql::Stmt =
-                    $crate::sql::Stmt::new(stringify!($locked), $name::DECLS, |d| d.locked(($build)(d)));
+                    $crate::sql::Stmt::new(stringify!($locked), $name::DECLS, |d| d.locked(($build)(d))).planned($name::PLAN);
             )?
 
             $crate::sql::statements!(@lockable $name ($($lt)?) $($locked)?);

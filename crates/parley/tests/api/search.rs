@@ -1,5 +1,5 @@
-//! Searching conversations: by the words of a message (each a prefix,
-//! all in one message) or by the visitor's name or email, on both
+//! Searching conversations: by the words of a message (all in one
+//! message, the last one a prefix) or of the visitor's name and email, on both
 //! databases' full-text indexes, in the inbox's scope, paged; bad queries
 //! are refused.
 
@@ -52,10 +52,12 @@ async fn operators_find_conversations_by_words_and_by_the_visitor() {
     let parcel_id = conversation_id(&app, &admin, &parcel).await;
     reply(&app, &admin, parcel_id, "Your REFUND was sent yesterday.\nRegards").await;
 
-    assert_eq!(found(&app, &admin, "refund").await, [parcel.clone(), late.clone()], "most recent activity first");
+    assert_eq!(found(&app, &admin, "refund").await, [parcel.clone(), late.clone()], "the latest match first");
     assert_eq!(found(&app, &admin, "Refu").await, [parcel.clone(), late.clone()], "a word's start is enough");
     assert_eq!(found(&app, &admin, "refund late").await, vec![late.clone()], "every word, in one message");
     assert_eq!(found(&app, &admin, "fund").await, Vec::<String>::new(), "inside a word is not a match");
+    assert_eq!(found(&app, &admin, "refund ord").await, vec![late.clone()], "the last word may be partial");
+    assert_eq!(found(&app, &admin, "refu order").await, Vec::<String>::new(), "the others are whole words");
     assert_eq!(found(&app, &admin, "1234").await, vec![late.clone()]);
     assert_eq!(found(&app, &admin, "renee@example").await, vec![late.clone()], "by the visitor's email");
     assert_eq!(found(&app, &admin, "Müller").await, vec![late.clone()], "by the visitor's name");
@@ -119,8 +121,62 @@ async fn many_matches_and_old_ones_are_found() {
     app.stop().await;
 }
 
-/// The visitor's name and email are searched word by word, each word the
-/// start of one of theirs, through their own index: one that changes its
+/// Punctuation separates words on both databases alike: PostgreSQL's own
+/// parser would keep an email, a host or a path as one word, which a
+/// query of whole words would then miss.
+#[tokio::test]
+async fn punctuated_words_are_found_on_both_databases() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let m = app.open_conversation("/api", &f.token, "m", "please write to ana@shop.example about order/1234 in v2.5").await;
+    let v = json!({"token": f.token, "uuid": "s", "name": "John Smith.Jones", "email": "j/s@x.example"});
+    assert_eq!(app.post("/api/widget/visitors", v).await.0, StatusCode::CREATED);
+    let s = app.open_conversation("/api", &f.token, "s", "hello").await;
+    for (q, want) in [
+        ("ana please", &m),
+        ("shop about", &m),
+        ("1234 order", &m),
+        ("v2 5", &m),
+        ("smith john", &s),
+        ("jones john", &s),
+        ("x example", &s),
+    ] {
+        assert_eq!(found(&app, &admin, q).await, vec![want.clone()], "{q}");
+    }
+    app.stop().await;
+}
+
+/// A conversation found both by its visitor and by a message, beyond the
+/// first page's worth of messages, is merged into one result, whichever
+/// page it falls on.
+#[tokio::test]
+async fn a_conversation_found_twice_is_one_result_on_every_page() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let visitor = json!({"token": f.token, "uuid": "lover", "name": "Kiwi Lover"});
+    assert_eq!(app.post("/api/widget/visitors", visitor).await.0, StatusCode::CREATED);
+    let lover = app.open_conversation("/api", &f.token, "lover", "one kiwi please").await;
+    let mut later = Vec::new();
+    for i in 0..4 {
+        later.push(app.open_conversation("/api", &f.token, &format!("v{i}"), &format!("kiwi number {i}")).await);
+    }
+    let mut seen = Vec::new();
+    for page in 1..=5 {
+        let body = search(&app, &admin, &format!("q=kiwi&per_page=1&page={page}")).await;
+        let results = body["results"].as_array().unwrap();
+        assert_eq!(results.len(), 1, "page {page}: {body}");
+        assert_eq!(body["meta"]["more"], page < 5, "page {page}");
+        seen.push(results[0]["conversation"]["public_id"].as_str().unwrap().to_owned());
+    }
+    let expected: Vec<String> = later.iter().rev().cloned().chain(std::iter::once(lover)).collect();
+    assert_eq!(seen, expected, "each once, the latest match first");
+    app.stop().await;
+}
+
+/// The visitor's name and email are searched word by word, the last word
+/// the start of one of theirs, through their own index: one that changes its
 /// name is found by the new one only.
 #[tokio::test]
 async fn visitors_are_found_by_the_words_of_their_name_and_email() {
