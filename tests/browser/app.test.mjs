@@ -430,8 +430,29 @@ describe("the web app", () => {
     assert.equal(await options.nth(1).getAttribute("aria-selected"), "true");
     await op.page.keyboard.press("Tab");
     assert.equal(await reply.inputValue(), "Hello We answer from 9 to 5. Thank you for writing to us!");
+    // Ctrl+Enter with the list open puts the response in and sends
+    // nothing: the operator reads it first.
+    await reply.pressSequentially(" /ho");
+    await options.first().waitFor();
+    await op.page.keyboard.press("Control+Enter");
+    const full = "Hello We answer from 9 to 5. Thank you for writing to us! We answer from 9 to 5.";
+    assert.equal(await reply.inputValue(), full);
+    assert.equal(await op.page.locator("#messages .body", { hasText: "Thank you" }).count(), 0, "nothing was sent");
     await op.page.getByRole("button", { name: "Send reply" }).click();
     await op.page.locator("#messages .body", { hasText: "Thank you for writing to us!" }).waitFor();
+    assert.deepEqual(op.problems, []);
+    await op.context.close();
+  });
+
+  it("keeps the list beside a conversation live on a wide screen", async () => {
+    await visitorWrites("Pane Pat", "First in the pane");
+    const op = await operator(ADMIN, { viewport: { width: 1440, height: 900 } });
+    await openConversation(op.page, "Pane Pat");
+    const pane = op.page.locator(".list-pane");
+    assert.equal(await pane.isVisible(), true, "three panes from 75rem");
+    await visitorWrites("Pane Quinn", "A new one while Pat is open");
+    await pane.locator("a.conversation", { hasText: "Pane Quinn" }).waitFor();
+    assert.equal(await op.page.locator("h1", { hasText: "Pane Pat" }).count(), 1, "Pat's conversation stays open");
     assert.deepEqual(op.problems, []);
     await op.context.close();
   });

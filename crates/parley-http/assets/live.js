@@ -287,9 +287,13 @@ function start(root) {
     }
     if (event.lastEventId) lastId = event.lastEventId;
     const id = String(data.conversation && data.conversation.id);
-    if (kind === "conversation" && id !== conversation) return;
-    if (name === "message.created" && data.message) say(data);
-    if (name === "message.created" && data.message && data.message.sender && data.message.sender.type === "visitor") stopTyping();
+    // Another conversation's event on a conversation's page changes only
+    // the list beside it, and only where that list is shown (a wide
+    // screen): nothing is read out for it.
+    const other = kind === "conversation" && id !== conversation;
+    if (other && !listShown()) return;
+    if (!other && name === "message.created" && data.message) say(data);
+    if (!other && name === "message.created" && data.message && data.message.sender && data.message.sender.type === "visitor") stopTyping();
     if (name === "conversation.created" && kind === "inbox") announce.textContent = "New conversation from " + visitorName(data.conversation);
     // Events come in bursts (a reply is a message and a change): one
     // refresh answers a burst. The first event of a burst starts the
@@ -315,6 +319,11 @@ function start(root) {
     const where = kind === "inbox" ? " (" + visitorName(data.conversation) + ")" : "";
     const what = m.internal ? "Note from " : "New message from ";
     announce.textContent = what + who + where + ": " + m.body;
+  }
+
+  function listShown() {
+    const pane = document.querySelector(".list-pane");
+    return pane !== null && getComputedStyle(pane).display !== "none";
   }
 
   function visitorName(c) {
@@ -436,7 +445,9 @@ function start(root) {
     const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
     document.addEventListener("keydown", (e) => {
       const reply = document.getElementById("reply");
-      if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && reply && e.target === reply) {
+      // Not when the canned responses' list took the key: Enter there
+      // puts the chosen text in, for the operator to read before sending.
+      if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && reply && e.target === reply && !e.defaultPrevented) {
         e.preventDefault();
         if (reply.form && reply.form.reportValidity()) reply.form.requestSubmit();
         return;

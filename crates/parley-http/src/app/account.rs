@@ -205,7 +205,12 @@ pub async fn change_password(State(s): State<AppState>, who: WebSession, Checked
 pub async fn end_sign_in(State(s): State<AppState>, who: WebSession, Id(id): Id, _form: CheckedForm) -> Result<Response, PageError> {
     s.account.end_sign_in(&who.session, TokenId(id)).await?;
     if TokenId(id) == who.session.token_id {
-        return Ok(back("/app/login"));
+        // This browser's own sign-in: its cookie goes too, as on sign-out.
+        let mut response = back("/app/login");
+        response
+            .headers_mut()
+            .append(axum::http::header::SET_COOKIE, super::cookies::clear(super::cookies::SESSION, s.web_app.secure_cookies));
+        return Ok(response);
     }
     Ok(back(&format!("{HERE}?done=ended")))
 }

@@ -91,7 +91,6 @@ pub fn row(d: &ConversationDetails) -> Markup {
     // The operator's own read marker, kept by the server (the mobile API
     // counts from the same one); a closed conversation waits for nobody.
     let unread = d.unread_count > 0 && c.status != ConversationStatus::Closed;
-    // A closed conversation waits for nobody.
     let waiting = d.waiting_since.filter(|_| c.status != ConversationStatus::Closed);
     html! {
         a.conversation.unread[unread] href={ "/app/conversations/" (c.id.0) "#latest" } data-status=(c.status.as_str()) data-id=(c.id.0) data-last=(last) {

@@ -58,10 +58,14 @@ pub async fn page(State(s): State<AppState>, who: WebSession, RawQuery(query): R
         (form(&q))
         @match &found {
             None => {}
-            Some(Err(())) => p.error role="alert" { "Type at least one letter or digit, on one line, in at most 200 characters." },
+            Some(Err(())) => p.problem role="alert" { "Type at least one letter or digit, on one line, in at most 200 characters." },
             Some(Ok((page, _))) if page.hits.is_empty() => p.empty role="status" { "Nothing found for “" (q) "”." },
             Some(Ok((page, terms))) => {
-                p.visually-hidden role="status" { (page.hits.len()) " conversations found." }
+                p.visually-hidden role="status" {
+                    @let n = page.hits.len();
+                    (n) @if n == 1 { " conversation" } @else { " conversations" } " on this page"
+                    @if page.more { ", more on the next" } "."
+                }
                 ul.conversations.results {
                     @for hit in &page.hits {
                         li {

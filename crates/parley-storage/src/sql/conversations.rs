@@ -294,7 +294,8 @@ statements! {
     FOLD_COUNTS(upto: i64) => |d| d.fold_counts(),
     /// The rows just folded, where folding left them (SQLite).
     DROP_FOLDED_COUNTS(upto: i64) => |_| "DELETE FROM conversation_counts WHERE id <= :upto".into(),
-    LAST_COUNT() => |_| "SELECT COALESCE(MAX(id), 0) AS n FROM conversation_counts".into(),
+    /// The last row of `conversation_counts` a fold will take in.
+    LAST_COUNT_ID() => |_| "SELECT COALESCE(MAX(id), 0) AS last_id FROM conversation_counts".into(),
     MESSAGES_AFTER(scope: ConversationScope, conversation: ConversationId, include_internal: bool, after: MessageId, limit: u32) => |_| format!(
         "SELECT {MESSAGE_COLS} {MESSAGES_FROM}
          WHERE {SCOPE} AND m.conversation_id = :conversation AND (:include_internal OR m.internal = FALSE) AND m.id > :after
@@ -546,7 +547,7 @@ impl Tx<'_> {
 
 impl ConversationsWrite for Tx<'_> {
     fn fold_conversation_counts(&mut self) -> StoreResult<()> {
-        let upto = self.one(LAST_COUNT {}, |r| r.i64("n"))?.unwrap_or(0);
+        let upto = self.one(LAST_COUNT_ID {}, |r| r.i64("last_id"))?.unwrap_or(0);
         self.exec(FOLD_COUNTS { upto })?;
         if !self.dialect().folds_in_one_statement() {
             self.exec(DROP_FOLDED_COUNTS { upto })?;

@@ -180,6 +180,11 @@ async fn the_account_page_changes_the_name_the_password_and_ends_another_session
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
     let ended = browser.post(&format!("/app/account/sign-ins/{}/end", sessions[1]), &[("csrf", &csrf)]).await;
     assert_eq!(ended.location.as_deref(), Some("/app/login"), "ending this one signs out");
+    assert!(
+        ended.set_cookies.iter().any(|c| c.starts_with("parley_session=") && c.contains("Max-Age=0")),
+        "and forgets its cookie, as signing out does: {:?}",
+        ended.set_cookies
+    );
     assert_eq!(browser.get("/app/account").await.status, StatusCode::SEE_OTHER);
     app.stop().await;
 }

@@ -304,6 +304,28 @@ async fn admins_invite_and_manage_the_team_in_the_web_app() {
     assert!(page.html.contains("Agent Smith") && page.html.contains("Disabled"));
     let forged = admin.post(&format!("/app/settings/operators/{agent}"), &[("name", "X")]).await;
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
+
+    // An admin's form offers the sites too, so one save makes it an
+    // agent of a site; an agent may not post the form at all.
+    let boss = app.operator(&f, "boss@acme.example.com", Role::Admin, &[]).await;
+    let page = admin.get("/app/settings/operators").await;
+    assert!(page.html.contains(&format!("id=\"operator-{boss}-site-{site}\"")), "{}", page.html);
+    app.operator(&f, "second@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let mut second = Browser::signed_in(&app, "second@acme.example.com").await;
+    let its_csrf = second.get("/app/account").await.field("csrf");
+    let refused =
+        second.post(&format!("/app/settings/operators/{boss}"), &[("csrf", &its_csrf), ("name", "Boss"), ("role", "agent")]).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "an agent changes nobody");
+    let saved = admin
+        .post(
+            &format!("/app/settings/operators/{boss}"),
+            &[("csrf", &csrf), ("name", "Boss"), ("role", "agent"), ("active", "true"), ("site_ids", ""), ("site_ids", &site)],
+        )
+        .await;
+    assert_eq!(saved.location.as_deref(), Some("/app/settings/operators?done=saved"), "{}", saved.html);
+    let (_, list) = app.authed(Method::GET, "/api/v1/admin/operators", &app.login("admin@acme.example.com").await, None).await;
+    let now = list["operators"].as_array().unwrap().iter().find(|o| o["id"] == boss).unwrap().clone();
+    assert_eq!((&now["role"], &now["site_ids"]), (&json!("agent"), &json!([f.scope.site.0])), "{now}");
     app.stop().await;
 }
 

@@ -1,5 +1,6 @@
 //! The conversation page's markup. Every region the live script swaps
-//! (`summary`, `messages`, `actions`, `visitor`) has an id of its own.
+//! (`conversation-list`, `summary`, `messages`, `actions`, `visitor`)
+//! has an id of its own.
 
 use maud::{Markup, html};
 use parley_domain::attachments::links::Links;

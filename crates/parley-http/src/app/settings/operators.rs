@@ -108,7 +108,9 @@ fn operator(who: &WebSession, o: &Operator, sites: &[Site], held: Option<&Refuse
                     }
                     input type="hidden" name="active" value="false";
                 }
-                @if o.role == Role::Agent { (site_choice(&id, sites, &chosen)) }
+                // An admin's sites too: they are the ones it keeps when
+                // made an agent in the same save.
+                @if !me { (site_choice(&id, sites, &chosen)) }
                 (problem(&format!("{id}-problem"), message(held)))
                 button type="submit" aria-label={ "Save " (o.name) } { "Save" }
             }
