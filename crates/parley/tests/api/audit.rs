@@ -185,6 +185,9 @@ async fn each_tenant_reads_its_own_log_and_only_admins_do() {
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.html.contains("canned_response.created") && page.html.contains("token.created"), "{}", page.html);
     assert!(page.html.contains("admin@acme.example.com") && page.html.contains("127.0.0.1"));
+    let past = browser.get("/app/settings/audit?page=99999").await;
+    assert_eq!(past.status, StatusCode::OK);
+    assert!(past.html.contains("No changes on this page.") && past.html.contains("See the latest changes"), "{}", past.html);
     let mut agent_browser = crate::web_browser::Browser::signed_in(&app, "agent@acme.example.com").await;
     assert_eq!(agent_browser.get("/app/settings/audit").await.status, StatusCode::FORBIDDEN);
     app.stop().await;

@@ -28,7 +28,10 @@ pub async fn page(State(s): State<AppState>, Admin(who): Admin, RawQuery(query):
     let main = html! {
         h1 { "Audit log" }
         p { "Every change an admin made to your team's sites, installations, operators, webhooks, tokens and canned responses, and every erased conversation: who, from which address, and when. Newest first." }
-        @if entries.is_empty() { p.empty { "Nothing changed yet." } }
+        @if entries.is_empty() && meta.total > 0 {
+            // An address past the last page (typed, or the log was pruned).
+            p.empty { "No changes on this page. " a href=(HERE) { "See the latest changes" } "." }
+        } @else if entries.is_empty() { p.empty { "Nothing changed yet." } }
         @else {
             div.scroll tabindex="0" role="region" aria-label="Changes" {
                 table.audit {
