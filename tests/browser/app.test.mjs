@@ -453,6 +453,11 @@ describe("the web app", () => {
     await visitorWrites("Pane Quinn", "A new one while Pat is open");
     await pane.locator("a.conversation", { hasText: "Pane Quinn" }).waitFor();
     assert.equal(await op.page.locator("h1", { hasText: "Pane Pat" }).count(), 1, "Pat's conversation stays open");
+    // j and k move through that list too.
+    await op.page.evaluate(() => document.activeElement && document.activeElement.blur());
+    await op.page.keyboard.press("j");
+    const focused = await op.page.evaluate(() => document.activeElement?.closest(".list-pane") !== null && document.activeElement.querySelector(".who")?.textContent);
+    assert.equal(focused, "Pane Quinn", "the newest first, in the list beside");
     assert.deepEqual(op.problems, []);
     await op.context.close();
   });

@@ -403,8 +403,9 @@ function start(root) {
     }
   }
 
-  // The keyboard: j and k move between the inbox's conversations (Enter
-  // opens the one focused, as links do), Ctrl or Cmd with Enter sends
+  // The keyboard: j and k move between the inbox's conversations, or
+  // the list's beside a conversation where it is shown (Enter opens the
+  // one focused, as links do), Ctrl or Cmd with Enter sends
   // the reply being written, `?` lists these. Keys typed into a field are
   // the field's, but for Ctrl/Cmd+Enter in the reply box.
   function keyboard() {
@@ -456,7 +457,7 @@ function start(root) {
       if (e.key === "?") {
         e.preventDefault();
         showHelp();
-      } else if ((e.key === "j" || e.key === "k") && kind === "inbox") {
+      } else if ((e.key === "j" || e.key === "k") && (kind === "inbox" || listShown())) {
         const rows = [...document.querySelectorAll("a.conversation[data-id]")];
         if (!rows.length) return;
         e.preventDefault();

@@ -148,6 +148,16 @@ pub async fn to_overview() -> Response {
     back("/app/integrations")
 }
 
+/// One refusal of a field as the form says it: the field's label before
+/// what it must be ("Name must not be blank"), or alone a refusal that is
+/// a sentence to the one acting ("you cannot disable your own account").
+fn said(field: &str, message: &str) -> String {
+    match message.strip_prefix("you ") {
+        Some(rest) => format!("You {rest}"),
+        None => format!("{} {message}", label(field)),
+    }
+}
+
 /// What to say beside a form the domain refused, and with which status:
 /// the API's own answer to the same refusal, but for invalid fields, which
 /// are named as the form labels them, and a limit, which says how long
@@ -155,8 +165,7 @@ pub async fn to_overview() -> Response {
 pub fn refusal(e: DomainError) -> Result<(StatusCode, String), PageError> {
     match e {
         DomainError::Validation(errors) => {
-            let all: Vec<String> =
-                errors.fields().iter().flat_map(|(field, ms)| ms.iter().map(move |m| format!("{} {m}", label(field)))).collect();
+            let all: Vec<String> = errors.fields().iter().flat_map(|(field, ms)| ms.iter().map(move |m| said(field, m))).collect();
             Ok((StatusCode::UNPROCESSABLE_ENTITY, sentence(&all.join("; "))))
         }
         DomainError::RateLimited { retry_after_secs } => Ok((

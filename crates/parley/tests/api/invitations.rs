@@ -326,6 +326,13 @@ async fn admins_invite_and_manage_the_team_in_the_web_app() {
     let (_, list) = app.authed(Method::GET, "/api/v1/admin/operators", &app.login("admin@acme.example.com").await, None).await;
     let now = list["operators"].as_array().unwrap().iter().find(|o| o["id"] == boss).unwrap().clone();
     assert_eq!((&now["role"], &now["site_ids"]), (&json!("agent"), &json!([f.scope.site.0])), "{now}");
+    // A refusal addressed to the admin reads as a sentence, not after a label.
+    let me = list["operators"].as_array().unwrap().iter().find(|o| o["email"] == "admin@acme.example.com").unwrap()["id"].clone();
+    let refused = admin
+        .post(&format!("/app/settings/operators/{me}"), &[("csrf", &csrf), ("name", "Admin"), ("role", "admin"), ("active", "false")])
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.html.contains("You cannot disable your own account."), "{}", refused.html);
     app.stop().await;
 }
 
