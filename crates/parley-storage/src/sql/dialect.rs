@@ -196,13 +196,9 @@ impl Dialect {
     /// ORDER BY`. The index leads where it hands them over in that order
     /// ([`Self::matches_newest_first`]); elsewhere this is a plain filter.
     pub fn newest_matches(self, scope: &str) -> String {
-        let (from, order) = match self {
-            Dialect::Sqlite => ("messages_fts f JOIN messages m ON m.id = f.rowid", "f.rowid"),
-            Dialect::Postgres => ("messages m", "m.id"),
-        };
-        let matches = match self {
-            Dialect::Sqlite => "messages_fts MATCH :query",
-            Dialect::Postgres => self.message_matches(),
+        let (from, matches, order) = match self {
+            Dialect::Sqlite => ("messages_fts f JOIN messages m ON m.id = f.rowid", "messages_fts MATCH :query", "f.rowid"),
+            Dialect::Postgres => ("messages m", self.message_matches(), "m.id"),
         };
         format!(
             "FROM {from} JOIN conversations c ON c.id = m.conversation_id AND c.tenant_id = m.tenant_id
@@ -240,21 +236,21 @@ impl Dialect {
     /// the dialect's full-text query: every word required, as a whole
     /// word or as the start of one where `search::as_prefix` says so.
     pub fn search_query(self, words: &[String]) -> String {
-        let prefix = |i: usize| parley_domain::search::as_prefix(words, i);
-        match self {
-            Dialect::Sqlite => words
-                .iter()
-                .enumerate()
-                .map(|(i, w)| format!("\"{}\"{}", w.replace('"', "\"\""), if prefix(i) { "*" } else { "" }))
-                .collect::<Vec<_>>()
-                .join(" "),
-            Dialect::Postgres => words
-                .iter()
-                .enumerate()
-                .map(|(i, w)| format!("'{}'{}", w.replace('\'', "''"), if prefix(i) { ":*" } else { "" }))
-                .collect::<Vec<_>>()
-                .join(" & "),
-        }
+        // How each dialect quotes a word, marks a prefix and joins them.
+        let (quote, prefix, join) = match self {
+            Dialect::Sqlite => ('"', "*", " "),
+            Dialect::Postgres => ('\'', ":*", " & "),
+        };
+        let doubled = format!("{quote}{quote}");
+        words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let star = if parley_domain::search::as_prefix(words, i) { prefix } else { "" };
+                format!("{quote}{}{quote}{star}", w.replace(quote, &doubled))
+            })
+            .collect::<Vec<_>>()
+            .join(join)
     }
 
     /// The session whose transaction is the feed's bound (`visible_tx`)
