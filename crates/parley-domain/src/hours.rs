@@ -14,6 +14,9 @@ use crate::error::FieldErrors;
 
 /// Openings a week may have.
 pub const OPENINGS_MAX: usize = 50;
+/// The longest time zone name a form takes and an error repeats (IANA's
+/// longest is 32).
+pub const MAX_TIME_ZONE_CHARS: usize = 64;
 /// Closed dates a site may list.
 pub const CLOSED_DATES_MAX: usize = 400;
 /// How far ahead the next opening is looked for.
@@ -105,7 +108,7 @@ impl BusinessHours {
                 field,
                 format!(
                     "time_zone: {} is not an IANA time zone such as Europe/Berlin",
-                    self.time_zone.chars().take(64).collect::<String>()
+                    self.time_zone.chars().take(MAX_TIME_ZONE_CHARS).collect::<String>()
                 ),
             );
         }

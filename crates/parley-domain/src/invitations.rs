@@ -220,23 +220,30 @@ fn live(r: &mut dyn ReadTx, digest: &[u8], now: Timestamp) -> Result<(PasswordLi
     Ok((link, operator))
 }
 
+/// [`LINK_LIFETIME`] as the emails and pages say it.
+pub fn lifetime_in_words() -> String {
+    format!("{} hours", LINK_LIFETIME.as_secs() / 3600)
+}
+
 fn invitation_email(operator: &Operator, tenant: &str, inviter: &str, link: &str) -> Email {
     Email {
         to: operator.email.clone(),
         subject: format!("{inviter} invited you to answer {tenant}'s chats"),
         text: format!(
             "Hello {name},\n\n{inviter} invited you to {tenant}'s team on Parley. Choose your password here to sign in:\n\n{link}\n\n\
-             The link works once and expires in 72 hours. If you were not expecting it, you can ignore this email.\n",
-            name = operator.name
+             The link works once and expires in {lifetime}. If you were not expecting it, you can ignore this email.\n",
+            name = operator.name,
+            lifetime = lifetime_in_words()
         ),
         html: format!(
             "<p>Hello {name},</p><p>{inviter} invited you to {tenant}'s team on Parley.</p>\
              <p><a href=\"{link}\">Choose your password</a> to sign in.</p>\
-             <p>The link works once and expires in 72 hours. If you were not expecting it, you can ignore this email.</p>",
+             <p>The link works once and expires in {lifetime}. If you were not expecting it, you can ignore this email.</p>",
             name = escape(&operator.name),
             inviter = escape(inviter),
             tenant = escape(tenant),
-            link = escape(link)
+            link = escape(link),
+            lifetime = lifetime_in_words()
         ),
         thread: None,
     }
@@ -248,16 +255,18 @@ fn reset_email(operator: &Operator, tenant: &str, link: &str) -> Email {
         subject: format!("Choose a new password for {tenant}'s chats"),
         text: format!(
             "Hello {name},\n\nAn admin of {tenant} sent you this link to choose a new password:\n\n{link}\n\n\
-             It works once and expires in 72 hours. Your current password works until you choose a new one.\n",
-            name = operator.name
+             It works once and expires in {lifetime}. Your current password works until you choose a new one.\n",
+            name = operator.name,
+            lifetime = lifetime_in_words()
         ),
         html: format!(
             "<p>Hello {name},</p><p>An admin of {tenant} sent you this link to choose a new password:</p>\
              <p><a href=\"{link}\">Choose a new password</a></p>\
-             <p>It works once and expires in 72 hours. Your current password works until you choose a new one.</p>",
+             <p>It works once and expires in {lifetime}. Your current password works until you choose a new one.</p>",
             name = escape(&operator.name),
             tenant = escape(tenant),
-            link = escape(link)
+            link = escape(link),
+            lifetime = lifetime_in_words()
         ),
         thread: None,
     }

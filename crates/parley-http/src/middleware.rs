@@ -142,12 +142,14 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// `Last-Event-ID` is what an EventSource sends when it reconnects.
 /// The demo's `/sandbox` pages are left out: they hand out the demo
 /// admin's bearer token, which a page of another site must not read (it
-/// could then use the admin API against a developer's running demo).
+/// could then use the admin API against a developer's running demo). So
+/// is the web app (`/app`): its pages are for its own origin only, and a
+/// preflight from elsewhere learns nothing of its routes.
 pub fn cors() -> CorsLayer {
     CorsLayer::new()
         .allow_origin(AllowOrigin::predicate(|_, request: &axum::http::request::Parts| {
             let path = request.uri.path();
-            path != "/sandbox" && !path.starts_with("/sandbox/")
+            !["/sandbox", "/app"].iter().any(|own| path.strip_prefix(own).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
         }))
         .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE, Method::OPTIONS])
         .allow_headers([header::CONTENT_TYPE, header::ACCEPT, header::AUTHORIZATION, HeaderName::from_static("last-event-id")])

@@ -91,11 +91,11 @@ async fn render(
                 label for="current-password" { "Current password" }
                 input #current-password type="password" name="current_password" required autocomplete="current-password";
                 label for="new-password" { "New password" }
-                input #new-password type="password" name="new_password" required minlength="10" maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS) autocomplete="new-password"
+                input #new-password type="password" name="new_password" required minlength=(parley_domain::validate::MIN_PASSWORD_CHARS) maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS) autocomplete="new-password"
                     aria-describedby="new-password-help";
                 p.help #new-password-help { "At least 10 characters. Every other sign-in of yours ends; this one stays." }
                 label for="confirm-password" { "The new one again" }
-                input #confirm-password type="password" name="confirm" required minlength="10" maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS) autocomplete="new-password";
+                input #confirm-password type="password" name="confirm" required minlength=(parley_domain::validate::MIN_PASSWORD_CHARS) maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS) autocomplete="new-password";
                 (problem("password-problem", message(password)))
                 button type="submit" { "Change password" }
             }

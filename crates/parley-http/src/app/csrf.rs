@@ -6,11 +6,13 @@
 //! no script reads) once signed in, and, on the sign-in form, a random
 //! token that must equal a cookie set with the form. And the browser's
 //! `Sec-Fetch-Site`, when it sends one, must say the request came from
-//! this origin (or from the address bar). `SameSite=Lax` cookies already
+//! this origin (or from the address bar), and its `Origin`, when it sends
+//! one, must be the address the request was sent to (the `Host` a proxy
+//! passes on, or the `X-Forwarded-Host` it sets). `SameSite=Lax` cookies already
 //! keep other sites' POSTs unauthenticated; these hold where it does not
 //! (older browsers, a sibling subdomain).
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use parley_domain::DomainError;
@@ -41,6 +43,11 @@ pub fn login_form_token(existing: Option<&str>) -> Result<String, DomainError> {
 
 const LOGIN_PREFIX: &str = "lf_";
 
+/// How long a form for someone not signed in (signing in, choosing a
+/// password) may be left open before it is sent: its token's cookie
+/// lasts as long.
+pub const LOGIN_FORM_LIFETIME: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Whether `token` has the shape `login_form_token` gives (anything else
 /// in the cookie is replaced, never echoed into the page).
 fn is_login_form_token(token: &str) -> bool {
@@ -68,9 +75,27 @@ fn matches(given: Option<&str>, expected: &str) -> bool {
 }
 
 /// Whether the browser says the request came from another site. Absent
-/// (older browsers, other clients) is not refused here: the token is.
+/// headers (older browsers, other clients) are not refused here: the
+/// token is.
 pub fn cross_site(headers: &HeaderMap) -> bool {
-    headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).is_some_and(|site| site != "same-origin" && site != "none")
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    fetch_site.is_some_and(|site| site != "same-origin" && site != "none") || foreign_origin(headers)
+}
+
+/// Whether the request names an `Origin` other than the address it was
+/// sent to. `null` (a sandboxed frame, a redirect from elsewhere) and
+/// anything unreadable count as foreign.
+fn foreign_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else { return false };
+    let Some(origin) = origin.to_str().ok().and_then(|o| url::Url::parse(o).ok()) else { return true };
+    let own = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|host| url::Url::parse(&format!("{}://{}", origin.scheme(), host.trim())).ok())
+            .is_some_and(|here| here.origin() == origin.origin())
+    };
+    !(own(header::HOST.as_str()) || own("x-forwarded-host"))
 }
 
 /// The header a page's script sends the session's token in, where the
@@ -117,6 +142,32 @@ mod tests {
         assert!(!matches(Some("forged"), &a));
         assert!(!matches(None, &a));
         assert!(!matches(Some(""), ""), "an empty token never matches");
+    }
+
+    #[test]
+    fn an_origin_other_than_the_address_asked_is_refused() {
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.insert(*name, HeaderValue::from_static(value));
+            }
+            cross_site(&headers)
+        };
+        assert!(!with(&[("host", "chat.example.com")]), "no Origin: the token decides");
+        assert!(!with(&[("host", "chat.example.com"), ("origin", "https://chat.example.com")]));
+        assert!(!with(&[("host", "Chat.Example.com:443"), ("origin", "https://chat.example.com")]), "default port, any case");
+        assert!(!with(&[("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:8080")]));
+        assert!(!with(&[("host", "10.0.0.5:8080"), ("x-forwarded-host", "chat.example.com"), ("origin", "https://chat.example.com")]));
+        for (host, origin) in [
+            ("chat.example.com", "https://evil.example"),
+            ("chat.example.com", "https://chat.example.com.evil.example"),
+            ("127.0.0.1:8080", "http://127.0.0.1:8081"),
+            ("chat.example.com", "null"),
+            ("chat.example.com", "not a url"),
+        ] {
+            assert!(with(&[("host", host), ("origin", origin)]), "{origin} sent to {host}");
+        }
+        assert!(with(&[("origin", "https://chat.example.com")]), "an Origin with no address to match");
     }
 
     #[test]

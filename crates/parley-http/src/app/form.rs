@@ -78,6 +78,14 @@ impl<S: Send + Sync> FromRequest<S> for Form {
     }
 }
 
+/// A rule's pattern as an HTML `pattern` attribute, so a browser refuses
+/// what the server would: the attribute is anchored already, and
+/// browsers read it with the `v` flag, where a `-` ending a class must be
+/// escaped.
+pub fn html_pattern(rule: &parley_domain::validate::Rule) -> String {
+    rule.pattern.trim_start_matches('^').trim_end_matches('$').replace("-]", "\\-]")
+}
+
 /// A form of a signed-in page, accepted only with the session's
 /// anti-forgery token and not from another site (see `csrf`). Every
 /// state-changing route of a signed-in page reads its form through this,
@@ -98,5 +106,15 @@ impl<S: Send + Sync> FromRequest<S> for CheckedForm {
             return Err(PageError::Forged);
         }
         Ok(Self(form))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::html_pattern;
+
+    #[test]
+    fn a_rule_reads_as_a_browser_pattern() {
+        assert_eq!(html_pattern(&parley_domain::validate::SHORTCUT), "[A-Za-z0-9][A-Za-z0-9_\\-]*");
     }
 }

@@ -22,9 +22,6 @@ use super::{cookies, csrf, next};
 use crate::AppState;
 use crate::extract::ClientCaller;
 
-/// How long a sign-in form may be left open before it is submitted.
-const FORM_LIFETIME: Duration = Duration::from_secs(3600);
-
 /// How long a browser keeps its device mark (the mark itself is honoured
 /// as long).
 const DEVICE_MARK_LIFETIME: Duration = parley_domain::auth::DEVICE_MARK_LIFETIME;
@@ -79,7 +76,9 @@ fn sign_in_page(s: &AppState, headers: &HeaderMap, status: StatusCode, p: SignIn
         },
     );
     let mut response = respond(status, markup);
-    response.headers_mut().append(header::SET_COOKIE, cookies::set(cookies::LOGIN_CSRF, &token, FORM_LIFETIME, s.web_app.secure_cookies));
+    response
+        .headers_mut()
+        .append(header::SET_COOKIE, cookies::set(cookies::LOGIN_CSRF, &token, csrf::LOGIN_FORM_LIFETIME, s.web_app.secure_cookies));
     Ok(response)
 }
 

@@ -58,10 +58,6 @@ pub fn routes() -> Router<AppState> {
     // A form's address opened as a page (the address bar shows it after
     // a refused form) leads to the conversation page.
     Router::new()
-        // The service's address opened in a browser: the app, which asks
-        // to sign in first.
-        .route("/", get(|| async { axum::response::Redirect::to("/app") }))
-        .route("/favicon.ico", get(assets::favicon))
         .route("/app", get(inbox::page))
         .route("/app/login", get(login::form).post(login::submit))
         .route("/app/logout", post(login::logout))
@@ -92,6 +88,13 @@ pub fn routes() -> Router<AppState> {
         .merge(integrations::routes())
         .merge(settings::routes())
         .route("/app/{*rest}", any(not_found))
+        // Set before the service's own addresses below, which answer
+        // as the API does.
+        .method_not_allowed_fallback(method_not_allowed)
+        // The service's address opened in a browser: the app, which asks
+        // to sign in first.
+        .route("/", get(|| async { axum::response::Redirect::to("/app") }))
+        .route("/favicon.ico", get(assets::favicon))
         // Pages are text that repeats itself (markup around every message)
         // and are fetched again at every live change: gzip keeps a long
         // conversation a few tens of kilobytes. Streams are left alone.
@@ -101,4 +104,10 @@ pub fn routes() -> Router<AppState> {
 /// Any other address under `/app` answers a page, as the app's do.
 async fn not_found() -> axum::response::Response {
     layout::message(axum::http::StatusCode::NOT_FOUND, "Not found", "There is no such page.")
+}
+
+/// A page's address asked with a method it does not take (a form's
+/// address fetched with PUT, say) answers a page too, not the API's JSON.
+async fn method_not_allowed() -> axum::response::Response {
+    layout::message(axum::http::StatusCode::METHOD_NOT_ALLOWED, "Not allowed", "This page does not take that kind of request.")
 }

@@ -3,8 +3,6 @@
 //! The page is for someone not signed in, so its form is guarded like the
 //! sign-in form: a token in a cookie beside it and this origin.
 
-use std::time::Duration;
-
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
@@ -18,8 +16,6 @@ use super::{cookies, csrf};
 use crate::AppState;
 
 const HERE: &str = "/app/password";
-/// How long the form may stay open: as long as the sign-in form.
-const FORM_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// The form, or a plain page saying the link no longer works.
 pub async fn form(State(s): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Response, PageError> {
@@ -80,11 +76,11 @@ async fn render(s: &AppState, headers: &HeaderMap, token: &str, status: StatusCo
                 input type="hidden" name="token" value=(token);
                 input type="email" name="username" value=(holder.email) autocomplete="username" hidden;
                 label for="password" { "New password" }
-                input #password type="password" name="password" autocomplete="new-password" required minlength="10" maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS)
+                input #password type="password" name="password" autocomplete="new-password" required minlength=(parley_domain::validate::MIN_PASSWORD_CHARS) maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS)
                     aria-describedby="password-help" aria-invalid=[problem.map(|_| "true")] autofocus;
                 p.help #password-help { "At least 10 characters. A phrase of several words is easy to remember and hard to guess." }
                 label for="confirm" { "The same again" }
-                input #confirm type="password" name="confirm" autocomplete="new-password" required minlength="10" maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS);
+                input #confirm type="password" name="confirm" autocomplete="new-password" required minlength=(parley_domain::validate::MIN_PASSWORD_CHARS) maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS);
                 button type="submit" { "Set my password" }
             }
         },
@@ -92,7 +88,7 @@ async fn render(s: &AppState, headers: &HeaderMap, token: &str, status: StatusCo
     let mut response = respond(status, markup);
     response
         .headers_mut()
-        .append(header::SET_COOKIE, cookies::set(cookies::LOGIN_CSRF, &form_token, FORM_LIFETIME, s.web_app.secure_cookies));
+        .append(header::SET_COOKIE, cookies::set(cookies::LOGIN_CSRF, &form_token, csrf::LOGIN_FORM_LIFETIME, s.web_app.secure_cookies));
     Ok(response)
 }
 
@@ -104,7 +100,7 @@ fn gone() -> Response {
         None,
         html! {
             h1 { "This link no longer works" }
-            p { "A link to choose a password works once, for 72 hours. Ask an admin of your team to send you a new one." }
+            p { "A link to choose a password works once, for " (parley_domain::invitations::lifetime_in_words()) ". Ask an admin of your team to send you a new one." }
             p { a href="/app/login" { "Sign in" } }
         },
     );

@@ -24,7 +24,7 @@ pub fn form(q: &str) -> Markup {
     html! {
         form.search role="search" method="get" action="/app/search" {
             label for="search-q" { "Search conversations" }
-            input #search-q type="search" name="q" value=(q) maxlength="200" required placeholder="Words, a name or an email";
+            input #search-q type="search" name="q" value=(q) maxlength=(parley_domain::validate::SEARCH_TEXT.max_chars) required placeholder="Words, a name or an email";
             button type="submit" { "Search" }
         }
     }

@@ -211,3 +211,54 @@ async fn wrong_current_passwords_are_limited_and_ending_a_personal_token_is_audi
     assert_eq!((log["entries"][0]["action"].as_str(), log["entries"][0]["target_id"].as_i64()), (Some("token.revoked"), Some(id)));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_account_page_removes_only_its_own_devices_and_shows_every_name_as_text() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    app.operator(&f, "ann@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    app.fixture("globex", &[]).await;
+    let hostile = "<script>alert(1)</script>\"><img src=x onerror=alert(2)>";
+    let ann = app.login("ann@acme.example.com").await;
+    let admin = app.login("admin@acme.example.com").await;
+    let outsider = app.login("admin@globex.example.com").await;
+    let token = "740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad";
+    let (status, made) = app
+        .authed(Method::POST, "/api/v1/mobile/devices", &ann, Some(json!({"platform": "ios", "push_token": token, "name": hostile})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let device = made["device"]["id"].as_i64().unwrap();
+    let (status, _) = app.authed(Method::PATCH, "/api/v1/mobile/me", &ann, Some(json!({"name": hostile}))).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Ann's page shows her name and her device's as text.
+    let mut browser = Browser::signed_in(&app, "ann@acme.example.com").await;
+    let page = browser.get("/app/account").await;
+    assert!(!page.html.contains("<script>alert") && !page.html.contains("<img src=x"), "{}", page.html);
+    assert!(page.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "the name is shown, escaped: {}", page.html);
+
+    // Another operator of the tenant and another tenant's admin reach
+    // nothing through their own pages.
+    for (email, token) in [("admin@acme.example.com", &admin), ("admin@globex.example.com", &outsider)] {
+        let mut other = Browser::signed_in(&app, email).await;
+        let csrf = other.get("/app/account").await.field("csrf");
+        let refused = other.post(&format!("/app/account/devices/{device}/remove"), &[("csrf", &csrf)]).await;
+        assert_eq!(refused.status, StatusCode::NOT_FOUND, "{email}: {}", refused.html);
+        let (_, theirs) = app.authed(Method::GET, "/api/v1/mobile/devices", token, None).await;
+        assert_eq!(theirs["devices"], json!([]), "{email}");
+    }
+    let (_, list) = app.authed(Method::GET, "/api/v1/mobile/devices", &ann, None).await;
+    assert_eq!(list["devices"].as_array().unwrap().len(), 1, "still Ann's");
+    for bad in ["x", "0", "-1", "99999999999999999999"] {
+        let csrf = browser.get("/app/account").await.field("csrf");
+        let refused = browser.post(&format!("/app/account/devices/{bad}/remove"), &[("csrf", &csrf)]).await;
+        assert_eq!(refused.status, StatusCode::NOT_FOUND, "{bad}");
+    }
+
+    let csrf = page.field("csrf");
+    let removed = browser.post(&format!("/app/account/devices/{device}/remove"), &[("csrf", &csrf)]).await;
+    assert_eq!(removed.location.as_deref(), Some("/app/account?done=removed"), "{}", removed.html);
+    let (_, list) = app.authed(Method::GET, "/api/v1/mobile/devices", &ann, None).await;
+    assert_eq!(list["devices"], json!([]));
+    app.stop().await;
+}

@@ -202,3 +202,34 @@ fn the_api_document_names_every_action() {
         assert!(doc.contains(&format!("`{}`", action.as_str())), "docs/api.md names {}", action.as_str());
     }
 }
+
+#[tokio::test]
+async fn the_audit_page_pages_through_the_log_newest_first() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    app.fixture("globex", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    for n in 1..=52 {
+        ok(&app, Method::POST, "/api/v1/admin/canned-responses", &admin, Some(json!({"shortcut": format!("r{n}"), "body": "Hi"}))).await;
+    }
+    let mut browser = crate::web_browser::Browser::signed_in(&app, "admin@acme.example.com").await;
+    let first = browser.get("/app/settings/audit").await;
+    assert_eq!(first.html.matches("canned_response.created").count(), 50, "fifty a page");
+    assert!(first.html.contains("<dd>r52</dd>") && !first.html.contains("<dd>r2</dd>"), "the newest first: {}", first.html);
+    assert!(first.html.contains("Page 1 of 2"), "{}", first.html);
+    assert!(first.html.contains("href=\"/app/settings/audit?page=2\" rel=\"next\"") && !first.html.contains("rel=\"prev\""));
+    let second = browser.get("/app/settings/audit?page=2").await;
+    assert_eq!(second.html.matches("canned_response.created").count(), 2, "{}", second.html);
+    assert!(second.html.contains("<dd>r1</dd>") && second.html.contains("<dd>r2</dd>"), "the oldest last");
+    assert!(second.html.contains("Page 2 of 2") && second.html.contains("href=\"/app/settings/audit?page=1\" rel=\"prev\""));
+    assert!(!second.html.contains("rel=\"next\""));
+    for odd in ["page=0", "page=x", "page=-1", "page=99999999999"] {
+        let page = browser.get(&format!("/app/settings/audit?{odd}")).await;
+        assert_eq!(page.status, StatusCode::OK, "{odd}");
+        assert!(page.html.contains("Page 1 of 2"), "an odd page is the first: {odd}");
+    }
+    let mut other = crate::web_browser::Browser::signed_in(&app, "admin@globex.example.com").await;
+    let theirs = other.get("/app/settings/audit").await;
+    assert!(theirs.html.contains("Nothing changed yet.") && !theirs.html.contains("canned_response"), "{}", theirs.html);
+    app.stop().await;
+}

@@ -406,3 +406,35 @@ async fn password_emails_are_limited_per_tenant() {
     assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_pages_send_link_form_mails_a_link_that_works_and_says_how_long() {
+    let (smtp, app) = with_mail().await;
+    let f = app.fixture("acme", &[]).await;
+    let bea = app.operator(&f, "bea@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let mut admin = Browser::signed_in(&app, "admin@acme.example.com").await;
+    let page = admin.get("/app/settings/operators").await;
+    let form = format!("action=\"/app/settings/operators/{bea}/password-link\"");
+    assert!(page.html.contains(&form), "each operator has the form: {}", page.html);
+    let csrf = page.field("csrf");
+
+    let path = format!("/app/settings/operators/{bea}/password-link");
+    assert_eq!(admin.post(&path, &[]).await.status, StatusCode::FORBIDDEN, "no token, no mail");
+    let sent = admin.post(&path, &[("csrf", &csrf)]).await;
+    assert_eq!(sent.location.as_deref(), Some("/app/settings/operators?done=link"), "{}", sent.html);
+    let mail = smtp.next().await;
+    assert!(mail.data.contains("bea@acme.example.com") && mail.data.contains("expires in 72 hours"), "{}", mail.data);
+    let page = admin.get("/app/settings/operators?done=link").await;
+    assert!(page.html.contains("The link is sent: it works for 72 hours."), "{}", page.html);
+    assert!(page.html.contains("it works once, for 72 hours."), "the invitation form says so too");
+    let link = link_in(&mail);
+    assert_eq!(choose(&app, &link, "a long enough phrase", "a long enough phrase").await.status, StatusCode::OK);
+    let (status, _) = app.post("/api/v1/mobile/login", json!({"email": "bea@acme.example.com", "password": "a long enough phrase"})).await;
+    assert_eq!(status, StatusCode::OK, "the new password signs in");
+
+    for bad in ["x", "0", "99999999999999999999"] {
+        let refused = admin.post(&format!("/app/settings/operators/{bad}/password-link"), &[("csrf", &csrf)]).await;
+        assert_eq!(refused.status, StatusCode::NOT_FOUND, "{bad}");
+    }
+    app.stop().await;
+}

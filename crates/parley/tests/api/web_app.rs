@@ -120,6 +120,45 @@ async fn forms_without_their_token_or_from_another_site_are_refused() {
     assert_ne!(other_token, token, "each session has its own token");
     let crossed = browser.post("/app/logout", &[("csrf", &other_token)]).await;
     assert_eq!(crossed.status, StatusCode::FORBIDDEN, "another session's token");
+
+    // A browser that sends no Sec-Fetch-Site but an Origin: only this
+    // address's own passes.
+    let own = app.url("");
+    for origin in ["https://evil.example", "null", own.replace("127.0.0.1", "localhost").as_str()] {
+        let foreign = browser.send(Method::POST, "/app/logout", Some(&[("csrf", &token)]), &[("origin", origin)]).await;
+        assert_eq!(foreign.status, StatusCode::FORBIDDEN, "{origin}");
+    }
+    assert_eq!(browser.inbox("").await.status, StatusCode::OK, "still signed in");
+    let same = browser.send(Method::POST, "/app/logout", Some(&[("csrf", &token)]), &[("origin", &own)]).await;
+    assert_eq!(same.location.as_deref(), Some("/app/login"), "{}", same.html);
+}
+
+#[tokio::test]
+async fn the_app_answers_pages_never_cors_nor_json() {
+    let app = TestApp::spawn().await;
+    app.fixture("acme", &[]).await;
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+
+    for path in ["/app", "/app/login", "/app/settings/canned"] {
+        let wrong = browser.send(Method::PUT, path, None, &[]).await;
+        assert_eq!(wrong.status, StatusCode::METHOD_NOT_ALLOWED, "{path}");
+        let kind = wrong.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        assert!(kind.starts_with("text/html"), "{path}: {kind}");
+        assert!(wrong.html.contains("This page does not take that kind of request."), "{}", wrong.html);
+    }
+    let api = browser.send(Method::PUT, "/api/v1/health", None, &[]).await;
+    assert_eq!(api.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(api.html.contains("method_not_allowed"), "the API still answers JSON: {}", api.html);
+
+    let preflight = [("origin", "https://evil.example"), ("access-control-request-method", "POST")];
+    for path in ["/app", "/app/logout", "/app/settings/canned"] {
+        let answer = browser.send(Method::OPTIONS, path, None, &preflight).await;
+        assert!(answer.headers.get("access-control-allow-origin").is_none(), "{path} allows another origin");
+        let page = browser.send(Method::GET, path, None, &[("origin", "https://evil.example")]).await;
+        assert!(page.headers.get("access-control-allow-origin").is_none(), "{path} is readable from another origin");
+    }
+    let widget = browser.send(Method::OPTIONS, "/api/v1/widget/config", None, &preflight).await;
+    assert!(widget.headers.get("access-control-allow-origin").is_some(), "the API still answers preflights");
 }
 
 #[tokio::test]

@@ -264,3 +264,74 @@ async fn the_hours_form_shows_every_opening_a_site_has_so_a_save_keeps_them() {
     assert_eq!(weekly.as_array().map(Vec::len), Some(3), "{list}");
     assert_eq!(weekly[2]["close"], "17:00");
 }
+
+#[tokio::test]
+async fn another_tenants_admin_changes_nothing_through_the_settings_pages() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &["acme.example"]).await;
+    let agent = app.operator(&f, "agent@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    app.fixture("globex", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let (_, made) =
+        app.authed(Method::POST, "/api/v1/admin/canned-responses", &admin, Some(json!({"shortcut": "hi", "body": "Hello"}))).await;
+    let canned = made["canned_response"]["id"].as_i64().unwrap();
+    let site = f.scope.site.0;
+
+    let mut globex = Browser::signed_in(&app, "admin@globex.example.com").await;
+    let csrf = globex.get("/app/settings/operators").await.field("csrf");
+    let forms: Vec<(String, Vec<(&str, &str)>)> = vec![
+        (format!("/app/settings/operators/{agent}"), vec![("name", "Mine"), ("role", "admin"), ("active", "false")]),
+        (format!("/app/settings/operators/{agent}/password-link"), vec![]),
+        (format!("/app/settings/sites/{site}/hours"), vec![("time_zone", "UTC"), ("monday_open", "09:00"), ("monday_close", "10:00")]),
+        (
+            format!("/app/settings/sites/{site}"),
+            vec![("name", "Mine"), ("widget_title", "T"), ("widget_greeting", "G"), ("privacy_text", "P")],
+        ),
+        (format!("/app/settings/canned/{canned}"), vec![("shortcut", "mine"), ("body", "Mine")]),
+        (format!("/app/settings/canned/{canned}/delete"), vec![]),
+    ];
+    for (to, fields) in &forms {
+        let mut form = vec![("csrf", csrf.as_str())];
+        form.extend_from_slice(fields);
+        let page = globex.post(to, &form).await;
+        assert_eq!(page.status, StatusCode::NOT_FOUND, "{to}: {}", page.html);
+    }
+
+    let (_, operators) = app.authed(Method::GET, "/api/v1/admin/operators", &admin, None).await;
+    let its = operators["operators"].as_array().unwrap().iter().find(|o| o["id"] == agent).unwrap().clone();
+    assert_eq!((&its["name"], &its["role"], &its["active"]), (&json!("agent"), &json!("agent"), &json!(true)), "{its}");
+    let (_, sites) = app.authed(Method::GET, "/api/v1/admin/sites", &admin, None).await;
+    assert_eq!(sites["sites"][0]["name"], "acme site");
+    assert_eq!(sites["sites"][0]["business_hours"], Value::Null, "{sites}");
+    let (_, list) = app.authed(Method::GET, "/api/v1/mobile/canned-responses", &admin, None).await;
+    assert_eq!((&list["canned_responses"][0]["shortcut"], &list["canned_responses"][0]["body"]), (&json!("hi"), &json!("Hello")));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn hostile_names_are_shown_as_text_on_the_settings_pages() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let agent = app.operator(&f, "agent@acme.example.com", Role::Agent, &[f.scope.site]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let hostile = "</title><script>alert(1)</script>\"><img src=x onerror=alert(2)>";
+    let (status, body) =
+        app.authed(Method::PATCH, &format!("/api/v1/admin/operators/{agent}"), &admin, Some(json!({"name": hostile}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let site = json!({"name": hostile, "widget_title": hostile, "widget_greeting": hostile, "privacy_text": hostile});
+    let (status, body) = app.authed(Method::PATCH, &format!("/api/v1/admin/sites/{}", f.scope.site.0), &admin, Some(site)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) =
+        app.authed(Method::POST, "/api/v1/admin/canned-responses", &admin, Some(json!({"shortcut": "x", "body": hostile}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    let mut browser = Browser::signed_in(&app, "admin@acme.example.com").await;
+    for path in ["/app/settings/operators", "/app/settings/sites", "/app/settings/canned", "/app/settings/audit", "/app/account"] {
+        let page = browser.get(path).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}");
+        assert!(!page.html.contains("<script>alert") && !page.html.contains("<img src=x"), "{path}: {}", page.html);
+    }
+    let page = browser.get("/app/settings/operators").await;
+    assert!(page.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "the name is shown: {}", page.html);
+    app.stop().await;
+}

@@ -70,7 +70,7 @@ async fn render(
             form.stack method="post" action={ (HERE) "/sites" } {
                 (token_field(who))
                 label for="site-name" { "Name" }
-                input #site-name name="name" required maxlength="255" value=(typed(site_refused, "name"))
+                input #site-name name="name" required maxlength=(parley_domain::validate::MAX_NAME_CHARS) value=(typed(site_refused, "name"))
                     aria-invalid=[site_problem.map(|_| "true")] aria-describedby=[site_problem.map(|_| "site-problem")];
                 label for="site-domains" { "Domains the widget may run on" }
                 input #site-domains name="domains" placeholder="www.example.com, shop.example.com" value=(typed(site_refused, "domains"))
@@ -119,7 +119,7 @@ fn site_section(
             form.inline method="post" action={ (HERE) "/sites/" (site.id.0) "/installations" } {
                 (token_field(who))
                 label for={ "installation-name-" (site.id.0) } { "New installation of " (site.name) }
-                input id={ "installation-name-" (site.id.0) } name="name" placeholder="Website" maxlength="255"
+                input id={ "installation-name-" (site.id.0) } name="name" placeholder="Website" maxlength=(parley_domain::validate::MAX_NAME_CHARS)
                     value=(typed(refused, "name"))
                     aria-invalid=[message.map(|_| "true")] aria-describedby=[message.map(|_| problem_id.as_str())];
                 button type="submit" { "Add installation" }

@@ -61,7 +61,7 @@ async fn render(s: &AppState, who: &WebSession, status: StatusCode, view: View<'
             form.stack method="post" action=(HERE) {
                 (token_field(who))
                 label for="token-name" { "What it is for" }
-                input #token-name name="name" required maxlength="255" placeholder="iOS app test" value=(typed(refused, "name"))
+                input #token-name name="name" required maxlength=(parley_domain::validate::MAX_NAME_CHARS) placeholder="iOS app test" value=(typed(refused, "name"))
                     aria-invalid=[message.map(|_| "true")] aria-describedby=[message.map(|_| "token-problem")];
                 label for="token-expiry" { "Expires after" }
                 @let chosen = Some(typed(refused, "expires_in_days")).filter(|d| EXPIRIES.iter().any(|e| e.to_string() == *d)).unwrap_or("30");

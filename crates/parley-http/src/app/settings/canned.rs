@@ -8,11 +8,12 @@ use axum::response::Response;
 use maud::html;
 use parley_domain::canned::CannedPatch;
 use parley_domain::model::CannedId;
+use parley_domain::validate::{MESSAGE_BODY, SHORTCUT};
 
 use crate::AppState;
 use crate::app::admin_pages::{Admin, Refused, back, done_message, message, notice, problem, refusal, settings_frame, token_field, typed};
 use crate::app::error::PageError;
-use crate::app::form::CheckedForm;
+use crate::app::form::{CheckedForm, html_pattern};
 use crate::app::path::Id;
 use crate::app::session::WebSession;
 use crate::requests::admin::CannedResponseCreateRequest;
@@ -56,11 +57,11 @@ async fn render(
             form.stack method="post" action=(HERE) {
                 (token_field(who))
                 label for="canned-shortcut" { "Shortcut" }
-                input #canned-shortcut name="shortcut" required maxlength="32" pattern="[A-Za-z0-9][A-Za-z0-9_\\-]*" placeholder="thanks"
+                input #canned-shortcut name="shortcut" required maxlength=(SHORTCUT.max_chars) pattern=(html_pattern(&SHORTCUT)) placeholder="thanks"
                     value=(typed(new, "shortcut")) aria-describedby="canned-shortcut-help canned-problem" aria-invalid=[message(new).map(|_| "true")];
                 p.help #canned-shortcut-help { "Letters, digits, - and _; at most 32." }
                 label for="canned-body" { "Text" }
-                textarea #canned-body name="body" required maxlength="5000" rows="4" aria-invalid=[message(new).map(|_| "true")] { (typed(new, "body")) }
+                textarea #canned-body name="body" required maxlength=(MESSAGE_BODY.max_chars) rows="4" aria-invalid=[message(new).map(|_| "true")] { (typed(new, "body")) }
                 (problem("canned-problem", message(new)))
                 button type="submit" { "Add" }
             }
@@ -76,10 +77,10 @@ async fn render(
                     form.stack method="post" action={ (HERE) "/" (c.id.0) } {
                         (token_field(who))
                         label for={ (id) "-shortcut" } { "Shortcut" }
-                        input id={ (id) "-shortcut" } name="shortcut" required maxlength="32"
+                        input id={ (id) "-shortcut" } name="shortcut" required maxlength=(SHORTCUT.max_chars) pattern=(html_pattern(&SHORTCUT))
                             value=(held.map_or(c.shortcut.as_str(), |r| typed(Some(r), "shortcut")));
                         label for={ (id) "-body" } { "Text" }
-                        textarea id={ (id) "-body" } name="body" required maxlength="5000" rows="3" { (held.map_or(c.body.as_str(), |r| typed(Some(r), "body"))) }
+                        textarea id={ (id) "-body" } name="body" required maxlength=(MESSAGE_BODY.max_chars) rows="3" { (held.map_or(c.body.as_str(), |r| typed(Some(r), "body"))) }
                         (problem(&format!("{id}-problem"), message(held)))
                         button type="submit" aria-label={ "Save /" (c.shortcut) } { "Save" }
                     }

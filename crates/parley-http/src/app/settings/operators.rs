@@ -7,6 +7,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
+use parley_domain::invitations::lifetime_in_words;
 use parley_domain::model::{Operator, OperatorId, Role, Site};
 
 use crate::AppState;
@@ -21,10 +22,10 @@ use crate::requests::admin::{OperatorInviteRequest, OperatorPatchRequest};
 pub const HERE: &str = "/app/settings/operators";
 
 const DONE: [(&str, &str); 4] = [
-    ("invited", "The invitation is sent: the link in it works for 72 hours."),
+    ("invited", "The invitation is sent: the link in it works for {lifetime}."),
     ("unsent", "The operator is added, but the email could not be sent. Send the link again below."),
     ("saved", "The operator is saved."),
-    ("link", "The link is sent: it works for 72 hours."),
+    ("link", "The link is sent: it works for {lifetime}."),
 ];
 
 pub async fn to_page() -> Response {
@@ -32,7 +33,8 @@ pub async fn to_page() -> Response {
 }
 
 pub async fn page(State(s): State<AppState>, Admin(who): Admin, RawQuery(query): RawQuery) -> Result<Response, PageError> {
-    render(&s, &who, StatusCode::OK, done_message(query.as_deref(), &DONE), None).await
+    let done = done_message(query.as_deref(), &DONE).map(|sentence| sentence.replace("{lifetime}", &lifetime_in_words()));
+    render(&s, &who, StatusCode::OK, done.as_deref(), None).await
 }
 
 /// The form refused, and which operator it was for (`None`: the invitation).
@@ -54,7 +56,7 @@ async fn render(
         (notice(done))
         section aria-labelledby="invite" {
             h2 #invite { "Invite someone" }
-            p.help { "They get an email with a link to choose their own password; it works once, for 72 hours." }
+            p.help { "They get an email with a link to choose their own password; it works once, for " (lifetime_in_words()) "." }
             form.stack method="post" action=(HERE) {
                 (token_field(who))
                 label for="invite-email" { "Email" }

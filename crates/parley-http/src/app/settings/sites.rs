@@ -148,7 +148,7 @@ fn hours_form(who: &WebSession, site: &Site, held: Option<&Refused>) -> Markup {
             input type="hidden" name="slots" value=(count);
             label.check { input type="checkbox" name="always_open" value="true" checked[always]; " Always open (the times below are not used)" }
             label for={ (id) "-zone" } { "Time zone" }
-            input id={ (id) "-zone" } name="time_zone" maxlength="64" value=(zone) aria-describedby={ (id) "-zone-help" };
+            input id={ (id) "-zone" } name="time_zone" maxlength=(parley_domain::hours::MAX_TIME_ZONE_CHARS) value=(zone) aria-describedby={ (id) "-zone-help" };
             p.help id={ (id) "-zone-help" } { "An IANA name such as Europe/Berlin or America/New_York." }
             div.scroll tabindex="0" role="region" aria-label="Openings by day" {
                 table.hours {
