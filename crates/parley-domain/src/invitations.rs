@@ -220,8 +220,10 @@ fn live(r: &mut dyn ReadTx, digest: &[u8], now: Timestamp) -> Result<(PasswordLi
     Ok((link, operator))
 }
 
-/// [`LINK_LIFETIME`] as the emails and pages say it.
+/// [`LINK_LIFETIME`] as the emails and pages say it: in hours, which
+/// it is a whole number of (checked as the crate builds).
 pub fn lifetime_in_words() -> String {
+    const _: () = assert!(LINK_LIFETIME.as_secs().is_multiple_of(3600) && LINK_LIFETIME.as_secs() > 3600);
     format!("{} hours", LINK_LIFETIME.as_secs() / 3600)
 }
 

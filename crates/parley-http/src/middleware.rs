@@ -143,8 +143,8 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// The demo's `/sandbox` pages are left out: they hand out the demo
 /// admin's bearer token, which a page of another site must not read (it
 /// could then use the admin API against a developer's running demo). So
-/// is the web app (`/app`): its pages are for its own origin only, and a
-/// preflight from elsewhere learns nothing of its routes.
+/// is the web app (`/app`): its pages are for its own origin only, and
+/// no page elsewhere has a reason to be told it may read them.
 pub fn cors() -> CorsLayer {
     CorsLayer::new()
         .allow_origin(AllowOrigin::predicate(|_, request: &axum::http::request::Parts| {

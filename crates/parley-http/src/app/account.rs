@@ -93,7 +93,7 @@ async fn render(
                 label for="new-password" { "New password" }
                 input #new-password type="password" name="new_password" required minlength=(parley_domain::validate::MIN_PASSWORD_CHARS) maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS) autocomplete="new-password"
                     aria-describedby="new-password-help";
-                p.help #new-password-help { "At least 10 characters. Every other sign-in of yours ends; this one stays." }
+                p.help #new-password-help { "At least " (parley_domain::validate::MIN_PASSWORD_CHARS) " characters. Every other sign-in of yours ends; this one stays." }
                 label for="confirm-password" { "The new one again" }
                 input #confirm-password type="password" name="confirm" required minlength=(parley_domain::validate::MIN_PASSWORD_CHARS) maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS) autocomplete="new-password";
                 (problem("password-problem", message(password)))

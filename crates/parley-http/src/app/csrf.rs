@@ -6,9 +6,9 @@
 //! no script reads) once signed in, and, on the sign-in form, a random
 //! token that must equal a cookie set with the form. And the browser's
 //! `Sec-Fetch-Site`, when it sends one, must say the request came from
-//! this origin (or from the address bar), and its `Origin`, when it sends
-//! one, must be the address the request was sent to (the `Host` a proxy
-//! passes on, or the `X-Forwarded-Host` it sets). `SameSite=Lax` cookies already
+//! this origin (or from the address bar); a browser too old to send it
+//! must send no `Origin` or that of the address the request was sent to
+//! (its `Host`, which a proxy passes on). `SameSite=Lax` cookies already
 //! keep other sites' POSTs unauthenticated; these hold where it does not
 //! (older browsers, a sibling subdomain).
 
@@ -66,7 +66,7 @@ pub fn form_message_id() -> Option<String> {
 /// Whether a submitted form is accepted: its token `given` is `expected`
 /// and the browser does not say it came from another site.
 pub fn accepts(headers: &HeaderMap, given: Option<&str>, expected: &str) -> bool {
-    !cross_site(headers) && matches(given, expected)
+    !cross_origin(headers) && matches(given, expected)
 }
 
 /// Whether `given` is `expected`, in time independent of where they differ.
@@ -74,28 +74,30 @@ fn matches(given: Option<&str>, expected: &str) -> bool {
     given.is_some_and(|g| !expected.is_empty() && bool::from(g.as_bytes().ct_eq(expected.as_bytes())))
 }
 
-/// Whether the browser says the request came from another site. Absent
-/// headers (older browsers, other clients) are not refused here: the
+/// Whether the browser says the request came from another origin.
+/// `Sec-Fetch-Site` decides where a browser sends it, since it names the
+/// page's origin whatever a proxy did to the address; without it, the
+/// `Origin` does. Neither sent (other clients) is not refused here: the
 /// token is.
-pub fn cross_site(headers: &HeaderMap) -> bool {
-    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
-    fetch_site.is_some_and(|site| site != "same-origin" && site != "none") || foreign_origin(headers)
+pub fn cross_origin(headers: &HeaderMap) -> bool {
+    match headers.get("sec-fetch-site").map(|v| v.to_str().unwrap_or_default()) {
+        Some(site) => site != "same-origin" && site != "none",
+        None => foreign_origin(headers),
+    }
 }
 
 /// Whether the request names an `Origin` other than the address it was
-/// sent to. `null` (a sandboxed frame, a redirect from elsewhere) and
-/// anything unreadable count as foreign.
+/// sent to (its `Host`, as a proxy passes it on). `null` (a sandboxed
+/// frame, a redirect from elsewhere) and anything unreadable count as
+/// foreign.
 fn foreign_origin(headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else { return false };
     let Some(origin) = origin.to_str().ok().and_then(|o| url::Url::parse(o).ok()) else { return true };
-    let own = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|host| url::Url::parse(&format!("{}://{}", origin.scheme(), host.trim())).ok())
-            .is_some_and(|here| here.origin() == origin.origin())
-    };
-    !(own(header::HOST.as_str()) || own("x-forwarded-host"))
+    !headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|host| url::Url::parse(&format!("{}://{}", origin.scheme(), host.trim())).ok())
+        .is_some_and(|here| here.origin() == origin.origin())
 }
 
 /// The header a page's script sends the session's token in, where the
@@ -151,13 +153,18 @@ mod tests {
             for (name, value) in pairs {
                 headers.insert(*name, HeaderValue::from_static(value));
             }
-            cross_site(&headers)
+            cross_origin(&headers)
         };
         assert!(!with(&[("host", "chat.example.com")]), "no Origin: the token decides");
         assert!(!with(&[("host", "chat.example.com"), ("origin", "https://chat.example.com")]));
         assert!(!with(&[("host", "Chat.Example.com:443"), ("origin", "https://chat.example.com")]), "default port, any case");
         assert!(!with(&[("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:8080")]));
-        assert!(!with(&[("host", "10.0.0.5:8080"), ("x-forwarded-host", "chat.example.com"), ("origin", "https://chat.example.com")]));
+        // Behind a proxy that rewrote the address, a browser's
+        // Sec-Fetch-Site decides.
+        let proxied = [("host", "10.0.0.5:8080"), ("origin", "https://chat.example.com")];
+        assert!(with(&proxied), "an old browser behind such a proxy: the token is not enough");
+        assert!(!with(&[proxied[0], proxied[1], ("sec-fetch-site", "same-origin")]));
+        assert!(with(&[("host", "chat.example.com"), ("origin", "https://chat.example.com"), ("sec-fetch-site", "cross-site")]));
         for (host, origin) in [
             ("chat.example.com", "https://evil.example"),
             ("chat.example.com", "https://chat.example.com.evil.example"),
@@ -173,10 +180,10 @@ mod tests {
     #[test]
     fn only_this_origin_and_the_address_bar_pass() {
         let mut headers = HeaderMap::new();
-        assert!(!cross_site(&headers));
+        assert!(!cross_origin(&headers));
         for (value, refused) in [("same-origin", false), ("none", false), ("same-site", true), ("cross-site", true)] {
             headers.insert("sec-fetch-site", HeaderValue::from_static(value));
-            assert_eq!(cross_site(&headers), refused, "{value}");
+            assert_eq!(cross_origin(&headers), refused, "{value}");
         }
     }
 }

@@ -31,7 +31,7 @@ pub async fn stream(
     // Only the app's own pages follow it; CORS without credentials
     // already keeps other sites from reading it, and this holds if that
     // ever changes.
-    if csrf::cross_site(&headers) {
+    if csrf::cross_origin(&headers) {
         return Err(parley_domain::DomainError::Forbidden("the live updates are for the web app's own pages").into());
     }
     let (who, token) = WebSession::from_headers(&headers, &s).await?;

@@ -81,9 +81,12 @@ impl<S: Send + Sync> FromRequest<S> for Form {
 /// A rule's pattern as an HTML `pattern` attribute, so a browser refuses
 /// what the server would: the attribute is anchored already, and
 /// browsers read it with the `v` flag, where a `-` ending a class must be
-/// escaped.
-pub fn html_pattern(rule: &parley_domain::validate::Rule) -> String {
-    rule.pattern.trim_start_matches('^').trim_end_matches('$').replace("-]", "\\-]")
+/// escaped. A rule with no pattern, or one using what the `v` flag reads
+/// differently (escapes, braces, `|`, `/`, `&`, parentheses), gets none:
+/// the server checks it all the same.
+pub fn html_pattern(rule: &parley_domain::validate::Rule) -> Option<String> {
+    let plain = !rule.pattern.is_empty() && !rule.pattern.contains(['\\', '{', '}', '|', '/', '&', '(', ')']);
+    plain.then(|| rule.pattern.trim_start_matches('^').trim_end_matches('$').replace("-]", "\\-]"))
 }
 
 /// A form of a signed-in page, accepted only with the session's
@@ -115,6 +118,9 @@ mod tests {
 
     #[test]
     fn a_rule_reads_as_a_browser_pattern() {
-        assert_eq!(html_pattern(&parley_domain::validate::SHORTCUT), "[A-Za-z0-9][A-Za-z0-9_\\-]*");
+        use parley_domain::validate::{EMAIL, NEW_PASSWORD, SHORTCUT};
+        assert_eq!(html_pattern(&SHORTCUT).as_deref(), Some("[A-Za-z0-9][A-Za-z0-9_\\-]*"));
+        assert_eq!(html_pattern(&NEW_PASSWORD), None, "no pattern");
+        assert_eq!(html_pattern(&EMAIL), None, "what the v flag reads otherwise");
     }
 }

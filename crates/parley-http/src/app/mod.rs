@@ -87,6 +87,7 @@ pub fn routes() -> Router<AppState> {
         .route("/app/push/subscribe", post(push::subscribe))
         .merge(integrations::routes())
         .merge(settings::routes())
+        .route("/app/", any(not_found))
         .route("/app/{*rest}", any(not_found))
         // Set before the service's own addresses below, which answer
         // as the API does.

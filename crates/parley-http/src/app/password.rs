@@ -78,7 +78,7 @@ async fn render(s: &AppState, headers: &HeaderMap, token: &str, status: StatusCo
                 label for="password" { "New password" }
                 input #password type="password" name="password" autocomplete="new-password" required minlength=(parley_domain::validate::MIN_PASSWORD_CHARS) maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS)
                     aria-describedby="password-help" aria-invalid=[problem.map(|_| "true")] autofocus;
-                p.help #password-help { "At least 10 characters. A phrase of several words is easy to remember and hard to guess." }
+                p.help #password-help { "At least " (parley_domain::validate::MIN_PASSWORD_CHARS) " characters. A phrase of several words is easy to remember and hard to guess." }
                 label for="confirm" { "The same again" }
                 input #confirm type="password" name="confirm" autocomplete="new-password" required minlength=(parley_domain::validate::MIN_PASSWORD_CHARS) maxlength=(parley_domain::validate::MAX_PASSWORD_CHARS);
                 button type="submit" { "Set my password" }

@@ -399,7 +399,7 @@ async fn in_order(mut futures: Vec<Pending<'_>>) -> (Vec<Option<Reply>>, usize) 
     (answers, sent)
 }
 
-fn pg_type(t: Ty) -> Type {
+pub(super) fn pg_type(t: Ty) -> Type {
     match t {
         Ty::Int => Type::INT8,
         Ty::Text => Type::TEXT,

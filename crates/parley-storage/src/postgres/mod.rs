@@ -24,6 +24,8 @@ mod conn;
 mod error;
 mod instances;
 pub(crate) mod migrate;
+#[cfg(test)]
+mod plans;
 mod target;
 mod tls;
 

@@ -46,9 +46,12 @@ impl Dialect {
     pub fn id_list(self, param: &str) -> String {
         match self {
             Dialect::Sqlite => format!("SELECT value FROM json_each({param})"),
-            Dialect::Postgres => {
-                format!("SELECT CAST(e.value AS BIGINT) FROM jsonb_array_elements_text(CAST({param} AS jsonb)) AS e(value)")
-            }
+            // `[1,2]` read as the array `{1,2}`. Unnesting an array is
+            // estimated at its length (ten when unknown, as in a generic
+            // plan), where `jsonb_array_elements_text` counts a hundred
+            // rows: enough for the planner to scan the whole table rather
+            // than look each id up.
+            Dialect::Postgres => format!("SELECT unnest(CAST(translate({param}, '[]', '{{}}') AS BIGINT[]))"),
         }
     }
 
@@ -120,7 +123,11 @@ impl Dialect {
     /// were this database's: the bound errs late, never early. When no
     /// readable entry is at or above the oldest running transaction
     /// (`pg_snapshot_xmin`), that cheaper bound returns the same rows and
-    /// `pg_stat_activity` is not read at all; otherwise it is read once
+    /// `pg_stat_activity` is not read at all. That is asked as the highest
+    /// `tx` (one step down the position index) and not as `NOT EXISTS (…
+    /// tx >= …)`, which PostgreSQL plans as a scan that stops at the first
+    /// entry found: in the usual case there is none, and it read the whole
+    /// feed on every statement. Otherwise `pg_stat_activity` is read once
     /// per statement (a scalar subquery, its list hashed). Two cases keep
     /// the plain `pg_snapshot_xmin`: a hot standby, whose snapshots list
     /// no running transaction, and a statement inside a transaction that
@@ -133,7 +140,7 @@ impl Dialect {
             Dialect::Postgres => {
                 "(SELECT LEAST(CAST(CAST(pg_current_xact_id_if_assigned() AS text) AS BIGINT), CASE
                     WHEN pg_is_in_recovery()
-                      OR NOT EXISTS (SELECT 1 FROM events WHERE tx >= CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS BIGINT))
+                      OR COALESCE((SELECT MAX(tx) FROM events), -1) < CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS BIGINT)
                     THEN CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS BIGINT)
                     ELSE COALESCE(
                         (SELECT MIN(CAST(CAST(x AS text) AS BIGINT)) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
@@ -286,6 +293,45 @@ impl Dialect {
         match self {
             Dialect::Sqlite => format!("{alias}.tx = {tx} AND {alias}.id > {id}"),
             Dialect::Postgres => format!("({alias}.tx, {alias}.id) > ({tx}, {id})"),
+        }
+    }
+
+    /// Tenant `tenant`'s entries of `alias` after the position `tx`, `id`,
+    /// and the order to read them in: `(condition, order)`.
+    ///
+    /// On PostgreSQL the tenant is bounded by a row value, not an
+    /// equality. An equality makes the tenant a constant to the planner,
+    /// so the position index (`tx`, `id`) gives the order as well as the
+    /// tenant's index does, and with few tenants a generic plan may walk
+    /// it, reading every tenant's entries. Ordered by the tenant first,
+    /// only the tenant's index (`tenant_id`, `tx`, `id`) gives the order.
+    /// SQLite seeks a row value by its first column alone (see
+    /// [`Self::after_position`]), and plans with the values, so it keeps
+    /// the equality.
+    pub fn tenant_entries_after(self, alias: &str, tenant: &str, tx: &str, id: &str) -> (String, String) {
+        match self {
+            Dialect::Sqlite => {
+                (format!("{alias}.tenant_id = {tenant} AND {}", self.after_position(alias, tx, id)), format!("{alias}.tx, {alias}.id"))
+            }
+            Dialect::Postgres => (
+                format!("({alias}.tenant_id, {alias}.tx, {alias}.id) > ({tenant}, {tx}, {id}) AND {alias}.tenant_id <= {tenant}"),
+                format!("{alias}.tenant_id, {alias}.tx, {alias}.id"),
+            ),
+        }
+    }
+
+    /// Tenant `tenant`'s entries of `alias` below transaction `bound`, and
+    /// the order that reads the latest first: `(condition, order)`, for
+    /// the reason [`Self::tenant_entries_after`] gives.
+    pub fn tenant_entries_before(self, alias: &str, tenant: &str, bound: &str) -> (String, String) {
+        match self {
+            Dialect::Sqlite => {
+                (format!("{alias}.tenant_id = {tenant} AND {alias}.tx < {bound}"), format!("{alias}.tx DESC, {alias}.id DESC"))
+            }
+            Dialect::Postgres => (
+                format!("({alias}.tenant_id, {alias}.tx) < ({tenant}, {bound}) AND {alias}.tenant_id >= {tenant}"),
+                format!("{alias}.tenant_id DESC, {alias}.tx DESC, {alias}.id DESC"),
+            ),
         }
     }
 

@@ -17,20 +17,22 @@ use super::webhooks::FAN_OUT;
 use super::{Dialect, Row, Tx, statements};
 
 /// An entry with its conversation (as it is now) and its message, in the
-/// caller's `scope`, after the position `:tx`, `:id`; `condition` adds
-/// the rest.
-fn items(d: Dialect, condition: &str) -> String {
-    let (after, visible) = (d.after_position("f", ":tx", ":id"), d.visible_tx());
+/// caller's `scope`, where `position` holds (the entries after the
+/// position `:tx`, `:id` that the caller reads), in `order`. The entry's
+/// tenant is bound by `position`, so that the planner sees only the
+/// bounds the caller chose (see `Dialect::tenant_entries_after`).
+fn items(d: Dialect, position: &str, order: &str) -> String {
     format!(
         "SELECT f.tx AS f_tx, f.id AS f_id, f.kind AS f_kind, f.occurred_at AS f_occurred_at,
                 {CONVERSATION_COLS}, {VISITOR_COLS}, {DETAILS_COLS}, {MESSAGE_COLS}
          {DETAILS_FROM}
-         JOIN events f ON f.conversation_id = c.id AND f.tenant_id = c.tenant_id
+         JOIN events f ON f.conversation_id = c.id
          LEFT JOIN messages m ON m.id = f.message_id AND m.tenant_id = f.tenant_id
-         WHERE {SCOPE} AND f.tenant_id = :tenant AND {condition}
+         WHERE {SCOPE} AND {position}
            AND (:widget = FALSE OR f.widget = TRUE)
-           AND {after} AND f.tx < {visible}
-         ORDER BY f.tx, f.id LIMIT :limit"
+           AND f.tx < {visible}
+         ORDER BY {order} LIMIT :limit",
+        visible = d.visible_tx()
     )
 }
 
@@ -46,11 +48,10 @@ statements! {
                  :conversation, :site, :message, :widget, :webhook, {})",
         d.writing_tx()
     ),
-    FEED_HEAD(tenant: TenantId) => |d| format!(
-        "SELECT f.tx AS tx, f.id AS id, f.occurred_at AS at FROM events f
-         WHERE f.tenant_id = :tenant AND f.tx < {} ORDER BY f.tx DESC, f.id DESC LIMIT 1",
-        d.visible_tx()
-    ),
+    FEED_HEAD(tenant: TenantId) => |d| {
+        let (before, order) = d.tenant_entries_before("f", ":tenant", d.visible_tx());
+        format!("SELECT f.tx AS tx, f.id AS id, f.occurred_at AS at FROM events f WHERE {before} ORDER BY {order} LIMIT 1")
+    },
     VISITOR_FEED_HEAD(tenant: TenantId, conversation: ConversationId) => |d| format!(
         "SELECT f.tx AS tx, f.id AS id, f.occurred_at AS at FROM events f
          WHERE f.tenant_id = :tenant AND f.conversation_id = :conversation AND f.widget = TRUE AND f.tx < {}
@@ -60,9 +61,14 @@ statements! {
     FEED_ENTRY_AT(tenant: TenantId, id: i64, tx: i64) => |_|
         "SELECT occurred_at AS at FROM events WHERE tenant_id = :tenant AND id = :id AND tx = :tx".into(),
     /// Every conversation of the scope.
-    FEED_AFTER(scope: ConversationScope, widget: bool, tx: i64, id: i64, limit: u32) => |d| items(d, "TRUE"),
+    FEED_AFTER(scope: ConversationScope, widget: bool, tx: i64, id: i64, limit: u32) => |d| {
+        let (after, order) = d.tenant_entries_after("f", ":tenant", ":tx", ":id");
+        items(d, &after, &order)
+    },
+    /// One conversation's entries: its index (`conversation_id`, `tx`,
+    /// `id`) holds few, whatever the plan.
     CONVERSATION_FEED_AFTER(scope: ConversationScope, conversation: ConversationId, widget: bool, tx: i64, id: i64, limit: u32) => |d|
-        items(d, "f.conversation_id = :conversation"),
+        items(d, &format!("f.tenant_id = :tenant AND f.conversation_id = :conversation AND {}", d.after_position("f", ":tx", ":id")), "f.tx, f.id"),
     FEED_TAIL(tx: i64, id: i64, limit: u32) => |d| format!(
         "SELECT f.tx AS tx, f.id AS id, f.tenant_id AS tenant_id, f.conversation_id AS conversation_id FROM events f
          WHERE {} AND f.tx < {} ORDER BY f.tx, f.id LIMIT :limit",

@@ -129,6 +129,14 @@ async fn forms_without_their_token_or_from_another_site_are_refused() {
         assert_eq!(foreign.status, StatusCode::FORBIDDEN, "{origin}");
     }
     assert_eq!(browser.inbox("").await.status, StatusCode::OK, "still signed in");
+    // Behind a proxy that passes another address on, a current browser's
+    // Sec-Fetch-Site decides: its own site's form is accepted.
+    let proxied = [("host", "10.0.0.5:8080"), ("origin", "https://chat.example.com"), ("sec-fetch-site", "same-origin")];
+    let inbox = browser.inbox("").await;
+    assert_eq!(inbox.status, StatusCode::OK);
+    let form = [("csrf", token.as_str()), ("name", "Admin")];
+    let saved = browser.send(Method::POST, "/app/account", Some(&form), &proxied).await;
+    assert_eq!(saved.location.as_deref(), Some("/app/account?done=saved"), "{}", saved.html);
     let same = browser.send(Method::POST, "/app/logout", Some(&[("csrf", &token)]), &[("origin", &own)]).await;
     assert_eq!(same.location.as_deref(), Some("/app/login"), "{}", same.html);
 }
@@ -146,6 +154,9 @@ async fn the_app_answers_pages_never_cors_nor_json() {
         assert!(kind.starts_with("text/html"), "{path}: {kind}");
         assert!(wrong.html.contains("This page does not take that kind of request."), "{}", wrong.html);
     }
+    let slash = browser.get("/app/").await;
+    assert_eq!(slash.status, StatusCode::NOT_FOUND);
+    assert!(slash.html.contains("There is no such page."), "a page, not JSON: {}", slash.html);
     let api = browser.send(Method::PUT, "/api/v1/health", None, &[]).await;
     assert_eq!(api.status, StatusCode::METHOD_NOT_ALLOWED);
     assert!(api.html.contains("method_not_allowed"), "the API still answers JSON: {}", api.html);

@@ -91,7 +91,7 @@ pub async fn page(
     Conversation(id): Conversation,
     headers: HeaderMap,
 ) -> Result<Response, PageError> {
-    let shown = !crate::app::csrf::cross_site(&headers) && !headers.contains_key("x-parley-hidden");
+    let shown = !crate::app::csrf::cross_origin(&headers) && !headers.contains_key("x-parley-hidden");
     show(&s, &who, id, StatusCode::OK, None, shown).await
 }
 

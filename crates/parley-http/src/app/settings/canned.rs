@@ -57,9 +57,9 @@ async fn render(
             form.stack method="post" action=(HERE) {
                 (token_field(who))
                 label for="canned-shortcut" { "Shortcut" }
-                input #canned-shortcut name="shortcut" required maxlength=(SHORTCUT.max_chars) pattern=(html_pattern(&SHORTCUT)) placeholder="thanks"
+                input #canned-shortcut name="shortcut" required maxlength=(SHORTCUT.max_chars) pattern=[html_pattern(&SHORTCUT)] placeholder="thanks"
                     value=(typed(new, "shortcut")) aria-describedby="canned-shortcut-help canned-problem" aria-invalid=[message(new).map(|_| "true")];
-                p.help #canned-shortcut-help { "Letters, digits, - and _; at most 32." }
+                p.help #canned-shortcut-help { "Letters, digits, - and _; at most " (SHORTCUT.max_chars) "." }
                 label for="canned-body" { "Text" }
                 textarea #canned-body name="body" required maxlength=(MESSAGE_BODY.max_chars) rows="4" aria-invalid=[message(new).map(|_| "true")] { (typed(new, "body")) }
                 (problem("canned-problem", message(new)))
@@ -77,7 +77,7 @@ async fn render(
                     form.stack method="post" action={ (HERE) "/" (c.id.0) } {
                         (token_field(who))
                         label for={ (id) "-shortcut" } { "Shortcut" }
-                        input id={ (id) "-shortcut" } name="shortcut" required maxlength=(SHORTCUT.max_chars) pattern=(html_pattern(&SHORTCUT))
+                        input id={ (id) "-shortcut" } name="shortcut" required maxlength=(SHORTCUT.max_chars) pattern=[html_pattern(&SHORTCUT)]
                             value=(held.map_or(c.shortcut.as_str(), |r| typed(Some(r), "shortcut")));
                         label for={ (id) "-body" } { "Text" }
                         textarea id={ (id) "-body" } name="body" required maxlength=(MESSAGE_BODY.max_chars) rows="3" { (held.map_or(c.body.as_str(), |r| typed(Some(r), "body"))) }
