@@ -225,7 +225,7 @@ impl Parley {
 
     async fn memory(&self) -> Result<Memory, String> {
         let pid = self.server.pid;
-        let rest_mb = resident_mb(pid);
+        let rest_mb = crate::process::resident_mb(pid);
         process::reset_peak(pid);
         let data = payload(LARGE, 11);
         let calls: Vec<Arc<Call>> = (0..AT_ONCE).map(|i| Arc::new(self.upload_call(i, "large.bin", &data))).collect();
@@ -246,17 +246,6 @@ impl Parley {
         }
         Ok(Memory { rest_mb, peak_mb: Usage::of(pid).peak_rss_mb, seconds })
     }
-}
-
-/// The process's resident memory now.
-fn resident_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// The S3-compatible peer of the test suite (moto, signatures checked).

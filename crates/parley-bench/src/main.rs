@@ -250,6 +250,12 @@ async fn run(args: RunArgs) -> Result<(), String> {
                 push_receiver = Some(receiver);
             }
             let server = Server::start(serve).await?;
+            // A fresh instance that has served nothing yet, settled.
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            println!(
+                "Idle: {:.1} MB resident (a fresh `parley serve`, before any request; target under 30 MB)\n",
+                process::resident_mb(server.pid)
+            );
             let token = setup::login(server.addr, "admin@bench.example", setup::ADMIN_PASSWORD).await?;
             (Some(server), token, "local".to_owned())
         }
