@@ -48,9 +48,13 @@ pub(crate) fn add_message(
         }
         c.closed_at = None;
     }
+    // A message both sides see makes its time the conversation's last
+    // activity as it is added (`insert_message`); the row is written here
+    // only when reopening changes more than that, which keeps a post to
+    // one update of the conversation.
     c.last_message_at = now;
-    tx.update_conversation(scope, c)?;
     if reopened {
+        tx.update_conversation(scope, c)?;
         record::conversation_changed(tx, tenant, c, None, true, now)?;
     }
     record::message(tx, tenant, scope, c, new)

@@ -208,7 +208,9 @@ pub trait ConversationsWrite: ConversationsRead {
     /// Message ids increase in commit order within a conversation, so a
     /// poll for messages after an id never skips one committed later.
     /// `attachments`: what the message says of the files it names (the
-    /// rows are claimed apart, with `name_attachments`).
+    /// rows are claimed apart, with `name_attachments`). A message both
+    /// sides see (neither a note nor a system line) also becomes the
+    /// conversation's latest line and last activity.
     fn insert_message(&mut self, scope: ConversationScope, message: &NewMessage, attachments: &[AttachmentRef]) -> StoreResult<Message>;
 }
 

@@ -381,15 +381,16 @@ statements! {
     LOCK_CONVERSATION(scope: ConversationScope, id: ConversationId) => |d|
         d.locked(format!("SELECT c.id AS c_id FROM conversations c WHERE {SCOPE} AND c.id = :id")),
     /// What a message changes of its conversation's summary: a message
-    /// the visitor and operators see becomes its latest line; the visitor
-    /// starts waiting with its first unanswered message, and an
-    /// operator's reply ends the wait.
+    /// the visitor and operators see becomes its latest line and its last
+    /// activity; the visitor starts waiting with its first unanswered
+    /// message, and an operator's reply ends the wait.
     SUMMARIZE_MESSAGE<'a>(
         scope: ConversationScope, conversation: ConversationId, shown: bool, body: &'a str, from_visitor: bool, answers: bool,
         created_at: Timestamp,
     ) => |_| format!(
         "UPDATE conversations AS c SET
              last_body = CASE WHEN :shown THEN :body ELSE c.last_body END,
+             last_message_at = CASE WHEN :shown THEN :created_at ELSE c.last_message_at END,
              waiting_since = CASE WHEN :from_visitor THEN COALESCE(c.waiting_since, :created_at)
                                   WHEN :answers THEN NULL ELSE c.waiting_since END
          WHERE {SCOPE} AND c.id = :conversation"
@@ -698,15 +699,20 @@ impl ConversationsWrite for Tx<'_> {
         })?;
         let shown = !m.internal && m.sender.kind != SenderKind::System;
         let start: String = m.body.chars().take(LAST_MESSAGE_CHARS).collect();
-        self.exec(SUMMARIZE_MESSAGE {
-            scope,
-            conversation: m.conversation_id,
-            shown,
-            body: &start,
-            from_visitor: m.sender.kind == SenderKind::Visitor,
-            answers: shown && m.sender.kind == SenderKind::Operator,
-            created_at: m.created_at,
-        })?;
+        // Its answer is not needed: on PostgreSQL it goes with the unit's
+        // next round trip.
+        self.defer(
+            SUMMARIZE_MESSAGE {
+                scope,
+                conversation: m.conversation_id,
+                shown,
+                body: &start,
+                from_visitor: m.sender.kind == SenderKind::Visitor,
+                answers: shown && m.sender.kind == SenderKind::Operator,
+                created_at: m.created_at,
+            },
+            false,
+        )?;
         if !m.internal {
             self.effects.messages.add(m.sender.kind);
         }

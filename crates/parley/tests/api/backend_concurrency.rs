@@ -105,6 +105,41 @@ async fn a_message_and_a_profile_sync_keep_both_changes() {
     assert!(lost.is_empty(), "{} of 15 rounds lost a change: {:?}", lost.len(), lost.first());
 }
 
+/// A visitor opening a conversation while writing in another, both
+/// with the page it is on: the open locks the visitor and the message its
+/// conversation and then the visitor, so neither waits on the other in a
+/// circle (PostgreSQL would end one as a deadlock, "unavailable").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_visitor_opening_a_conversation_while_writing_in_another_never_deadlocks() {
+    let app = Arc::new(TestApp::spawn().await);
+    let f = app.fixture("acme", &[]).await;
+    let uuid = "v-busy";
+    let public_id = app.open_conversation("/api", &f.token, uuid, "hello").await;
+    let mut failed = Vec::new();
+    for round in 0..20 {
+        let url = format!("https://www.acme.example/page-{round}");
+        let mut tasks = Vec::new();
+        for n in 0..2 {
+            let message = json!({"token": f.token, "body": format!("message {n}"), "current_url": format!("{url}?m={n}")});
+            let open = json!({"token": f.token, "visitor_uuid": uuid, "message": "another question", "privacy_accepted": true,
+                "current_url": format!("{url}?o={n}")});
+            for (path, body) in
+                [(format!("/api/widget/conversations/{public_id}/messages"), message), ("/api/widget/conversations".into(), open)]
+            {
+                let app = app.clone();
+                tasks.push(tokio::spawn(async move { app.post(&path, body).await }));
+            }
+        }
+        for t in tasks {
+            let (status, body) = t.await.unwrap();
+            if !status.is_success() {
+                failed.push((round, status, body));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{} requests failed: {:?}", failed.len(), failed.first());
+}
+
 /// The per-recipient email limit (1 per hour here) against parallel starts
 /// from different conversations.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
