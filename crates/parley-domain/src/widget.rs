@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::clock::{Clock, Timestamp};
 use crate::error::DomainError;
 use crate::events;
+use crate::feed::polls::{self, Polls};
 use crate::feed::{Cursor, Reader, record};
 use crate::hours::Availability;
 use crate::identity;
@@ -145,6 +146,7 @@ pub struct WidgetService {
     limits: Arc<RateLimits>,
     settings: WidgetSettings,
     tokens: Arc<TokenCache>,
+    polls: Arc<Polls>,
 }
 
 /// Whether a token may be resolved from the cache.
@@ -157,7 +159,8 @@ enum Freshness {
 
 impl WidgetService {
     pub fn new(db: Database, clock: Arc<dyn Clock>, limits: Arc<RateLimits>, settings: WidgetSettings) -> Self {
-        Self { db, clock, limits, settings, tokens: Arc::new(TokenCache::default()) }
+        let polls = Arc::new(Polls::new(db.conversation_changes()));
+        Self { db, clock, limits, settings, tokens: Arc::new(TokenCache::default()), polls }
     }
 
     /// The installation a token names, with its tenant and site.
@@ -419,7 +422,15 @@ impl WidgetService {
     ) -> Result<(Conversation, Vec<Message>, Cursor), DomainError> {
         let scope = self.resolve(token, caller, Freshness::Cached).await?.scope();
         let now = self.clock.now();
-        self.db
+        // Most polls ask after the latest message and find nothing.
+        if let Some(after) = after_id
+            && let Some((conversation, cursor)) = self.polls.answer(scope, &public_id, after, now)
+        {
+            return Ok((conversation, Vec::new(), cursor));
+        }
+        let as_of = self.polls.begin();
+        let (conversation, messages, cursor) = self
+            .db
             .read(move |r| {
                 let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: false };
                 let (conversation, messages) =
@@ -427,7 +438,18 @@ impl WidgetService {
                 let cursor = crate::feed::head_cursor(r, Reader::Visitor(scope, conversation.id), now)?;
                 Ok((conversation, messages, cursor))
             })
-            .await
+            .await?;
+        self.polls.remember(polls::Read {
+            as_of,
+            scope,
+            conversation: &conversation,
+            after_id,
+            messages: &messages,
+            limit: MESSAGE_PAGE_LIMIT,
+            cursor,
+            now,
+        });
+        Ok((conversation, messages, cursor))
     }
 
     /// Who follows a conversation's stream: its visitor, through an

@@ -6,6 +6,8 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use parley_domain::feed::Changes;
+use parley_domain::model::ConversationId;
 use parley_domain::store::{MessageCounts, StoreError};
 use tokio::sync::Notify;
 
@@ -71,9 +73,21 @@ pub(crate) struct Signals {
     pushes: Arc<Notify>,
     /// Messages committed by this instance: visitor, operator, system.
     messages: [AtomicU64; 3],
+    /// Conversations changed by this instance's commits.
+    changes: Arc<Changes>,
 }
 
 impl Signals {
+    /// Called once a commit of this instance that changed `conversations`
+    /// is durable, before its units' callers hear of it.
+    pub(crate) fn conversations_changed(&self, conversations: &[ConversationId]) {
+        self.changes.changed(conversations);
+    }
+
+    pub(crate) fn changes(&self) -> Arc<Changes> {
+        Arc::clone(&self.changes)
+    }
+
     /// Called once a commit that includes `effects` is durable, here or
     /// (as another instance announced) elsewhere.
     pub(crate) fn after_commit(&self, effects: Effects) {

@@ -1,6 +1,9 @@
 //! The instance's feed follower: reads every entry appended to the feed,
 //! by this instance or another, and tells the hub whose streams to wake.
 //!
+//! It also counts the conversations the entries are about as changed
+//! (`feed::Changes`), so that polls answered from memory read again.
+//!
 //! It is woken by this instance's commits and, on PostgreSQL, by the other
 //! instances' notifications; it also reads every `POLL`, so a lost
 //! notification delays streams by at most that, never loses an entry
@@ -73,6 +76,7 @@ impl FeedFollower {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the feed; streams look for themselves");
+                    self.db.conversation_changes().everything_changed();
                     self.hub.publish_all();
                     POLL
                 }
@@ -127,6 +131,10 @@ impl FeedFollower {
                 .await?;
             if let Some(last) = marks.last() {
                 *at = last.position;
+                // Another instance's commits are counted here (this
+                // instance's were counted when they committed).
+                let changed: Vec<_> = marks.iter().filter_map(|m| m.conversation).collect();
+                self.db.conversation_changes().changed(&changed);
                 self.hub.publish(&marks);
             }
             if marks.len() < BATCH as usize {

@@ -7,16 +7,21 @@
 //! `record` appends entries from inside write units; `cursor` is the
 //! position a client holds; `service` reads the feed for clients;
 //! `follow` reads it live for a stream; `hub` tells an instance's streams
-//! when to read again; `slots` bounds the streams of one address.
+//! when to read again; `slots` bounds the streams of one address;
+//! `changes` counts which conversations changed, so that `polls` can
+//! answer a visitor's poll that is up to date without a read.
 
+mod changes;
 mod cursor;
 mod follow;
 pub mod hub;
+pub mod polls;
 pub(crate) mod record;
 mod seal;
 mod service;
 mod slots;
 
+pub use changes::Changes;
 pub use cursor::Cursor;
 pub use follow::{Follower, Step};
 pub use hub::Hub;

@@ -147,6 +147,10 @@ pub trait Backend: Send + Sync + 'static {
     /// installation token resolves to (an installation enabled or disabled,
     /// …), so cached resolutions know when they are stale.
     fn installations_generation(&self) -> u64;
+    /// The conversations changed by this instance's commits, counted
+    /// after each commit and before its caller hears of it (the feed
+    /// follower counts the other instances').
+    fn conversation_changes(&self) -> Arc<crate::feed::Changes>;
     /// Messages this instance has committed since it started, by sender:
     /// counted where every message is added, after its commit, so a unit
     /// rolled back or a repeat that added nothing counts for nothing.
@@ -297,6 +301,11 @@ impl Database {
 
     pub fn installations_generation(&self) -> u64 {
         self.backend.installations_generation()
+    }
+
+    /// See [`Backend::conversation_changes`].
+    pub fn conversation_changes(&self) -> Arc<crate::feed::Changes> {
+        self.backend.conversation_changes()
     }
 
     /// See [`Backend::broadcast`].

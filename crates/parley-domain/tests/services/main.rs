@@ -17,5 +17,6 @@ mod harness;
 
 mod admin;
 mod auth;
+mod polls;
 mod verification;
 mod webhooks;

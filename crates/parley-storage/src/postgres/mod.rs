@@ -198,6 +198,7 @@ fn write(c: &mut PgConn, job: WriteJob, signals: &Signals, outgoing: &Outgoing) 
     let mut tx = Tx::write(c);
     let outcome = job(&mut tx);
     let mut effects = tx.effects;
+    let changed = std::mem::take(&mut tx.changed);
     let result = if outcome.keep && !c.failed {
         let committed = c.commit();
         if committed.is_err() {
@@ -217,6 +218,7 @@ fn write(c: &mut PgConn, job: WriteJob, signals: &Signals, outgoing: &Outgoing) 
     };
     if result.is_ok() && outcome.keep {
         effects.deliveries_added += c.deliveries_added;
+        signals.conversations_changed(&changed);
         outgoing.after_commit(&effects);
         signals.after_commit(effects);
     }
@@ -256,6 +258,10 @@ impl Backend for PgBackend {
 
     fn installations_generation(&self) -> u64 {
         self.signals.installations_generation()
+    }
+
+    fn conversation_changes(&self) -> Arc<parley_domain::feed::Changes> {
+        self.signals.changes()
     }
 
     fn messages_created(&self) -> parley_domain::store::MessageCounts {

@@ -89,6 +89,7 @@ impl ErasureWrite for Tx<'_> {
         self.exec(ERASE_MAIL { tenant, conversation })?;
         self.exec(ERASE_MAIL_THREAD { tenant, conversation })?;
         self.exec(ERASE_MESSAGES { tenant, conversation })?;
+        self.changed.push(conversation);
         if let Some(visitor) = self.one(ERASE_CONVERSATION { tenant, conversation }, |r| r.i64("visitor_id"))? {
             let visitor = VisitorId(visitor);
             self.one(self.locking(VISITOR_OF { tenant, visitor }), |_| Ok(()))?;

@@ -144,6 +144,10 @@ pub struct Tx<'c> {
     /// A write unit: rows it reads in order to change them are locked.
     writing: bool,
     pub effects: Effects,
+    /// Conversations the unit changed in what a visitor's poll answers
+    /// (an entry appended about them, or erased): counted after the
+    /// commit, see `Signals::conversations_changed`.
+    pub changed: Vec<ConversationId>,
     /// Conversations this unit holds locked (PostgreSQL), so a message
     /// insert does not lock again.
     locked: Vec<ConversationId>,
@@ -161,7 +165,7 @@ impl<'c> Tx<'c> {
     }
 
     fn new(conn: &'c mut dyn Conn, writing: bool) -> Self {
-        Self { conn, writing, effects: Effects::default(), locked: Vec::new(), sends_locked: false }
+        Self { conn, writing, effects: Effects::default(), changed: Vec::new(), locked: Vec::new(), sends_locked: false }
     }
 
     fn dialect(&self) -> Dialect {

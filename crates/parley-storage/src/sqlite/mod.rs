@@ -127,6 +127,10 @@ impl Backend for SqliteBackend {
         self.signals.installations_generation()
     }
 
+    fn conversation_changes(&self) -> Arc<parley_domain::feed::Changes> {
+        self.signals.changes()
+    }
+
     fn messages_created(&self) -> parley_domain::store::MessageCounts {
         self.signals.messages_created()
     }

@@ -46,6 +46,7 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
     }
     let mut finishers = Vec::with_capacity(batch.len());
     let mut effects = Effects::default();
+    let mut changed = Vec::new();
     let mut jobs = batch.into_iter();
     for job in jobs.by_ref() {
         if statement(conn, "SAVEPOINT unit").is_err() {
@@ -55,6 +56,7 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
         let mut tx = Tx::write(&mut sql);
         let outcome = job(&mut tx);
         let unit_effects = tx.effects;
+        let unit_changed = std::mem::take(&mut tx.changed);
         let released = outcome.keep && statement(conn, "RELEASE unit").is_ok();
         if !released {
             let _ = statement(conn, "ROLLBACK TO unit");
@@ -64,6 +66,7 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
         let lost = outcome.keep && !released;
         if released {
             effects.add(unit_effects);
+            changed.extend(unit_changed);
         }
         finishers.push((outcome.on_commit, lost));
         // On some errors (disk full, I/O) SQLite rolls the whole transaction
@@ -80,6 +83,7 @@ fn run_batch(conn: &Connection, batch: Vec<WriteJob>, signals: &Signals) {
     }
     let commit: StoreResult<()> = statement(conn, "COMMIT").map_err(map);
     if commit.is_ok() {
+        signals.conversations_changed(&changed);
         signals.after_commit(effects);
     }
     if let Err(e) = &commit {

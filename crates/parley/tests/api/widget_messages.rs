@@ -181,3 +181,64 @@ async fn page_addresses_are_kept_without_their_fragment() {
     let (_, list) = app.authed(reqwest::Method::GET, "/api/v1/mobile/conversations", &admin, None).await;
     assert_eq!(list["conversations"][0]["visitor"]["current_url"], "https://shop.example/account?tab=2");
 }
+
+/// A poll that is up to date is answered from memory; every change the
+/// visitor can see is in the very next poll, whoever made it, and the
+/// memory answers nobody the database would refuse.
+#[tokio::test]
+async fn an_up_to_date_poll_hears_every_change_at_once_and_only_its_visitor_is_answered() {
+    let app = TestApp::spawn().await;
+    let f = app.fixture("acme", &[]).await;
+    let other_site = app.site("acme-shop", f.scope.tenant, &[]).await;
+    let globex = app.fixture("globex", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let public_id = app.open_conversation("/api", &f.token, "ann", "hello").await;
+    let poll = |token: &str, after: i64| format!("/api/widget/conversations/{public_id}/messages?token={token}&after_id={after}");
+    let (_, body) = app.get(&format!("/api/widget/conversations/{public_id}/messages?token={}", f.token)).await;
+    let mut latest = *ids(&body).last().expect("the first message");
+    let (_, inbox) = app.authed(reqwest::Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let id = inbox["conversations"][0]["id"].as_i64().expect("the conversation");
+    let mobile = |what: &str| format!("/api/mobile/conversations/{id}/{what}");
+
+    for _ in 0..3 {
+        let (status, again) = app.get(&poll(&f.token, latest)).await;
+        assert_eq!(status, StatusCode::OK, "{again}");
+        assert_eq!((ids(&again), &again["cursor"]), (vec![], &body["cursor"]), "nothing new, and the same cursor");
+    }
+    // Another site's or tenant's installation cannot reach it, remembered or not.
+    for token in [&other_site.token, &globex.token] {
+        let (status, body) = app.get(&poll(token, latest)).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    }
+
+    // An operator's reply, taking it with a note the visitor never sees,
+    // the visitor's own message, a close: each polled at once after its
+    // answer.
+    let (status, reply) = app.authed(reqwest::Method::POST, &mobile("messages"), &admin, Some(json!({"body": "Hi Ann"}))).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    let (_, body) = app.get(&poll(&f.token, latest)).await;
+    assert_eq!(ids(&body), [reply["message"]["id"].as_i64().expect("the reply's id")]);
+    latest = ids(&body)[0];
+    let (_, me) = app.authed(reqwest::Method::GET, "/api/mobile/me", &admin, None).await;
+    app.transfer_with_note(&admin, id, me["user"]["id"].clone(), "VIP, be nice").await;
+    let (_, body) = app.get(&poll(&f.token, latest)).await;
+    assert_eq!(ids(&body), Vec::<i64>::new(), "the note is for operators");
+    assert_eq!(body["conversation"]["status"], "assigned", "taking it is shown");
+    let (_, own) = app.post_message("/api", &f.token, &public_id, "thanks").await;
+    let (_, body) = app.get(&poll(&f.token, latest)).await;
+    assert_eq!(ids(&body), [own["message"]["id"].as_i64().expect("the message's id")]);
+    latest = ids(&body)[0];
+    let (_, before) = app.get(&poll(&f.token, latest)).await;
+    assert_eq!(before["conversation"]["status"], "assigned");
+    assert_eq!(app.authed(reqwest::Method::POST, &mobile("close"), &admin, None).await.0, StatusCode::OK);
+    let (_, body) = app.get(&poll(&f.token, latest)).await;
+    assert_eq!(body["conversation"]["status"], "closed");
+    assert_ne!(body["cursor"], before["cursor"], "the close moved the cursor");
+
+    // Erased: gone at once, though the poll was answered from memory just before.
+    assert_eq!(app.get(&poll(&f.token, latest)).await.0, StatusCode::OK);
+    let (status, _) = app.authed(reqwest::Method::DELETE, &format!("/api/admin/conversations/{id}"), &admin, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = app.get(&poll(&f.token, latest)).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+}
