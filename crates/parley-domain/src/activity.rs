@@ -51,7 +51,8 @@ pub(crate) fn add_message(
     // A message both sides see makes its time the conversation's last
     // activity as it is added (`insert_message`); the row is written here
     // only when reopening changes more than that, which keeps a post to
-    // one update of the conversation.
+    // one update of the conversation. Every message added here is one
+    // both sides see, but a reopen's announcement, which always reopens.
     c.last_message_at = now;
     if reopened {
         tx.update_conversation(scope, c)?;

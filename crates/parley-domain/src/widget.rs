@@ -429,16 +429,21 @@ impl WidgetService {
             return Ok((conversation, Vec::new(), cursor));
         }
         let as_of = self.polls.begin();
-        let (conversation, messages, cursor) = self
+        let read = self
             .db
             .read(move |r| {
                 let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: false };
-                let (conversation, messages) =
-                    r.conversation_with_messages(scope.into(), &public_id, page)?.ok_or(DomainError::NotFound)?;
+                let Some((conversation, messages)) = r.conversation_with_messages(scope.into(), &public_id, page)? else {
+                    return Ok(Err(public_id));
+                };
                 let cursor = crate::feed::head_cursor(r, Reader::Visitor(scope, conversation.id), now)?;
-                Ok((conversation, messages, cursor))
+                Ok(Ok((conversation, messages, cursor)))
             })
             .await?;
+        let (conversation, messages, cursor) = read.map_err(|public_id| {
+            self.polls.forget(&public_id);
+            DomainError::NotFound
+        })?;
         self.polls.remember(polls::Read {
             as_of,
             scope,

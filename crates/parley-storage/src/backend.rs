@@ -103,6 +103,9 @@ impl Signals {
         if effects.pushes_queued {
             self.pushes.notify_one();
         }
+        if effects.conversations_erased {
+            self.changes.everything_changed();
+        }
         let m = effects.messages;
         for (counter, n) in self.messages.iter().zip([m.visitor, m.operator, m.system]) {
             if n > 0 {

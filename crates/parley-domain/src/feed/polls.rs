@@ -93,14 +93,16 @@ impl Polls {
 
     /// Keeps what a read found when it tells which polls have no messages
     /// to answer: a page that stops short of its limit (or the latest
-    /// page) ends at the conversation's last message.
+    /// page) ends at the conversation's last message. A read that does not
+    /// tell drops what was kept: an answer older than the database's
+    /// latest is never given after it.
     pub fn remember(&self, read: Read<'_>) {
         let empty_from = match (read.after_id, read.messages.last()) {
             (None, Some(last)) => last.id.0,
             (Some(_), Some(last)) if read.messages.len() < read.limit as usize => last.id.0,
             (Some(after), None) => after.0,
             (None, None) => i64::MIN,
-            (Some(_), Some(_)) => return,
+            (Some(_), Some(_)) => return self.forget(&read.conversation.public_id),
         };
         let answer = Answer {
             scope: read.scope,
@@ -111,6 +113,10 @@ impl Polls {
             read_at: read.now,
         };
         let mut answers = self.lock();
+        if answers.get(&read.conversation.public_id).is_some_and(|kept| kept.as_of > read.as_of) {
+            // A read that began later has answered already.
+            return;
+        }
         if answers.len() >= MOST && !answers.contains_key(&read.conversation.public_id) {
             answers.retain(|_, a| a.fresh(read.now));
             if answers.len() >= MOST * 3 / 4 {
@@ -120,5 +126,11 @@ impl Polls {
             }
         }
         answers.insert(read.conversation.public_id.clone(), answer);
+    }
+
+    /// Drops what was kept about `public_id` (the database no longer has
+    /// it for the caller).
+    pub fn forget(&self, public_id: &str) {
+        self.lock().remove(public_id);
     }
 }

@@ -122,6 +122,8 @@ pub struct Services {
     pub db: Database,
     pub clock: Arc<ManualClock>,
     pub settings: Settings,
+    /// Where the database is, for a second handle on it (another instance).
+    pub database_url: String,
     pub tenancy: Tenancy,
     pub auth: AuthService,
     pub admin: AdminService,
@@ -208,6 +210,7 @@ impl Services {
             verification,
             outbox,
             next_address: AtomicU32::new(1),
+            database_url: url,
             _dir: dir,
             _database: database,
         }

@@ -1,8 +1,8 @@
 //! A visitor's poll that is already up to date is answered from memory:
-//! the service's own writes are in the very next poll (this harness runs
-//! no feed follower, so only the count taken at commit can tell), and
-//! what changes a conversation without a feed entry shows once the
-//! remembered answer's lifetime is over.
+//! this instance's writes are in the very next poll (this harness runs no
+//! feed follower, so only the count taken at commit can tell), and what
+//! another instance changed, unheard of, shows once the remembered
+//! answer's lifetime is over.
 
 use parley_domain::feed::polls::LIFETIME;
 use parley_domain::model::{Content, ConversationScope, MessageId, SiteScope};
@@ -52,21 +52,35 @@ async fn a_remembered_answer_gives_way_to_a_commit_at_once_and_to_anything_else_
     let (_, none, _) = poll(Some(posted.id)).await.expect("an empty poll");
     assert!(none.is_empty());
 
-    // A change that appends no feed entry (none does in the service; the
-    // storage allows it) is not counted: the remembered answer is given
-    // until its lifetime ends.
+    // Another instance (a second handle on the database) changes the
+    // conversation. This harness runs no feed follower, so this instance
+    // never counts it: the remembered answer is given until its lifetime
+    // ends, and then the database's.
     let scope: ConversationScope = SiteScope { tenant: acme.tenant.id, site: acme.site.id }.into();
-    let id = public_id.clone();
-    h.db.write(move |tx| {
-        let mut c = tx.conversation_by_public_id(scope, &id)?.expect("the conversation");
-        c.verified_at = Some(c.created_at);
-        Ok(tx.update_conversation(scope, &c)?)
-    })
-    .await
-    .expect("the change");
+    let options = parley_storage::Options { pool: 1, ..Default::default() };
+    let other = parley_storage::open(&h.database_url, options).await.expect("a second handle");
+    let verify = |db: &parley_domain::Database, verified: bool| {
+        let id = public_id.clone();
+        let db = db.clone();
+        async move {
+            db.write(move |tx| {
+                let mut c = tx.conversation_by_public_id(scope, &id)?.expect("the conversation");
+                c.verified_at = verified.then_some(c.created_at);
+                Ok(tx.update_conversation(scope, &c)?)
+            })
+            .await
+            .expect("the change")
+        }
+    };
+    verify(&other, true).await;
     let (remembered, _, _) = poll(Some(posted.id)).await.expect("an empty poll");
     assert_eq!(remembered.verified_at, None, "answered from memory");
     h.clock.advance(LIFETIME);
     let (read, _, _) = poll(Some(posted.id)).await.expect("an empty poll");
     assert!(read.verified_at.is_some(), "read again once its lifetime is over");
+    // The same change through this instance is counted at its commit.
+    verify(&h.db, false).await;
+    let (read, _, _) = poll(Some(posted.id)).await.expect("an empty poll");
+    assert_eq!(read.verified_at, None, "this instance's own write, at once");
+    other.close().await;
 }

@@ -205,3 +205,35 @@ async fn another_tenants_widget_cannot_verify_a_conversation() {
     let (other, _, _) = h.widget.messages(&h.caller(), theirs, own, None).await.unwrap();
     assert_eq!(other.verified_at, None, "the other tenant's visitor of the same uuid is not verified");
 }
+
+/// A verified visitor who gives another address is no longer verified,
+/// and a poll that was up to date shows it at once: the clearing appends
+/// no feed entry, and is counted as a change of each of its
+/// conversations all the same.
+#[tokio::test]
+async fn another_address_clears_the_verification_in_the_very_next_poll() {
+    let h = Services::new().await;
+    let (token, public_id, started, code) = challenged(&h).await;
+    confirm(&h, &token, &public_id, started.id, &code).await.expect("the right code");
+    let (conversation, messages, _) = h.widget.messages(&h.caller(), &token, public_id.clone(), None).await.unwrap();
+    assert!(conversation.verified_at.is_some());
+    let latest = messages.last().expect("the verification's note").id;
+    for _ in 0..2 {
+        let (conversation, none, _) = h.widget.messages(&h.caller(), &token, public_id.clone(), Some(latest)).await.unwrap();
+        assert!(none.is_empty() && conversation.verified_at.is_some());
+    }
+    let moved = VisitorInput {
+        token: token.clone(),
+        uuid: VISITOR.into(),
+        name: None,
+        email: Some("elsewhere@example.com".into()),
+        phone: None,
+        current_url: None,
+        identity: Default::default(),
+        attributes: None,
+        locale: None,
+    };
+    h.widget.sync_visitor(&h.caller(), moved).await.expect("the visitor syncs");
+    let (conversation, _, _) = h.widget.messages(&h.caller(), &token, public_id.clone(), Some(latest)).await.unwrap();
+    assert_eq!(conversation.verified_at, None, "no longer verified, at once");
+}

@@ -56,6 +56,7 @@ const DELIVERIES: &str = "deliveries";
 const INSTALLATIONS: &str = "installations";
 const FEED: &str = "feed";
 const PUSHES: &str = "pushes";
+const ERASED: &str = "erased";
 /// A broadcast of `Backend::broadcast`: `signal <instance> <text>`.
 const SIGNAL: &str = "signal";
 /// NOTIFY takes payloads below 8,000 bytes.
@@ -113,6 +114,7 @@ fn names(effects: &Effects) -> impl Iterator<Item = &'static str> {
         (effects.installations_changed, INSTALLATIONS),
         (effects.feed_appended, FEED),
         (effects.pushes_queued, PUSHES),
+        (effects.conversations_erased, ERASED),
     ]
     .into_iter()
     .filter_map(|(set, name)| set.then_some(name))
@@ -126,6 +128,7 @@ fn named(name: &str) -> Effects {
         installations_changed: name == INSTALLATIONS,
         feed_appended: name == FEED,
         pushes_queued: name == PUSHES,
+        conversations_erased: name == ERASED,
         ..Effects::default()
     }
 }
@@ -282,6 +285,7 @@ async fn serve(
         installations_changed: true,
         feed_appended: true,
         pushes_queued: true,
+        conversations_erased: true,
         ..Effects::default()
     });
     let mut heartbeat = tokio::time::interval(HEARTBEAT);

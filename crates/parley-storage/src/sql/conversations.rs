@@ -676,6 +676,7 @@ impl ConversationsWrite for Tx<'_> {
         if self.exec(params)? != 1 {
             return Err(StoreError::Internal("update refused: conversation not in scope".into()));
         }
+        self.note_changed(c.id);
         Ok(())
     }
 

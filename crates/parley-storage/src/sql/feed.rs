@@ -195,10 +195,8 @@ impl FeedWrite for Tx<'_> {
             self.defer(FAN_OUT { tenant, event_id: &e.event_id, kind: e.kind.as_str(), at: e.occurred_at }, true)?;
         }
         self.effects.feed_appended = true;
-        if let Some(c) = conversation
-            && self.changed.last() != Some(&c)
-        {
-            self.changed.push(c);
+        if let Some(c) = conversation {
+            self.note_changed(c);
         }
         Ok(())
     }

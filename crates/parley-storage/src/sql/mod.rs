@@ -120,6 +120,10 @@ pub struct Effects {
     pub feed_appended: bool,
     /// Pushes were queued: the push worker is woken.
     pub pushes_queued: bool,
+    /// Conversations were erased: the answers kept in memory about any
+    /// conversation are dropped, here and by the other instances (an
+    /// erasure leaves no feed entry naming its conversation to tell them).
+    pub conversations_erased: bool,
     /// Messages added (for `/metrics`): counted by this instance only,
     /// never announced to the others.
     pub messages: MessageCounts,
@@ -132,6 +136,7 @@ impl Effects {
         self.installations_changed |= other.installations_changed;
         self.feed_appended |= other.feed_appended;
         self.pushes_queued |= other.pushes_queued;
+        self.conversations_erased |= other.conversations_erased;
         self.messages.merge(other.messages);
     }
 }
@@ -145,8 +150,8 @@ pub struct Tx<'c> {
     writing: bool,
     pub effects: Effects,
     /// Conversations the unit changed in what a visitor's poll answers
-    /// (an entry appended about them, or erased): counted after the
-    /// commit, see `Signals::conversations_changed`.
+    /// (an entry appended about them, their row written, or erased):
+    /// counted after the commit, see `Signals::conversations_changed`.
     pub changed: Vec<ConversationId>,
     /// Conversations this unit holds locked (PostgreSQL), so a message
     /// insert does not lock again.
@@ -170,6 +175,13 @@ impl<'c> Tx<'c> {
 
     fn dialect(&self) -> Dialect {
         self.conn.dialect()
+    }
+
+    /// Notes that the unit changed `id` (see `changed`).
+    fn note_changed(&mut self, id: ConversationId) {
+        if self.changed.last() != Some(&id) {
+            self.changed.push(id);
+        }
     }
 
     /// The statement of `params`, locking the rows it reads inside a

@@ -92,7 +92,7 @@ statements! {
          WHERE tenant_id = :tenant AND site_id = :site AND id = :visitor".into(),
     CLEAR_CONVERSATIONS_VERIFICATION(tenant: TenantId, site: SiteId, visitor: VisitorId) => |_|
         "UPDATE conversations SET verified_at = NULL, verified_method = NULL
-         WHERE tenant_id = :tenant AND site_id = :site AND visitor_id = :visitor".into(),
+         WHERE tenant_id = :tenant AND site_id = :site AND visitor_id = :visitor RETURNING id".into(),
     INSERT_OUTBOX_MESSAGE<'a>(
         tenant: TenantId, channel: &'a str, recipient: &'a str, subject: Option<&'a str>, body: &'a str, created_at: Timestamp,
     ) => |_| "INSERT INTO sandbox_outbox (tenant_id, channel, recipient, subject, body, created_at)
@@ -199,13 +199,17 @@ impl VerificationWrite for Tx<'_> {
         let (tenant, site, method) = (scope.tenant, scope.site, method.as_str());
         self.exec(MARK_VISITOR_VERIFIED { tenant, site, visitor, at, method, target })?;
         self.exec(MARK_CONVERSATION_VERIFIED { tenant, site, conversation, at, method })?;
+        self.note_changed(conversation);
         Ok(())
     }
 
     fn clear_verification(&mut self, scope: SiteScope, visitor: VisitorId) -> StoreResult<()> {
         let (tenant, site) = (scope.tenant, scope.site);
         self.exec(CLEAR_VISITOR_VERIFICATION { tenant, site, visitor })?;
-        self.exec(CLEAR_CONVERSATIONS_VERIFICATION { tenant, site, visitor })?;
+        // No feed entry says so: the visitor's polls learn it here.
+        for id in self.all(CLEAR_CONVERSATIONS_VERIFICATION { tenant, site, visitor }, |r| r.i64("id"))? {
+            self.note_changed(ConversationId(id));
+        }
         Ok(())
     }
 

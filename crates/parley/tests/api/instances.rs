@@ -340,3 +340,39 @@ async fn failed_logins_are_limited_across_instances() {
         assert_error(status, &body, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
     }
 }
+
+/// A conversation erased through one instance is gone from the other's
+/// polls as soon as the erasure is announced, though that instance had
+/// the poll's answer in memory: an erasure leaves no feed entry naming
+/// the conversation, so it is announced itself. Once gone it stays gone.
+#[tokio::test]
+async fn an_erasure_reaches_the_others_remembered_polls() {
+    if backend() != "postgres" {
+        return;
+    }
+    let (a, b) = pair(&[]).await;
+    let f = a.fixture("acme", &[]).await;
+    let public_id = a.open_conversation("/api", &f.token, "ann", "forget me").await;
+    let path = |after: i64| format!("/api/widget/conversations/{public_id}/messages?token={}&after_id={after}", f.token);
+    let (_, body) = b.get(&path(0)).await;
+    let latest = *message_ids(&body).last().expect("the message");
+    listening(&b).await;
+    for _ in 0..2 {
+        assert_eq!(b.get(&path(latest)).await.0, StatusCode::OK);
+    }
+    let changes = b.db.conversation_changes();
+    let before = changes.sequence();
+    let admin = a.login("admin@acme.example.com").await;
+    let (_, inbox) = a.authed(Method::GET, "/api/mobile/conversations", &admin, None).await;
+    let id = inbox["conversations"][0]["id"].as_i64().expect("the conversation");
+    let (status, _) = a.authed(Method::DELETE, &format!("/api/admin/conversations/{id}"), &admin, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    // Announced: every conversation counts as changed on B, even one
+    // nobody wrote.
+    let untouched = parley_domain::model::ConversationId(id + 1000);
+    eventually(|| async { (!changes.unchanged_since(untouched, before)).then_some(()) }).await;
+    for after in [latest, 0, latest] {
+        let (status, body) = b.get(&path(after)).await;
+        assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    }
+}
