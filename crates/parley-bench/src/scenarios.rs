@@ -140,6 +140,8 @@ impl Bench {
     /// Durable message posts across many conversations.
     pub async fn posts(&mut self) {
         let (addr, load, token, list) = (self.parley, self.load.clone(), self.tenant.widget_token.clone(), Arc::clone(&self.writes));
+        // On SQLite, issue 12's (PostgreSQL's, issue 36's, is printed by
+        // `scripts/bench --postgres` against pgbench's naive durable post).
         let target = Target { min_ratio: Some(1.5), max_p99_ms: Some(20.0) };
         let body = json!({"token": token, "body": "a message of about the size a visitor writes"});
         let calls = list.iter().map(|c| Call::post(format!("/api/v1/widget/conversations/{}/messages", c.public_id), &body)).collect();
@@ -202,12 +204,15 @@ impl Bench {
         let (addr, load) = (self.parley, self.load.clone());
         let admin = self.tenant.admin_token.clone();
         let connections = load.connections.min(4);
+        // Issue 36 holds the inbox to 25 ms on both databases; issue 35
+        // the searches to 50.
+        let inbox_target = Target { max_p99_ms: Some(25.0), ..Target::default() };
         let target = Target { max_p99_ms: Some(50.0), ..Target::default() };
         let inbox: Vec<Call> = ["", "&status=open", "&status=closed"]
             .iter()
             .map(|filter| Call::get(format!("/api/v1/mobile/conversations?per_page=20{filter}")).bearer(&admin))
             .collect();
-        self.measure("scale", &[("inbox at scale, 20 per page", None, target)], None, || {
+        self.measure("scale", &[("inbox at scale, 20 per page", None, inbox_target)], None, || {
             closed_loop(addr, connections, load.duration, rotate("inbox at scale, 20 per page", inbox))
         })
         .await;
