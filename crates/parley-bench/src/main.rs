@@ -346,6 +346,15 @@ async fn run(args: RunArgs) -> Result<(), String> {
         println!("Measuring webhooks");
         bench.webhooks().await?;
     }
+    if wants(&args, "mix") {
+        println!("Setting up the mix: {} visitors", args.visitors);
+        let visitors = setup::conversations(addr, &bench.tenant.widget_token, args.visitors as usize, 1, &format!("{label}-mix")).await?;
+        println!("Measuring the mix for {} s", args.mix_duration);
+        bench.mix(visitors).await;
+    }
+    // After the mix: the pushes leave the tenant with a thousand
+    // operators and their devices, and each conversation the mix opened
+    // afterwards would queue a push to every one of them.
     if let Some(receiver) = &push_receiver {
         let load = pushes::PushLoad {
             conversations: args.push_conversations.max(1),
@@ -356,12 +365,6 @@ async fn run(args: RunArgs) -> Result<(), String> {
         };
         let figures = pushes::run(addr, bench.parley_process, &bench.tenant, receiver, &load).await?;
         bench.report.notes.push(("pushes".into(), figures));
-    }
-    if wants(&args, "mix") {
-        println!("Setting up the mix: {} visitors", args.visitors);
-        let visitors = setup::conversations(addr, &bench.tenant.widget_token, args.visitors as usize, 1, &format!("{label}-mix")).await?;
-        println!("Measuring the mix for {} s", args.mix_duration);
-        bench.mix(visitors).await;
     }
     if wants(&args, "scale") {
         let url = seed_url.as_deref().ok_or("`scale` needs the bench to start the server (no --target)")?;
