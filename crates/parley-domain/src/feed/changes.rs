@@ -5,7 +5,9 @@
 //! counter of its conversation to it. Changes are counted by this
 //! instance's commits (after the commit, before the caller hears of it,
 //! so a client reads its own writes) and by the feed follower for every
-//! entry it reads (the other instances' commits, on PostgreSQL). An
+//! entry it reads (the other instances' commits, on PostgreSQL); an
+//! erasure, which leaves no entry naming its conversation, counts as a
+//! change of every conversation, here and where it is announced. An
 //! answer read from the database after the sequence stood at `n` is the
 //! database's answer still while its conversation's counter is at most
 //! `n`: a change counted at or before `n` was committed before the read
