@@ -44,10 +44,16 @@ impl Server {
 
 /// The process's resident memory now.
 pub fn resident_mb(pid: u32) -> f64 {
+    status_mb(pid, "VmRSS:")
+}
+
+/// A memory figure of `/proc/PID/status` (given in kB there), in MB; 0
+/// when the process or the line is gone.
+fn status_mb(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
@@ -67,13 +73,6 @@ pub struct Usage {
 
 impl Usage {
     pub fn of(pid: u32) -> Self {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let peak_kb: f64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // Fields after the command name (which may hold spaces) are plain.
         let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
@@ -81,7 +80,7 @@ impl Usage {
         let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
         // utime and stime are fields 14 and 15 of stat, 12 and 13 here.
         let per_second = clock_ticks();
-        Self { peak_rss_mb: peak_kb / 1024.0, cpu_seconds: (ticks(11) + ticks(12)) / per_second }
+        Self { peak_rss_mb: status_mb(pid, "VmHWM:"), cpu_seconds: (ticks(11) + ticks(12)) / per_second }
     }
 }
 

@@ -429,21 +429,22 @@ impl WidgetService {
             return Ok((conversation, Vec::new(), cursor));
         }
         let as_of = self.polls.begin();
-        let read = self
+        let asked = public_id.clone();
+        let (conversation, messages, cursor) = self
             .db
             .read(move |r| {
                 let page = MessagePage { after_id, limit: MESSAGE_PAGE_LIMIT, include_internal: false };
-                let Some((conversation, messages)) = r.conversation_with_messages(scope.into(), &public_id, page)? else {
-                    return Ok(Err(public_id));
-                };
+                let (conversation, messages) =
+                    r.conversation_with_messages(scope.into(), &public_id, page)?.ok_or(DomainError::NotFound)?;
                 let cursor = crate::feed::head_cursor(r, Reader::Visitor(scope, conversation.id), now)?;
-                Ok(Ok((conversation, messages, cursor)))
+                Ok((conversation, messages, cursor))
             })
-            .await?;
-        let (conversation, messages, cursor) = read.map_err(|public_id| {
-            self.polls.forget(&public_id);
-            DomainError::NotFound
-        })?;
+            .await
+            .inspect_err(|e| {
+                if matches!(e, DomainError::NotFound) {
+                    self.polls.forget(&asked);
+                }
+            })?;
         self.polls.remember(polls::Read {
             as_of,
             scope,

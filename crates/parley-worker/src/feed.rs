@@ -131,8 +131,10 @@ impl FeedFollower {
                 .await?;
             if let Some(last) = marks.last() {
                 *at = last.position;
-                // Another instance's commits are counted here (this
-                // instance's were counted when they committed).
+                // The only place another instance's commits are counted.
+                // This instance's, counted at their commit, count once
+                // more: it cannot tell them apart, and a second count
+                // costs a poll one read at most.
                 let changed: Vec<_> = marks.iter().filter_map(|m| m.conversation).collect();
                 self.db.conversation_changes().changed(&changed);
                 self.hub.publish(&marks);

@@ -89,7 +89,8 @@ impl ErasureWrite for Tx<'_> {
         self.exec(ERASE_MAIL { tenant, conversation })?;
         self.exec(ERASE_MAIL_THREAD { tenant, conversation })?;
         self.exec(ERASE_MESSAGES { tenant, conversation })?;
-        self.note_changed(conversation);
+        // Counts as a change of every conversation, here and on the other
+        // instances: nothing left in the feed names this one.
         self.effects.conversations_erased = true;
         if let Some(visitor) = self.one(ERASE_CONVERSATION { tenant, conversation }, |r| r.i64("visitor_id"))? {
             let visitor = VisitorId(visitor);

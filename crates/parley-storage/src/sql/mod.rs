@@ -150,8 +150,9 @@ pub struct Tx<'c> {
     writing: bool,
     pub effects: Effects,
     /// Conversations the unit changed in what a visitor's poll answers
-    /// (an entry appended about them, their row written, or erased):
-    /// counted after the commit, see `Signals::conversations_changed`.
+    /// (an entry appended about them, their row written): counted after
+    /// the commit, see `Signals::conversations_changed`. An erasure is an
+    /// effect instead (`conversations_erased`).
     pub changed: Vec<ConversationId>,
     /// Conversations this unit holds locked (PostgreSQL), so a message
     /// insert does not lock again.
