@@ -23,6 +23,40 @@ impl SmsGateway {
             .map_err(|e| format!("could not build the SMS client: {e}"))?;
         Ok(Self { client, url, token })
     }
+
+    /// `parley check`'s live test, which must not send an SMS: a `GET` of
+    /// the gateway's address with its token. Any answer shows the gateway
+    /// is reached; 401 or 403 says it refused the token, and a 5xx that
+    /// it is failing. What a `GET` of a `POST` address answers otherwise
+    /// (405, 404, 200) says nothing more, and is shown as it is.
+    pub async fn probe(&self) -> Result<String, String> {
+        let mut request = self.client.get(self.url.clone());
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        match request.send().await {
+            Ok(res) => match res.status().as_u16() {
+                code @ (401 | 403) => Err(format!("the gateway refused the token (HTTP {code})")),
+                code @ 500..=599 => Err(format!("the gateway is failing (HTTP {code})")),
+                code => Ok(format!("reached (HTTP {code} to a GET; no SMS sent)")),
+            },
+            Err(e) if e.is_timeout() => Err("the gateway timed out".into()),
+            Err(e) => Err(format!("could not reach the gateway: {}", error_chain(&e))),
+        }
+    }
+}
+
+/// An error with its causes, which say why a connection failed (refused,
+/// a certificate not trusted).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 impl SmsSender for SmsGateway {

@@ -33,6 +33,17 @@ impl SmtpMailer {
         let from = from.parse::<Mailbox>().map_err(|e| format!("invalid sender address: {e}"))?;
         Ok(Self { transport, from })
     }
+
+    /// Connects as a send would (TLS as the URL asks, signing in with its
+    /// credentials) and asks the server for a NOOP, sending nothing:
+    /// `parley check`'s live test.
+    pub async fn probe(&self) -> Result<(), String> {
+        match self.transport.test_connection().await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err("the server did not answer NOOP".into()),
+            Err(e) => Err(format!("SMTP: {e}")),
+        }
+    }
 }
 
 impl EmailSender for SmtpMailer {

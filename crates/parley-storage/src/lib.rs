@@ -88,6 +88,30 @@ pub async fn migrate(url: &str) -> Result<Vec<u32>, OpenError> {
     }
 }
 
+/// What `parley check` reports of a database it reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schema {
+    /// The migrations applied there (0 for a SQLite file not made yet).
+    pub version: u32,
+    /// The migrations this build has: `serve` and `migrate` apply those
+    /// above `version`; a `version` above it is a newer build's database.
+    pub latest: u32,
+    /// The database software and its version.
+    pub server: String,
+}
+
+/// Reaches the database at `url` and reads how far its schema is,
+/// changing nothing: no migration, no file made.
+pub async fn inspect(url: &str) -> Result<Schema, OpenError> {
+    let location = Location::parse(url)?;
+    tokio::task::spawn_blocking(move || match location {
+        Location::Sqlite(path) => sqlite::inspect(&path),
+        Location::Postgres(url) => postgres::inspect(&url),
+    })
+    .await
+    .map_err(|e| OpenError::Io { path: PathBuf::new(), reason: e.to_string() })?
+}
+
 /// Prepares every statement of the storage layer on the database at
 /// `url` (migrated first) and returns how many there are, so SQL that one
 /// backend would reject only in production fails the tests instead.

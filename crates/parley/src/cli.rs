@@ -23,6 +23,10 @@ pub enum Command {
     Demo,
     /// Apply database migrations and exit.
     Migrate,
+    /// Print the configuration in effect (credentials hidden) and test
+    /// each dependency live: database, mail server, SMS gateway, file
+    /// store, push providers. Exits non-zero when any test fails.
+    Check,
     /// Manage tenants.
     #[command(subcommand)]
     Tenant(TenantCommand),

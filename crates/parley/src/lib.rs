@@ -2,6 +2,7 @@
 //! command line. The layers it wires together live in `parley-domain`,
 //! `parley-storage` and `parley-http`.
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod db_copy;

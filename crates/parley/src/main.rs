@@ -48,6 +48,7 @@ fn main() -> ExitCode {
                 serve(config, Mode::Demo).await
             }
             Command::Migrate => migrate(&config).await,
+            Command::Check => parley::check::run(&config).await,
             Command::Tenant(TenantCommand::Create(args)) => create_tenant(&config, args).await,
             // Blocking from start to end: the copy's PostgreSQL client blocks.
             Command::Db(DbCommand::Copy(args)) => {

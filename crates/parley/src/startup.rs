@@ -443,7 +443,7 @@ fn host_name() -> String {
 
 /// The providers' settings from the configuration (which read and parsed
 /// their credentials).
-fn push_settings(config: &Config, allow_private: bool, public_url: &str) -> PushSettings {
+pub(crate) fn push_settings(config: &Config, allow_private: bool, public_url: &str) -> PushSettings {
     let c = &config.push;
     // RFC 8292: a push service may reach the sender through `sub`, a
     // mailto: or https: address (services refuse others). Without either

@@ -98,6 +98,29 @@ pub(crate) async fn migrate_only(url: String) -> Result<Vec<u32>, OpenError> {
         .map_err(|e| OpenError::Postgres(e.to_string()))?
 }
 
+pub(crate) fn inspect(url: &str) -> Result<crate::Schema, OpenError> {
+    let fail = |e: postgres::Error| OpenError::Postgres(describe(&e));
+    let mut client = connector(url)?.blocking()?;
+    let row = client
+        .query_one("SELECT current_setting('server_version') AS server, to_regclass('parley_migrations') IS NOT NULL AS migrated", &[])
+        .map_err(fail)?;
+    let server: String = row.try_get("server").map_err(fail)?;
+    let migrated: bool = row.try_get("migrated").map_err(fail)?;
+    let version: i64 = if migrated {
+        client
+            .query_one("SELECT COALESCE(MAX(version), 0) AS v FROM parley_migrations", &[])
+            .and_then(|row| row.try_get("v"))
+            .map_err(fail)?
+    } else {
+        0
+    };
+    Ok(crate::Schema {
+        version: u32::try_from(version).unwrap_or(u32::MAX),
+        latest: migrate::latest(),
+        server: format!("PostgreSQL {server}"),
+    })
+}
+
 pub(crate) fn prepare_all(url: &str) -> Result<usize, String> {
     let connector = Arc::new(connector(url).map_err(|e| e.to_string())?);
     migrate::apply(&mut connector.blocking().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;

@@ -81,6 +81,19 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
     Ok(Database::new(Arc::new(backend)))
 }
 
+pub(crate) fn inspect(path: &std::path::Path) -> Result<crate::Schema, OpenError> {
+    let latest = migrate::latest();
+    let version = rusqlite::version();
+    if !path.exists() {
+        return Ok(crate::Schema { version: 0, latest, server: format!("SQLite {version} (the file is made at start)") });
+    }
+    let conn = connection::open_reader(path)?;
+    let applied: u32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| OpenError::Io { path: path.to_owned(), reason: e.to_string() })?;
+    Ok(crate::Schema { version: applied, latest, server: format!("SQLite {version}") })
+}
+
 pub(crate) fn prepare_all(path: &std::path::Path) -> Result<usize, String> {
     let mut conn = connection::open_writer(path).map_err(|e| e.to_string())?;
     migrate::apply(&mut conn).map_err(|e| e.to_string())?;

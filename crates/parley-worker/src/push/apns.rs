@@ -59,6 +59,30 @@ impl Apns {
         }
     }
 
+    /// `parley check`'s live test: a push to a device token no device
+    /// has (all zeros), which Apple answers `BadDeviceToken` once it took
+    /// the provider token and the topic, and `403` with the reason when it
+    /// did not. Nothing reaches any device.
+    pub async fn probe(&self, now: Timestamp) -> Result<String, String> {
+        let token = self.token(now)?;
+        let request = self
+            .client
+            .post(format!("{}/3/device/{}", self.settings.url, "0".repeat(64)))
+            .header("authorization", format!("bearer {token}"))
+            .header("apns-topic", &self.settings.topic)
+            .header("apns-push-type", "alert")
+            .header("apns-expiration", "0")
+            .json(&json!({"aps": {"alert": {"title": "Parley check"}}}));
+        match http::send(request, now).await {
+            Answer::Status { code: 200, .. } => Ok("the key and the topic were accepted".into()),
+            Answer::Status { code: 400, body, .. } if reason_of(&body) == "BadDeviceToken" => {
+                Ok("the key and the topic were accepted (a test device token was refused, as it should be)".into())
+            }
+            Answer::Status { code, body, .. } => Err(format!("Apple refused: HTTP {code} {}", reason_of(&body))),
+            Answer::NoResponse(reason) => Err(reason),
+        }
+    }
+
     /// `pushed_before`: a push to this device has gone through before.
     pub async fn send(&self, device_token: &str, pushed_before: bool, n: &Notification, now: Timestamp) -> PushOutcome {
         // A token is hex; anything else cannot be a path segment Apple
@@ -97,10 +121,7 @@ impl Apns {
             .json(&payload);
         let answer = http::send(request, now).await;
         let reason = match &answer {
-            Answer::Status { body, .. } => serde_json::from_str::<serde_json::Value>(body)
-                .ok()
-                .and_then(|v| v.get("reason").and_then(|r| r.as_str()).map(str::to_owned))
-                .unwrap_or_default(),
+            Answer::Status { body, .. } => reason_of(body),
             Answer::NoResponse(_) => String::new(),
         };
         match answer {
@@ -124,4 +145,12 @@ impl Apns {
             answer => answer.otherwise(),
         }
     }
+}
+
+/// The `reason` of an APNs error body.
+fn reason_of(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("reason").and_then(|r| r.as_str()).map(str::to_owned))
+        .unwrap_or_default()
 }

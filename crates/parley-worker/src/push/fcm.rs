@@ -107,6 +107,16 @@ impl Fcm {
         }
     }
 
+    /// `parley check`'s live test: Google's token endpoint takes the
+    /// service account and issues an access token. Nothing is pushed.
+    pub async fn probe(&self, now: Timestamp) -> Result<String, String> {
+        match self.access_token(now).await {
+            Ok(_) => Ok("the service account was accepted (an access token was issued)".into()),
+            Err(PushOutcome::Retry { reason, .. } | PushOutcome::Rejected { reason } | PushOutcome::DeadToken { reason }) => Err(reason),
+            Err(PushOutcome::Delivered) => Ok("the service account was accepted".into()),
+        }
+    }
+
     pub async fn send(&self, device_token: &str, n: &Notification, now: Timestamp) -> PushOutcome {
         let token = match self.access_token(now).await {
             Ok(t) => t,

@@ -130,6 +130,22 @@ impl Providers {
         })
     }
 
+    /// One live test per provider set up, by name (`parley check`).
+    /// Browsers' push services need no setting, so have none.
+    pub async fn probe(&self, now: Timestamp) -> Vec<(&'static str, Result<String, String>)> {
+        let mut results = Vec::new();
+        if let Some(apns) = &self.apns {
+            results.push(("push: APNs", apns.probe(now).await));
+        }
+        if let Some(fcm) = &self.fcm {
+            results.push(("push: FCM", fcm.probe(now).await));
+        }
+        if let Some(relay) = &self.relay {
+            results.push(("push: relay", relay.probe(now).await));
+        }
+        results
+    }
+
     /// The key browsers subscribe with (`GET /app/push/key`).
     pub fn web_push_key(&self) -> String {
         self.web.public_key()

@@ -22,6 +22,17 @@ impl Relay {
         Self { client, url, secret }
     }
 
+    /// `parley check`'s live test, which must not push: a `GET` of the
+    /// relay's address. Any answer but a 5xx shows it is reached (a relay
+    /// judges a push by its signature, which a `GET` does not carry).
+    pub async fn probe(&self, now: Timestamp) -> Result<String, String> {
+        match http::send(self.client.get(&self.url), now).await {
+            Answer::Status { code: code @ 500..=599, .. } => Err(format!("the relay is failing (HTTP {code})")),
+            Answer::Status { code, .. } => Ok(format!("reached (HTTP {code} to a GET; nothing pushed)")),
+            Answer::NoResponse(reason) => Err(reason),
+        }
+    }
+
     /// `id` names the push (its row and revision): the same on every
     /// attempt, so a relay can tell a retry from a new push.
     pub async fn send(&self, id: &str, target: &PushTarget, n: &Notification, now: Timestamp) -> PushOutcome {

@@ -31,7 +31,7 @@ pub(super) fn read(r: &mut Reader<'_>) -> ContinuityConfig {
             Err("must be a domain name such as reply.example.com".into())
         }
     });
-    let inbound_token = r.get("PARLEY_INBOUND_TOKEN", None, |s| {
+    let inbound_token = r.secret("PARLEY_INBOUND_TOKEN", None, |s| {
         if s.len() >= 16 && s.bytes().all(|b| b.is_ascii_graphic()) {
             Ok(Some(s.to_owned()))
         } else {

@@ -29,7 +29,7 @@ pub(super) fn read(r: &mut Reader<'_>) -> FilesConfig {
     let max_size = r.get("PARLEY_ATTACHMENT_MAX", defaults.max_size, |s| size(s, 1024, 1 << 30));
     let quota = r.get("PARLEY_FILES_QUOTA_PER_TENANT", defaults.quota, |s| size(s, 1, u64::MAX));
     let key = r.get("PARLEY_S3_ACCESS_KEY_ID", None, |s| Ok(Some(s.to_owned())));
-    let secret = r.get("PARLEY_S3_SECRET_ACCESS_KEY", None, |s| Ok(Some(s.to_owned())));
+    let secret = r.secret("PARLEY_S3_SECRET_ACCESS_KEY", None, |s| Ok(Some(s.to_owned())));
     let credentials = match (key, secret) {
         (Some(access_key_id), Some(secret_access_key)) => Some(parley_storage::files::S3Credentials { access_key_id, secret_access_key }),
         (None, None) => None,

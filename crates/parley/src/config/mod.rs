@@ -99,6 +99,9 @@ pub struct Config {
     pub extra_roots: Option<ExtraRoots>,
     /// Attachments: where they are kept, their limits.
     pub files: FilesConfig,
+    /// The variables set, as `parley check` prints them (credentials
+    /// hidden).
+    pub shown: Vec<(String, String)>,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
@@ -132,6 +135,8 @@ struct Reader<'a> {
     vars: &'a BTreeMap<String, String>,
     errors: Vec<ConfigError>,
     read: Vec<String>,
+    /// The variables read with [`Reader::secret`]: never shown.
+    secrets: Vec<String>,
 }
 
 impl Reader<'_> {
@@ -144,6 +149,25 @@ impl Reader<'_> {
                 default
             }),
         }
+    }
+
+    /// Like `get`, for a credential: `parley check` shows it as hidden.
+    fn secret<T>(&mut self, name: &str, default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> T {
+        self.secrets.push(name.to_owned());
+        self.get(name, default, parse)
+    }
+
+    /// The variables that are set, in the order read, as `parley check`
+    /// shows them: credentials hidden, and a URL's password masked.
+    fn shown(&self) -> Vec<(String, String)> {
+        self.read
+            .iter()
+            .filter_map(|name| {
+                let value = self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())?;
+                let shown = if self.secrets.contains(name) { "(hidden)".to_owned() } else { without_password(value) };
+                Some((name.clone(), shown))
+            })
+            .collect()
     }
 
     fn duration(&mut self, name: &str, default: Duration) -> Duration {
@@ -172,6 +196,29 @@ impl Reader<'_> {
     fn rate(&mut self, name: &str, default: Option<Rate>) -> Option<Rate> {
         self.get(name, default, |s| s.parse().map(Some))
     }
+}
+
+/// `value` with the password of a URL (`scheme://user:password@host`, or
+/// a `password=` parameter, as PostgreSQL takes) masked; anything else as
+/// it is.
+pub(crate) fn without_password(value: &str) -> String {
+    let Ok(mut url) = Url::parse(value) else { return value.to_owned() };
+    let mut masked = false;
+    if url.password().is_some() {
+        masked = url.set_password(Some("****")).is_ok();
+    }
+    if url.query_pairs().any(|(k, _)| k.eq_ignore_ascii_case("password")) {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if k.eq_ignore_ascii_case("password") { "****".to_owned() } else { v.into_owned() };
+                (k.into_owned(), v)
+            })
+            .collect();
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+        masked = true;
+    }
+    if masked { url.to_string() } else { value.to_owned() }
 }
 
 fn http_url(s: &str) -> Result<Url, String> {
@@ -208,7 +255,7 @@ impl Config {
 
     /// Builds the configuration; also returns warnings (unknown variables).
     pub fn from_vars(vars: &BTreeMap<String, String>) -> Result<(Self, Vec<String>), ConfigErrors> {
-        let (config, read) = Self::read(vars);
+        let (config, read, _) = Self::read(vars);
         let warnings = vars
             .keys()
             .filter(|k| k.starts_with("PARLEY_") && !k.starts_with("PARLEY_TEST_") && !read.contains(k))
@@ -222,10 +269,10 @@ impl Config {
         Self::read(&BTreeMap::new()).1
     }
 
-    /// The configuration `vars` give, and the names of every variable read
-    /// (whether set or not).
-    fn read(vars: &BTreeMap<String, String>) -> (Result<Self, ConfigErrors>, Vec<String>) {
-        let mut r = Reader { vars, errors: Vec::new(), read: Vec::new() };
+    /// The configuration `vars` give, the names of every variable read
+    /// (whether set or not), and of those that are credentials.
+    fn read(vars: &BTreeMap<String, String>) -> (Result<Self, ConfigErrors>, Vec<String>, Vec<String>) {
+        let mut r = Reader { vars, errors: Vec::new(), read: Vec::new(), secrets: Vec::new() };
         let default_listen = SocketAddr::from(([127, 0, 0, 1], 8080));
         let listen =
             r.get("PARLEY_LISTEN", default_listen, |s| s.parse().map_err(|_| format!("{s:?} is not an address such as 127.0.0.1:8080")));
@@ -252,7 +299,7 @@ impl Config {
             if s.contains('@') { Ok(Some(s.to_owned())) } else { Err("must contain an email address".into()) }
         });
         let sms_gateway_url = r.get("PARLEY_SMS_GATEWAY_URL", None, |s| http_url(s).map(Some));
-        let sms_gateway_token = r.get("PARLEY_SMS_GATEWAY_TOKEN", None, |s| Ok(Some(s.to_owned())));
+        let sms_gateway_token = r.secret("PARLEY_SMS_GATEWAY_TOKEN", None, |s| Ok(Some(s.to_owned())));
         let default_schedule =
             ["5s", "30s", "2m", "10m", "30m", "1h", "3h", "6h", "12h", "24h"].iter().filter_map(|d| parse_duration(d).ok()).collect();
         let webhook_retry_schedule =
@@ -344,7 +391,7 @@ impl Config {
         });
         let metrics_listen = r.get("PARLEY_METRICS_LISTEN", None, |s| s.parse().map(Some).map_err(|_| format!("{s:?} is not an address")));
         let health_queue_max_age = r.duration("PARLEY_HEALTH_QUEUE_MAX_AGE", Duration::from_secs(15 * 60));
-        let metrics_token = r.get("PARLEY_METRICS_TOKEN", None, |s| {
+        let metrics_token = r.secret("PARLEY_METRICS_TOKEN", None, |s| {
             if s.len() >= 16 && s.bytes().all(|b| b.is_ascii_graphic()) {
                 Ok(Some(s.to_owned()))
             } else {
@@ -368,9 +415,11 @@ impl Config {
         let continuity = continuity::read(&mut r);
         let files = files::read(&mut r);
         if !r.errors.is_empty() {
-            return (Err(ConfigErrors(r.errors)), r.read);
+            return (Err(ConfigErrors(r.errors)), r.read, r.secrets);
         }
+        let shown = r.shown();
         let config = Config {
+            shown,
             listen,
             database_url,
             database_pool,
@@ -416,7 +465,7 @@ impl Config {
             extra_roots,
             files,
         };
-        (Ok(config), r.read)
+        (Ok(config), r.read, r.secrets)
     }
 }
 
@@ -502,6 +551,46 @@ mod tests {
         for bad in ["12h", "0s", "soon", "-1d"] {
             let err = retention(bad).err().unwrap_or_else(|| panic!("{bad} taken"));
             assert_eq!(err.0[0].variable, "PARLEY_CONVERSATION_RETENTION");
+        }
+    }
+
+    /// `parley check` prints the variables set: a credential never, a
+    /// URL's password masked, and every variable named like a credential
+    /// is read as one (a new one cannot be forgotten).
+    #[test]
+    fn credentials_are_never_shown() {
+        let (c, _) = Config::from_vars(&vars(&[
+            ("PARLEY_DATABASE_URL", "postgres://parley:db-pass@db:5432/parley?sslmode=require"),
+            ("PARLEY_SMTP_URL", "smtps://mailer:smtp-pass@mail.example.com:465"),
+            ("PARLEY_MAIL_FROM", "support@example.com"),
+            ("PARLEY_SMS_GATEWAY_URL", "https://sms.example.com/send"),
+            ("PARLEY_SMS_GATEWAY_TOKEN", "sms-token-value"),
+            ("PARLEY_METRICS_TOKEN", "metrics-token-value"),
+            ("PARLEY_INBOUND_DOMAIN", "reply.example.com"),
+            ("PARLEY_INBOUND_TOKEN", "inbound-token-value"),
+            ("PARLEY_FILES_URL", "s3://bucket/parley?region=eu-west-1"),
+            ("PARLEY_S3_ACCESS_KEY_ID", "AKIAEXAMPLE"),
+            ("PARLEY_S3_SECRET_ACCESS_KEY", "s3-secret-value"),
+            ("PARLEY_PUSH_RELAY_URL", "https://relay.example.com/push"),
+            ("PARLEY_PUSH_RELAY_SECRET", "whsec_cGFybGV5LXJlbGF5LXRlc3Qtc2VjcmV0"),
+        ]))
+        .unwrap();
+        let shown: BTreeMap<_, _> = c.shown.iter().cloned().collect();
+        let text = format!("{shown:?}");
+        for secret in
+            ["db-pass", "smtp-pass", "sms-token-value", "metrics-token-value", "inbound-token-value", "s3-secret-value", "cGFybGV5"]
+        {
+            assert!(!text.contains(secret), "{secret} shown in {text}");
+        }
+        assert_eq!(shown["PARLEY_DATABASE_URL"], "postgres://parley:****@db:5432/parley?sslmode=require");
+        assert_eq!(shown["PARLEY_SMS_GATEWAY_TOKEN"], "(hidden)");
+        assert_eq!(shown["PARLEY_S3_ACCESS_KEY_ID"], "AKIAEXAMPLE");
+        assert_eq!(without_password("postgres://db/parley?user=p&password=x"), "postgres://db/parley?user=p&password=****");
+        assert_eq!(without_password("not a url"), "not a url");
+
+        let (_, read, secrets) = Config::read(&BTreeMap::new());
+        for name in read.iter().filter(|n| n.ends_with("_TOKEN") || n.contains("SECRET") || n.contains("PASSWORD")) {
+            assert!(secrets.contains(name), "{name} looks like a credential but is not read with Reader::secret");
         }
     }
 

@@ -85,7 +85,7 @@ pub(super) fn read(r: &mut Reader<'_>) -> PushConfig {
     let fcm_url = r.get("PARLEY_FCM_URL", FCM_URL.to_owned(), base_url);
     let fcm = account.map(|account| (account, fcm_url));
     let relay_url = r.get("PARLEY_PUSH_RELAY_URL", None, |s| http_url(s).map(|u| Some(u.to_string())));
-    let relay_secret = r.get("PARLEY_PUSH_RELAY_SECRET", None, |s| {
+    let relay_secret = r.secret("PARLEY_PUSH_RELAY_SECRET", None, |s| {
         use base64::Engine;
         // As webhooks' secrets: base64 of at least 18 random bytes, which
         // Standard Webhooks libraries decode to verify.

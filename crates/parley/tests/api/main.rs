@@ -17,6 +17,7 @@ mod audit;
 mod automation;
 mod backend_concurrency;
 mod canned;
+mod check;
 mod cli;
 mod concurrency;
 mod continuity;

@@ -16,7 +16,7 @@ use crate::push_peers::*;
 use crate::web_browser::Browser;
 
 /// A service-account file whose `token_uri` is the peer's.
-fn service_account(dir: &std::path::Path, peer: &Peer) -> String {
+pub(crate) fn service_account(dir: &std::path::Path, peer: &Peer) -> String {
     let account = json!({
         "type": "service_account",
         "project_id": PROJECT,

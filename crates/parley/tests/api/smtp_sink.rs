@@ -39,14 +39,24 @@ pub struct SmtpSink {
     mails: tokio::sync::Mutex<mpsc::UnboundedReceiver<Mail>>,
 }
 
+/// The user name and password a sink takes (`AUTH PLAIN`), when it asks
+/// for one.
+type Login = Option<(&'static str, &'static str)>;
+
 impl SmtpSink {
     pub async fn start() -> Self {
-        Self::listen(None).await
+        Self::listen(None, None).await
     }
 
     /// The sink behind implicit TLS, its certificate for `localhost`
     /// signed by the test CA (`fixtures/push/ca.pem`).
     pub async fn start_tls() -> Self {
+        Self::start_tls_with_login(None).await
+    }
+
+    /// The sink behind implicit TLS, taking mail only from a client that
+    /// signs in as `login` (`AUTH PLAIN`, answering 535 to anything else).
+    pub async fn start_tls_with_login(login: Login) -> Self {
         use rustls::pki_types::pem::PemObject;
         let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = crate::push_peers::FIXTURES;
@@ -54,10 +64,10 @@ impl SmtpSink {
             rustls::pki_types::CertificateDer::pem_file_iter(format!("{dir}/peer.pem")).unwrap().collect::<Result<Vec<_>, _>>().unwrap();
         let key = rustls::pki_types::PrivateKeyDer::from_pem_file(format!("{dir}/peer.key")).unwrap();
         let config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key).unwrap();
-        Self::listen(Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))).await
+        Self::listen(Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))), login).await
     }
 
-    async fn listen(tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
+    async fn listen(tls: Option<tokio_rustls::TlsAcceptor>, login: Login) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (tx, rx) = mpsc::unbounded_channel();
@@ -70,10 +80,10 @@ impl SmtpSink {
                 tokio::spawn(async move {
                     let _ = match tls {
                         Some(acceptor) => match acceptor.accept(socket).await {
-                            Ok(stream) => session(stream, tx, refusing).await,
+                            Ok(stream) => session(stream, tx, refusing, login).await,
                             Err(_) => Ok(()),
                         },
-                        None => session(socket, tx, refusing).await,
+                        None => session(socket, tx, refusing, login).await,
                     };
                 });
             }
@@ -123,7 +133,7 @@ impl SmtpSink {
     }
 }
 
-async fn session<S>(socket: S, tx: mpsc::UnboundedSender<Mail>, refuse: Arc<AtomicU8>) -> std::io::Result<()>
+async fn session<S>(socket: S, tx: mpsc::UnboundedSender<Mail>, refuse: Arc<AtomicU8>, login: Login) -> std::io::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite,
 {
@@ -131,10 +141,23 @@ where
     let mut lines = BufReader::new(read).lines();
     write.write_all(b"220 sink.test ESMTP ready\r\n").await?;
     let (mut from, mut to) = (String::new(), Vec::new());
+    let mut signed_in = login.is_none();
     while let Some(line) = lines.next_line().await? {
         let upper = line.to_ascii_uppercase();
         let reply: &[u8] = if upper.starts_with("EHLO") {
-            b"250-sink.test\r\n250 8BITMIME\r\n"
+            if login.is_some() { b"250-sink.test\r\n250-AUTH PLAIN\r\n250 8BITMIME\r\n" } else { b"250-sink.test\r\n250 8BITMIME\r\n" }
+        } else if let Some(given) = upper.starts_with("AUTH PLAIN ").then(|| line[11..].trim()) {
+            use base64::Engine;
+            let decoded = base64::engine::general_purpose::STANDARD.decode(given).unwrap_or_default();
+            let expected = login.map(|(user, password)| format!("\0{user}\0{password}").into_bytes());
+            if expected.is_some_and(|e| e == decoded) {
+                signed_in = true;
+                b"235 2.7.0 signed in\r\n"
+            } else {
+                b"535 5.7.8 wrong user name or password, says the test\r\n"
+            }
+        } else if upper.starts_with("MAIL FROM:") && !signed_in {
+            b"530 5.7.0 sign in first\r\n"
         } else if upper.starts_with("HELO") || upper.starts_with("RSET") || upper.starts_with("NOOP") {
             b"250 OK\r\n"
         } else if upper.starts_with("MAIL FROM:") {

@@ -1,0 +1,134 @@
+//! `parley check`: what an installation is about to run with, and whether
+//! each service it depends on answers, before it goes live.
+//!
+//! It prints the variables set (credentials hidden, a URL's password
+//! masked), what they amount to, then one line per dependency with a live
+//! test of each; a dependency not set up is shown and is no failure. The
+//! exit code is non-zero when any test failed. Nothing is changed: the
+//! database is read, not migrated; no email, SMS or push is sent; the file
+//! store gets one small file that is removed again.
+
+mod probes;
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::config::Config;
+
+/// How long one dependency may take to answer: beyond it, the check fails
+/// (a firewall that drops packets would otherwise hold the command).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The outcome of one dependency's test.
+pub enum Outcome {
+    Ok(String),
+    Failed(String),
+    /// Not set up: nothing to test.
+    Unused(String),
+}
+
+/// Runs the checks, prints the report to standard output and returns the
+/// exit code.
+pub async fn run(config: &Config) -> ExitCode {
+    print!("{}", settings(config));
+    let results = probes::all(config, PROBE_TIMEOUT).await;
+    print!("{}", report(&results));
+    let failed = results.iter().filter(|(_, outcome)| matches!(outcome, Outcome::Failed(_))).count();
+    match failed {
+        0 => {
+            println!("\nEvery check passed.");
+            ExitCode::SUCCESS
+        }
+        1 => {
+            println!("\n1 check failed.");
+            ExitCode::FAILURE
+        }
+        n => {
+            println!("\n{n} checks failed.");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The variables set and what the installation will do with them.
+fn settings(config: &Config) -> String {
+    let mut out = String::from("Configuration (the variables set; every other one has its default, see README.md):\n");
+    if config.shown.is_empty() {
+        out.push_str("  (none set)\n");
+    }
+    for (name, value) in &config.shown {
+        let _ = writeln!(out, "  {name}={value}");
+    }
+    out.push_str("\nIn effect:\n");
+    let public =
+        config.public_url.as_ref().map_or_else(|| format!("http://{} (PARLEY_PUBLIC_URL not set)", config.listen), |u| u.to_string());
+    let mail = match (&config.smtp_url, &config.mail_from) {
+        (Some(url), Some(from)) => format!("{} as {from}", shown_url(url)),
+        _ => "not set up: no email is sent (verification by email, visitors' emails)".into(),
+    };
+    let sms = config.sms_gateway_url.as_ref().map_or_else(|| "not set up: no SMS is sent".into(), |u| shown_url(u.as_str()));
+    let mut push = Vec::new();
+    if config.push.apns.is_some() {
+        push.push("APNs");
+    }
+    if config.push.fcm.is_some() {
+        push.push("FCM");
+    }
+    if config.push.relay.is_some() {
+        push.push("relay");
+    }
+    push.push("Web Push");
+    let proxies = if config.trusted_proxies.is_empty() {
+        "none: X-Forwarded-For is ignored, the client address is the connection's".to_owned()
+    } else {
+        config.trusted_proxies.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    };
+    let database = match parley_storage::Location::parse(&config.database_url) {
+        Ok(parley_storage::Location::Postgres(_)) => {
+            format!("{} ({} connections)", shown_url(&config.database_url), config.database_pool)
+        }
+        _ => shown_url(&config.database_url),
+    };
+    let rows = [
+        ("listening on", config.listen.to_string()),
+        ("public address", public),
+        ("database", database),
+        ("files", shown_url(&config.files.url)),
+        ("mail", mail),
+        ("SMS", sms),
+        ("push", push.join(", ")),
+        ("trusted proxies", proxies),
+        ("shutdown timeout", format!("{:?}", config.shutdown_timeout)),
+        ("rate limits", if config.rate_limits.widget_writes.is_some() { "on".into() } else { "off".into() }),
+    ];
+    for (label, value) in rows {
+        let _ = writeln!(out, "  {label:<17} {value}");
+    }
+    out
+}
+
+/// `url` with its password masked.
+fn shown_url(url: &str) -> String {
+    crate::config::without_password(url)
+}
+
+/// One line per dependency: `ok`, `FAIL` or `-`, its name, what was found.
+fn report(results: &[(&'static str, Outcome)]) -> String {
+    let mut out = String::from("\nChecks:\n");
+    for (name, outcome) in results {
+        let (mark, text) = match outcome {
+            Outcome::Ok(text) => ("ok", text),
+            Outcome::Failed(text) => ("FAIL", text),
+            Outcome::Unused(text) => ("-", text),
+        };
+        let _ = writeln!(out, "  {mark:<5} {name:<12} {}", one_line(text));
+    }
+    out
+}
+
+/// A reason on one line: an error's own line breaks (a server's banner, a
+/// chain of causes) would break the one-line-per-dependency report.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,168 @@
+//! `parley check` as a self-hoster runs it before going live: every
+//! dependency tested live against real peers on loopback (an SMTP server,
+//! an HTTP gateway, the push providers' peer, the suite's database), the
+//! credentials never printed, nothing sent and nothing changed.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::cli::{output, parley};
+use crate::push_peers::{KEY_ID, Peer, TEAM_ID, TOPIC, fixture};
+use crate::receiver::{Receiver, Reply};
+use crate::smtp_sink::SmtpSink;
+
+const SMTP_PASSWORD: &str = "smtp-password-never-shown";
+const GATEWAY_TOKEN: &str = "gateway-token-never-shown";
+const METRICS_TOKEN: &str = "metrics-token-never-shown";
+
+/// The line of the report about `name`.
+fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.trim_start().split_once(' ').is_some_and(|(_, rest)| rest.trim_start().starts_with(name)))
+        .unwrap_or_else(|| panic!("no line about {name} in:\n{stdout}"))
+}
+
+fn passed(stdout: &str, name: &str) -> bool {
+    line(stdout, name).trim_start().starts_with("ok ")
+}
+
+fn failed(stdout: &str, name: &str) -> bool {
+    line(stdout, name).trim_start().starts_with("FAIL ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_dependency_that_answers_passes_and_no_credential_is_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (database_url, _db) = crate::helpers::fresh_database(dir.path(), "parley.sqlite3").await;
+    let sink = SmtpSink::start_tls_with_login(Some(("parley", SMTP_PASSWORD))).await;
+    let gateway = Receiver::start().await;
+    gateway.reply(&[Reply::Status(405)]);
+    let peer = Peer::start().await;
+    // What Apple answers a device token no device has, once it took the
+    // provider token.
+    peer.script(&"0".repeat(64), &[(400, json!({"reason": "BadDeviceToken"}))]);
+    let account = crate::push::service_account(dir.path(), &peer);
+    let smtp_url = format!("smtps://parley:{SMTP_PASSWORD}@localhost:{}", sink.port);
+    let files = dir.path().join("files");
+
+    let (code, stdout, stderr) = output(
+        parley(dir.path())
+            .arg("check")
+            .env("PARLEY_DATABASE_URL", &database_url)
+            .env("PARLEY_SMTP_URL", &smtp_url)
+            .env("PARLEY_MAIL_FROM", "Parley <support@example.com>")
+            .env("PARLEY_SMS_GATEWAY_URL", &gateway.url)
+            .env("PARLEY_SMS_GATEWAY_TOKEN", GATEWAY_TOKEN)
+            .env("PARLEY_METRICS_TOKEN", METRICS_TOKEN)
+            .env("PARLEY_FILES_URL", format!("file://{}", files.display()))
+            .env("PARLEY_EXTRA_CA_FILE", fixture("ca.pem"))
+            .env("PARLEY_APNS_KEY_FILE", fixture("apns-key.p8"))
+            .env("PARLEY_APNS_KEY_ID", KEY_ID)
+            .env("PARLEY_APNS_TEAM_ID", TEAM_ID)
+            .env("PARLEY_APNS_TOPIC", TOPIC)
+            .env("PARLEY_APNS_URL", &peer.base)
+            .env("PARLEY_FCM_SERVICE_ACCOUNT_FILE", &account)
+            .env("PARLEY_FCM_URL", &peer.base)
+            .env("PARLEY_TRUSTED_PROXIES", "10.0.0.0/8"),
+    )
+    .await;
+
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    for name in ["database", "mail server", "SMS gateway", "file store", "push: APNs", "push: FCM"] {
+        assert!(passed(&stdout, name), "{name} did not pass:\n{stdout}");
+    }
+    assert!(stdout.contains("Every check passed."));
+    // The configuration in effect, credentials hidden.
+    assert!(stdout.contains("PARLEY_TRUSTED_PROXIES=10.0.0.0/8"), "{stdout}");
+    assert!(stdout.contains("PARLEY_SMS_GATEWAY_TOKEN=(hidden)"), "{stdout}");
+    assert!(stdout.contains("smtps://parley:****@localhost"), "{stdout}");
+    for secret in [SMTP_PASSWORD, GATEWAY_TOKEN, METRICS_TOKEN] {
+        assert!(!stdout.contains(secret) && !stderr.contains(secret), "{secret} was printed");
+    }
+    // Tested, not used: nothing was sent, the probe file is gone.
+    assert!(tokio::time::timeout(Duration::from_millis(200), sink.next()).await.is_err(), "no email is sent");
+    let probe = gateway.next().await;
+    assert_eq!(probe.body, "", "the gateway got a GET, not an SMS");
+    assert_eq!(probe.header("authorization"), format!("Bearer {GATEWAY_TOKEN}"), "with its token");
+    assert!(peer.refused().is_empty(), "the peer refused: {:?}", peer.refused());
+    assert!(peer.delivered().is_empty(), "no push was delivered");
+    assert_eq!(peer.token_requests(), 1, "FCM's token endpoint was asked once");
+    assert_eq!(std::fs::read_dir(&files).unwrap().count(), 0, "the test file was removed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_failing_dependency_is_named_and_the_exit_code_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on (bound, then let go).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let gateway = Receiver::start().await;
+    gateway.reply(&[Reply::Status(401)]);
+    let peer = Peer::start().await;
+    let sink = SmtpSink::start_tls_with_login(Some(("parley", SMTP_PASSWORD))).await;
+    // A file where the store's folder should be: it cannot be made.
+    let blocked = dir.path().join("not-a-folder");
+    std::fs::write(&blocked, "").unwrap();
+
+    let (code, stdout, _) = output(
+        parley(dir.path())
+            .arg("check")
+            .env("PARLEY_DATABASE_URL", format!("postgres://parley:secret@127.0.0.1:{closed}/parley"))
+            .env("PARLEY_SMTP_URL", format!("smtps://parley:not-the-password@localhost:{}", sink.port))
+            .env("PARLEY_MAIL_FROM", "support@example.com")
+            .env("PARLEY_SMS_GATEWAY_URL", &gateway.url)
+            .env("PARLEY_SMS_GATEWAY_TOKEN", GATEWAY_TOKEN)
+            .env("PARLEY_FILES_URL", format!("file://{}", blocked.display()))
+            .env("PARLEY_EXTRA_CA_FILE", fixture("ca.pem"))
+            .env("PARLEY_APNS_KEY_FILE", fixture("apns-key.p8"))
+            .env("PARLEY_APNS_KEY_ID", KEY_ID)
+            .env("PARLEY_APNS_TEAM_ID", TEAM_ID)
+            // Not the app the key may push to: the peer refuses, as Apple does.
+            .env("PARLEY_APNS_TOPIC", "com.example.other")
+            .env("PARLEY_APNS_URL", &peer.base),
+    )
+    .await;
+
+    assert_eq!(code, 1, "{stdout}");
+    for name in ["database", "mail server", "SMS gateway", "file store", "push: APNs"] {
+        assert!(failed(&stdout, name), "{name} did not fail:\n{stdout}");
+    }
+    assert!(line(&stdout, "mail server").contains("535"), "the server's refusal of the sign-in is shown:\n{stdout}");
+    assert!(line(&stdout, "SMS gateway").contains("refused the token (HTTP 401)"), "{stdout}");
+    assert!(line(&stdout, "push: APNs").contains("HTTP 403"), "{stdout}");
+    assert!(stdout.contains("5 checks failed."), "{stdout}");
+    assert!(!stdout.contains("secret@"), "the database password is masked:\n{stdout}");
+}
+
+/// A database the check reaches is read, never migrated: a SQLite file
+/// that does not exist yet is still not there afterwards, and a
+/// self-hoster without mail, SMS or push sees them as not set up, which
+/// is no failure.
+#[tokio::test]
+async fn a_check_changes_nothing_and_what_is_not_set_up_is_no_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, _) = output(parley(dir.path()).arg("check").env("PARLEY_DATABASE_URL", "sqlite://data/parley.sqlite3")).await;
+    assert_eq!(code, 0, "{stdout}");
+    assert!(passed(&stdout, "database") && line(&stdout, "database").contains("the first start applies"), "{stdout}");
+    for name in ["mail server", "SMS gateway", "push"] {
+        assert!(line(&stdout, name).trim_start().starts_with("- "), "{name}:\n{stdout}");
+    }
+    assert!(!dir.path().join("data/parley.sqlite3").exists(), "the check made the database");
+}
+
+/// A database migrated by a newer build is refused: running this one on
+/// it would not know its schema.
+#[tokio::test]
+async fn a_database_newer_than_this_build_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _db) = crate::helpers::fresh_database(dir.path(), "parley.sqlite3").await;
+    crate::helpers::run_sql(
+        &url,
+        if url.starts_with("postgres") { "INSERT INTO parley_migrations (version) VALUES (9999)" } else { "PRAGMA user_version = 9999" },
+    )
+    .await;
+    let (code, stdout, _) = output(parley(dir.path()).arg("check").env("PARLEY_DATABASE_URL", &url)).await;
+    assert_eq!(code, 1, "{stdout}");
+    assert!(failed(&stdout, "database") && line(&stdout, "database").contains("newer than this build"), "{stdout}");
+}
