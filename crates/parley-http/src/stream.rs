@@ -468,6 +468,11 @@ fn respond(live: Live, render: Render) -> Response {
         }
     })
     .flat_map(|batch| stream::iter(batch.into_iter().map(Ok::<_, Infallible>)));
+    // A first line at once: a proxy may hold the response's headers until
+    // the first bytes of its body (nginx before 1.23 over HTTP/2 does),
+    // and a client that gives a stream a few seconds to open would
+    // otherwise wait for the first keep-alive, and give up.
+    let events = stream::once(async { Ok(Event::default().comment("open")) }).chain(events);
     let sse = Sse::new(events).keep_alive(KeepAlive::new().interval(keepalive).text("keep-alive"));
     let mut response = sse.into_response();
     // Proxies that buffer responses (nginx does by default) would hold

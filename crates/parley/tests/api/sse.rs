@@ -22,6 +22,9 @@ pub struct EventStream {
     /// only whole frames are decoded.
     buffer: Vec<u8>,
     pub content_type: String,
+    /// Whether a frame was read: the stream's opening comment (`: open`)
+    /// is then behind.
+    started: bool,
 }
 
 /// What opening a stream answered: the stream, or the status and JSON
@@ -42,7 +45,7 @@ pub async fn open(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Result
         return Err((status, body));
     }
     let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    Ok(EventStream { response, buffer: Vec::new(), content_type })
+    Ok(EventStream { response, buffer: Vec::new(), content_type, started: false })
 }
 
 /// Opens a stream that must be accepted.
@@ -54,10 +57,17 @@ pub async fn open_ok(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Eve
 }
 
 impl EventStream {
-    /// The next frame, or `None` when the server ended the stream. Panics
-    /// when nothing comes within 10 s.
+    /// The next frame, or `None` when the server ended the stream, past
+    /// the opening comment every stream starts with. Panics when nothing
+    /// comes within 10 s.
     pub async fn frame(&mut self) -> Option<Frame> {
-        self.frame_within(Duration::from_secs(10)).await.expect("a frame or the end within 10 s")
+        loop {
+            let frame = self.frame_within(Duration::from_secs(10)).await.expect("a frame or the end within 10 s");
+            let opening = !std::mem::replace(&mut self.started, true) && frame == Some(Frame::Comment("open".into()));
+            if !opening {
+                return frame;
+            }
+        }
     }
 
     /// The next frame within `wait`: `Err(())` when nothing came.

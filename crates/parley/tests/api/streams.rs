@@ -96,6 +96,25 @@ fn kinds(events: &[Event]) -> Vec<&str> {
     events.iter().map(|e| e.1.as_str()).collect()
 }
 
+/// Every stream writes a first line when it opens, long before its first
+/// keep-alive: a proxy that holds a response's headers until the first
+/// bytes of its body (nginx before 1.23, over HTTP/2) would otherwise
+/// delay the opening past what a widget waits for.
+#[tokio::test]
+async fn every_stream_says_at_once_that_it_is_open() {
+    let app = TestApp::with().var("PARLEY_STREAM_KEEPALIVE", "1h").start().await;
+    let f = app.fixture("acme", &[]).await;
+    let admin = app.login("admin@acme.example.com").await;
+    let public_id = app.open_conversation("/api", &f.token, "v1", "hello").await;
+    let cursor = messages_cursor(&app, "/api", &f.token, &public_id).await;
+    let mut widget = sse::open_ok(&app, &widget_stream_path("/api/v1", &public_id, &f.token, Some(&cursor)), &[]).await;
+    let mut operator = operator_stream(&app, &admin, &[]).await;
+    for stream in [&mut widget, &mut operator] {
+        let first = stream.frame_within(Duration::from_secs(5)).await;
+        assert_eq!(first, Ok(Some(Frame::Comment("open".into()))));
+    }
+}
+
 #[tokio::test]
 async fn a_visitor_follows_its_conversation_live_from_the_cursor_of_its_messages() {
     let app = TestApp::spawn().await;
