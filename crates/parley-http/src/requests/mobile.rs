@@ -95,6 +95,10 @@ fn page_request(page: Option<PageNumber>, per_page: Option<PerPage>) -> PageRequ
     PageRequest { page: page.map_or(1, |p| p.0), per_page: per_page.map_or(20, |p| p.0) }
 }
 
+/// The longest an operator's catch-up may be held, in seconds: a proxy in
+/// front must wait longer for an answer (deploy/).
+pub const LONG_POLL_MAX_WAIT: u32 = 30;
+
 /// The query of an operator's catch-up.
 #[derive(FromFields)]
 #[fields(query)]
@@ -102,7 +106,7 @@ pub struct OperatorEventsParams {
     /// A `cursor` from an earlier answer, an event or `meta.cursor` of the inbox. Without it, no events and the current cursor.
     pub after: Option<Cursor>,
     /// Seconds (0 to 30) to hold the request while no event has come; default 0.
-    pub wait: Option<Bounded<0, 30>>,
+    pub wait: Option<Bounded<0, LONG_POLL_MAX_WAIT>>,
     /// With `Accept: text/event-stream`: replay every event after this cursor, then go live (a `Last-Event-ID` header wins over it; `after` is read the same way). Without either, only what happens from now.
     pub last_event_id: Option<Cursor>,
 }

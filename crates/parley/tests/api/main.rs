@@ -23,6 +23,7 @@ mod concurrency;
 mod continuity;
 mod continuity_mail;
 mod db_copy;
+mod deploy_files;
 mod erasure;
 mod errors;
 mod feed;
