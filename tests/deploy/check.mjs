@@ -354,6 +354,9 @@ for (const spec of args.proxy) {
   await check(name, "body size", async () => {
     await open();
     const s = await session();
+    // PARLEY_ATTACHMENT_MAX's default, which demo runs with:
+    // crates/parley/tests/api/deploy_files.rs holds the proxies' limits
+    // to it.
     const max = 10 * 1024 * 1024;
     const send = (size) => {
       const { contentType, body } = upload(size);

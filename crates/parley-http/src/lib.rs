@@ -34,7 +34,7 @@ use parley_domain::widget::WidgetService;
 pub use app::WebAppSettings;
 pub use extract::TrustedProxies;
 pub use requests::mobile::LONG_POLL_MAX_WAIT;
-pub use routes::{BODY_LIMIT, MetricsAccess, RouterOptions, metrics_router, router};
+pub use routes::{BODY_LIMIT, INBOUND_LIMIT, MetricsAccess, RouterOptions, metrics_router, router};
 
 /// What every handler can reach. Cloned for every request (axum's `State`),
 /// so it is one `Arc`: a clone is one atomic increment, not one per service.

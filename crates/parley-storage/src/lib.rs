@@ -91,7 +91,10 @@ pub async fn migrate(url: &str) -> Result<Vec<u32>, OpenError> {
 /// What `parley check` reports of a database it reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schema {
-    /// The migrations applied there (0 for a SQLite file not made yet).
+    /// Whether the database exists: a SQLite file is made by the first
+    /// start, in a folder `inspect` found it can write.
+    pub made: bool,
+    /// The migrations applied there (0 for a database not made yet).
     pub version: u32,
     /// The migrations this build has: `serve` and `migrate` apply those
     /// above `version`; a `version` above it is a newer build's database.
@@ -110,6 +113,33 @@ pub async fn inspect(url: &str) -> Result<Schema, OpenError> {
     })
     .await
     .map_err(|e| OpenError::Io { path: PathBuf::new(), reason: e.to_string() })?
+}
+
+/// Whether a file or folder can be made at `path`: the nearest part of it
+/// that exists must be a folder this process can write in (tried with a
+/// file made and removed at once), so that what `serve` would make there
+/// at start is known to work without making it.
+pub fn can_be_made(path: &std::path::Path) -> Result<(), String> {
+    let mut folder = path.parent();
+    while let Some(part) = folder {
+        // A relative path's last part is the working folder.
+        let candidate = if part.as_os_str().is_empty() { std::path::Path::new(".") } else { part };
+        match std::fs::metadata(candidate) {
+            Ok(meta) if meta.is_dir() => {
+                let probe = candidate.join(format!(".parley-check-{}", std::process::id()));
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&probe)
+                    .map_err(|e| format!("{} cannot be made: cannot write in {}: {e}", path.display(), candidate.display()))?;
+                return std::fs::remove_file(&probe).map_err(|e| format!("cannot remove {}: {e}", probe.display()));
+            }
+            Ok(_) => return Err(format!("{} cannot be made: {} is not a folder", path.display(), candidate.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !part.as_os_str().is_empty() => folder = part.parent(),
+            Err(e) => return Err(format!("{} cannot be made: {}: {e}", path.display(), candidate.display())),
+        }
+    }
+    Ok(())
 }
 
 /// Prepares every statement of the storage layer on the database at

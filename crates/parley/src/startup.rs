@@ -120,11 +120,7 @@ impl Application {
             Some(addr) => Some(bind(addr)?),
             None => None,
         };
-        let public_url = match &config.public_url {
-            Some(url) => url.as_str().trim_end_matches('/').to_owned(),
-            None if local_addr.ip().is_unspecified() => format!("http://127.0.0.1:{}", local_addr.port()),
-            None => format!("http://{local_addr}"),
-        };
+        let public_url = config.public_base(local_addr);
         let demo = match mode {
             Mode::Serve => None,
             Mode::Demo => {

@@ -16,10 +16,14 @@ pub enum PushContent {
 
 impl PushContent {
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "minimal" => Some(Self::Minimal),
-            "full" => Some(Self::Full),
-            _ => None,
+        [Self::Minimal, Self::Full].into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// As `PARLEY_PUSH_CONTENT` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Minimal => "minimal",
+            Self::Full => "full",
         }
     }
 }

@@ -11,4 +11,4 @@ pub use caller::{ClientCaller, OwnOrigin, TrustedProxies, client_ip, try_page_pa
 pub use fields::{Field, Fields, FromFields, Invalid, Item, Schema, Shape, positive_id};
 pub use json::{JsonBody, OptionalJsonBody, QueryFields, RawBody};
 pub use parley_macros::FromFields;
-pub use upload::FileUpload;
+pub use upload::{FORM_OVERHEAD, FileUpload};

@@ -16,7 +16,7 @@ use crate::error::ApiError;
 
 /// What a form may carry beyond the file itself: its part's headers and
 /// boundaries, and small fields a client adds.
-const FORM_OVERHEAD: u64 = 64 * 1024;
+pub const FORM_OVERHEAD: u64 = 64 * 1024;
 
 /// The form's part named `file`: the name its client gave and its bytes.
 pub struct FileUpload {

@@ -115,6 +115,7 @@ pub(crate) fn inspect(url: &str) -> Result<crate::Schema, OpenError> {
         0
     };
     Ok(crate::Schema {
+        made: true,
         version: u32::try_from(version).unwrap_or(u32::MAX),
         latest: migrate::latest(),
         server: format!("PostgreSQL {server}"),

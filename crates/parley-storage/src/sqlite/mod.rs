@@ -85,13 +85,18 @@ pub(crate) fn inspect(path: &std::path::Path) -> Result<crate::Schema, OpenError
     let latest = migrate::latest();
     let version = rusqlite::version();
     if !path.exists() {
-        return Ok(crate::Schema { version: 0, latest, server: format!("SQLite {version} (the file is made at start)") });
+        crate::can_be_made(path).map_err(|reason| OpenError::Io { path: path.to_owned(), reason })?;
+        return Ok(crate::Schema { made: false, version: 0, latest, server: format!("SQLite {version}") });
     }
+    // `serve` writes the file and, beside it, its -wal and -shm files.
+    let unwritable = |reason: String| OpenError::Io { path: path.to_owned(), reason };
+    std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| unwritable(format!("cannot be written: {e}")))?;
+    crate::can_be_made(path).map_err(unwritable)?;
     let conn = connection::open_reader(path)?;
     let applied: u32 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(|e| OpenError::Io { path: path.to_owned(), reason: e.to_string() })?;
-    Ok(crate::Schema { version: applied, latest, server: format!("SQLite {version}") })
+    Ok(crate::Schema { made: true, version: applied, latest, server: format!("SQLite {version}") })
 }
 
 pub(crate) fn prepare_all(path: &std::path::Path) -> Result<usize, String> {

@@ -61,8 +61,9 @@ impl Apns {
 
     /// `parley check`'s live test: a push to a device token no device
     /// has (all zeros), which Apple answers `BadDeviceToken` once it took
-    /// the provider token and the topic, and `403` with the reason when it
-    /// did not. Nothing reaches any device.
+    /// the provider token, and `403` with the reason when it did not.
+    /// Whether the topic is the app's shows only with a real device's
+    /// token. Nothing reaches any device.
     pub async fn probe(&self, now: Timestamp) -> Result<String, String> {
         let token = self.token(now)?;
         let request = self
@@ -74,9 +75,9 @@ impl Apns {
             .header("apns-expiration", "0")
             .json(&json!({"aps": {"alert": {"title": "Parley check"}}}));
         match http::send(request, now).await {
-            Answer::Status { code: 200, .. } => Ok("the key and the topic were accepted".into()),
+            Answer::Status { code: 200, .. } => Ok("the key was accepted".into()),
             Answer::Status { code: 400, body, .. } if reason_of(&body) == "BadDeviceToken" => {
-                Ok("the key and the topic were accepted (a test device token was refused, as it should be)".into())
+                Ok("the key was accepted (a test device token was refused, as it should be)".into())
             }
             Answer::Status { code, body, .. } => Err(format!("Apple refused: HTTP {code} {}", reason_of(&body))),
             Answer::NoResponse(reason) => Err(reason),

@@ -130,18 +130,22 @@ impl Providers {
         })
     }
 
-    /// One live test per provider set up, by name (`parley check`).
-    /// Browsers' push services need no setting, so have none.
-    pub async fn probe(&self, now: Timestamp) -> Vec<(&'static str, Result<String, String>)> {
+    /// One live test per provider set up, by name, each failed past
+    /// `timeout` (`parley check`). Browsers' push services need no
+    /// setting, so have none.
+    pub async fn probe(&self, now: Timestamp, timeout: Duration) -> Vec<(&'static str, Result<String, String>)> {
+        async fn bounded(timeout: Duration, probe: impl Future<Output = Result<String, String>>) -> Result<String, String> {
+            tokio::time::timeout(timeout, probe).await.unwrap_or_else(|_| Err(format!("no answer within {} seconds", timeout.as_secs())))
+        }
         let mut results = Vec::new();
         if let Some(apns) = &self.apns {
-            results.push(("push: APNs", apns.probe(now).await));
+            results.push(("push: APNs", bounded(timeout, apns.probe(now)).await));
         }
         if let Some(fcm) = &self.fcm {
-            results.push(("push: FCM", fcm.probe(now).await));
+            results.push(("push: FCM", bounded(timeout, fcm.probe(now)).await));
         }
         if let Some(relay) = &self.relay {
-            results.push(("push: relay", relay.probe(now).await));
+            results.push(("push: relay", bounded(timeout, relay.probe(now)).await));
         }
         results
     }

@@ -31,38 +31,46 @@ pub enum Outcome {
 /// Runs the checks, prints the report to standard output and returns the
 /// exit code.
 pub async fn run(config: &Config) -> ExitCode {
-    print!("{}", settings(config));
+    say(&settings(config));
     let results = probes::all(config, PROBE_TIMEOUT).await;
-    print!("{}", report(&results));
-    let failed = results.iter().filter(|(_, outcome)| matches!(outcome, Outcome::Failed(_))).count();
-    match failed {
+    say(&report(&results, &config.credential_values));
+    match results.iter().filter(|(_, outcome)| matches!(outcome, Outcome::Failed(_))).count() {
         0 => {
-            println!("\nEvery check passed.");
+            say("\nEvery check passed.\n");
             ExitCode::SUCCESS
         }
         1 => {
-            println!("\n1 check failed.");
+            say("\n1 check failed.\n");
             ExitCode::FAILURE
         }
         n => {
-            println!("\n{n} checks failed.");
+            say(&format!("\n{n} checks failed.\n"));
             ExitCode::FAILURE
         }
     }
 }
 
+/// Writes to standard output; a reader that went away (`| head`) is no
+/// reason to stop the checks, whose exit code still says how they went.
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 /// The variables set and what the installation will do with them.
 fn settings(config: &Config) -> String {
-    let mut out = String::from("Configuration (the variables set; every other one has its default, see README.md):\n");
-    if config.shown.is_empty() {
-        out.push_str("  (none set)\n");
-    }
-    for (name, value) in &config.shown {
-        let _ = writeln!(out, "  {name}={value}");
+    let mut out = String::from("Configuration (every variable; those not set have their default):\n");
+    let width = config.shown.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for setting in &config.shown {
+        let origin = if setting.set { "" } else { "  (default)" };
+        let _ = writeln!(out, "  {:<width$}  {}{origin}", setting.name, setting.value);
     }
     out.push_str("\nIn effect:\n");
-    let public =
-        config.public_url.as_ref().map_or_else(|| format!("http://{} (PARLEY_PUBLIC_URL not set)", config.listen), |u| u.to_string());
+    let public = match config.public_url {
+        Some(_) => config.public_base(config.listen),
+        None => format!("{} (PARLEY_PUBLIC_URL not set)", config.public_base(config.listen)),
+    };
     let mail = match (&config.smtp_url, &config.mail_from) {
         (Some(url), Some(from)) => format!("{} as {from}", shown_url(url)),
         _ => "not set up: no email is sent (verification by email, visitors' emails)".into(),
@@ -99,8 +107,6 @@ fn settings(config: &Config) -> String {
         ("SMS", sms),
         ("push", push.join(", ")),
         ("trusted proxies", proxies),
-        ("shutdown timeout", format!("{:?}", config.shutdown_timeout)),
-        ("rate limits", if config.rate_limits.widget_writes.is_some() { "on".into() } else { "off".into() }),
     ];
     for (label, value) in rows {
         let _ = writeln!(out, "  {label:<17} {value}");
@@ -113,8 +119,9 @@ fn shown_url(url: &str) -> String {
     crate::config::without_password(url)
 }
 
-/// One line per dependency: `ok`, `FAIL` or `-`, its name, what was found.
-fn report(results: &[(&'static str, Outcome)]) -> String {
+/// One line per dependency: `ok`, `FAIL` or `-`, its name, what was found,
+/// with any credential's value masked.
+fn report(results: &[(&'static str, Outcome)], credentials: &[String]) -> String {
     let mut out = String::from("\nChecks:\n");
     for (name, outcome) in results {
         let (mark, text) = match outcome {
@@ -122,9 +129,17 @@ fn report(results: &[(&'static str, Outcome)]) -> String {
             Outcome::Failed(text) => ("FAIL", text),
             Outcome::Unused(text) => ("-", text),
         };
-        let _ = writeln!(out, "  {mark:<5} {name:<12} {}", one_line(text));
+        let _ = writeln!(out, "  {mark:<5} {name:<12} {}", masked(&one_line(text), credentials));
     }
     out
+}
+
+/// `text` with every credential's value replaced, longest first (one may
+/// hold another).
+fn masked(text: &str, credentials: &[String]) -> String {
+    let mut by_length: Vec<&String> = credentials.iter().collect();
+    by_length.sort_by_key(|c| std::cmp::Reverse(c.len()));
+    by_length.into_iter().fold(text.to_owned(), |text, credential| text.replace(credential.as_str(), "****"))
 }
 
 /// A reason on one line: an error's own line breaks (a server's banner, a

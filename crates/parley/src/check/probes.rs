@@ -22,7 +22,7 @@ pub async fn all(config: &Config, timeout: Duration) -> Vec<(&'static str, Outco
         ("SMS gateway", bounded(timeout, sms(config)).await),
         ("file store", bounded(timeout, files(config)).await),
     ];
-    match bounded_push(timeout, config).await {
+    match push(timeout, config).await {
         Ok(pushes) => results.extend(pushes),
         Err(reason) => results.push(("push", Outcome::Failed(reason))),
     }
@@ -42,6 +42,9 @@ async fn database(config: &Config) -> Outcome {
         Err(e) => return Outcome::Failed(e.to_string()),
     };
     let (version, latest, server) = (schema.version, schema.latest, schema.server);
+    if !schema.made {
+        return Outcome::Ok(format!("{server}: not made yet; the first start makes it and applies the {latest} migrations"));
+    }
     if version > latest {
         return Outcome::Failed(format!(
             "{server}: the schema is at migration {version}, newer than this build knows ({latest}): run the newer Parley"
@@ -80,13 +83,22 @@ async fn sms(config: &Config) -> Outcome {
         Err(e) => return Outcome::Failed(e),
     };
     match gateway.probe().await {
-        Ok(found) => Outcome::Ok(format!("{url}: {found}")),
-        Err(e) => Outcome::Failed(format!("{url}: {e}")),
+        Ok(found) => Outcome::Ok(format!("{}: {found}", super::shown_url(url.as_str()))),
+        Err(e) => Outcome::Failed(format!("{}: {e}", super::shown_url(url.as_str()))),
     }
 }
 
-/// Writes a small file, reads it back and removes it.
+/// Writes a small file, reads it back and removes it; a folder that does
+/// not exist yet is not made (the first start makes it).
 async fn files(config: &Config) -> Outcome {
+    if let Some(folder) = config.files.url.strip_prefix("file://").map(std::path::Path::new)
+        && !folder.exists()
+    {
+        return match parley_storage::can_be_made(folder) {
+            Ok(()) => Outcome::Ok(format!("{}: not made yet; the first start makes it", config.files.url)),
+            Err(e) => Outcome::Failed(e),
+        };
+    }
     let store = match parley_storage::files::open(&config.files.url, config.files.credentials.clone()) {
         Ok(store) => store,
         Err(e) => return Outcome::Failed(e.to_string()),
@@ -122,17 +134,16 @@ async fn files(config: &Config) -> Outcome {
 }
 
 /// The push providers set up, each tested (APNs, FCM, a relay).
-async fn bounded_push(timeout: Duration, config: &Config) -> Result<Vec<(&'static str, Outcome)>, String> {
+async fn push(timeout: Duration, config: &Config) -> Result<Vec<(&'static str, Outcome)>, String> {
     // The check's own key for Web Push, which it does not test: the
     // installation's is in the database, and a browser's push service
     // needs no setting.
     let vapid = EcKey::generate().and_then(|der| EcKey::from_pkcs8(&der))?;
+    // The public address only names the installation to browsers' push
+    // services (VAPID), which are not tested.
     let settings = crate::startup::push_settings(config, config.webhook_allow_private, "https://localhost");
     let providers = Arc::new(Providers::new(settings, vapid).map_err(|e| format!("cannot set up the push clients: {e}"))?);
-    let now = SystemClock.now();
-    let probed = tokio::time::timeout(timeout, providers.probe(now))
-        .await
-        .map_err(|_| format!("the push providers gave no answer within {} seconds", timeout.as_secs()))?;
+    let probed = providers.probe(SystemClock.now(), timeout).await;
     let mut results: Vec<(&'static str, Outcome)> =
         probed.into_iter().map(|(name, result)| (name, result.map_or_else(Outcome::Failed, Outcome::Ok))).collect();
     if results.is_empty() {

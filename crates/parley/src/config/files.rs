@@ -26,8 +26,8 @@ pub(super) fn read(r: &mut Reader<'_>) -> FilesConfig {
         parley_storage::files::check(s).map(|()| s.to_owned()).map_err(|e| e.to_string())
     });
     let defaults = AttachmentSettings::default();
-    let max_size = r.get("PARLEY_ATTACHMENT_MAX", defaults.max_size, |s| size(s, 1024, 1 << 30));
-    let quota = r.get("PARLEY_FILES_QUOTA_PER_TENANT", defaults.quota, |s| size(s, 1, u64::MAX));
+    let max_size = r.get("PARLEY_ATTACHMENT_MAX", Size(defaults.max_size), |s| size(s, 1024, 1 << 30).map(Size)).0;
+    let quota = r.get("PARLEY_FILES_QUOTA_PER_TENANT", Size(defaults.quota), |s| size(s, 1, u64::MAX).map(Size)).0;
     let key = r.get("PARLEY_S3_ACCESS_KEY_ID", None, |s| Ok(Some(s.to_owned())));
     let secret = r.secret("PARLEY_S3_SECRET_ACCESS_KEY", None, |s| Ok(Some(s.to_owned())));
     let credentials = match (key, secret) {
@@ -53,6 +53,19 @@ pub(super) fn read(r: &mut Reader<'_>) -> FilesConfig {
 
 /// A size in bytes, or with `KiB`, `MiB` or `GiB` (`K`, `M`, `G` and
 /// `KB`, `MB`, `GB` mean the same, binary, units), within `min..=max`.
+/// A number of bytes, shown in the largest whole unit.
+pub(super) struct Size(pub u64);
+
+impl super::shown::Shown for Size {
+    fn shown(&self) -> String {
+        let n = self.0;
+        match [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")].into_iter().find(|(unit, _)| n > 0 && n.is_multiple_of(*unit)) {
+            Some((unit, name)) => format!("{}{name}", n / unit),
+            None => n.to_string(),
+        }
+    }
+}
+
 fn size(s: &str, min: u64, max: u64) -> Result<u64, String> {
     let t = s.trim();
     let digits = t.bytes().take_while(u8::is_ascii_digit).count();

@@ -19,6 +19,7 @@ use url::Url;
 mod continuity;
 mod files;
 mod push;
+mod shown;
 
 pub use continuity::ContinuityConfig;
 pub use files::{DEFAULT_FILES_URL, DEMO_FILES_URL, FilesConfig};
@@ -99,9 +100,22 @@ pub struct Config {
     pub extra_roots: Option<ExtraRoots>,
     /// Attachments: where they are kept, their limits.
     pub files: FilesConfig,
-    /// The variables set, as `parley check` prints them (credentials
-    /// hidden).
-    pub shown: Vec<(String, String)>,
+    /// Every variable as `parley check` prints it (credentials hidden).
+    pub shown: Vec<Setting>,
+    /// The credentials' values (secrets, URLs' passwords), which `parley
+    /// check` masks in whatever else it prints: a client library's error
+    /// may quote a URL whole.
+    pub credential_values: Vec<String>,
+}
+
+/// A variable and its value in effect, for `parley check`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub name: String,
+    /// As set, credentials hidden; or the default.
+    pub value: String,
+    /// Set (in the environment or the file), not the default.
+    pub set: bool,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://parley-data/parley.sqlite3";
@@ -137,11 +151,14 @@ struct Reader<'a> {
     read: Vec<String>,
     /// The variables read with [`Reader::secret`]: never shown.
     secrets: Vec<String>,
+    /// Every variable's default, as `parley check` shows it.
+    defaults: Vec<String>,
 }
 
 impl Reader<'_> {
-    fn get<T>(&mut self, name: &str, default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> T {
+    fn get<T: shown::Shown>(&mut self, name: &str, default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> T {
         self.read.push(name.to_owned());
+        self.defaults.push(default.shown());
         match self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
             None => default,
             Some(raw) => parse(raw).unwrap_or_else(|reason| {
@@ -152,22 +169,50 @@ impl Reader<'_> {
     }
 
     /// Like `get`, for a credential: `parley check` shows it as hidden.
-    fn secret<T>(&mut self, name: &str, default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> T {
+    fn secret<T: shown::Shown>(&mut self, name: &str, default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> T {
         self.secrets.push(name.to_owned());
         self.get(name, default, parse)
     }
 
-    /// The variables that are set, in the order read, as `parley check`
-    /// shows them: credentials hidden, and a URL's password masked.
-    fn shown(&self) -> Vec<(String, String)> {
+    /// Every variable, in the order read, as `parley check` shows it:
+    /// the value set (a credential hidden, a URL's password masked) or
+    /// the default.
+    fn shown(&self) -> Vec<Setting> {
         self.read
             .iter()
-            .filter_map(|name| {
-                let value = self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())?;
-                let shown = if self.secrets.contains(name) { "(hidden)".to_owned() } else { without_password(value) };
-                Some((name.clone(), shown))
+            .zip(&self.defaults)
+            .map(|(name, default)| match self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+                Some(_) if self.secrets.contains(name) => Setting { name: name.clone(), value: "(hidden)".into(), set: true },
+                Some(value) => Setting { name: name.clone(), value: without_password(value), set: true },
+                None => Setting { name: name.clone(), value: default.clone(), set: false },
             })
             .collect()
+    }
+
+    /// The values of the credentials set: every secret variable's, and
+    /// the password of every URL (as written and decoded).
+    fn credential_values(&self) -> Vec<String> {
+        let mut values = Vec::new();
+        for name in &self.read {
+            let Some(value) = self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) else { continue };
+            if self.secrets.contains(name) {
+                values.push(value.to_owned());
+            } else if let Ok(url) = Url::parse(value) {
+                let passwords = url
+                    .password()
+                    .map(str::to_owned)
+                    .into_iter()
+                    .chain(url.query_pairs().filter(|(k, _)| k.eq_ignore_ascii_case("password")).map(|(_, v)| v.into_owned()));
+                for password in passwords {
+                    if let Ok(decoded) = percent_decoded(&password) {
+                        values.push(decoded);
+                    }
+                    values.push(password);
+                }
+            }
+        }
+        values.retain(|v| !v.is_empty());
+        values
     }
 
     fn duration(&mut self, name: &str, default: Duration) -> Duration {
@@ -196,6 +241,14 @@ impl Reader<'_> {
     fn rate(&mut self, name: &str, default: Option<Rate>) -> Option<Rate> {
         self.get(name, default, |s| s.parse().map(Some))
     }
+}
+
+/// `text` with its `%XX` escapes decoded.
+fn percent_decoded(text: &str) -> Result<String, std::string::FromUtf8Error> {
+    url::form_urlencoded::parse(format!("p={}", text.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| Ok(v.into_owned()))
+        .unwrap_or_else(|| Ok(text.to_owned()))
 }
 
 /// `value` with the password of a URL (`scheme://user:password@host`, or
@@ -230,6 +283,16 @@ fn http_url(s: &str) -> Result<Url, String> {
 }
 
 impl Config {
+    /// The base of the links Parley gives: `PARLEY_PUBLIC_URL`, or the
+    /// address `bound` (an unspecified one, `0.0.0.0`, as loopback).
+    pub fn public_base(&self, bound: SocketAddr) -> String {
+        match &self.public_url {
+            Some(url) => url.as_str().trim_end_matches('/').to_owned(),
+            None if bound.ip().is_unspecified() => format!("http://127.0.0.1:{}", bound.port()),
+            None => format!("http://{bound}"),
+        }
+    }
+
     /// How storage is sized.
     pub fn storage_options(&self) -> parley_storage::Options {
         parley_storage::Options { pool: self.database_pool, ..Default::default() }
@@ -272,7 +335,7 @@ impl Config {
     /// The configuration `vars` give, the names of every variable read
     /// (whether set or not), and of those that are credentials.
     fn read(vars: &BTreeMap<String, String>) -> (Result<Self, ConfigErrors>, Vec<String>, Vec<String>) {
-        let mut r = Reader { vars, errors: Vec::new(), read: Vec::new(), secrets: Vec::new() };
+        let mut r = Reader { vars, errors: Vec::new(), read: Vec::new(), secrets: Vec::new(), defaults: Vec::new() };
         let default_listen = SocketAddr::from(([127, 0, 0, 1], 8080));
         let listen =
             r.get("PARLEY_LISTEN", default_listen, |s| s.parse().map_err(|_| format!("{s:?} is not an address such as 127.0.0.1:8080")));
@@ -418,8 +481,10 @@ impl Config {
             return (Err(ConfigErrors(r.errors)), r.read, r.secrets);
         }
         let shown = r.shown();
+        let credential_values = r.credential_values();
         let config = Config {
             shown,
+            credential_values,
             listen,
             database_url,
             database_pool,
@@ -575,7 +640,7 @@ mod tests {
             ("PARLEY_PUSH_RELAY_SECRET", "whsec_cGFybGV5LXJlbGF5LXRlc3Qtc2VjcmV0"),
         ]))
         .unwrap();
-        let shown: BTreeMap<_, _> = c.shown.iter().cloned().collect();
+        let shown: BTreeMap<_, _> = c.shown.iter().filter(|s| s.set).map(|s| (s.name.clone(), s.value.clone())).collect();
         let text = format!("{shown:?}");
         for secret in
             ["db-pass", "smtp-pass", "sms-token-value", "metrics-token-value", "inbound-token-value", "s3-secret-value", "cGFybGV5"]
@@ -592,6 +657,21 @@ mod tests {
         for name in read.iter().filter(|n| n.ends_with("_TOKEN") || n.contains("SECRET") || n.contains("PASSWORD")) {
             assert!(secrets.contains(name), "{name} looks like a credential but is not read with Reader::secret");
         }
+    }
+
+    /// The defaults `parley check` shows are values the variables take,
+    /// giving the same configuration when set.
+    #[test]
+    fn every_default_shown_is_a_value_its_variable_takes() {
+        let (c, _) = Config::from_vars(&BTreeMap::new()).unwrap();
+        assert!(c.shown.iter().all(|s| !s.set));
+        let vars: BTreeMap<String, String> =
+            c.shown.iter().filter(|s| s.value != "none").map(|s| (s.name.clone(), s.value.clone())).collect();
+        assert!(vars.len() > 40, "{vars:?}");
+        let (again, warnings) = Config::from_vars(&vars).unwrap_or_else(|e| panic!("{e}"));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let values = |c: &Config| c.shown.iter().map(|s| (s.name.clone(), s.value.clone())).collect::<Vec<_>>();
+        assert_eq!(values(&again), values(&c));
     }
 
     #[test]

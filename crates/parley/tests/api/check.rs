@@ -15,6 +15,7 @@ use crate::smtp_sink::SmtpSink;
 const SMTP_PASSWORD: &str = "smtp-password-never-shown";
 const GATEWAY_TOKEN: &str = "gateway-token-never-shown";
 const METRICS_TOKEN: &str = "metrics-token-never-shown";
+const GATEWAY_URL_PASSWORD: &str = "gateway-url-password-never-shown";
 
 /// The line of the report about `name`.
 fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
@@ -45,7 +46,9 @@ async fn every_dependency_that_answers_passes_and_no_credential_is_printed() {
     peer.script(&"0".repeat(64), &[(400, json!({"reason": "BadDeviceToken"}))]);
     let account = crate::push::service_account(dir.path(), &peer);
     let smtp_url = format!("smtps://parley:{SMTP_PASSWORD}@localhost:{}", sink.port);
+    // An installation's folder, which its first start made.
     let files = dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
 
     let (code, stdout, stderr) = output(
         parley(dir.path())
@@ -65,20 +68,27 @@ async fn every_dependency_that_answers_passes_and_no_credential_is_printed() {
             .env("PARLEY_APNS_URL", &peer.base)
             .env("PARLEY_FCM_SERVICE_ACCOUNT_FILE", &account)
             .env("PARLEY_FCM_URL", &peer.base)
+            .env("PARLEY_PUSH_RELAY_URL", format!("{}/relay", peer.base))
+            .env("PARLEY_PUSH_RELAY_SECRET", crate::push_peers::RELAY_SECRET)
             .env("PARLEY_TRUSTED_PROXIES", "10.0.0.0/8"),
     )
     .await;
 
     assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
-    for name in ["database", "mail server", "SMS gateway", "file store", "push: APNs", "push: FCM"] {
+    for name in ["database", "mail server", "SMS gateway", "file store", "push: APNs", "push: FCM", "push: relay"] {
         assert!(passed(&stdout, name), "{name} did not pass:\n{stdout}");
     }
     assert!(stdout.contains("Every check passed."));
     // The configuration in effect, credentials hidden.
-    assert!(stdout.contains("PARLEY_TRUSTED_PROXIES=10.0.0.0/8"), "{stdout}");
-    assert!(stdout.contains("PARLEY_SMS_GATEWAY_TOKEN=(hidden)"), "{stdout}");
+    let setting = |name: &str| {
+        let line = stdout.lines().find(|l| l.trim_start().starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name}"));
+        line.trim_start()[name.len()..].trim().to_owned()
+    };
+    assert_eq!(setting("PARLEY_TRUSTED_PROXIES"), "10.0.0.0/8");
+    assert_eq!(setting("PARLEY_SMS_GATEWAY_TOKEN"), "(hidden)");
+    assert_eq!(setting("PARLEY_STREAM_KEEPALIVE"), "15s  (default)", "defaults are shown too");
     assert!(stdout.contains("smtps://parley:****@localhost"), "{stdout}");
-    for secret in [SMTP_PASSWORD, GATEWAY_TOKEN, METRICS_TOKEN] {
+    for secret in [SMTP_PASSWORD, GATEWAY_TOKEN, METRICS_TOKEN, crate::push_peers::RELAY_SECRET] {
         assert!(!stdout.contains(secret) && !stderr.contains(secret), "{secret} was printed");
     }
     // Tested, not used: nothing was sent, the probe file is gone.
@@ -99,6 +109,8 @@ async fn each_failing_dependency_is_named_and_the_exit_code_says_so() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let gateway = Receiver::start().await;
     gateway.reply(&[Reply::Status(401)]);
+    // Credentials in a URL, which a client library may quote in its error.
+    let gateway_url = gateway.url.replace("http://", &format!("http://gateway:{GATEWAY_URL_PASSWORD}@"));
     let peer = Peer::start().await;
     let sink = SmtpSink::start_tls_with_login(Some(("parley", SMTP_PASSWORD))).await;
     // A file where the store's folder should be: it cannot be made.
@@ -111,9 +123,9 @@ async fn each_failing_dependency_is_named_and_the_exit_code_says_so() {
             .env("PARLEY_DATABASE_URL", format!("postgres://parley:secret@127.0.0.1:{closed}/parley"))
             .env("PARLEY_SMTP_URL", format!("smtps://parley:not-the-password@localhost:{}", sink.port))
             .env("PARLEY_MAIL_FROM", "support@example.com")
-            .env("PARLEY_SMS_GATEWAY_URL", &gateway.url)
+            .env("PARLEY_SMS_GATEWAY_URL", &gateway_url)
             .env("PARLEY_SMS_GATEWAY_TOKEN", GATEWAY_TOKEN)
-            .env("PARLEY_FILES_URL", format!("file://{}", blocked.display()))
+            .env("PARLEY_FILES_URL", format!("file://{}", blocked.join("files").display()))
             .env("PARLEY_EXTRA_CA_FILE", fixture("ca.pem"))
             .env("PARLEY_APNS_KEY_FILE", fixture("apns-key.p8"))
             .env("PARLEY_APNS_KEY_ID", KEY_ID)
@@ -133,22 +145,44 @@ async fn each_failing_dependency_is_named_and_the_exit_code_says_so() {
     assert!(line(&stdout, "push: APNs").contains("HTTP 403"), "{stdout}");
     assert!(stdout.contains("5 checks failed."), "{stdout}");
     assert!(!stdout.contains("secret@"), "the database password is masked:\n{stdout}");
+    for credential in [GATEWAY_URL_PASSWORD, GATEWAY_TOKEN, "not-the-password"] {
+        assert!(!stdout.contains(credential), "{credential} was printed:\n{stdout}");
+    }
 }
 
-/// A database the check reaches is read, never migrated: a SQLite file
-/// that does not exist yet is still not there afterwards, and a
-/// self-hoster without mail, SMS or push sees them as not set up, which
-/// is no failure.
+/// A check of a first installation makes nothing: the SQLite file and the
+/// files folder the first start makes are still not there afterwards
+/// (their folder is only tried for writing); and a self-hoster without
+/// mail, SMS or push sees them as not set up, which is no failure.
 #[tokio::test]
 async fn a_check_changes_nothing_and_what_is_not_set_up_is_no_failure() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, stdout, _) = output(parley(dir.path()).arg("check").env("PARLEY_DATABASE_URL", "sqlite://data/parley.sqlite3")).await;
+    let (code, stdout, _) = output(parley(dir.path()).arg("check")).await;
     assert_eq!(code, 0, "{stdout}");
-    assert!(passed(&stdout, "database") && line(&stdout, "database").contains("the first start applies"), "{stdout}");
+    assert!(passed(&stdout, "database") && line(&stdout, "database").contains("not made yet"), "{stdout}");
+    assert!(passed(&stdout, "file store") && line(&stdout, "file store").contains("not made yet"), "{stdout}");
     for name in ["mail server", "SMS gateway", "push"] {
         assert!(line(&stdout, name).trim_start().starts_with("- "), "{name}:\n{stdout}");
     }
-    assert!(!dir.path().join("data/parley.sqlite3").exists(), "the check made the database");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the check made something");
+}
+
+/// What the first start could not make fails the check: a database and
+/// a files folder under a file, where no folder can be.
+#[tokio::test]
+async fn places_the_first_start_could_not_make_fail_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("blocker"), "").unwrap();
+    let (code, stdout, _) = output(
+        parley(dir.path())
+            .arg("check")
+            .env("PARLEY_DATABASE_URL", "sqlite://blocker/parley.sqlite3")
+            .env("PARLEY_FILES_URL", "file://blocker/files"),
+    )
+    .await;
+    assert_eq!(code, 1, "{stdout}");
+    assert!(failed(&stdout, "database") && line(&stdout, "database").contains("not a folder"), "{stdout}");
+    assert!(failed(&stdout, "file store") && line(&stdout, "file store").contains("not a folder"), "{stdout}");
 }
 
 /// A database migrated by a newer build is refused: running this one on

@@ -90,9 +90,10 @@ fn longest_silence(config: &Config) -> Duration {
     Duration::from_secs(u64::from(parley_http::LONG_POLL_MAX_WAIT)).max(config.stream_keepalive)
 }
 
-/// Parley's largest request body: an attachment with its form around it.
+/// Parley's largest request body: an attachment with its form around it,
+/// or an email to the inbound route.
 fn largest_body(config: &Config) -> u64 {
-    config.files.limits.max_size + parley_http::BODY_LIMIT as u64
+    (config.files.limits.max_size + parley_http::extract::FORM_OVERHEAD).max(parley_http::INBOUND_LIMIT as u64)
 }
 
 #[test]
@@ -234,5 +235,35 @@ fn the_example_settings_name_only_variables_parley_reads() {
     assert!(named.len() >= 3, "{named:?}");
     for name in named {
         assert!(known.iter().any(|k| k == name), "{name} is not a variable Parley reads");
+    }
+    // As copied, before a value is changed, the file is a configuration
+    // Parley takes (the format of `--config` and systemd's EnvironmentFile).
+    let vars: BTreeMap<String, String> = example
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .collect();
+    let (config, warnings) = Config::from_vars(&vars).unwrap_or_else(|e| panic!("parley.env.example:\n{e}"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(config.database_url.starts_with("postgres://"), "the Compose file's database");
+    assert!(!config.trusted_proxies.is_empty(), "the proxy in front is trusted");
+}
+
+/// Compose builds the image from this Dockerfile with the repository as
+/// its context, and reads the files the docs tell to make beside it.
+#[test]
+fn compose_builds_this_image_and_names_the_files_the_docs_make() {
+    let compose = read("compose.yaml");
+    assert_eq!(directive(&compose, "context:"), [".."], "the repository's root");
+    assert_eq!(directive(&compose, "dockerfile:"), ["deploy/Dockerfile"]);
+    assert!(std::path::Path::new(&format!("{}/../../deploy/Dockerfile", env!("CARGO_MANIFEST_DIR"))).exists());
+    assert!(directive(&compose, "env_file:").contains(&"parley.env"), "{compose}");
+    assert!(directive(&compose, "file:").contains(&"./db_password"), "{compose}");
+    let docs = std::fs::read_to_string(format!("{}/../../docs/deploy.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    assert!(docs.contains("> parley.env") && docs.contains("> db_password"), "docs/deploy.md makes both files");
+    let ignored = std::fs::read_to_string(format!("{}/../../.gitignore", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    for secret in ["/deploy/parley.env", "/deploy/db_password"] {
+        assert!(ignored.lines().any(|l| l == secret), "{secret} is kept out of git");
     }
 }

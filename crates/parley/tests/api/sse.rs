@@ -61,18 +61,30 @@ impl EventStream {
     /// the opening comment every stream starts with. Panics when nothing
     /// comes within 10 s.
     pub async fn frame(&mut self) -> Option<Frame> {
+        self.frame_within(Duration::from_secs(10)).await.expect("a frame or the end within 10 s")
+    }
+
+    /// The next frame within `wait`, past the opening comment: `Err(())`
+    /// when nothing came.
+    pub async fn frame_within(&mut self, wait: Duration) -> Result<Option<Frame>, ()> {
+        let deadline = tokio::time::Instant::now() + wait;
         loop {
-            let frame = self.frame_within(Duration::from_secs(10)).await.expect("a frame or the end within 10 s");
+            let frame = self.read_frame(deadline).await?;
             let opening = !std::mem::replace(&mut self.started, true) && frame == Some(Frame::Comment("open".into()));
             if !opening {
-                return frame;
+                return Ok(frame);
             }
         }
     }
 
-    /// The next frame within `wait`: `Err(())` when nothing came.
-    pub async fn frame_within(&mut self, wait: Duration) -> Result<Option<Frame>, ()> {
-        let deadline = tokio::time::Instant::now() + wait;
+    /// The next frame within `wait` as it came, the opening comment
+    /// included: `Err(())` when nothing came.
+    pub async fn raw_frame_within(&mut self, wait: Duration) -> Result<Option<Frame>, ()> {
+        self.started = true;
+        self.read_frame(tokio::time::Instant::now() + wait).await
+    }
+
+    async fn read_frame(&mut self, deadline: tokio::time::Instant) -> Result<Option<Frame>, ()> {
         loop {
             if let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
                 let raw: Vec<u8> = self.buffer.drain(..end + 2).collect();
