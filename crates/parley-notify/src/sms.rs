@@ -28,7 +28,8 @@ impl SmsGateway {
     /// the gateway's address with its token. Any answer shows the gateway
     /// is reached; 401 or 403 says it refused the token, and a 5xx that
     /// it is failing. What a `GET` of a `POST` address answers otherwise
-    /// (405, 404, 200) says nothing more, and is shown as it is.
+    /// (405, 404, 200) says nothing more, and is shown as it is; a
+    /// redirect fails, since a send does not follow one.
     pub async fn probe(&self) -> Result<String, String> {
         let mut request = self.client.get(self.url.clone());
         if let Some(token) = &self.token {
@@ -37,6 +38,9 @@ impl SmsGateway {
         match request.send().await {
             Ok(res) => match res.status().as_u16() {
                 code @ (401 | 403) => Err(format!("the gateway refused the token (HTTP {code})")),
+                code @ 300..=399 => {
+                    Err(format!("the gateway redirects (HTTP {code}), which a send does not follow: use the address it redirects to"))
+                }
                 code @ 500..=599 => Err(format!("the gateway is failing (HTTP {code})")),
                 code => Ok(format!("reached (HTTP {code} to a GET; no SMS sent)")),
             },

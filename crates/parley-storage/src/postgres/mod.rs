@@ -102,8 +102,16 @@ pub(crate) fn inspect(url: &str) -> Result<crate::Schema, OpenError> {
     let fail = |e: postgres::Error| OpenError::Postgres(describe(&e));
     let mut client = connector(url)?.blocking()?;
     let row = client
-        .query_one("SELECT current_setting('server_version') AS server, to_regclass('parley_migrations') IS NOT NULL AS migrated", &[])
+        .query_one(
+            "SELECT current_setting('server_version') AS server, to_regclass('parley_migrations') IS NOT NULL AS migrated, \
+             pg_is_in_recovery() AS standby, has_schema_privilege(current_schema(), 'CREATE') AS can_create",
+            &[],
+        )
         .map_err(fail)?;
+    if row.try_get::<_, bool>("standby").map_err(fail)? {
+        return Err(OpenError::Postgres("the server is a read-only standby: point PARLEY_DATABASE_URL at the primary".into()));
+    }
+    let can_create: Option<bool> = row.try_get("can_create").map_err(fail)?;
     let server: String = row.try_get("server").map_err(fail)?;
     let migrated: bool = row.try_get("migrated").map_err(fail)?;
     let version: i64 = if migrated {
@@ -114,12 +122,15 @@ pub(crate) fn inspect(url: &str) -> Result<crate::Schema, OpenError> {
     } else {
         0
     };
-    Ok(crate::Schema {
-        made: true,
-        version: u32::try_from(version).unwrap_or(u32::MAX),
-        latest: migrate::latest(),
-        server: format!("PostgreSQL {server}"),
-    })
+    let version = u32::try_from(version).unwrap_or(u32::MAX);
+    if version < migrate::latest() && can_create != Some(true) {
+        return Err(OpenError::Postgres(
+            "migrations are to be applied, and this role cannot create tables in the schema it uses: \
+             GRANT CREATE ON SCHEMA to it (PostgreSQL 15 no longer grants it on public), or make it the database's owner"
+                .into(),
+        ));
+    }
+    Ok(crate::Schema { made: true, version, latest: migrate::latest(), server: format!("PostgreSQL {server}") })
 }
 
 pub(crate) fn prepare_all(url: &str) -> Result<usize, String> {

@@ -92,11 +92,32 @@ pub(crate) fn inspect(path: &std::path::Path) -> Result<crate::Schema, OpenError
     let unwritable = |reason: String| OpenError::Io { path: path.to_owned(), reason };
     std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| unwritable(format!("cannot be written: {e}")))?;
     crate::can_be_made(path).map_err(unwritable)?;
-    let conn = connection::open_reader(path)?;
-    let applied: u32 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| OpenError::Io { path: path.to_owned(), reason: e.to_string() })?;
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let applied = if std::path::Path::new(&wal).exists() {
+        // In use (or left by a crash): the newest version may be in the
+        // WAL, which SQLite reads; its -shm is there already.
+        let conn = connection::open_reader(path)?;
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| unwritable(e.to_string()))?
+    } else {
+        // Closed cleanly: everything is in the file. Reading its header
+        // leaves nothing behind, where a connection would leave -wal and
+        // -shm files owned by whoever ran the check.
+        header_version(path).map_err(unwritable)?
+    };
     Ok(crate::Schema { made: true, version: applied, latest, server: format!("SQLite {version}") })
+}
+
+/// The `user_version` a database file's header holds (4 bytes, big-endian,
+/// at offset 60), once the header is seen to be SQLite's.
+fn header_version(path: &std::path::Path) -> Result<u32, String> {
+    use std::io::Read;
+    let mut header = [0u8; 64];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header)).map_err(|e| format!("cannot be read: {e}"))?;
+    if &header[..16] != b"SQLite format 3\0" {
+        return Err("is not a SQLite database".into());
+    }
+    Ok(u32::from_be_bytes([header[60], header[61], header[62], header[63]]))
 }
 
 pub(crate) fn prepare_all(path: &std::path::Path) -> Result<usize, String> {

@@ -28,6 +28,9 @@ impl Relay {
     pub async fn probe(&self, now: Timestamp) -> Result<String, String> {
         match http::send(self.client.get(&self.url), now).await {
             Answer::Status { code: code @ 500..=599, .. } => Err(format!("the relay is failing (HTTP {code})")),
+            Answer::Status { code: code @ 300..=399, .. } => {
+                Err(format!("the relay redirects (HTTP {code}), which a push does not follow: use the address it redirects to"))
+            }
             Answer::Status { code, .. } => Ok(format!("reached (HTTP {code} to a GET; nothing pushed)")),
             Answer::NoResponse(reason) => Err(reason),
         }

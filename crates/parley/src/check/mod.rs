@@ -32,9 +32,16 @@ pub enum Outcome {
 /// exit code.
 pub async fn run(config: &Config) -> ExitCode {
     say(&settings(config));
-    let results = probes::all(config, PROBE_TIMEOUT).await;
-    say(&report(&results, &config.credential_values));
-    match results.iter().filter(|(_, outcome)| matches!(outcome, Outcome::Failed(_))).count() {
+    say("\nChecks:\n");
+    let mut failed = 0;
+    // Each line as its test ends: a dependency that does not answer takes
+    // up to PROBE_TIMEOUT, and the ones before it are worth seeing meanwhile.
+    probes::all(config, PROBE_TIMEOUT, &mut |name, outcome| {
+        failed += usize::from(matches!(outcome, Outcome::Failed(_)));
+        say(&line(name, outcome, &config.credential_values));
+    })
+    .await;
+    match failed {
         0 => {
             say("\nEvery check passed.\n");
             ExitCode::SUCCESS
@@ -68,7 +75,7 @@ fn settings(config: &Config) -> String {
     }
     out.push_str("\nIn effect:\n");
     let public = match config.public_url {
-        Some(_) => config.public_base(config.listen),
+        Some(_) => shown_url(&config.public_base(config.listen)),
         None => format!("{} (PARLEY_PUBLIC_URL not set)", config.public_base(config.listen)),
     };
     let mail = match (&config.smtp_url, &config.mail_from) {
@@ -119,31 +126,30 @@ fn shown_url(url: &str) -> String {
     crate::config::without_password(url)
 }
 
-/// One line per dependency: `ok`, `FAIL` or `-`, its name, what was found,
+/// A dependency's line: `ok`, `FAIL` or `-`, its name, what was found,
 /// with any credential's value masked.
-fn report(results: &[(&'static str, Outcome)], credentials: &[String]) -> String {
-    let mut out = String::from("\nChecks:\n");
-    for (name, outcome) in results {
-        let (mark, text) = match outcome {
-            Outcome::Ok(text) => ("ok", text),
-            Outcome::Failed(text) => ("FAIL", text),
-            Outcome::Unused(text) => ("-", text),
-        };
-        let _ = writeln!(out, "  {mark:<5} {name:<12} {}", masked(&one_line(text), credentials));
-    }
-    out
+fn line(name: &str, outcome: &Outcome, credentials: &[String]) -> String {
+    let (mark, text) = match outcome {
+        Outcome::Ok(text) => ("ok", text),
+        Outcome::Failed(text) => ("FAIL", text),
+        Outcome::Unused(text) => ("-", text),
+    };
+    format!("  {mark:<5} {name:<12} {}\n", masked(&one_line(text), credentials))
 }
 
 /// `text` with every credential's value replaced, longest first (one may
-/// hold another).
+/// hold another). Values shorter than four characters are left: masking
+/// every `p` would garble the text and hide nothing worth hiding.
 fn masked(text: &str, credentials: &[String]) -> String {
-    let mut by_length: Vec<&String> = credentials.iter().collect();
+    let mut by_length: Vec<&String> = credentials.iter().filter(|c| c.chars().count() >= 4).collect();
     by_length.sort_by_key(|c| std::cmp::Reverse(c.len()));
     by_length.into_iter().fold(text.to_owned(), |text, credential| text.replace(credential.as_str(), "****"))
 }
 
 /// A reason on one line: an error's own line breaks (a server's banner, a
-/// chain of causes) would break the one-line-per-dependency report.
+/// chain of causes) would break the one-line-per-dependency report, and a
+/// server's control characters could rewrite what the terminal shows.
 fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let printable: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    printable.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -13,20 +13,17 @@ use parley_worker::push::jwt::EcKey;
 use super::Outcome;
 use crate::config::Config;
 
-/// Every dependency's test, in the order printed. They run one after the
-/// other: a report in order matters more than seconds here.
-pub async fn all(config: &Config, timeout: Duration) -> Vec<(&'static str, Outcome)> {
-    let mut results = vec![
-        ("database", bounded(timeout, database(config)).await),
-        ("mail server", bounded(timeout, mail(config)).await),
-        ("SMS gateway", bounded(timeout, sms(config)).await),
-        ("file store", bounded(timeout, files(config)).await),
-    ];
+/// Every dependency's test, each handed to `done` as it ends. They run
+/// one after the other: a report in order matters more than seconds here.
+pub async fn all(config: &Config, timeout: Duration, done: &mut dyn FnMut(&'static str, &Outcome)) {
+    done("database", &bounded(timeout, database(config)).await);
+    done("mail server", &bounded(timeout, mail(config)).await);
+    done("SMS gateway", &bounded(timeout, sms(config)).await);
+    done("file store", &bounded(timeout, files(config)).await);
     match push(timeout, config).await {
-        Ok(pushes) => results.extend(pushes),
-        Err(reason) => results.push(("push", Outcome::Failed(reason))),
+        Ok(pushes) => pushes.iter().for_each(|(name, outcome)| done(name, outcome)),
+        Err(reason) => done("push", &Outcome::Failed(reason)),
     }
-    results
 }
 
 /// `probe`, failed when it takes longer than `timeout`.

@@ -190,28 +190,22 @@ impl Reader<'_> {
     }
 
     /// The values of the credentials set: every secret variable's, and
-    /// the password of every URL (as written and decoded).
+    /// every credential within a URL (as written and decoded), as
+    /// `without_password` finds them.
     fn credential_values(&self) -> Vec<String> {
         let mut values = Vec::new();
         for name in &self.read {
             let Some(value) = self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) else { continue };
             if self.secrets.contains(name) {
                 values.push(value.to_owned());
-            } else if let Ok(url) = Url::parse(value) {
-                let passwords = url
-                    .password()
-                    .map(str::to_owned)
-                    .into_iter()
-                    .chain(url.query_pairs().filter(|(k, _)| k.eq_ignore_ascii_case("password")).map(|(_, v)| v.into_owned()));
-                for password in passwords {
-                    if let Ok(decoded) = percent_decoded(&password) {
-                        values.push(decoded);
-                    }
-                    values.push(password);
-                }
+            } else {
+                url_credentials(value, &mut values);
             }
         }
-        values.retain(|v| !v.is_empty());
+        let decoded: Vec<String> = values.iter().filter_map(|v| percent_decoded(v).ok()).collect();
+        values.extend(decoded);
+        values.sort();
+        values.dedup();
         values
     }
 
@@ -243,6 +237,31 @@ impl Reader<'_> {
     }
 }
 
+/// The credentials within `value`, when it is a URL: its user and
+/// password, credential parameters' values, and those of URLs within
+/// its parameters; or the user information of what only looks like one.
+fn url_credentials(value: &str, into: &mut Vec<String>) {
+    let Ok(url) = Url::parse(value) else {
+        if let Some(range) = userinfo_range(value) {
+            let userinfo = &value[range];
+            into.push(userinfo.to_owned());
+            into.extend(userinfo.split_once(':').map(|(user, password)| [user.to_owned(), password.to_owned()]).into_iter().flatten());
+        }
+        return;
+    };
+    if let Some(password) = url.password() {
+        into.push(password.to_owned());
+        into.push(url.username().to_owned());
+    }
+    for (key, v) in url.query_pairs() {
+        if credential_key(&key) {
+            into.push(v.into_owned());
+        } else {
+            url_credentials(&v, into);
+        }
+    }
+}
+
 /// `text` with its `%XX` escapes decoded.
 fn percent_decoded(text: &str) -> Result<String, std::string::FromUtf8Error> {
     url::form_urlencoded::parse(format!("p={}", text.replace('+', "%2B")).as_bytes())
@@ -251,27 +270,51 @@ fn percent_decoded(text: &str) -> Result<String, std::string::FromUtf8Error> {
         .unwrap_or_else(|| Ok(text.to_owned()))
 }
 
-/// `value` with the password of a URL (`scheme://user:password@host`, or
-/// a `password=` parameter, as PostgreSQL takes) masked; anything else as
-/// it is.
+/// Whether a URL's query parameter `key` holds a credential (a password,
+/// a token, a signature, an API key).
+fn credential_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["pass", "secret", "token", "key", "sig", "auth"].iter().any(|word| key.contains(word))
+}
+
+/// `value` with a URL's credentials masked: the user and password of
+/// `scheme://user:password@host` (a provider's token may be either), the
+/// values of credential parameters, and those of URLs within parameters
+/// (an S3 `endpoint=`). Anything else as it is.
 pub(crate) fn without_password(value: &str) -> String {
-    let Ok(mut url) = Url::parse(value) else { return value.to_owned() };
+    let Ok(mut url) = Url::parse(value) else { return without_userinfo(value) };
     let mut masked = false;
     if url.password().is_some() {
-        masked = url.set_password(Some("****")).is_ok();
+        masked = url.set_username("****").is_ok() && url.set_password(Some("****")).is_ok();
     }
-    if url.query_pairs().any(|(k, _)| k.eq_ignore_ascii_case("password")) {
-        let pairs: Vec<(String, String)> = url
-            .query_pairs()
-            .map(|(k, v)| {
-                let v = if k.eq_ignore_ascii_case("password") { "****".to_owned() } else { v.into_owned() };
-                (k.into_owned(), v)
-            })
-            .collect();
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .map(|(k, v)| {
+            let shown = if credential_key(&k) { "****".to_owned() } else { without_password(&v) };
+            (k.into_owned(), shown)
+        })
+        .collect();
+    if pairs.iter().zip(url.query_pairs()).any(|((_, shown), (_, v))| *shown != v) {
         url.query_pairs_mut().clear().extend_pairs(pairs);
         masked = true;
     }
     if masked { url.to_string() } else { value.to_owned() }
+}
+
+/// Where `value` looks like a URL with credentials but is not one a
+/// parser reads (a password with an unencoded `/`, `#` or `?`; several
+/// hosts): the range between `://` and the last `@`, whose text it is.
+fn userinfo_range(value: &str) -> Option<std::ops::Range<usize>> {
+    let start = value.find("://")? + 3;
+    let at = value.rfind('@').filter(|at| *at > start)?;
+    Some(start..at)
+}
+
+fn without_userinfo(value: &str) -> String {
+    match userinfo_range(value) {
+        Some(range) => format!("{}****{}", &value[..range.start], &value[range.end..]),
+        None => value.to_owned(),
+    }
 }
 
 fn http_url(s: &str) -> Result<Url, String> {
@@ -306,10 +349,26 @@ impl Config {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 ConfigErrors(vec![ConfigError { variable: "--config".into(), reason: format!("cannot read {}: {e}", path.display()) }])
             })?;
-            for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-                if let Some((k, v)) = line.split_once('=') {
-                    vars.insert(k.trim().to_owned(), v.trim().trim_matches('"').to_owned());
+            let mut unread = Vec::new();
+            for (number, line) in
+                text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+            {
+                match line.split_once('=') {
+                    // Quoted as a shell or systemd's EnvironmentFile takes it.
+                    Some((k, v)) => {
+                        let v = v.trim();
+                        let unquoted =
+                            ['"', '\''].iter().find_map(|q| v.strip_prefix(*q).and_then(|rest| rest.strip_suffix(*q))).unwrap_or(v);
+                        vars.insert(k.trim().to_owned(), unquoted.to_owned());
+                    }
+                    None => unread.push(ConfigError {
+                        variable: "--config".into(),
+                        reason: format!("{} line {number} is not NAME=value", path.display()),
+                    }),
                 }
+            }
+            if !unread.is_empty() {
+                return Err(ConfigErrors(unread));
             }
         }
         vars.extend(std::env::vars().filter(|(k, _)| k.starts_with("PARLEY_")));
@@ -647,11 +706,25 @@ mod tests {
         {
             assert!(!text.contains(secret), "{secret} shown in {text}");
         }
-        assert_eq!(shown["PARLEY_DATABASE_URL"], "postgres://parley:****@db:5432/parley?sslmode=require");
+        assert_eq!(shown["PARLEY_DATABASE_URL"], "postgres://****:****@db:5432/parley?sslmode=require");
         assert_eq!(shown["PARLEY_SMS_GATEWAY_TOKEN"], "(hidden)");
         assert_eq!(shown["PARLEY_S3_ACCESS_KEY_ID"], "AKIAEXAMPLE");
         assert_eq!(without_password("postgres://db/parley?user=p&password=x"), "postgres://db/parley?user=p&password=****");
         assert_eq!(without_password("not a url"), "not a url");
+        // Credentials in other places a URL keeps them.
+        for (url, credential) in [
+            ("postgres://parley:pa/ss#w0rd@db:5432/parley", "pa/ss#w0rd"),
+            ("postgres://u:multi-host-pw@h1:5432,h2:5432/db", "multi-host-pw"),
+            ("smtp://server-token-123:server-token-123@smtp.example.com:587", "server-token-123"),
+            ("https://sms.example.com/send?api_key=key-in-query", "key-in-query"),
+            ("s3://bucket/p?endpoint=http://minio:minio-password@minio:9000&region=x", "minio-password"),
+        ] {
+            let shown = without_password(url);
+            assert!(!shown.contains(credential), "{credential} shown in {shown}");
+            let mut found = Vec::new();
+            url_credentials(url, &mut found);
+            assert!(found.iter().any(|c| c == credential), "{credential} not among {found:?}");
+        }
 
         let (_, read, secrets) = Config::read(&BTreeMap::new());
         for name in read.iter().filter(|n| n.ends_with("_TOKEN") || n.contains("SECRET") || n.contains("PASSWORD")) {

@@ -87,7 +87,7 @@ async fn every_dependency_that_answers_passes_and_no_credential_is_printed() {
     assert_eq!(setting("PARLEY_TRUSTED_PROXIES"), "10.0.0.0/8");
     assert_eq!(setting("PARLEY_SMS_GATEWAY_TOKEN"), "(hidden)");
     assert_eq!(setting("PARLEY_STREAM_KEEPALIVE"), "15s  (default)", "defaults are shown too");
-    assert!(stdout.contains("smtps://parley:****@localhost"), "{stdout}");
+    assert!(stdout.contains("smtps://****:****@localhost"), "{stdout}");
     for secret in [SMTP_PASSWORD, GATEWAY_TOKEN, METRICS_TOKEN, crate::push_peers::RELAY_SECRET] {
         assert!(!stdout.contains(secret) && !stderr.contains(secret), "{secret} was printed");
     }
@@ -120,7 +120,8 @@ async fn each_failing_dependency_is_named_and_the_exit_code_says_so() {
     let (code, stdout, _) = output(
         parley(dir.path())
             .arg("check")
-            .env("PARLEY_DATABASE_URL", format!("postgres://parley:secret@127.0.0.1:{closed}/parley"))
+            // A password with characters a URL should have had encoded.
+            .env("PARLEY_DATABASE_URL", format!("postgres://parley:se/cr#et@127.0.0.1:{closed}/parley"))
             .env("PARLEY_SMTP_URL", format!("smtps://parley:not-the-password@localhost:{}", sink.port))
             .env("PARLEY_MAIL_FROM", "support@example.com")
             .env("PARLEY_SMS_GATEWAY_URL", &gateway_url)
@@ -144,8 +145,7 @@ async fn each_failing_dependency_is_named_and_the_exit_code_says_so() {
     assert!(line(&stdout, "SMS gateway").contains("refused the token (HTTP 401)"), "{stdout}");
     assert!(line(&stdout, "push: APNs").contains("HTTP 403"), "{stdout}");
     assert!(stdout.contains("5 checks failed."), "{stdout}");
-    assert!(!stdout.contains("secret@"), "the database password is masked:\n{stdout}");
-    for credential in [GATEWAY_URL_PASSWORD, GATEWAY_TOKEN, "not-the-password"] {
+    for credential in [GATEWAY_URL_PASSWORD, GATEWAY_TOKEN, "not-the-password", "se/cr#et"] {
         assert!(!stdout.contains(credential), "{credential} was printed:\n{stdout}");
     }
 }
@@ -199,4 +199,62 @@ async fn a_database_newer_than_this_build_fails_the_check() {
     let (code, stdout, _) = output(parley(dir.path()).arg("check").env("PARLEY_DATABASE_URL", &url)).await;
     assert_eq!(code, 1, "{stdout}");
     assert!(failed(&stdout, "database") && line(&stdout, "database").contains("newer than this build"), "{stdout}");
+}
+
+/// A gateway that answers with a redirect fails: a send does not follow
+/// one, so every SMS would fail.
+#[tokio::test]
+async fn a_gateway_that_redirects_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Receiver::start().await;
+    gateway.reply(&[Reply::WithHeader(301, "location", "https://sms.example.com/v2/send")]);
+    let (code, stdout, _) = output(parley(dir.path()).arg("check").env("PARLEY_SMS_GATEWAY_URL", &gateway.url)).await;
+    assert_eq!(code, 1, "{stdout}");
+    assert!(failed(&stdout, "SMS gateway") && line(&stdout, "SMS gateway").contains("redirects (HTTP 301)"), "{stdout}");
+}
+
+/// A line of the settings file that is not `NAME=value` stops the command,
+/// naming the line: left out, its setting would silently be the default.
+#[tokio::test]
+async fn a_settings_line_that_is_not_a_setting_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("parley.env");
+    std::fs::write(&file, "# settings\nPARLEY_PUBLIC_URL='https://chat.example.com'\nPARLEY_DATABASE_URL: postgres://db/parley\n").unwrap();
+    let (code, _, stderr) = output(parley(dir.path()).arg("--config").arg(&file).arg("check")).await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("line 3 is not NAME=value"), "{stderr}");
+
+    // Quoted values are taken as a shell or systemd takes them.
+    std::fs::write(&file, "PARLEY_PUBLIC_URL='https://chat.example.com'\nPARLEY_INSTANCE=\"a\"\n").unwrap();
+    let (code, stdout, stderr) = output(parley(dir.path()).arg("--config").arg(&file).arg("check")).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let public = stdout.lines().find(|l| l.trim_start().starts_with("PARLEY_PUBLIC_URL ")).expect("PARLEY_PUBLIC_URL");
+    assert!(public.trim_end().ends_with(" https://chat.example.com"), "{public}");
+}
+
+/// On PostgreSQL, a role that could not apply the pending migrations (no
+/// CREATE on its schema, PostgreSQL 15's default for a role that does not
+/// own the database) fails the check before the first start would.
+#[tokio::test]
+async fn a_database_role_that_cannot_migrate_fails_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _db) = crate::helpers::fresh_database(dir.path(), "parley.sqlite3").await;
+    if !url.starts_with("postgres") {
+        return;
+    }
+    let role = format!("parley_check_{}", std::process::id());
+    crate::helpers::run_sql(
+        &url,
+        &format!(
+            "DELETE FROM parley_migrations WHERE version = (SELECT MAX(version) FROM parley_migrations); \
+             DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; GRANT SELECT ON parley_migrations TO {role}"
+        ),
+    )
+    .await;
+    let as_role = url.replacen("postgres://postgres@", &format!("postgres://{role}@"), 1);
+    assert_ne!(as_role, url, "the suite's URL names its user: {url}");
+    let (code, stdout, _) = output(parley(dir.path()).arg("check").env("PARLEY_DATABASE_URL", &as_role)).await;
+    crate::helpers::run_sql(&url, &format!("REVOKE ALL ON parley_migrations FROM {role}; DROP ROLE {role}")).await;
+    assert_eq!(code, 1, "{stdout}");
+    assert!(failed(&stdout, "database") && line(&stdout, "database").contains("cannot create tables"), "{stdout}");
 }
