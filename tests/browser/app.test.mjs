@@ -69,6 +69,9 @@ async function operator(who, options) {
   const op = await openContext(browser, options);
   await signIn(op.page, who);
   await op.page.locator("h1", { hasText: "Inbox" }).waitFor();
+  // The heading shows before the page's script has run; a key pressed
+  // then would find no shortcut listening (on a loaded machine, it did).
+  await op.page.waitForLoadState("load");
   return op;
 }
 
