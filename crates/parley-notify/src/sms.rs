@@ -45,7 +45,9 @@ impl SmsGateway {
                 code => Ok(format!("reached (HTTP {code} to a GET; no SMS sent)")),
             },
             Err(e) if e.is_timeout() => Err("the gateway timed out".into()),
-            Err(e) => Err(format!("could not reach the gateway: {}", error_chain(&e))),
+            // Without its URL: the error would quote it as sent, query
+            // credentials and all.
+            Err(e) => Err(format!("could not reach the gateway: {}", error_chain(&e.without_url()))),
         }
     }
 }

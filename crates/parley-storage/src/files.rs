@@ -69,7 +69,7 @@ pub fn open(url: &str, credentials: Option<S3Credentials>) -> Result<Arc<dyn Fil
     if url.starts_with("s3://") {
         return open_s3(url, credentials);
     }
-    Err(FilesError::Scheme(url.chars().take(40).collect()))
+    Err(FilesError::Scheme(crate::scheme_of(url)))
 }
 
 /// Whether `url` names a store `open` can open, without touching it: the
@@ -79,7 +79,7 @@ pub fn check(url: &str) -> Result<(), FilesError> {
         return if folder.is_empty() { Err(FilesError::Invalid("file:// needs a folder".into())) } else { Ok(()) };
     }
     if !url.starts_with("s3://") {
-        return Err(FilesError::Scheme(url.chars().take(40).collect()));
+        return Err(FilesError::Scheme(crate::scheme_of(url)));
     }
     let parsed = url::Url::parse(url).map_err(|e| FilesError::Invalid(e.to_string()))?;
     if parsed.host_str().is_none_or(str::is_empty) {
@@ -90,9 +90,19 @@ pub fn check(url: &str) -> Result<(), FilesError> {
             "s3:// takes no credentials in the URL: set PARLEY_S3_ACCESS_KEY_ID and PARLEY_S3_SECRET_ACCESS_KEY".into(),
         ));
     }
-    match parsed.query_pairs().find(|(k, _)| k != "endpoint" && k != "region") {
-        Some((other, _)) => Err(FilesError::Invalid(format!("s3:// takes endpoint and region, not {other}"))),
-        None => Ok(()),
+    if let Some((other, _)) = parsed.query_pairs().find(|(k, _)| k != "endpoint" && k != "region") {
+        return Err(FilesError::Invalid(format!("s3:// takes endpoint and region, not {other}")));
+    }
+    // The object store client takes the endpoint as a whole http(s) URL
+    // (and fails hard on anything else): refused here, at start.
+    match parsed.query_pairs().find(|(k, _)| k == "endpoint").map(|(_, v)| v.into_owned()) {
+        Some(endpoint)
+            if endpoint.chars().any(char::is_whitespace)
+                || !url::Url::parse(&endpoint).is_ok_and(|e| matches!(e.scheme(), "http" | "https") && e.host_str().is_some()) =>
+        {
+            Err(FilesError::Invalid("s3:// endpoint= must be an http:// or https:// address".into()))
+        }
+        _ => Ok(()),
     }
 }
 

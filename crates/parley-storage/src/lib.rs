@@ -48,6 +48,20 @@ pub enum OpenError {
     Migration { version: u32, reason: String },
 }
 
+/// The scheme of what should be a URL, for an error message: only when it
+/// looks like one (letters, digits, `+-.`), since the rest of a value that
+/// is not a URL may be a password (`password=… host=…`).
+pub(crate) fn scheme_of(url: &str) -> String {
+    match url.split_once(':') {
+        Some((scheme, _))
+            if !scheme.is_empty() && scheme.len() <= 20 && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) =>
+        {
+            scheme.to_owned()
+        }
+        _ => "(not a URL)".into(),
+    }
+}
+
 /// Where a database URL points.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
@@ -66,8 +80,12 @@ impl Location {
             .strip_prefix("sqlite://")
             .or_else(|| url.strip_prefix("sqlite:"))
             .filter(|p| !p.is_empty())
-            .ok_or_else(|| OpenError::Unsupported(url.split(':').next().unwrap_or_default().chars().take(20).collect()))?;
+            .ok_or_else(|| OpenError::Unsupported(scheme_of(url)))?;
         let path = path.split('?').next().unwrap_or(path);
+        // A database lives in a file: not in memory, not a folder.
+        if path.is_empty() || path.starts_with(":memory:") || path.ends_with('/') {
+            return Err(OpenError::Io { path: PathBuf::from(path), reason: "sqlite:// needs the path of a database file".into() });
+        }
         Ok(Self::Sqlite(PathBuf::from(path)))
     }
 }
@@ -126,7 +144,11 @@ pub fn can_be_made(path: &std::path::Path) -> Result<(), String> {
         let candidate = if part.as_os_str().is_empty() { std::path::Path::new(".") } else { part };
         match std::fs::metadata(candidate) {
             Ok(meta) if meta.is_dir() => {
-                let probe = candidate.join(format!(".parley-check-{}", std::process::id()));
+                // The clock's nanoseconds beside the pid: a leftover of
+                // another process (a container's same pid) must not make
+                // every check fail.
+                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                let probe = candidate.join(format!(".parley-check-{}-{nanos}", std::process::id()));
                 std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
@@ -166,5 +188,20 @@ mod tests {
         assert!(matches!(Location::parse("postgres://u@h/db").unwrap(), Location::Postgres(_)));
         assert!(Location::parse("mysql://x").is_err());
         assert!(Location::parse("sqlite://").is_err());
+        // Not a file: refused, where SQLite would fail later or keep
+        // nothing.
+        for not_a_file in ["sqlite://newdir/", "sqlite://?mode=memory", "sqlite::memory:", "sqlite://:memory:"] {
+            assert!(Location::parse(not_a_file).is_err(), "{not_a_file}");
+        }
+        // An error never quotes what may be a password.
+        let e = Location::parse("password=S3cret host=db").err().unwrap().to_string();
+        assert!(!e.contains("S3cret"), "{e}");
+        let e = files::check("S3://AKIAX:AbCsecret@bucket/p").err().unwrap().to_string();
+        assert!(!e.contains("AbCsecret"), "{e}");
+        // An S3 endpoint the object store client could not take.
+        for endpoint in ["minio:9000", "127.0.0.1:9000", "minio.example.com", "http://a/b%20c"] {
+            assert!(files::check(&format!("s3://bucket/p?endpoint={endpoint}")).is_err(), "{endpoint}");
+        }
+        assert!(files::check("s3://bucket/p?endpoint=https://minio.example.com:9000&region=x").is_ok());
     }
 }

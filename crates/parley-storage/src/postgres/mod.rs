@@ -104,14 +104,19 @@ pub(crate) fn inspect(url: &str) -> Result<crate::Schema, OpenError> {
     let row = client
         .query_one(
             "SELECT current_setting('server_version') AS server, to_regclass('parley_migrations') IS NOT NULL AS migrated, \
-             pg_is_in_recovery() AS standby, has_schema_privilege(current_schema(), 'CREATE') AS can_create",
+             pg_is_in_recovery() AS standby, current_schema() AS schema, \
+             has_schema_privilege(current_schema(), 'CREATE') AS can_create, \
+             NOT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() \
+                         AND NOT pg_has_role(tableowner, 'USAGE')) AS owns_tables",
             &[],
         )
         .map_err(fail)?;
     if row.try_get::<_, bool>("standby").map_err(fail)? {
         return Err(OpenError::Postgres("the server is a read-only standby: point PARLEY_DATABASE_URL at the primary".into()));
     }
+    let schema: Option<String> = row.try_get("schema").map_err(fail)?;
     let can_create: Option<bool> = row.try_get("can_create").map_err(fail)?;
+    let owns_tables: bool = row.try_get("owns_tables").map_err(fail)?;
     let server: String = row.try_get("server").map_err(fail)?;
     let migrated: bool = row.try_get("migrated").map_err(fail)?;
     let version: i64 = if migrated {
@@ -123,12 +128,23 @@ pub(crate) fn inspect(url: &str) -> Result<crate::Schema, OpenError> {
         0
     };
     let version = u32::try_from(version).unwrap_or(u32::MAX);
-    if version < migrate::latest() && can_create != Some(true) {
-        return Err(OpenError::Postgres(
-            "migrations are to be applied, and this role cannot create tables in the schema it uses: \
-             GRANT CREATE ON SCHEMA to it (PostgreSQL 15 no longer grants it on public), or make it the database's owner"
-                .into(),
-        ));
+    // What applying the pending migrations needs: a schema to make
+    // tables in, the right to, and owning the tables they change.
+    if version < migrate::latest() {
+        let refusal = match (schema, can_create, owns_tables) {
+            (None, _, _) => Some("no schema its search_path names exists".to_owned()),
+            (Some(schema), can_create, _) if can_create != Some(true) => Some(format!(
+                "this role cannot create tables in schema {schema}: GRANT CREATE ON SCHEMA {schema} to it \
+                 (PostgreSQL 15 no longer grants it on public), or make it the database's owner"
+            )),
+            (Some(schema), _, false) => {
+                Some(format!("tables in schema {schema} belong to another role, and a migration must own what it changes"))
+            }
+            _ => None,
+        };
+        if let Some(refusal) = refusal {
+            return Err(OpenError::Postgres(format!("migrations are to be applied, and {refusal}")));
+        }
     }
     Ok(crate::Schema { made: true, version, latest: migrate::latest(), server: format!("PostgreSQL {server}") })
 }

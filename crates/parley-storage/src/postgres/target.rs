@@ -17,19 +17,24 @@ pub(super) struct Target {
 pub(super) fn parse(url: &str) -> Result<Target, String> {
     let mut parsed = url::Url::parse(url).map_err(|e| format!("not a database URL: {e}"))?;
     let (mut mode, mut root) = (None, None);
-    let mut kept = Vec::new();
     for (k, v) in parsed.query_pairs() {
         match k.as_ref() {
             "sslmode" => mode = Some(v.into_owned()),
             "sslrootcert" => root = Some(PathBuf::from(v.as_ref())),
-            _ => kept.push((k.into_owned(), v.into_owned())),
+            _ => {}
         }
     }
-    if kept.is_empty() {
-        parsed.set_query(None);
-    } else {
-        parsed.query_pairs_mut().clear().extend_pairs(kept);
-    }
+    // The other parameters as written: encoded again, a space would become
+    // a `+`, which the client library reads as a plus.
+    let kept: Vec<String> = parsed
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !matches!(pair.split('=').next(), Some("sslmode" | "sslrootcert")))
+        .map(str::to_owned)
+        .collect();
+    let kept = kept.join("&");
+    parsed.set_query(if kept.is_empty() { None } else { Some(&kept) });
     let mut config: tokio_postgres::Config = parsed.as_str().parse().map_err(|e| format!("{e}"))?;
     let (ssl_mode, verify) = match mode.as_deref() {
         None | Some("prefer" | "allow") => (SslMode::Prefer, Verify::None),
@@ -54,6 +59,12 @@ pub(super) fn parse(url: &str) -> Result<Target, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parameters_are_passed_on_as_written() {
+        let t = parse("postgres://u@db/app?options=-c%20statement_timeout%3D5000&sslmode=disable").unwrap();
+        assert_eq!(t.config.get_options(), Some("-c statement_timeout=5000"));
+    }
 
     #[test]
     fn ssl_settings_are_read_and_the_rest_kept() {

@@ -84,10 +84,19 @@ fn open_blocking(path: PathBuf, options: SqliteOptions) -> Result<Database, Open
 pub(crate) fn inspect(path: &std::path::Path) -> Result<crate::Schema, OpenError> {
     let latest = migrate::latest();
     let version = rusqlite::version();
-    if !path.exists() {
+    let exists = match path.try_exists() {
+        Ok(exists) => exists,
+        // A file where a folder should be: `can_be_made` says which.
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => false,
+        Err(e) => return Err(OpenError::Io { path: path.to_owned(), reason: format!("cannot be looked at: {e}") }),
+    };
+    if !exists {
         crate::can_be_made(path).map_err(|reason| OpenError::Io { path: path.to_owned(), reason })?;
         return Ok(crate::Schema { made: false, version: 0, latest, server: format!("SQLite {version}") });
     }
+    // Through a link, SQLite makes its -wal and -shm beside the file the
+    // link names: that is the folder to write in.
+    let path = &path.canonicalize().map_err(|e| OpenError::Io { path: path.to_owned(), reason: e.to_string() })?;
     // `serve` writes the file and, beside it, its -wal and -shm files.
     let unwritable = |reason: String| OpenError::Io { path: path.to_owned(), reason };
     std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| unwritable(format!("cannot be written: {e}")))?;
@@ -113,7 +122,12 @@ pub(crate) fn inspect(path: &std::path::Path) -> Result<crate::Schema, OpenError
 fn header_version(path: &std::path::Path) -> Result<u32, String> {
     use std::io::Read;
     let mut header = [0u8; 64];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header)).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot be read: {e}"))?;
+    // An empty file (made by `touch`) is a database SQLite starts.
+    if file.metadata().map_err(|e| format!("cannot be read: {e}"))?.len() == 0 {
+        return Ok(0);
+    }
+    file.read_exact(&mut header).map_err(|e| format!("cannot be read: {e}"))?;
     if &header[..16] != b"SQLite format 3\0" {
         return Err("is not a SQLite database".into());
     }

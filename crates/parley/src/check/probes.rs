@@ -26,11 +26,15 @@ pub async fn all(config: &Config, timeout: Duration, done: &mut dyn FnMut(&'stat
     }
 }
 
-/// `probe`, failed when it takes longer than `timeout`.
+/// `probe`, failed when it takes longer than `timeout` or when a client
+/// library panics on a value it was given: the other tests still run.
 async fn bounded(timeout: Duration, probe: impl Future<Output = Outcome>) -> Outcome {
-    tokio::time::timeout(timeout, probe)
-        .await
-        .unwrap_or_else(|_| Outcome::Failed(format!("no answer within {} seconds", timeout.as_secs())))
+    use futures::FutureExt;
+    match tokio::time::timeout(timeout, std::panic::AssertUnwindSafe(probe).catch_unwind()).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(_)) => Outcome::Failed("the test failed on a value its client could not take (see the message above)".into()),
+        Err(_) => Outcome::Failed(format!("no answer within {} seconds", timeout.as_secs())),
+    }
 }
 
 async fn database(config: &Config) -> Outcome {
@@ -100,7 +104,7 @@ async fn files(config: &Config) -> Outcome {
         Ok(store) => store,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
-    let where_ = store.describe().to_owned();
+    let where_ = super::shown_url(&config.files.url);
     // Keys are flat words in every store; the prefix says whose it is if
     // a crash between writing and removing leaves it behind.
     let key = match parley_domain::ids::prefixed::<16>("parley-check-") {

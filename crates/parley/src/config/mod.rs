@@ -237,21 +237,25 @@ impl Reader<'_> {
     }
 }
 
-/// The credentials within `value`, when it is a URL: its user and
-/// password, credential parameters' values, and those of URLs within
-/// its parameters; or the user information of what only looks like one.
+/// The credentials within `value`, when it is a URL: all its user
+/// information (read from the text itself, since a parser may take a
+/// password that starts with `/`, `?` or `#` for a port and a path), the
+/// values of credential parameters as written and decoded, and those of
+/// URLs within its parameters.
 fn url_credentials(value: &str, into: &mut Vec<String>) {
-    let Ok(url) = Url::parse(value) else {
-        if let Some(range) = userinfo_range(value) {
-            let userinfo = &value[range];
-            into.push(userinfo.to_owned());
-            into.extend(userinfo.split_once(':').map(|(user, password)| [user.to_owned(), password.to_owned()]).into_iter().flatten());
+    if let Some(range) = userinfo_range(value) {
+        let userinfo = &value[range];
+        into.push(userinfo.to_owned());
+        into.extend(userinfo.split_once(':').map(|(user, password)| [user.to_owned(), password.to_owned()]).into_iter().flatten());
+    }
+    let Ok(url) = Url::parse(&without_userinfo(value)) else { return };
+    // As written too: a client's error quotes the URL as it was sent.
+    for pair in url.query().unwrap_or_default().split('&') {
+        if let Some((key, raw)) = pair.split_once('=')
+            && credential_key(key)
+        {
+            into.push(raw.to_owned());
         }
-        return;
-    };
-    if let Some(password) = url.password() {
-        into.push(password.to_owned());
-        into.push(url.username().to_owned());
     }
     for (key, v) in url.query_pairs() {
         if credential_key(&key) {
@@ -274,19 +278,17 @@ fn percent_decoded(text: &str) -> Result<String, std::string::FromUtf8Error> {
 /// a token, a signature, an API key).
 fn credential_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    ["pass", "secret", "token", "key", "sig", "auth"].iter().any(|word| key.contains(word))
+    ["pass", "pwd", "secret", "token", "key", "sig", "auth", "credential"].iter().any(|word| key.contains(word))
 }
 
-/// `value` with a URL's credentials masked: the user and password of
-/// `scheme://user:password@host` (a provider's token may be either), the
-/// values of credential parameters, and those of URLs within parameters
-/// (an S3 `endpoint=`). Anything else as it is.
+/// `value` with a URL's credentials masked: all its user information
+/// (`scheme://user:password@host`: a provider's token may be either, and
+/// a password starting with `/`, `?` or `#` reads to a parser as a port
+/// and a path), the values of credential parameters, and those of URLs
+/// within parameters (an S3 `endpoint=`). Anything else as it is.
 pub(crate) fn without_password(value: &str) -> String {
-    let Ok(mut url) = Url::parse(value) else { return without_userinfo(value) };
-    let mut masked = false;
-    if url.password().is_some() {
-        masked = url.set_username("****").is_ok() && url.set_password(Some("****")).is_ok();
-    }
+    let value = without_userinfo(value);
+    let Ok(mut url) = Url::parse(&value) else { return value };
     let pairs: Vec<(String, String)> = url
         .query_pairs()
         .map(|(k, v)| {
@@ -296,9 +298,9 @@ pub(crate) fn without_password(value: &str) -> String {
         .collect();
     if pairs.iter().zip(url.query_pairs()).any(|((_, shown), (_, v))| *shown != v) {
         url.query_pairs_mut().clear().extend_pairs(pairs);
-        masked = true;
+        return url.to_string();
     }
-    if masked { url.to_string() } else { value.to_owned() }
+    value
 }
 
 /// Where `value` looks like a URL with credentials but is not one a
@@ -306,7 +308,10 @@ pub(crate) fn without_password(value: &str) -> String {
 /// hosts): the range between `://` and the last `@`, whose text it is.
 fn userinfo_range(value: &str) -> Option<std::ops::Range<usize>> {
     let start = value.find("://")? + 3;
-    let at = value.rfind('@').filter(|at| *at > start)?;
+    // Up to a URL within this one (an S3 `endpoint=`), whose own user
+    // information is its own.
+    let end = value[start..].find("://").map_or(value.len(), |nested| start + nested);
+    let at = value[start..end].rfind('@')? + start;
     Some(start..at)
 }
 
@@ -318,7 +323,7 @@ fn without_userinfo(value: &str) -> String {
 }
 
 fn http_url(s: &str) -> Result<Url, String> {
-    let url = Url::parse(s).map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    let url = Url::parse(s).map_err(|e| format!("{:?} is not a URL: {e}", without_password(s)))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err("must be an http:// or https:// URL".into());
     }
@@ -350,9 +355,12 @@ impl Config {
                 ConfigErrors(vec![ConfigError { variable: "--config".into(), reason: format!("cannot read {}: {e}", path.display()) }])
             })?;
             let mut unread = Vec::new();
-            for (number, line) in
-                text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
-            {
+            let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+            // Comments as systemd's EnvironmentFile takes them (`#`, `;`),
+            // and a shell's `export`.
+            let lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
+            for (number, line) in lines.filter(|(_, l)| !l.is_empty() && !l.starts_with('#') && !l.starts_with(';')) {
+                let line = line.strip_prefix("export ").map_or(line, str::trim_start);
                 match line.split_once('=') {
                     // Quoted as a shell or systemd's EnvironmentFile takes it.
                     Some((k, v)) => {
@@ -706,7 +714,7 @@ mod tests {
         {
             assert!(!text.contains(secret), "{secret} shown in {text}");
         }
-        assert_eq!(shown["PARLEY_DATABASE_URL"], "postgres://****:****@db:5432/parley?sslmode=require");
+        assert_eq!(shown["PARLEY_DATABASE_URL"], "postgres://****@db:5432/parley?sslmode=require");
         assert_eq!(shown["PARLEY_SMS_GATEWAY_TOKEN"], "(hidden)");
         assert_eq!(shown["PARLEY_S3_ACCESS_KEY_ID"], "AKIAEXAMPLE");
         assert_eq!(without_password("postgres://db/parley?user=p&password=x"), "postgres://db/parley?user=p&password=****");
@@ -718,6 +726,12 @@ mod tests {
             ("smtp://server-token-123:server-token-123@smtp.example.com:587", "server-token-123"),
             ("https://sms.example.com/send?api_key=key-in-query", "key-in-query"),
             ("s3://bucket/p?endpoint=http://minio:minio-password@minio:9000&region=x", "minio-password"),
+            // A password a parser reads as a port and a path.
+            ("postgres://parley:12/ss#w0rd@db:5432/parley", "12/ss#w0rd"),
+            ("smtps://mailer:#pw9@mail.example.com:465", "#pw9"),
+            // A token as the user, alone.
+            ("https://rk_live_ABC123@relay.example.com/push", "rk_live_ABC123"),
+            ("https://sms.example.com/send?user=me&pwd=S3cretPWD", "S3cretPWD"),
         ] {
             let shown = without_password(url);
             assert!(!shown.contains(credential), "{credential} shown in {shown}");
@@ -725,6 +739,10 @@ mod tests {
             url_credentials(url, &mut found);
             assert!(found.iter().any(|c| c == credential), "{credential} not among {found:?}");
         }
+        // As written, since a client's error quotes the URL as it sent it.
+        let mut found = Vec::new();
+        url_credentials("https://sms.example.com/send?api_key=abc%2Fdef", &mut found);
+        assert!(found.iter().any(|c| c == "abc%2Fdef") && found.iter().any(|c| c == "abc/def"), "{found:?}");
 
         let (_, read, secrets) = Config::read(&BTreeMap::new());
         for name in read.iter().filter(|n| n.ends_with("_TOKEN") || n.contains("SECRET") || n.contains("PASSWORD")) {

@@ -87,7 +87,7 @@ async fn every_dependency_that_answers_passes_and_no_credential_is_printed() {
     assert_eq!(setting("PARLEY_TRUSTED_PROXIES"), "10.0.0.0/8");
     assert_eq!(setting("PARLEY_SMS_GATEWAY_TOKEN"), "(hidden)");
     assert_eq!(setting("PARLEY_STREAM_KEEPALIVE"), "15s  (default)", "defaults are shown too");
-    assert!(stdout.contains("smtps://****:****@localhost"), "{stdout}");
+    assert!(stdout.contains("smtps://****@localhost"), "{stdout}");
     for secret in [SMTP_PASSWORD, GATEWAY_TOKEN, METRICS_TOKEN, crate::push_peers::RELAY_SECRET] {
         assert!(!stdout.contains(secret) && !stderr.contains(secret), "{secret} was printed");
     }
@@ -225,11 +225,14 @@ async fn a_settings_line_that_is_not_a_setting_is_named() {
     assert!(stderr.contains("line 3 is not NAME=value"), "{stderr}");
 
     // Quoted values are taken as a shell or systemd takes them.
-    std::fs::write(&file, "PARLEY_PUBLIC_URL='https://chat.example.com'\nPARLEY_INSTANCE=\"a\"\n").unwrap();
+    std::fs::write(&file, "\u{feff}; as systemd takes it\nPARLEY_PUBLIC_URL='https://chat.example.com'\nexport PARLEY_INSTANCE=\"a\"\n")
+        .unwrap();
     let (code, stdout, stderr) = output(parley(dir.path()).arg("--config").arg(&file).arg("check")).await;
     assert_eq!(code, 0, "{stdout}{stderr}");
     let public = stdout.lines().find(|l| l.trim_start().starts_with("PARLEY_PUBLIC_URL ")).expect("PARLEY_PUBLIC_URL");
     assert!(public.trim_end().ends_with(" https://chat.example.com"), "{public}");
+    let instance = stdout.lines().find(|l| l.trim_start().starts_with("PARLEY_INSTANCE ")).expect("PARLEY_INSTANCE");
+    assert!(instance.trim_end().ends_with(" a"), "{instance}");
 }
 
 /// On PostgreSQL, a role that could not apply the pending migrations (no
@@ -253,8 +256,37 @@ async fn a_database_role_that_cannot_migrate_fails_the_check() {
     .await;
     let as_role = url.replacen("postgres://postgres@", &format!("postgres://{role}@"), 1);
     assert_ne!(as_role, url, "the suite's URL names its user: {url}");
-    let (code, stdout, _) = output(parley(dir.path()).arg("check").env("PARLEY_DATABASE_URL", &as_role)).await;
-    crate::helpers::run_sql(&url, &format!("REVOKE ALL ON parley_migrations FROM {role}; DROP ROLE {role}")).await;
+    let check = || async { output(parley(dir.path()).arg("check").env("PARLEY_DATABASE_URL", &as_role)).await };
+    let (code, without_create, _) = check().await;
+    // With CREATE, the tables a migration changes are still another's.
+    crate::helpers::run_sql(&url, &format!("GRANT CREATE ON SCHEMA public TO {role}")).await;
+    let (code_with_create, with_create, _) = check().await;
+    crate::helpers::run_sql(
+        &url,
+        &format!("REVOKE ALL ON SCHEMA public FROM {role}; REVOKE ALL ON parley_migrations FROM {role}; DROP ROLE {role}"),
+    )
+    .await;
+    assert_eq!(code, 1, "{without_create}");
+    assert!(line(&without_create, "database").contains("cannot create tables"), "{without_create}");
+    assert_eq!(code_with_create, 1, "{with_create}");
+    assert!(line(&with_create, "database").contains("belong to another role"), "{with_create}");
+}
+
+/// An empty file (`touch`) is a database the first start fills; a link to
+/// a database in a folder that cannot be written fails, since SQLite
+/// writes its journal beside the file the link names.
+#[tokio::test]
+async fn an_empty_database_file_passes_and_a_link_into_a_folder_that_cannot_be_written_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("empty.sqlite3"), "").unwrap();
+    let (code, stdout, _) = output(parley(dir.path()).arg("check").env("PARLEY_DATABASE_URL", "sqlite://empty.sqlite3")).await;
+    assert_eq!(code, 0, "{stdout}");
+    assert!(passed(&stdout, "database"), "{stdout}");
+    // A folder that cannot be written: /proc's, through a link. (As root,
+    // permissions would not stop the check, so the test uses a place no
+    // one can write.)
+    std::os::unix::fs::symlink("/proc/self/status", dir.path().join("linked.sqlite3")).unwrap();
+    let (code, stdout, _) = output(parley(dir.path()).arg("check").env("PARLEY_DATABASE_URL", "sqlite://linked.sqlite3")).await;
     assert_eq!(code, 1, "{stdout}");
-    assert!(failed(&stdout, "database") && line(&stdout, "database").contains("cannot create tables"), "{stdout}");
+    assert!(failed(&stdout, "database"), "{stdout}");
 }
