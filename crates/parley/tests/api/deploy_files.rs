@@ -267,3 +267,64 @@ fn compose_builds_this_image_and_names_the_files_the_docs_make() {
         assert!(ignored.lines().any(|l| l == secret), "{secret} is kept out of git");
     }
 }
+
+/// A default written beside its variable in the docs or the deploy files
+/// (`PARLEY_SHUTDOWN_TIMEOUT (15 s)`) is the default Parley has: a
+/// changed default fails here until the prose follows.
+#[test]
+fn figures_quoted_beside_a_variable_are_its_default() {
+    let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
+    let mut texts = vec![format!("{root}/README.md")];
+    for folder in ["deploy", "docs"] {
+        for entry in std::fs::read_dir(format!("{root}/{folder}")).unwrap() {
+            texts.push(entry.unwrap().path().display().to_string());
+        }
+    }
+    let defaults: BTreeMap<String, String> = defaults().shown.into_iter().map(|s| (s.name, s.value)).collect();
+    let mut checked = 0;
+    for path in texts {
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        for (at, _) in text.match_indices("PARLEY_") {
+            let rest = &text[at..];
+            let name_len = rest.find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')).unwrap_or(rest.len());
+            let (name, after) = rest.split_at(name_len);
+            let Some(quoted) = after.trim_start_matches('`').trim_start_matches(',').strip_prefix(" (") else { continue };
+            let Some(figure) = quoted.split(')').next().and_then(figure) else { continue };
+            let Some(default) = defaults.get(name) else { continue };
+            assert!(same(&figure, default), "{path}: {name} ({figure}), but its default is {default}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} figures found");
+}
+
+/// A figure as the prose writes it (`15 s`, `15 minutes`, `10,000`,
+/// `` default `2m` ``), in the configuration's own form; `None` for words.
+fn figure(text: &str) -> Option<String> {
+    let text = text.trim().trim_start_matches("default ").trim_matches('`').replace(',', "");
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    if digits == 0 {
+        return None;
+    }
+    let (number, unit) = text.split_at(digits);
+    let unit = match unit.trim() {
+        "" => "",
+        "s" | "second" | "seconds" => "s",
+        "m" | "minute" | "minutes" => "m",
+        "h" | "hour" | "hours" => "h",
+        "d" | "day" | "days" => "d",
+        "ms" => "ms",
+        unit @ ("KiB" | "MiB" | "GiB") => unit,
+        _ => return None,
+    };
+    Some(format!("{number}{unit}"))
+}
+
+/// Whether two values are the same setting: as durations when both are.
+fn same(a: &str, b: &str) -> bool {
+    use parley_domain::limits::parse_duration;
+    match (parse_duration(a), parse_duration(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
