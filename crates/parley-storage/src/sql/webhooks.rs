@@ -160,6 +160,8 @@ statements! {
         "INSERT INTO webhook_endpoints (tenant_id, url, events, secret, created_at)
          VALUES (:tenant, :url, :events, :secret, :created_at) RETURNING id".into(),
     DELETE_WEBHOOK(tenant: TenantId, id: WebhookId) => |_| "DELETE FROM webhook_endpoints WHERE tenant_id = :tenant AND id = :id".into(),
+    DELETE_WEBHOOK_DELIVERIES(tenant: TenantId, id: WebhookId) => |_|
+        "DELETE FROM webhook_deliveries WHERE tenant_id = :tenant AND endpoint_id = :id".into(),
     ROTATE_SECRET<'a>(tenant: TenantId, id: WebhookId, secret: &'a str, previous_expires_at: Timestamp) => |_|
         "UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = :previous_expires_at, secret = :secret
          WHERE tenant_id = :tenant AND id = :id".into(),
@@ -357,7 +359,13 @@ impl WebhooksWrite for Tx<'_> {
         })
     }
 
+    /// The deliveries first, then the endpoint: the order in which an
+    /// attempt's unit locks them (it records the attempt on its delivery,
+    /// then counts the outcome on the endpoint). The endpoint first, with
+    /// the deliveries going by cascade, could deadlock with one on
+    /// PostgreSQL, and the admin was told to try again.
     fn delete_webhook(&mut self, tenant: TenantId, id: WebhookId) -> StoreResult<bool> {
+        self.exec(DELETE_WEBHOOK_DELIVERIES { tenant, id })?;
         Ok(self.exec(DELETE_WEBHOOK { tenant, id })? == 1)
     }
 
