@@ -54,7 +54,7 @@ impl SmsGateway {
 
 /// An error with its causes, which say why a connection failed (refused,
 /// a certificate not trusted).
-pub fn error_chain(e: &dyn std::error::Error) -> String {
+fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {

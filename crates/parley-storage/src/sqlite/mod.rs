@@ -99,7 +99,7 @@ pub(crate) fn inspect(path: &std::path::Path) -> Result<crate::Schema, OpenError
     let path = &path.canonicalize().map_err(|e| OpenError::Io { path: path.to_owned(), reason: e.to_string() })?;
     // `serve` writes the file and, beside it, its -wal and -shm files.
     let unwritable = |reason: String| OpenError::Io { path: path.to_owned(), reason };
-    std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| unwritable(format!("cannot be written: {e}")))?;
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| unwritable(format!("cannot be written: {e}")))?;
     crate::can_be_made(path).map_err(unwritable)?;
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
@@ -112,17 +112,16 @@ pub(crate) fn inspect(path: &std::path::Path) -> Result<crate::Schema, OpenError
         // Closed cleanly: everything is in the file. Reading its header
         // leaves nothing behind, where a connection would leave -wal and
         // -shm files owned by whoever ran the check.
-        header_version(path).map_err(unwritable)?
+        header_version(file).map_err(unwritable)?
     };
     Ok(crate::Schema { made: true, version: applied, latest, server: format!("SQLite {version}") })
 }
 
 /// The `user_version` a database file's header holds (4 bytes, big-endian,
 /// at offset 60), once the header is seen to be SQLite's.
-fn header_version(path: &std::path::Path) -> Result<u32, String> {
+fn header_version(mut file: std::fs::File) -> Result<u32, String> {
     use std::io::Read;
     let mut header = [0u8; 64];
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot be read: {e}"))?;
     // An empty file (made by `touch`) is a database SQLite starts.
     if file.metadata().map_err(|e| format!("cannot be read: {e}"))?.len() == 0 {
         return Ok(0);

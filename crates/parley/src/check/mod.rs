@@ -1,12 +1,14 @@
 //! `parley check`: what an installation is about to run with, and whether
 //! each service it depends on answers, before it goes live.
 //!
-//! It prints the variables set (credentials hidden, a URL's password
-//! masked), what they amount to, then one line per dependency with a live
-//! test of each; a dependency not set up is shown and is no failure. The
-//! exit code is non-zero when any test failed. Nothing is changed: the
-//! database is read, not migrated; no email, SMS or push is sent; the file
-//! store gets one small file that is removed again.
+//! It prints every variable in effect, set or default (credentials
+//! hidden, a URL's user information masked), what they amount to, then
+//! one line per dependency with a live test of each, as each ends; a
+//! dependency not set up is shown and is no failure. The exit code is
+//! non-zero when any test failed. Nothing is changed: the database is
+//! read, not migrated; no email, SMS or push is sent; a place not made
+//! yet is only tried for writing; the file store gets one small file that
+//! is removed again.
 
 mod probes;
 
@@ -65,7 +67,7 @@ fn say(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
-/// The variables set and what the installation will do with them.
+/// Every variable and what the installation will do with them.
 fn settings(config: &Config) -> String {
     let mut out = String::from("Configuration (every variable; those not set have their default):\n");
     let width = config.shown.iter().map(|s| s.name.len()).max().unwrap_or(0);
@@ -121,7 +123,7 @@ fn settings(config: &Config) -> String {
     out
 }
 
-/// `url` with its password masked.
+/// `url` with its credentials masked.
 fn shown_url(url: &str) -> String {
     crate::config::without_password(url)
 }

@@ -1,7 +1,6 @@
 //! The live test of each dependency, by the same clients `serve` uses.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -20,9 +19,16 @@ pub async fn all(config: &Config, timeout: Duration, done: &mut dyn FnMut(&'stat
     done("mail server", &bounded(timeout, mail(config)).await);
     done("SMS gateway", &bounded(timeout, sms(config)).await);
     done("file store", &bounded(timeout, files(config)).await);
-    match push(timeout, config).await {
-        Ok(pushes) => pushes.iter().for_each(|(name, outcome)| done(name, outcome)),
-        Err(reason) => done("push", &Outcome::Failed(reason)),
+    let providers = match push_providers(config) {
+        Ok(providers) => providers,
+        Err(reason) => return done("push", &Outcome::Failed(reason)),
+    };
+    let probes = providers.probes(SystemClock.now());
+    if probes.is_empty() {
+        done("push", &Outcome::Unused("no mobile provider set up (APNs, FCM or a relay); browsers' Web Push needs none".into()));
+    }
+    for (name, probe) in probes {
+        done(name, &bounded(timeout, async { probe.await.map_or_else(Outcome::Failed, Outcome::Ok) }).await);
     }
 }
 
@@ -134,8 +140,8 @@ async fn files(config: &Config) -> Outcome {
     }
 }
 
-/// The push providers set up, each tested (APNs, FCM, a relay).
-async fn push(timeout: Duration, config: &Config) -> Result<Vec<(&'static str, Outcome)>, String> {
+/// The push providers' clients, as `serve` sets them up.
+fn push_providers(config: &Config) -> Result<Providers, String> {
     // The check's own key for Web Push, which it does not test: the
     // installation's is in the database, and a browser's push service
     // needs no setting.
@@ -143,12 +149,5 @@ async fn push(timeout: Duration, config: &Config) -> Result<Vec<(&'static str, O
     // The public address only names the installation to browsers' push
     // services (VAPID), which are not tested.
     let settings = crate::startup::push_settings(config, config.webhook_allow_private, "https://localhost");
-    let providers = Arc::new(Providers::new(settings, vapid).map_err(|e| format!("cannot set up the push clients: {e}"))?);
-    let probed = providers.probe(SystemClock.now(), timeout).await;
-    let mut results: Vec<(&'static str, Outcome)> =
-        probed.into_iter().map(|(name, result)| (name, result.map_or_else(Outcome::Failed, Outcome::Ok))).collect();
-    if results.is_empty() {
-        results.push(("push", Outcome::Unused("no mobile provider set up (APNs, FCM or a relay); browsers' Web Push needs none".into())));
-    }
-    Ok(results)
+    Providers::new(settings, vapid).map_err(|e| format!("cannot set up the push clients: {e}"))
 }

@@ -51,8 +51,6 @@ pub(super) fn read(r: &mut Reader<'_>) -> FilesConfig {
     FilesConfig { url, url_set, limits: AttachmentSettings { max_size, quota }, credentials }
 }
 
-/// A size in bytes, or with `KiB`, `MiB` or `GiB` (`K`, `M`, `G` and
-/// `KB`, `MB`, `GB` mean the same, binary, units), within `min..=max`.
 /// A number of bytes, shown in the largest whole unit.
 pub(super) struct Size(pub u64);
 
@@ -66,6 +64,8 @@ impl super::shown::Shown for Size {
     }
 }
 
+/// A size in bytes, or with `KiB`, `MiB` or `GiB` (`K`, `M`, `G` and
+/// `KB`, `MB`, `GB` mean the same, binary, units), within `min..=max`.
 fn size(s: &str, min: u64, max: u64) -> Result<u64, String> {
     let t = s.trim();
     let digits = t.bytes().take_while(u8::is_ascii_digit).count();

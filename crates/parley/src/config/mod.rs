@@ -31,6 +31,16 @@ pub enum LogFormat {
     Json,
 }
 
+impl LogFormat {
+    /// As `PARLEY_LOG_FORMAT` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
+}
+
 pub struct Config {
     pub listen: SocketAddr,
     pub database_url: String,
@@ -156,10 +166,15 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    /// The value `name` is set to, if it is set to something.
+    fn set(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
+    }
+
     fn get<T: shown::Shown>(&mut self, name: &str, default: T, parse: impl FnOnce(&str) -> Result<T, String>) -> T {
         self.read.push(name.to_owned());
         self.defaults.push(default.shown());
-        match self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+        match self.set(name) {
             None => default,
             Some(raw) => parse(raw).unwrap_or_else(|reason| {
                 self.errors.push(ConfigError { variable: name.to_owned(), reason });
@@ -181,7 +196,7 @@ impl Reader<'_> {
         self.read
             .iter()
             .zip(&self.defaults)
-            .map(|(name, default)| match self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+            .map(|(name, default)| match self.set(name) {
                 Some(_) if self.secrets.contains(name) => Setting { name: name.clone(), value: "(hidden)".into(), set: true },
                 Some(value) => Setting { name: name.clone(), value: without_password(value), set: true },
                 None => Setting { name: name.clone(), value: default.clone(), set: false },
@@ -195,14 +210,14 @@ impl Reader<'_> {
     fn credential_values(&self) -> Vec<String> {
         let mut values = Vec::new();
         for name in &self.read {
-            let Some(value) = self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) else { continue };
+            let Some(value) = self.set(name) else { continue };
             if self.secrets.contains(name) {
                 values.push(value.to_owned());
             } else {
                 url_credentials(value, &mut values);
             }
         }
-        let decoded: Vec<String> = values.iter().filter_map(|v| percent_decoded(v).ok()).collect();
+        let decoded: Vec<String> = values.iter().map(|v| percent_decoded(v)).collect();
         values.extend(decoded);
         values.sort();
         values.dedup();
@@ -266,12 +281,12 @@ fn url_credentials(value: &str, into: &mut Vec<String>) {
     }
 }
 
-/// `text` with its `%XX` escapes decoded.
-fn percent_decoded(text: &str) -> Result<String, std::string::FromUtf8Error> {
+/// `text` with its `%XX` escapes decoded (a `+` stays a plus: user
+/// information is not form-encoded).
+fn percent_decoded(text: &str) -> String {
     url::form_urlencoded::parse(format!("p={}", text.replace('+', "%2B")).as_bytes())
         .next()
-        .map(|(_, v)| Ok(v.into_owned()))
-        .unwrap_or_else(|| Ok(text.to_owned()))
+        .map_or_else(|| text.to_owned(), |(_, v)| v.into_owned())
 }
 
 /// Whether a URL's query parameter `key` holds a credential (a password,
@@ -462,10 +477,8 @@ impl Config {
                 d => Ok(Some(d)),
             },
         });
-        let log_format = r.get("PARLEY_LOG_FORMAT", LogFormat::Text, |s| match s {
-            "text" => Ok(LogFormat::Text),
-            "json" => Ok(LogFormat::Json),
-            _ => Err(format!("{s:?} is not text or json")),
+        let log_format = r.get("PARLEY_LOG_FORMAT", LogFormat::Text, |s| {
+            [LogFormat::Text, LogFormat::Json].into_iter().find(|f| f.as_str() == s).ok_or_else(|| format!("{s:?} is not text or json"))
         });
         let log_filter = r.get("PARLEY_LOG", "info".to_owned(), |s| {
             tracing_subscriber::EnvFilter::try_new(s).map(|_| s.to_owned()).map_err(|e| e.to_string())

@@ -55,10 +55,7 @@ impl Shown for Rate {
 
 impl Shown for LogFormat {
     fn shown(&self) -> String {
-        match self {
-            LogFormat::Text => "text".into(),
-            LogFormat::Json => "json".into(),
-        }
+        self.as_str().into()
     }
 }
 

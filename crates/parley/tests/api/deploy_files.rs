@@ -50,13 +50,8 @@ fn instructions(text: &str) -> Vec<(String, String)> {
 /// systemd).
 fn seconds(value: &str) -> Duration {
     let value = value.trim().trim_end_matches(';');
-    let (number, unit) = value.split_at(value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len()));
-    let n: u64 = number.parse().unwrap_or_else(|_| panic!("{value:?} is not a duration"));
-    Duration::from_secs(match unit {
-        "" | "s" => n,
-        "m" | "min" => n * 60,
-        other => panic!("unit {other:?} in {value:?}"),
-    })
+    let value = if value.bytes().all(|b| b.is_ascii_digit()) { format!("{value}s") } else { value.to_owned() };
+    parley_domain::limits::parse_duration(&value).unwrap_or_else(|e| panic!("{value:?}: {e}"))
 }
 
 /// `value` in bytes: `11m`, `11MiB`.
@@ -177,44 +172,41 @@ fn supervisors_wait_longer_than_parleys_shutdown() {
     }
 }
 
+/// What both proxies' files hold to Parley: the body limit, the read
+/// timeout and the upstream keep-alive, each written with the proxy's
+/// own directive.
+fn holds_to_parleys_limits(text: &str, body_limit: &str, read_timeout: &str, keepalive: &str) {
+    let config = defaults();
+    let body = directive(text, body_limit).into_iter().map(bytes).collect::<Vec<_>>();
+    assert!(!body.is_empty() && body.iter().all(|b| *b >= largest_body(&config)), "{body_limit} {body:?}");
+    let read_timeouts = directive(text, read_timeout).into_iter().map(seconds).collect::<Vec<_>>();
+    assert!(!read_timeouts.is_empty(), "{read_timeout} is set");
+    for t in read_timeouts {
+        assert!(t > longest_silence(&config), "{read_timeout} {t:?} cuts a long poll or a stream");
+    }
+    // Upstream connections are closed by the proxy before Parley would.
+    for t in directive(text, keepalive).into_iter().map(seconds) {
+        assert!(t < config.idle_timeout, "an upstream connection kept past PARLEY_IDLE_TIMEOUT");
+    }
+}
+
 #[test]
 fn nginx_takes_parleys_largest_body_streams_unbuffered_and_waits_past_its_longest_silence() {
-    let config = defaults();
     let nginx = read("nginx.conf");
-    let body = directive(&nginx, "client_max_body_size").into_iter().map(bytes).collect::<Vec<_>>();
-    assert!(!body.is_empty() && body.iter().all(|b| *b >= largest_body(&config)), "client_max_body_size {body:?}");
-    let read_timeouts = directive(&nginx, "proxy_read_timeout").into_iter().map(seconds).collect::<Vec<_>>();
-    assert!(!read_timeouts.is_empty(), "proxy_read_timeout is set");
-    for t in read_timeouts {
-        assert!(t > longest_silence(&config), "proxy_read_timeout {t:?} cuts a long poll or a stream");
-    }
+    holds_to_parleys_limits(&nginx, "client_max_body_size", "proxy_read_timeout", "keepalive_timeout");
     assert_eq!(directive(&nginx, "proxy_buffering"), ["off;"], "streams are not buffered");
     assert_eq!(directive(&nginx, "gzip"), ["off;"], "Parley compresses, nginx does not again");
     assert!(directive(&nginx, "proxy_set_header").iter().any(|h| h.starts_with("X-Forwarded-For ")), "the client's address is passed on");
     assert!(directive(&nginx, "proxy_set_header").iter().any(|h| h.starts_with("Host ")), "the browser's Host is passed on");
     assert!(directive(&nginx, "listen").iter().any(|l| l.contains("ssl") && l.contains("http2")), "TLS and HTTP/2 to clients");
-    // Upstream connections are closed by the proxy before Parley would.
-    for keepalive in directive(&nginx, "keepalive_timeout").into_iter().map(seconds) {
-        assert!(keepalive < config.idle_timeout, "an upstream connection kept past PARLEY_IDLE_TIMEOUT");
-    }
 }
 
 #[test]
 fn caddy_takes_parleys_largest_body_streams_unbuffered_and_waits_past_its_longest_silence() {
-    let config = defaults();
     let caddy = read("Caddyfile");
-    let body = directive(&caddy, "max_size").into_iter().map(bytes).collect::<Vec<_>>();
-    assert!(!body.is_empty() && body.iter().all(|b| *b >= largest_body(&config)), "max_size {body:?}");
-    let read_timeouts = directive(&caddy, "read_timeout").into_iter().map(seconds).collect::<Vec<_>>();
-    assert!(!read_timeouts.is_empty(), "read_timeout is set");
-    for t in read_timeouts {
-        assert!(t > longest_silence(&config), "read_timeout {t:?} cuts a long poll or a stream");
-    }
+    holds_to_parleys_limits(&caddy, "max_size", "read_timeout", "keepalive");
     assert_eq!(directive(&caddy, "flush_interval"), ["-1"], "streams are not buffered");
     assert!(directive(&caddy, "encode").is_empty(), "Parley compresses, Caddy does not again");
-    for keepalive in directive(&caddy, "keepalive").into_iter().map(seconds) {
-        assert!(keepalive < config.idle_timeout, "an upstream connection kept past PARLEY_IDLE_TIMEOUT");
-    }
 }
 
 /// The settings a self-hoster copies name only variables Parley reads (an
