@@ -1,33 +1,21 @@
 -- The statements of one widget message post on PostgreSQL, as Parley sends
--- them (see crates/parley-storage/src/sql/conversations.rs and webhooks.rs),
--- for the pgbench reference of `scripts/bench --postgres`. The conversation
--- is picked by id (up to `conversations`, the highest id, which
--- scripts/bench passes) instead of its public id, and the event payload is
--- a text of the usual size (pgbench would read the colons of a JSON literal
--- as its variables); everything else is the same work.
+-- them (see crates/parley-storage/src/sql/conversations.rs, feed.rs and
+-- notifications.rs), for the pgbench reference of `scripts/bench
+-- --postgres`: the locked conversation and visitor read, the message
+-- insert carrying the conversation's summary, the feed entry carrying its
+-- webhook fan-out, and the operators' push. The conversation is picked by
+-- id (up to `conversations`, the highest id, which scripts/bench passes)
+-- instead of its public id, values are written in place of parameters, and
+-- the event payload is a text of the usual size (pgbench would read the
+-- colons of a JSON literal as its variables); everything else is the same
+-- work.
 \set cid random(1, :conversations)
 \set ev random(1, 9000000000000000000)
 BEGIN;
-SELECT c.id AS c_id, c.public_id AS c_public_id, c.tenant_id AS c_tenant_id, c.site_id AS c_site_id,
-       c.visitor_id AS c_visitor_id, c.status AS c_status, c.assignee_id AS c_assignee_id,
-       c.created_at AS c_created_at, c.last_message_at AS c_last_message_at,
-       v.id AS v_id, v.name AS v_name, v.last_url AS v_last_url
-  FROM conversations c
-  JOIN visitors v ON v.id = c.visitor_id AND v.tenant_id = c.tenant_id AND v.site_id = c.site_id
- WHERE c.tenant_id = 1 AND (CAST(NULL AS BIGINT) IS NULL OR c.site_id = CAST(NULL AS BIGINT))
-   AND (CAST(NULL AS BIGINT) IS NULL OR FALSE OR c.site_id IN (SELECT os.site_id FROM operator_sites os WHERE os.operator_id = CAST(NULL AS BIGINT) AND os.tenant_id = 1))
-   AND c.id = :cid FOR UPDATE \gset
-INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at)
-SELECT 1, :cid, 'visitor', NULL, NULL, 'A message from the bench, of an ordinary length.', FALSE, 1700000000000
- WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.tenant_id = 1 AND c.id = :cid)
-RETURNING id AS m_id \gset
-UPDATE conversations AS c SET status = 'unassigned', assignee_id = NULL, last_message_at = 1700000000000, closed_at = NULL, verified_at = NULL
- WHERE c.tenant_id = 1 AND c.id = :cid;
-INSERT INTO events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at, conversation_id, site_id, message_id, widget, webhook, tx)
-VALUES ('evt_pgbench_' || :ev, 1, 'message.created',
-        repeat('x', 330),
-        1700000000000, 1700000000000, :cid, :c_site_id, :m_id, TRUE, TRUE, CAST(CAST(pg_current_xact_id() AS text) AS BIGINT));
-INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
-SELECT 1, w.id, e.id, 1700000000000, 1700000000000 FROM events e CROSS JOIN webhook_endpoints w
- WHERE e.event_id = 'evt_pgbench_' || :ev AND e.tenant_id = 1 AND w.tenant_id = 1 AND w.enabled = TRUE;
+SELECT c.id AS c_id, c.public_id AS c_public_id, c.tenant_id AS c_tenant_id, c.site_id AS c_site_id, c.installation_id AS c_installation_id, c.visitor_id AS c_visitor_id, c.status AS c_status, c.subject AS c_subject, c.assignee_id AS c_assignee_id, c.created_at AS c_created_at, c.last_message_at AS c_last_message_at, c.closed_at AS c_closed_at, c.verified_at AS c_verified_at, v.id AS v_id, v.tenant_id AS v_tenant_id, v.site_id AS v_site_id, v.uuid AS v_uuid, v.name AS v_name, v.email AS v_email, v.phone AS v_phone, v.last_url AS v_last_url, v.verified_at AS v_verified_at, v.created_at AS v_created_at, v.updated_at AS v_updated_at, v.verified_method AS v_verified_method, v.verified_target AS v_verified_target, v.user_id AS v_user_id, v.site_email AS v_site_email, v.attributes AS v_attributes, v.locale AS v_locale FROM conversations c
+ JOIN visitors v ON v.id = c.visitor_id AND v.tenant_id = c.tenant_id AND v.site_id = c.site_id
+ WHERE c.tenant_id = 1 AND (1 IS NULL OR c.site_id = 1) AND (CAST(NULL AS BIGINT) IS NULL OR FALSE OR c.site_id IN (SELECT os.site_id FROM operator_sites os WHERE os.operator_id = CAST(NULL AS BIGINT) AND os.tenant_id = 1)) AND c.id = :cid FOR UPDATE \gset
+WITH m AS (INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at, client_message_id, attachments) SELECT 1, :cid, 'visitor', NULL, NULL, 'a message of about the size a visitor writes', FALSE, 1795847299136, NULL, NULL WHERE EXISTS (SELECT 1 FROM conversations c WHERE c.tenant_id = 1 AND (1 IS NULL OR c.site_id = 1) AND c.id = :cid) RETURNING id), s AS (UPDATE conversations AS c SET last_body = CASE WHEN TRUE THEN 'a message of about the size a visitor writes' ELSE c.last_body END, last_message_at = CASE WHEN TRUE THEN 1795847299136 ELSE c.last_message_at END, waiting_since = CASE WHEN TRUE THEN COALESCE(c.waiting_since, 1795847299136) WHEN FALSE THEN NULL ELSE c.waiting_since END WHERE c.tenant_id = 1 AND (1 IS NULL OR c.site_id = 1) AND c.id = :cid) SELECT id AS m_id FROM m \gset
+WITH e AS (INSERT INTO events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at, conversation_id, site_id, message_id, widget, webhook, tx) VALUES ('evt_x' || :ev, 1, 'message.created', repeat('x', 640), 1795847299136, 1795847299136, :cid, 1, :m_id, TRUE, TRUE, CAST(CAST(pg_current_xact_id() AS text) AS BIGINT)) RETURNING id) INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at) SELECT 1, w.id, e.id, 1795847299136, 1795847299136 FROM e CROSS JOIN webhook_endpoints w WHERE w.tenant_id = 1 AND w.enabled = TRUE AND (w.events IS NULL OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(CAST(w.events AS jsonb)) AS e(value) WHERE e.value = 'message.created'));
+INSERT INTO push_outbox (tenant_id, device_id, operator_id, conversation_id, message_id, reason, pending, revision, due_at, attempts, created_at) SELECT 1, d.id, o.id, c.id, :m_id, 'message', TRUE, 1, 1795847299136, 0, 1795847299136 FROM conversations c JOIN operators o ON o.tenant_id = c.tenant_id JOIN devices d ON d.operator_id = o.id AND d.tenant_id = o.tenant_id JOIN operator_tokens t ON t.id = d.token_id AND t.tenant_id = d.tenant_id WHERE c.tenant_id = 1 AND c.id = :cid AND o.active = TRUE AND (CAST(NULL AS BIGINT) IS NULL OR o.id = NULL) AND o.notify_unassigned AND (o.id IS NULL OR o.role = 'admin' OR c.site_id IN (SELECT os.site_id FROM operator_sites os WHERE os.operator_id = o.id AND os.tenant_id = 1)) AND t.revoked_at IS NULL AND t.expires_at > 1795847299136 ON CONFLICT (device_id, conversation_id) DO UPDATE SET tenant_id = excluded.tenant_id, operator_id = excluded.operator_id, message_id = excluded.message_id, reason = excluded.reason, revision = push_outbox.revision + 1, due_at = CASE WHEN push_outbox.pending THEN push_outbox.due_at WHEN push_outbox.last_sent_at + 10000 > excluded.due_at THEN push_outbox.last_sent_at + 10000 ELSE excluded.due_at END, attempts = CASE WHEN push_outbox.pending THEN push_outbox.attempts ELSE 0 END, pending = TRUE;
 COMMIT;

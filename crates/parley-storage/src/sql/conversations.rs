@@ -380,33 +380,53 @@ statements! {
     /// the commit of the one before, so ids increase in commit order.
     LOCK_CONVERSATION(scope: ConversationScope, id: ConversationId) => |d|
         d.locked(format!("SELECT c.id AS c_id FROM conversations c WHERE {SCOPE} AND c.id = :id")),
-    /// What a message changes of its conversation's summary: a message
-    /// the visitor and operators see becomes its latest line and its last
-    /// activity; the visitor starts waiting with its first unanswered
-    /// message, and an operator's reply ends the wait.
+    /// What a message changes of its conversation's summary (see
+    /// [`summarize`]), as a statement of its own where the insert cannot
+    /// carry it (`Dialect::chains_writes`).
     SUMMARIZE_MESSAGE<'a>(
-        scope: ConversationScope, conversation: ConversationId, shown: bool, body: &'a str, from_visitor: bool, answers: bool,
+        scope: ConversationScope, conversation: ConversationId, sender_type: &'a str, internal: bool, body: &'a str,
         created_at: Timestamp,
-    ) => |_| format!(
-        "UPDATE conversations AS c SET
-             last_body = CASE WHEN :shown THEN :body ELSE c.last_body END,
-             last_message_at = CASE WHEN :shown THEN :created_at ELSE c.last_message_at END,
-             waiting_since = CASE WHEN :from_visitor THEN COALESCE(c.waiting_since, :created_at)
-                                  WHEN :answers THEN NULL ELSE c.waiting_since END
-         WHERE {SCOPE} AND c.id = :conversation"
-    ),
+    ) => |_| summarize(),
+    /// The message, with its conversation's summary where the dialect
+    /// chains writes: a post is then one statement fewer for the database.
     INSERT_MESSAGE<'a>(
         scope: ConversationScope, conversation: ConversationId, sender_type: &'a str, sender_id: Option<OperatorId>,
         sender_name: Option<&'a str>, body: &'a str, internal: bool, created_at: Timestamp, client_message_id: Option<&'a str>,
         attachments: Option<&'a str>,
-    ) => |_| format!(
-        "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at,
-             client_message_id, attachments)
-         SELECT :tenant, :conversation, :sender_type, :sender_id, :sender_name, :body, :internal, :created_at,
-             :client_message_id, :attachments
-         WHERE EXISTS (SELECT 1 FROM conversations c WHERE {SCOPE} AND c.id = :conversation)
-         RETURNING id"
-    ),
+    ) => |d| {
+        let insert = format!(
+            "INSERT INTO messages (tenant_id, conversation_id, sender_type, sender_id, sender_name, body, internal, created_at,
+                 client_message_id, attachments)
+             SELECT :tenant, :conversation, :sender_type, :sender_id, :sender_name, :body, :internal, :created_at,
+                 :client_message_id, :attachments
+             WHERE EXISTS (SELECT 1 FROM conversations c WHERE {SCOPE} AND c.id = :conversation)
+             RETURNING id"
+        );
+        if d.chains_writes() {
+            format!("WITH m AS ({insert}), summary AS ({}) SELECT id FROM m", summarize())
+        } else {
+            insert
+        }
+    },
+}
+
+/// What a message (`:sender_type`, `:internal`, `:body`, `:created_at`)
+/// changes of its conversation's summary: a message the visitor and
+/// operators see becomes its latest line (its first
+/// [`LAST_MESSAGE_CHARS`] characters) and its last activity; the visitor
+/// starts waiting with its first unanswered message, and an operator's
+/// reply ends the wait.
+fn summarize() -> String {
+    let (visitor, operator, system) = (SenderKind::Visitor.as_str(), SenderKind::Operator.as_str(), SenderKind::System.as_str());
+    let shown = format!("(:internal = FALSE AND :sender_type <> '{system}')");
+    format!(
+        "UPDATE conversations AS c SET
+             last_body = CASE WHEN {shown} THEN substr(:body, 1, {LAST_MESSAGE_CHARS}) ELSE c.last_body END,
+             last_message_at = CASE WHEN {shown} THEN :created_at ELSE c.last_message_at END,
+             waiting_since = CASE WHEN :sender_type = '{visitor}' THEN COALESCE(c.waiting_since, :created_at)
+                                  WHEN {shown} AND :sender_type = '{operator}' THEN NULL ELSE c.waiting_since END
+         WHERE {SCOPE} AND c.id = :conversation"
+    )
 }
 
 impl ConversationsRead for Tx<'_> {
@@ -698,22 +718,17 @@ impl ConversationsWrite for Tx<'_> {
             client_message_id: m.client_message_id.as_deref(),
             attachments: described.as_deref(),
         })?;
-        let shown = !m.internal && m.sender.kind != SenderKind::System;
-        let start: String = m.body.chars().take(LAST_MESSAGE_CHARS).collect();
-        // Its answer is not needed: on PostgreSQL it goes with the unit's
-        // next round trip.
-        self.defer(
-            SUMMARIZE_MESSAGE {
+        if !self.dialect().chains_writes() {
+            let summary = SUMMARIZE_MESSAGE {
                 scope,
                 conversation: m.conversation_id,
-                shown,
-                body: &start,
-                from_visitor: m.sender.kind == SenderKind::Visitor,
-                answers: shown && m.sender.kind == SenderKind::Operator,
+                sender_type: m.sender.kind.as_str(),
+                internal: m.internal,
+                body: &m.body,
                 created_at: m.created_at,
-            },
-            false,
-        )?;
+            };
+            self.defer(summary, false)?;
+        }
         if !m.internal {
             self.effects.messages.add(m.sender.kind);
         }

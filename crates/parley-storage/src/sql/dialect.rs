@@ -72,6 +72,17 @@ impl Dialect {
         self == Dialect::Postgres
     }
 
+    /// Whether a statement can carry the writes that follow from it in
+    /// data-modifying `WITH` clauses (PostgreSQL): a message's insert
+    /// carries its conversation's summary, a feed entry its webhook
+    /// fan-out. Each is then one statement where it was two, and on
+    /// PostgreSQL a statement's own cost (not its rows) is most of what a
+    /// post costs the database. SQLite has no data-modifying `WITH`:
+    /// there they follow as statements of their own.
+    pub fn chains_writes(self) -> bool {
+        self == Dialect::Postgres
+    }
+
     /// A statement that holds a lock named by the number `:number` until
     /// the commit, for checks that span rows no single row lock covers.
     pub fn transaction_lock(self) -> &'static str {

@@ -13,7 +13,7 @@ use parley_domain::store::StoreResult;
 use parley_domain::store::ops::{FeedRead, FeedWrite};
 
 use super::conversations::{CONVERSATION_COLS, DETAILS_COLS, DETAILS_FROM, MESSAGE_COLS, SCOPE, VISITOR_COLS, details, message};
-use super::webhooks::FAN_OUT;
+use super::webhooks::{DELIVERY_INSERT, FAN_OUT, subscribed};
 use super::{Dialect, Row, Tx, statements};
 
 /// An entry with its conversation (as it is now) and its message, in the
@@ -38,16 +38,30 @@ fn items(d: Dialect, position: &str, order: &str) -> String {
 
 statements! {
     /// The position is the writing transaction's (see `Dialect::writing_tx`).
+    /// The entry, with its webhook deliveries where the dialect chains
+    /// writes (the fan-out then finds the entry without a lookup).
     INSERT_ENTRY<'a>(
         event_id: &'a str, tenant: TenantId, kind: &'a str, payload: &'a str, occurred_at: Timestamp,
         conversation: Option<ConversationId>, site: Option<SiteId>, message: Option<MessageId>, widget: bool, webhook: bool,
-    ) => |d| format!(
-        "INSERT INTO events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at,
-                             conversation_id, site_id, message_id, widget, webhook, tx)
-         VALUES (:event_id, :tenant, :kind, :payload, :occurred_at, :occurred_at,
-                 :conversation, :site, :message, :widget, :webhook, {})",
-        d.writing_tx()
-    ),
+    ) => |d| {
+        let insert = format!(
+            "INSERT INTO events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at,
+                                 conversation_id, site_id, message_id, widget, webhook, tx)
+             VALUES (:event_id, :tenant, :kind, :payload, :occurred_at, :occurred_at,
+                     :conversation, :site, :message, :widget, :webhook, {})",
+            d.writing_tx()
+        );
+        if d.chains_writes() {
+            format!(
+                "WITH e AS ({insert} RETURNING id)
+                 {DELIVERY_INSERT} SELECT :tenant, w.id, e.id, :occurred_at, :occurred_at FROM e CROSS JOIN webhook_endpoints w
+                 WHERE :webhook AND {}",
+                subscribed(d)
+            )
+        } else {
+            insert
+        }
+    },
     FEED_HEAD(tenant: TenantId) => |d| {
         let (before, order) = d.tenant_entries_before("f", ":tenant", d.visible_tx());
         format!("SELECT f.tx AS tx, f.id AS id, f.occurred_at AS at FROM events f WHERE {before} ORDER BY {order} LIMIT 1")
@@ -176,8 +190,10 @@ impl FeedWrite for Tx<'_> {
     fn append_event(&mut self, tenant: TenantId, entry: &FeedEntry) -> StoreResult<()> {
         let e = &entry.event;
         let (conversation, site) = entry.conversation.map_or((None, None), |(c, s)| (Some(c), Some(s)));
-        // Neither needs an answer: the fan-out finds the entry by its
-        // public id, so both can go with the unit's next round trip.
+        // Neither needs an answer: both go with the unit's next round trip
+        // on PostgreSQL, where the entry carries its fan-out; on SQLite
+        // the fan-out finds the entry by its public id.
+        let chained = self.dialect().chains_writes();
         let params = INSERT_ENTRY {
             event_id: &e.event_id,
             tenant,
@@ -190,8 +206,8 @@ impl FeedWrite for Tx<'_> {
             widget: entry.widget,
             webhook: entry.webhook,
         };
-        self.defer(params, false)?;
-        if entry.webhook {
+        self.defer(params, chained && entry.webhook)?;
+        if entry.webhook && !chained {
             self.defer(FAN_OUT { tenant, event_id: &e.event_id, kind: e.kind.as_str(), at: e.occurred_at }, true)?;
         }
         self.effects.feed_appended = true;

@@ -10,7 +10,7 @@ use parley_domain::store::{OutboxStats, StoreError, StoreResult};
 use parley_domain::webhooks::fairness::{DueDelivery, EndpointHealth, Pause};
 use parley_domain::webhooks::{Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, NewWebhook, NextStep, Webhook};
 
-use super::{IdList, Row, Tx, statements};
+use super::{Dialect, IdList, Row, Tx, statements};
 
 const WEBHOOK_COLS: &str = "w.id AS w_id, w.tenant_id AS w_tenant_id, w.url AS w_url, w.events AS w_events, w.secret AS w_secret, \
      w.previous_secret AS w_previous_secret, w.previous_secret_expires_at AS w_previous_secret_expires_at, \
@@ -85,6 +85,17 @@ fn due_deliveries() -> String {
         .into()
 }
 
+/// The insert of deliveries, one per endpoint the `SELECT` after it
+/// names (see [`subscribed`]).
+pub(super) const DELIVERY_INSERT: &str = "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)";
+
+/// Whether endpoint `w` gets an event of kind `:kind` of tenant
+/// `:tenant`: enabled and subscribed to the kind (`events` null means
+/// every kind).
+pub(super) fn subscribed(d: Dialect) -> String {
+    format!("w.tenant_id = :tenant AND w.enabled = TRUE AND (w.events IS NULL OR {})", d.json_array_has("w.events", ":kind"))
+}
+
 statements! {
     RECENT_EVENTS(tenant: TenantId, limit: u32) => |_| "SELECT event_id, kind, occurred_at, payload FROM events
          WHERE tenant_id = :tenant AND webhook = TRUE ORDER BY id DESC LIMIT :limit".into(),
@@ -150,11 +161,9 @@ statements! {
     /// endpoint of the tenant subscribed to its kind (`events` null means
     /// every kind).
     FAN_OUT<'a>(tenant: TenantId, event_id: &'a str, kind: &'a str, at: Timestamp) => |d| format!(
-        "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, created_at)
-         SELECT :tenant, w.id, ev.id, :at, :at FROM events ev CROSS JOIN webhook_endpoints w
-         WHERE ev.event_id = :event_id AND ev.tenant_id = :tenant
-           AND w.tenant_id = :tenant AND w.enabled = TRUE AND (w.events IS NULL OR {})",
-        d.json_array_has("w.events", ":kind")
+        "{DELIVERY_INSERT} SELECT :tenant, w.id, ev.id, :at, :at FROM events ev CROSS JOIN webhook_endpoints w
+         WHERE ev.event_id = :event_id AND ev.tenant_id = :tenant AND {}",
+        subscribed(d)
     ),
     INSERT_WEBHOOK<'a>(tenant: TenantId, url: &'a str, events: Option<&'a str>, secret: &'a str, created_at: Timestamp) => |_|
         "INSERT INTO webhook_endpoints (tenant_id, url, events, secret, created_at)

@@ -6,3 +6,4 @@
 mod conformance;
 mod harness;
 mod units;
+mod writes;
