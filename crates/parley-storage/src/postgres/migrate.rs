@@ -44,6 +44,7 @@ pub(crate) fn latest() -> u32 {
 }
 
 pub(crate) fn apply(client: &mut Client) -> Result<Vec<u32>, OpenError> {
+    super::require_utf8(client)?;
     client.execute("SELECT pg_advisory_lock($1)", &[&crate::locks::MIGRATIONS]).map_err(|e| fail(0, e))?;
     let result = apply_locked(client);
     // The lock is the session's: release it whatever happened.

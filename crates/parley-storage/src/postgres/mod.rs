@@ -98,9 +98,28 @@ pub(crate) async fn migrate_only(url: String) -> Result<Vec<u32>, OpenError> {
         .map_err(|e| OpenError::Postgres(e.to_string()))?
 }
 
+/// Refuses a database whose encoding is not UTF8. Parley's text is UTF-8
+/// and statements cut it by characters (a conversation's latest line):
+/// in another encoding (SQL_ASCII counts bytes) a cut could store half a
+/// character, which no later read could decode.
+pub(crate) fn require_utf8(client: &mut postgres::Client) -> Result<(), OpenError> {
+    let encoding: String = client
+        .query_one("SELECT current_setting('server_encoding') AS encoding", &[])
+        .and_then(|row| row.try_get("encoding"))
+        .map_err(|e| OpenError::Postgres(describe(&e)))?;
+    if encoding == "UTF8" {
+        return Ok(());
+    }
+    Err(OpenError::Postgres(format!(
+        "the database's encoding is {encoding}, and Parley needs UTF8: \
+         CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0, then copy the data over"
+    )))
+}
+
 pub(crate) fn inspect(url: &str) -> Result<crate::Schema, OpenError> {
     let fail = |e: postgres::Error| OpenError::Postgres(describe(&e));
     let mut client = connector(url)?.blocking()?;
+    require_utf8(&mut client)?;
     let row = client
         .query_one(
             "SELECT current_setting('server_version') AS server, to_regclass('parley_migrations') IS NOT NULL AS migrated, \
@@ -384,6 +403,38 @@ mod tests {
         } else {
             assert!(required.is_err(), "sslmode=require never falls back to plain text");
         }
+    }
+
+    /// A database in another encoding than UTF8 is refused by name, by
+    /// `parley serve` (which migrates first) and by `parley check`, before
+    /// anything is written to it.
+    #[test]
+    fn a_database_not_in_utf8_is_refused() {
+        let Some(server) = testing::postgres_url() else { return };
+        let db = testing::fresh_postgres(&server).expect("database");
+        let mut url = url::Url::parse(&db.url).unwrap();
+        let name = format!("{}_ascii", url.path().trim_start_matches('/'));
+        url.set_path(&name);
+        let url = url.to_string();
+        let mut admin = connector(&db.url).unwrap().blocking().unwrap();
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"))
+            .unwrap();
+        let migrated = migrate::apply(&mut connector(&url).unwrap().blocking().unwrap());
+        let inspected = inspect(&url);
+        let made: bool = connector(&url)
+            .unwrap()
+            .blocking()
+            .unwrap()
+            .query_one("SELECT to_regclass('parley_migrations') IS NOT NULL", &[])
+            .unwrap()
+            .get(0);
+        admin.batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)")).unwrap();
+        for outcome in [migrated.map(|_| ()), inspected.map(|_| ())] {
+            let error = outcome.expect_err("refused").to_string();
+            assert!(error.contains("encoding is SQL_ASCII") && error.contains("UTF8"), "{error}");
+        }
+        assert!(!made, "nothing was written");
     }
 
     /// Two processes starting at once both open the database; the

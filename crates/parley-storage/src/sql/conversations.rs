@@ -119,7 +119,7 @@ pub(super) const HAS_UNREAD: &str = has_unread!(":operator");
 /// The details' columns; a visitor's scope (no `:operator`) reads no
 /// unread count: the widget's streams read details with every entry and
 /// show none of them. The latest line and the visitor's wait are kept on
-/// the conversation's row (`SUMMARIZE_MESSAGE`).
+/// the conversation's row (see `summarize`).
 pub(super) const DETAILS_COLS: &str = concat!(
     "s.id AS s_id, s.name AS s_name, a.id AS a_id, a.name AS a_name, a.email AS a_email, CASE WHEN :operator IS NULL THEN 0 ELSE ",
     unread!(":operator"),
@@ -386,7 +386,7 @@ statements! {
     SUMMARIZE_MESSAGE<'a>(
         scope: ConversationScope, conversation: ConversationId, sender_type: &'a str, internal: bool, body: &'a str,
         created_at: Timestamp,
-    ) => |_| summarize(),
+    ) => |_| summarize(""),
     /// The message, with its conversation's summary where the dialect
     /// chains writes: a post is then one statement fewer for the database.
     INSERT_MESSAGE<'a>(
@@ -403,7 +403,9 @@ statements! {
              RETURNING id"
         );
         if d.chains_writes() {
-            format!("WITH m AS ({insert}), summary AS ({}) SELECT id FROM m", summarize())
+            // Every part of the statement runs, whatever the others find:
+            // the summary is written only with the message.
+            format!("WITH m AS ({insert}), summary AS ({}) SELECT id FROM m", summarize("AND EXISTS (SELECT 1 FROM m)"))
         } else {
             insert
         }
@@ -415,8 +417,8 @@ statements! {
 /// operators see becomes its latest line (its first
 /// [`LAST_MESSAGE_CHARS`] characters) and its last activity; the visitor
 /// starts waiting with its first unanswered message, and an operator's
-/// reply ends the wait.
-fn summarize() -> String {
+/// reply ends the wait. `also`: a further condition on writing it.
+fn summarize(also: &str) -> String {
     let (visitor, operator, system) = (SenderKind::Visitor.as_str(), SenderKind::Operator.as_str(), SenderKind::System.as_str());
     let shown = format!("(:internal = FALSE AND :sender_type <> '{system}')");
     format!(
@@ -425,7 +427,7 @@ fn summarize() -> String {
              last_message_at = CASE WHEN {shown} THEN :created_at ELSE c.last_message_at END,
              waiting_since = CASE WHEN :sender_type = '{visitor}' THEN COALESCE(c.waiting_since, :created_at)
                                   WHEN {shown} AND :sender_type = '{operator}' THEN NULL ELSE c.waiting_since END
-         WHERE {SCOPE} AND c.id = :conversation"
+         WHERE {SCOPE} AND c.id = :conversation {also}"
     )
 }
 

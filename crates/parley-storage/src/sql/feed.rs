@@ -37,9 +37,10 @@ fn items(d: Dialect, position: &str, order: &str) -> String {
 }
 
 statements! {
-    /// The position is the writing transaction's (see `Dialect::writing_tx`).
-    /// The entry, with its webhook deliveries where the dialect chains
-    /// writes (the fan-out then finds the entry without a lookup).
+    /// An entry, at the writing transaction's position (see
+    /// `Dialect::writing_tx`); where the dialect chains writes, with its
+    /// webhook deliveries (see `webhooks::subscribed`), which then find
+    /// the entry without looking it up.
     INSERT_ENTRY<'a>(
         event_id: &'a str, tenant: TenantId, kind: &'a str, payload: &'a str, occurred_at: Timestamp,
         conversation: Option<ConversationId>, site: Option<SiteId>, message: Option<MessageId>, widget: bool, webhook: bool,
@@ -53,8 +54,8 @@ statements! {
         );
         if d.chains_writes() {
             format!(
-                "WITH e AS ({insert} RETURNING id)
-                 {DELIVERY_INSERT} SELECT :tenant, w.id, e.id, :occurred_at, :occurred_at FROM e CROSS JOIN webhook_endpoints w
+                "WITH entry AS ({insert} RETURNING id)
+                 {DELIVERY_INSERT} SELECT :tenant, w.id, entry.id, :occurred_at, :occurred_at FROM entry CROSS JOIN webhook_endpoints w
                  WHERE :webhook AND {}",
                 subscribed(d)
             )
@@ -190,9 +191,11 @@ impl FeedWrite for Tx<'_> {
     fn append_event(&mut self, tenant: TenantId, entry: &FeedEntry) -> StoreResult<()> {
         let e = &entry.event;
         let (conversation, site) = entry.conversation.map_or((None, None), |(c, s)| (Some(c), Some(s)));
-        // Neither needs an answer: both go with the unit's next round trip
-        // on PostgreSQL, where the entry carries its fan-out; on SQLite
-        // the fan-out finds the entry by its public id.
+        // No answer is needed (on PostgreSQL it goes with the unit's next
+        // round trip). Where the entry's statement inserts its deliveries,
+        // the rows it changes are the deliveries added, which wake the
+        // worker; elsewhere FAN_OUT follows and finds the entry by its
+        // public id.
         let chained = self.dialect().chains_writes();
         let params = INSERT_ENTRY {
             event_id: &e.event_id,

@@ -157,9 +157,9 @@ statements! {
     DUE_DELIVERIES(now: Timestamp, per_endpoint: u32) => |_| due_deliveries(),
     /// The same, locked for a claim (see `Dialect::claim`).
     CLAIMABLE_DELIVERIES(now: Timestamp, per_endpoint: u32) => |d| d.claim(due_deliveries(), "d"),
-    /// A delivery of the event (by its public id) for every enabled
-    /// endpoint of the tenant subscribed to its kind (`events` null means
-    /// every kind).
+    /// A delivery of the event (by its public id) for every endpoint
+    /// [`subscribed`] to it, where its entry did not insert them
+    /// (`Dialect::chains_writes`).
     FAN_OUT<'a>(tenant: TenantId, event_id: &'a str, kind: &'a str, at: Timestamp) => |d| format!(
         "{DELIVERY_INSERT} SELECT :tenant, w.id, ev.id, :at, :at FROM events ev CROSS JOIN webhook_endpoints w
          WHERE ev.event_id = :event_id AND ev.tenant_id = :tenant AND {}",

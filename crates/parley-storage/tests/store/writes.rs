@@ -70,7 +70,7 @@ async fn a_message_summarizes_its_conversation_by_the_same_rules_on_every_backen
     assert_eq!(summary(c.id).await, asked, "a note and a system line change nothing");
 
     let long = "é".repeat(LAST_MESSAGE_CHARS + 100);
-    add(SenderKind::Visitor, long.clone(), false, at(3)).await;
+    add(SenderKind::Visitor, long, false, at(3)).await;
     let (line, last, waiting) = summary(c.id).await;
     assert_eq!(line, Some("é".repeat(LAST_MESSAGE_CHARS)), "the first characters of the latest line");
     assert_eq!((last, waiting), (at(3), Some(START)), "still waiting since the first question");
@@ -81,19 +81,34 @@ async fn a_message_summarizes_its_conversation_by_the_same_rules_on_every_backen
     add(SenderKind::Visitor, "Thanks!".into(), false, at(5)).await;
     assert_eq!(summary(c.id).await, (Some("Thanks!".into()), at(5), Some(at(5))), "waiting again");
 
-    let untouched = app
-        .db
-        .read(move |r| {
-            Ok::<_, parley_domain::DomainError>(r.conversation_details(other.scope.into(), elsewhere.id)?.map(|d| d.last_message))
+    // A message for another tenant's conversation, in this tenant's
+    // scope, is refused and leaves that conversation's summary as it was,
+    // even in a unit that goes on to commit.
+    let other_summary = |db: parley_domain::Database| async move {
+        db.read(move |r| {
+            let d = r.conversation_details(other.scope.into(), elsewhere.id)?.expect("in its own scope");
+            Ok::<Summary, parley_domain::DomainError>((d.last_message, d.conversation.last_message_at, d.waiting_since))
         })
         .await
-        .expect("details");
-    assert_eq!(untouched, Some(Some("Hi".into())), "another tenant's conversation keeps its own line");
+        .expect("details")
+    };
+    let before = other_summary(app.db.clone()).await;
+    let refused = app
+        .db
+        .write(move |tx| {
+            let mut new = visitor_message(elsewhere.id, "Not yours");
+            new.created_at = at(6);
+            Ok(tx.insert_message(site.into(), &new, &[]).is_err())
+        })
+        .await
+        .expect("the unit commits");
+    assert!(refused, "a conversation out of scope takes no message");
+    assert_eq!(other_summary(app.db.clone()).await, before, "another tenant's conversation keeps its summary");
 }
 
-/// An entry partners get becomes one delivery per enabled endpoint of its
-/// tenant subscribed to its kind; an entry for the feed alone becomes
-/// none.
+/// An entry partners get becomes one delivery per endpoint of its tenant
+/// subscribed to its kind, and wakes the delivery worker; an entry for
+/// the feed alone becomes none.
 #[tokio::test]
 async fn an_entry_is_delivered_to_the_endpoints_subscribed_to_its_kind() {
     let app = TestStore::new().await;
@@ -109,22 +124,30 @@ async fn an_entry_is_delivered_to_the_endpoints_subscribed_to_its_kind() {
     let messages_only = endpoint(f.scope.tenant, "messages", Some(vec![EventKind::MessageCreated])).await;
     let theirs = endpoint(other.scope.tenant, "theirs", None).await;
     let site = f.scope;
-    app.db
+    let entry = |id: &str, c: &Conversation, webhook: bool| FeedEntry {
+        event: OutboxEvent { event_id: id.into(), kind: EventKind::MessageCreated, occurred_at: START, payload: "{}".into() },
+        conversation: Some((c.id, c.site_id)),
+        message: None,
+        widget: true,
+        webhook,
+    };
+    // The worker is woken once a unit that added deliveries commits,
+    // before its caller hears back, and not by a unit that added none.
+    let wake = app.db.deliveries_signal();
+    let woken = || tokio::time::timeout(Duration::ZERO, wake.notified());
+    while woken().await.is_ok() {}
+    let c = app
+        .db
         .write(move |tx| {
             let c = open_conversation(tx, site, "v1", "Hello")?;
-            let entry = |id: &str, webhook: bool| FeedEntry {
-                event: OutboxEvent { event_id: id.into(), kind: EventKind::MessageCreated, occurred_at: START, payload: "{}".into() },
-                conversation: Some((c.id, c.site_id)),
-                message: None,
-                widget: true,
-                webhook,
-            };
-            tx.append_event(site.tenant, &entry("evt_partners", true))?;
-            tx.append_event(site.tenant, &entry("evt_feed_only", false))?;
-            Ok(())
+            tx.append_event(site.tenant, &entry("evt_feed_only", &c, false))?;
+            Ok(c)
         })
         .await
-        .expect("entries");
+        .expect("an entry for the feed alone");
+    assert!(woken().await.is_err(), "no delivery, no wake");
+    app.db.write(move |tx| Ok(tx.append_event(site.tenant, &entry("evt_partners", &c, true))?)).await.expect("an entry for partners");
+    assert!(woken().await.is_ok(), "the worker is woken for the deliveries");
     let tenant = site.tenant;
     let counts = app
         .db
