@@ -140,9 +140,10 @@ impl Bench {
     /// Durable message posts across many conversations.
     pub async fn posts(&mut self) {
         let (addr, load, token, list) = (self.parley, self.load.clone(), self.tenant.widget_token.clone(), Arc::clone(&self.writes));
-        // On SQLite, issue 12's (PostgreSQL's, issue 36's, is printed by
-        // `scripts/bench --postgres` against pgbench's naive durable post).
-        let target = Target { min_ratio: Some(1.5), max_p99_ms: Some(20.0) };
+        // No target against the naive insert, which is not durable
+        // (docs/benchmarks.md); PostgreSQL's is printed by `scripts/bench
+        // --postgres` against pgbench's naive durable post.
+        let target = Target::default();
         let body = json!({"token": token, "body": "a message of about the size a visitor writes"});
         let calls = list.iter().map(|c| Call::post(format!("/api/v1/widget/conversations/{}/messages", c.public_id), &body)).collect();
         self.measure("post", &[("widget message POST", Some("naive insert"), target)], None, || {

@@ -77,18 +77,45 @@ impl Routes for Reference {
 pub struct Outcome {
     pub streams: usize,
     pub open_seconds: f64,
-    pub open_failures: u64,
+    pub open_failures: Failures,
     pub sent: u64,
     pub received: u64,
     pub latency: Histogram<u64>,
     pub peak_rss_mb: Option<f64>,
     pub cpu_seconds: Option<f64>,
     pub reconnect_seconds: f64,
-    pub reconnect_failures: u64,
+    pub reconnect_failures: Failures,
     /// Messages sent while every stream was away, and how many of them
     /// the reconnected streams replayed.
     pub missed_sent: u64,
     pub missed_received: u64,
+}
+
+/// Streams that did not open, by what went wrong (a status, an error).
+#[derive(Default)]
+pub struct Failures(std::collections::BTreeMap<String, u64>);
+
+impl Failures {
+    pub fn count(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    fn add(&mut self, reason: String) {
+        *self.0.entry(reason).or_default() += 1;
+    }
+
+    /// "0 failed", or "64 failed: 64 × status 503".
+    fn describe(&self) -> String {
+        let reasons: Vec<String> = self.0.iter().map(|(reason, n)| format!("{n} × {reason}")).collect();
+        match reasons.is_empty() {
+            true => "0 failed".into(),
+            false => format!("{} failed: {}", self.count(), reasons.join(", ")),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!(self.0)
+    }
 }
 
 /// Shared by the stream readers: arrivals and each stream's last id.
@@ -156,7 +183,7 @@ async fn open_all(
     count: usize,
     at_once: usize,
     resume: Option<Option<String>>,
-) -> (JoinSet<()>, u64, f64) {
+) -> (JoinSet<()>, Failures, f64) {
     let started = Instant::now();
     let gate = Arc::new(Semaphore::new(at_once.max(1)));
     let mut opening = JoinSet::new();
@@ -164,20 +191,21 @@ async fn open_all(
         let (routes, board, gate) = (Arc::clone(routes), Arc::clone(board), Arc::clone(&gate));
         let last = resume.as_ref().and_then(|head| board.last_ids.lock().ok().and_then(|ids| ids[i].clone()).or_else(|| head.clone()));
         opening.spawn(async move {
-            let _permit = gate.acquire_owned().await.ok()?;
+            let _permit = gate.acquire_owned().await.map_err(|e| e.to_string())?;
             match open(addr, &routes.stream(i), last.as_deref()).await {
-                Ok((200, body)) => Some((i, body)),
-                _ => None,
+                Ok((200, body)) => Ok((i, body)),
+                Ok((status, _)) => Err(format!("status {status}")),
+                Err(e) => Err(e.to_string()),
             }
         });
     }
-    let (mut readers, mut failures) = (JoinSet::new(), 0);
+    let (mut readers, mut failures) = (JoinSet::new(), Failures::default());
     while let Some(opened) = opening.join_next().await {
-        match opened.ok().flatten() {
-            Some((i, body)) => {
+        match opened.map_err(|e| e.to_string()).and_then(|o| o) {
+            Ok((i, body)) => {
                 readers.spawn(read(body, Arc::clone(board), i));
             }
-            None => failures += 1,
+            Err(reason) => failures.add(reason),
         }
     }
     (readers, failures, started.elapsed().as_secs_f64())
@@ -281,14 +309,16 @@ impl Outcome {
         json!({
             "streams": self.streams,
             "open_seconds": self.open_seconds,
-            "open_failures": self.open_failures,
+            "open_failures": self.open_failures.count(),
+            "open_failure_reasons": self.open_failures.json(),
             "sent": self.sent,
             "received": self.received,
             "latency_ms": {"p50": self.ms(0.5), "p95": self.ms(0.95), "p99": self.ms(0.99), "max": self.latency.max() as f64 / 1000.0},
             "peak_rss_mb": self.peak_rss_mb,
             "cpu_seconds": self.cpu_seconds,
             "reconnect_seconds": self.reconnect_seconds,
-            "reconnect_failures": self.reconnect_failures,
+            "reconnect_failures": self.reconnect_failures.count(),
+            "reconnect_failure_reasons": self.reconnect_failures.json(),
             "missed_sent": self.missed_sent,
             "missed_received": self.missed_received,
         })
@@ -296,10 +326,10 @@ impl Outcome {
 
     pub fn print(&self, name: &str) {
         println!(
-            "streams {name}: {} streams opened in {:.1} s ({} failed); {} of {} messages arrived; commit-to-stream p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, max {:.1} ms; peak RSS {} MB; CPU {} s",
+            "streams {name}: {} streams opened in {:.1} s ({}); {} of {} messages arrived; commit-to-stream p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, max {:.1} ms; peak RSS {} MB; CPU {} s",
             self.streams,
             self.open_seconds,
-            self.open_failures,
+            self.open_failures.describe(),
             self.received,
             self.sent,
             self.ms(0.5),
@@ -310,8 +340,12 @@ impl Outcome {
             self.cpu_seconds.map_or("-".into(), |c| format!("{c:.1}")),
         );
         println!(
-            "streams {name}: all {} reconnected at once in {:.1} s ({} failed); of {} messages sent while away, {} arrived after reconnecting",
-            self.streams, self.reconnect_seconds, self.reconnect_failures, self.missed_sent, self.missed_received
+            "streams {name}: all {} reconnected at once in {:.1} s ({}); of {} messages sent while away, {} arrived after reconnecting",
+            self.streams,
+            self.reconnect_seconds,
+            self.reconnect_failures.describe(),
+            self.missed_sent,
+            self.missed_received
         );
     }
 }

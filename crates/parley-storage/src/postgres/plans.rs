@@ -11,7 +11,9 @@
 use crate::testing;
 
 /// Two tenants, the first with most of the rows: 20,000 conversations of
-/// four messages, each message with its feed entry. At this size a scan
+/// four messages, each message with its feed entry (a fifth of them for
+/// the feed alone) and each other entry with a webhook delivery (a fifth
+/// of them pending). At this size a scan
 /// costs PostgreSQL more than any index path, so one planned is a plan
 /// that grows with the table.
 const FILL: &str = "
@@ -37,14 +39,20 @@ SELECT c.tenant_id, c.id, CASE WHEN j % 2 = 0 THEN 'visitor' ELSE 'operator' END
        FALSE, c.created_at + j, 'cm' || c.id || '-' || j
 FROM conversations c, generate_series(0, 3) AS j ORDER BY c.id, j;
 INSERT INTO events (event_id, tenant_id, kind, payload, occurred_at, dispatched_at, conversation_id, site_id, message_id, widget, webhook, tx)
-SELECT 'evt_' || m.id, m.tenant_id, 'message.created', '{}', m.created_at, m.created_at, m.conversation_id, c.site_id, m.id, TRUE, TRUE, m.id
+SELECT 'evt_' || m.id, m.tenant_id, 'message.created', '{}', m.created_at, m.created_at, m.conversation_id, c.site_id, m.id, TRUE, m.id % 5 <> 0, m.id
 FROM messages m JOIN conversations c ON c.id = m.conversation_id ORDER BY m.id;
-SELECT setval(pg_get_serial_sequence(t, 'id'), 1000000) FROM unnest(ARRAY['tenants', 'sites', 'installations', 'operators', 'visitors', 'conversations']) AS t;
+INSERT INTO webhook_endpoints (id, tenant_id, url, secret, created_at)
+SELECT i, CASE WHEN i % 4 = 0 THEN 2 ELSE 1 END, 'https://hooks.example.com/' || i, 'whsec', 0 FROM generate_series(1, 8) AS i;
+INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, status, next_attempt_at, created_at)
+SELECT e.tenant_id, CASE WHEN e.tenant_id = 2 THEN 4 ELSE 1 + e.id % 3 END, e.id,
+       CASE WHEN e.id % 5 = 0 THEN 'pending' ELSE 'delivered' END, e.occurred_at, e.occurred_at
+FROM events e WHERE e.webhook ORDER BY e.id;
+SELECT setval(pg_get_serial_sequence(t, 'id'), 1000000) FROM unnest(ARRAY['tenants', 'sites', 'installations', 'operators', 'visitors', 'conversations', 'webhook_endpoints']) AS t;
 ";
 
 /// Tables that grow with use: a statement that scans one of them
 /// slows down with every conversation.
-const LARGE: &[&str] = &["messages", "events", "conversations", "visitors"];
+const LARGE: &[&str] = &["messages", "events", "conversations", "visitors", "webhook_deliveries"];
 
 /// What the hottest statements must walk: the feed's reads on every
 /// stream open and catch-up, the polls. (A post's webhook fan-out rides
@@ -61,6 +69,8 @@ const USES: &[(&str, &str)] = &[
     ("POLL_AFTER", "Index Scan using messages_conversation on messages m"),
     ("MESSAGES_AFTER", "Index Scan using messages_conversation on messages m"),
     ("SEARCH_DETAILS", "Index Scan using conversations_pkey on conversations c"),
+    // The webhook worker's claim, whatever the backlog.
+    ("CLAIMABLE_DELIVERIES", "Index Scan using webhook_deliveries_pkey on webhook_deliveries d"),
 ];
 
 /// Statements that may scan a large table, and why.

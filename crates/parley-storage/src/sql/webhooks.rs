@@ -72,17 +72,19 @@ fn delivery(r: &dyn Row) -> StoreResult<Delivery> {
     })
 }
 
-fn due_deliveries() -> String {
-    "SELECT d.id, d.tenant_id, d.endpoint_id, w.failure_streak
-         FROM webhook_endpoints w CROSS JOIN webhook_deliveries d
-         WHERE d.id IN (
-             SELECT d2.id FROM webhook_deliveries d2
+fn due_deliveries(d: Dialect) -> String {
+    let endpoints_due = "SELECT d2.id FROM webhook_deliveries d2
              WHERE d2.endpoint_id = w.id AND d2.tenant_id = w.tenant_id AND d2.status = 'pending'
                AND d2.next_attempt_at <= :now AND (d2.lease_until IS NULL OR d2.lease_until <= :now)
-             ORDER BY d2.next_attempt_at, d2.id LIMIT :per_endpoint)
+             ORDER BY d2.next_attempt_at, d2.id LIMIT :per_endpoint";
+    format!(
+        "SELECT d.id, d.tenant_id, d.endpoint_id, w.failure_streak
+         FROM webhook_endpoints w CROSS JOIN webhook_deliveries d
+         WHERE {}
            AND w.enabled = TRUE AND (w.paused_until IS NULL OR w.paused_until <= :now)
-         ORDER BY d.next_attempt_at, d.id"
-        .into()
+         ORDER BY d.next_attempt_at, d.id",
+        d.among("d.id", endpoints_due)
+    )
 }
 
 /// The insert of deliveries, one per endpoint the `SELECT` after it
@@ -154,9 +156,9 @@ statements! {
     /// the endpoints as SQLite's outer loop: left to choose, it scans every
     /// delivery and runs the subquery for each, which made a claim cost
     /// the whole backlog.
-    DUE_DELIVERIES(now: Timestamp, per_endpoint: u32) => |_| due_deliveries(),
+    DUE_DELIVERIES(now: Timestamp, per_endpoint: u32) => due_deliveries,
     /// The same, locked for a claim (see `Dialect::claim`).
-    CLAIMABLE_DELIVERIES(now: Timestamp, per_endpoint: u32) => |d| d.claim(due_deliveries(), "d"),
+    CLAIMABLE_DELIVERIES(now: Timestamp, per_endpoint: u32) => |d| d.claim(due_deliveries(d), "d"),
     /// A delivery of the event (by its public id) for every endpoint
     /// [`subscribed`] to it, where its entry did not insert them
     /// (`Dialect::chains_writes`).
