@@ -156,9 +156,15 @@ statements! {
     /// the endpoints as SQLite's outer loop: left to choose, it scans every
     /// delivery and runs the subquery for each, which made a claim cost
     /// the whole backlog.
-    DUE_DELIVERIES(now: Timestamp, per_endpoint: u32) => due_deliveries,
+    ///
+    /// Planned at each run: deliveries come in bursts, and a plan made
+    /// while the table was nearly empty (a fresh database, or one whose
+    /// statistics are behind) would read every delivery for each endpoint
+    /// once the burst arrives. A claim is rare next to the deliveries it
+    /// sends, so planning it anew costs nothing that shows.
+    DUE_DELIVERIES(now: Timestamp, per_endpoint: u32) planned EachRun => due_deliveries,
     /// The same, locked for a claim (see `Dialect::claim`).
-    CLAIMABLE_DELIVERIES(now: Timestamp, per_endpoint: u32) => |d| d.claim(due_deliveries(d), "d"),
+    CLAIMABLE_DELIVERIES(now: Timestamp, per_endpoint: u32) planned EachRun => |d| d.claim(due_deliveries(d), "d"),
     /// A delivery of the event (by its public id) for every endpoint
     /// [`subscribed`] to it, where its entry did not insert them
     /// (`Dialect::chains_writes`).
