@@ -24,10 +24,16 @@ use super::changes::Changes;
 use crate::clock::Timestamp;
 use crate::model::{Conversation, Message, MessageId, SiteScope};
 
-/// The longest an answer is given again without a read.
-pub const LIFETIME: Duration = Duration::from_secs(2);
-/// Answers kept at most (each a conversation's row: a few MB at most).
-const MOST: usize = 10_000;
+/// The longest an answer is given again without a read. Longer than a
+/// polling widget's pace (every 3 s while its panel is open, 20 s while
+/// it is not): shorter, the answer would be gone by the next poll, and
+/// every poll would read. Changes are counted well before it (this
+/// instance's at commit, other instances' as the follower reads them);
+/// it bounds only what no count reaches.
+pub const LIFETIME: Duration = Duration::from_secs(30);
+/// Answers kept at most: each a conversation's row, some 500 bytes, so
+/// about 25 MB when as many widgets poll at once.
+const MOST: usize = 50_000;
 
 pub struct Polls {
     changes: Arc<Changes>,

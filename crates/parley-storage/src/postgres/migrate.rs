@@ -30,6 +30,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (21, include_str!("../../migrations/postgres/0021_password_links.sql")),
     (22, include_str!("../../migrations/postgres/0022_notification_choices.sql")),
     (23, include_str!("../../migrations/postgres/0023_search_at_scale.sql")),
+    (24, include_str!("../../migrations/postgres/0024_claims_by_endpoint.sql")),
 ];
 
 /// Changes with the migrations' text: names the test template database.

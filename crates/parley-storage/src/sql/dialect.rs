@@ -71,7 +71,10 @@ impl Dialect {
     /// by endpoint). PostgreSQL cannot make a semi-join of such an `IN`:
     /// it tested every row of the table against the subquery, which made
     /// a claim cost the backlog times the endpoints (16 s at 16,000
-    /// pending deliveries). As an array, the ids are looked up by key.
+    /// pending deliveries). As an array, the ids can be looked up by key
+    /// (whether they are is the plan's choice: the webhook claim is
+    /// planned at each run for it). The array holds every id the subquery
+    /// selects: only for a subquery bounded by its `LIMIT`.
     pub fn among(self, column: &str, subquery: &str) -> String {
         match self {
             Dialect::Sqlite => format!("{column} IN ({subquery})"),

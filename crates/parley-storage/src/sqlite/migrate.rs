@@ -45,6 +45,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (28, include_str!("../../migrations/sqlite/0028_notification_choices.sql")),
     (29, include_str!("../../migrations/sqlite/0029_search_without_prefixes.sql")),
     (30, include_str!("../../migrations/sqlite/0030_search_at_scale.sql")),
+    (31, include_str!("../../migrations/sqlite/0031_claims_by_endpoint.sql")),
 ];
 
 /// The first line of a migration that must run with foreign keys off.

@@ -116,7 +116,7 @@ async fn migrate_applies_once() {
     // `parley` here runs on its SQLite default: every one of its migrations.
     assert!(
         stdout.contains(
-            "Applied migrations: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]"
+            "Applied migrations: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]"
         ),
         "{stdout}"
     );
