@@ -2,8 +2,8 @@
 //! to the database so that every instance's mail worker knows whether the
 //! visitor is still on the page.
 //!
-//! Streams only change memory; one loop writes what changed, in one
-//! transaction every [`PRESENCE_FLUSH`] (streams that opened, and
+//! Streams only change memory; one loop writes what changed, in a few
+//! transactions every [`PRESENCE_FLUSH`] (streams that opened, and
 //! conversations whose last stream here ended, brought to a few seconds
 //! ahead), and every [`PRESENCE_REFRESH`] pushes all of this instance's
 //! open ones forward. Ten thousand widgets reconnecting after a deploy
@@ -24,6 +24,12 @@ use crate::store::Database;
 /// How soon a stream that opened or ended is written. Far below the
 /// email delay: an answer is never emailed for lack of it.
 pub const PRESENCE_FLUSH: Duration = Duration::from_secs(1);
+
+/// Conversations written per transaction. On PostgreSQL a running
+/// transaction holds back the live feed's entries committed after it
+/// began (`Dialect::visible_tx`): ten thousand streams refreshed in one
+/// transaction held every widget's live updates for half a second.
+const PRESENCE_BATCH: usize = 500;
 
 pub struct Presence {
     db: Database,
@@ -137,11 +143,24 @@ impl Presence {
         }
     }
 
-    /// Whether it was written.
+    /// Whether it was all written, in transactions of at most
+    /// [`PRESENCE_BATCH`] conversations. What a failed flush wrote is
+    /// written again by the next, to the same values.
     async fn write(&self, opened: &[(ConversationId, TenantId)], ended: &[(ConversationId, TenantId)]) -> bool {
-        if opened.is_empty() && ended.is_empty() {
-            return true;
+        // Batches in conversation order, as each batch writes its rows.
+        let mut opened = opened.to_vec();
+        opened.sort_unstable_by_key(|(c, _)| *c);
+        let mut written = true;
+        for opened in opened.chunks(PRESENCE_BATCH) {
+            written &= self.write_batch(opened, &[]).await;
         }
+        for ended in ended.chunks(PRESENCE_BATCH) {
+            written &= self.write_batch(&[], ended).await;
+        }
+        written
+    }
+
+    async fn write_batch(&self, opened: &[(ConversationId, TenantId)], ended: &[(ConversationId, TenantId)]) -> bool {
         // In one order, whoever writes: `BTreeSet`s and a sorted refresh.
         let mut opened: Vec<_> = opened.iter().map(|(c, t)| (*t, *c)).collect();
         opened.sort_unstable_by_key(|(_, c)| *c);
