@@ -33,6 +33,11 @@ const HELD_BACK_FIRST: Duration = Duration::from_millis(5);
 const HELD_BACK_LONGEST: Duration = Duration::from_millis(200);
 /// How long entries may wait behind a transaction before it is named.
 const BLOCKED_WARN: Duration = Duration::from_secs(10);
+/// Entries held back this long (behind a running transaction) leave the
+/// polls answered from memory unsure of every conversation: they read
+/// the database, which has those entries' messages, until the feed moves
+/// again. Shorter holds are routine on PostgreSQL and cost nothing.
+const HELD_BACK_POLLS_READ: Duration = Duration::from_secs(1);
 
 pub struct FeedFollower {
     pub db: Database,
@@ -56,12 +61,18 @@ impl FeedFollower {
                 _ = tokio::time::sleep(POLL) => {}
             }
         };
+        // Polls answered from memory before now may have missed what was
+        // committed before the feed's end was found.
+        self.db.conversation_changes().everything_changed();
         let mut held_back_wait = HELD_BACK_FIRST;
         let mut warned: Option<Instant> = None;
         loop {
             let wait = match self.step(&mut at).await {
                 Ok(Some(since)) => {
                     let waited = self.clock.now().since(since);
+                    if waited >= HELD_BACK_POLLS_READ {
+                        self.db.conversation_changes().everything_changed();
+                    }
                     if waited >= BLOCKED_WARN && warned.is_none_or(|w| w.elapsed() >= BLOCKED_WARN) {
                         self.name_blocker(waited).await;
                         warned = Some(Instant::now());

@@ -22,8 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::model::ConversationId;
 
-/// Counters shared by all conversations: 32 KiB.
-const COUNTERS: usize = 4096;
+/// Counters shared by all conversations: 512 KiB. An answer is kept up to
+/// `polls::LIFETIME`, so a busy instance's changes of other conversations
+/// must rarely land on its counter within that time.
+const COUNTERS: usize = 65_536;
 
 pub struct Changes {
     sequence: AtomicU64,

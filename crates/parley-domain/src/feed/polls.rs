@@ -26,13 +26,17 @@ use crate::model::{Conversation, Message, MessageId, SiteScope};
 
 /// The longest an answer is given again without a read. Longer than a
 /// polling widget's pace (every 3 s while its panel is open, 20 s while
-/// it is not): shorter, the answer would be gone by the next poll, and
-/// every poll would read. Changes are counted well before it (this
-/// instance's at commit, other instances' as the follower reads them);
-/// it bounds only what no count reaches.
+/// it is hidden or closed): shorter, the answer would be gone by the next
+/// poll, and every poll would read. Changes are counted well before it:
+/// this instance's at commit, other instances' as the follower reads
+/// them (every 500 ms at the latest), and while the follower cannot read
+/// or is held back over a second every answer is dropped. It bounds what
+/// no count reaches: a cleared verification or an erasure on another
+/// instance whose announcement is lost.
 pub const LIFETIME: Duration = Duration::from_secs(30);
-/// Answers kept at most: each a conversation's row, some 500 bytes, so
-/// about 25 MB when as many widgets poll at once.
+/// Answers kept at most: each a conversation's row, some 250 bytes and
+/// its subject, so about 20 MB once as many widgets have polled; past
+/// it, answers no longer fresh are dropped first.
 const MOST: usize = 50_000;
 
 pub struct Polls {
@@ -85,11 +89,17 @@ impl Polls {
     /// without reading, if one is known to hold: the conversation and the
     /// cursor (there are no messages).
     pub fn answer(&self, scope: SiteScope, public_id: &str, after_id: MessageId, now: Timestamp) -> Option<(Conversation, Cursor)> {
-        let answers = self.lock();
+        let mut answers = self.lock();
         let a = answers.get(public_id)?;
-        let holds =
-            a.scope == scope && after_id.0 >= a.empty_from && a.fresh(now) && self.changes.unchanged_since(a.conversation.id, a.as_of);
-        holds.then(|| (a.conversation.clone(), a.cursor))
+        if a.scope != scope || after_id.0 < a.empty_from {
+            return None;
+        }
+        if !a.fresh(now) || !self.changes.unchanged_since(a.conversation.id, a.as_of) {
+            // It will not hold again: the read that follows keeps a new one.
+            answers.remove(public_id);
+            return None;
+        }
+        Some((a.conversation.clone(), a.cursor))
     }
 
     /// Taken before a read whose answer may be kept.
