@@ -107,10 +107,7 @@ impl Failures {
     /// "0 failed", or "64 failed: 64 × status 503".
     fn describe(&self) -> String {
         let reasons: Vec<String> = self.0.iter().map(|(reason, n)| format!("{n} × {reason}")).collect();
-        match reasons.is_empty() {
-            true => "0 failed".into(),
-            false => format!("{} failed: {}", self.count(), reasons.join(", ")),
-        }
+        if reasons.is_empty() { "0 failed".into() } else { format!("{} failed: {}", self.count(), reasons.join(", ")) }
     }
 
     fn json(&self) -> serde_json::Value {

@@ -145,37 +145,27 @@ impl Presence {
 
     /// Whether it was all written, in transactions of at most
     /// [`PRESENCE_BATCH`] conversations. What a failed flush wrote is
-    /// written again by the next, to the same values.
+    /// written again by the next.
     async fn write(&self, opened: &[(ConversationId, TenantId)], ended: &[(ConversationId, TenantId)]) -> bool {
-        // Batches in conversation order, as each batch writes its rows.
-        let mut opened = opened.to_vec();
-        opened.sort_unstable_by_key(|(c, _)| *c);
         let mut written = true;
-        for opened in opened.chunks(PRESENCE_BATCH) {
-            written &= self.write_batch(opened, &[]).await;
-        }
-        for ended in ended.chunks(PRESENCE_BATCH) {
-            written &= self.write_batch(&[], ended).await;
+        for (list, ended) in [(opened, false), (ended, true)] {
+            // In one order, whoever writes: by conversation.
+            let mut rows: Vec<_> = list.iter().map(|(c, t)| (*t, *c)).collect();
+            rows.sort_unstable_by_key(|(_, c)| *c);
+            for batch in rows.chunks(PRESENCE_BATCH) {
+                written &= self.write_batch(batch.to_vec(), ended).await;
+            }
         }
         written
     }
 
-    async fn write_batch(&self, opened: &[(ConversationId, TenantId)], ended: &[(ConversationId, TenantId)]) -> bool {
-        // In one order, whoever writes: `BTreeSet`s and a sorted refresh.
-        let mut opened: Vec<_> = opened.iter().map(|(c, t)| (*t, *c)).collect();
-        opened.sort_unstable_by_key(|(_, c)| *c);
-        let ended: Vec<_> = ended.iter().map(|(c, t)| (*t, *c)).collect();
+    /// Streams that opened (`ended` false) or whose last stream here ended.
+    async fn write_batch(&self, rows: Vec<(TenantId, ConversationId)>, ended: bool) -> bool {
         let now = self.clock.now();
-        let (open_until, end_until) = (now.plus(PRESENCE_WINDOW), now.plus(PRESENCE_GRACE));
-        let count = opened.len() + ended.len();
+        let until = now.plus(if ended { PRESENCE_GRACE } else { PRESENCE_WINDOW });
+        let count = rows.len();
         let instance = Arc::clone(&self.instance);
-        let written = self
-            .db
-            .write(move |tx| {
-                tx.set_presence(&instance, &opened, open_until, false)?;
-                Ok(tx.set_presence(&instance, &ended, end_until, true)?)
-            })
-            .await;
+        let written = self.db.write(move |tx| Ok(tx.set_presence(&instance, &rows, until, ended)?)).await;
         if let Err(e) = &written {
             tracing::warn!(error = %e, conversations = count, "could not record open widget streams; kept for the next try");
         }

@@ -81,30 +81,41 @@ const MAY_SCAN: &[(&str, &str)] = &[(
     "SQLite's search, which walks its full-text index newest first; PostgreSQL's runs SEARCH_RECENT and SEARCH_INDEXED instead",
 )];
 
-/// The plan PostgreSQL makes for `stmt` without its values, prepared
-/// with its parameters' types as the connection prepares it.
-fn generic_plan(client: &mut postgres::Client, stmt: &'static crate::sql::Stmt) -> Result<String, String> {
+/// The plan PostgreSQL makes for `stmt`, prepared with its parameters'
+/// types as the connection prepares it, and run with `values` (all NULL
+/// when none are given: a generic plan needs none).
+fn plan(client: &mut postgres::Client, stmt: &'static crate::sql::Stmt, values: &[&str]) -> Result<String, String> {
     let sql = stmt.text(crate::sql::Dialect::Postgres).map_err(|e| e.to_string())?;
     let types: Vec<String> = stmt.types().map(|t| super::conn::pg_type(t).name().to_owned()).collect();
     client.batch_execute("DEALLOCATE ALL").map_err(|e| super::describe(&e))?;
+    let values = if values.is_empty() { vec!["NULL"; types.len()] } else { values.to_vec() };
     let (declared, args) = if types.is_empty() {
         (String::new(), String::new())
     } else {
-        (format!("({})", types.join(", ")), format!("({})", vec!["NULL"; types.len()].join(", ")))
+        (format!("({})", types.join(", ")), format!("({})", values.join(", ")))
     };
     client.batch_execute(&format!("PREPARE planned{declared} AS {sql}")).map_err(|e| super::describe(&e))?;
     let rows = client.query(&format!("EXPLAIN EXECUTE planned{args}"), &[]).map_err(|e| super::describe(&e))?;
     Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>().join("\n"))
 }
 
+/// A fresh database filled by `batches` (each sent on its own: `VACUUM`
+/// cannot share one), and a connection to it planning as
+/// `plans` says (`force_generic_plan` or `force_custom_plan`), without JIT.
+fn filled(server: &str, batches: &[&str], plans: &str) -> (testing::TestDatabase, postgres::Client) {
+    let db = testing::fresh_postgres(server).expect("database");
+    let mut client = super::connector(&db.url).expect("connector").blocking().expect("client");
+    for sql in batches {
+        client.batch_execute(sql).expect("fill");
+    }
+    client.batch_execute(&format!("SET plan_cache_mode = {plans}; SET jit = off")).expect("plan settings");
+    (db, client)
+}
+
 #[test]
 fn no_statement_scans_a_large_table_and_hot_ones_walk_their_index_under_a_generic_plan() {
     let Some(server) = testing::postgres_url() else { return };
-    let db = testing::fresh_postgres(&server).expect("database");
-    let mut client = super::connector(&db.url).expect("connector").blocking().expect("client");
-    client.batch_execute(FILL).expect("fill");
-    client.batch_execute("VACUUM ANALYZE").expect("statistics");
-    client.batch_execute("SET plan_cache_mode = force_generic_plan; SET jit = off").expect("generic plans");
+    let (_db, mut client) = filled(&server, &[FILL, "VACUUM ANALYZE"], "force_generic_plan");
     for (name, _) in USES.iter().chain(MAY_SCAN) {
         assert!(crate::sql::all_statements().any(|s| s.name == *name), "no statement {name}");
     }
@@ -112,7 +123,7 @@ fn no_statement_scans_a_large_table_and_hot_ones_walk_their_index_under_a_generi
     // A statement planned with its values at each run has no generic
     // plan to go astray; the benchmark measures those.
     for stmt in crate::sql::all_statements().filter(|s| s.plan != crate::sql::Plan::EachRun) {
-        let plan = generic_plan(&mut client, stmt).unwrap_or_else(|e| panic!("{}: {e}", stmt.name));
+        let plan = plan(&mut client, stmt, &[]).unwrap_or_else(|e| panic!("{}: {e}", stmt.name));
         let scanned: Vec<&str> = LARGE.iter().copied().filter(|t| plan.contains(&format!("Seq Scan on {t} "))).collect();
         if !scanned.is_empty() && !MAY_SCAN.iter().any(|(name, _)| *name == stmt.name) {
             scans.push(format!("{} scans {scanned:?}:\n{plan}", stmt.name));
@@ -150,36 +161,23 @@ SELECT e.tenant_id, w.id, e.id, e.occurred_at, e.occurred_at FROM events e JOIN 
 #[test]
 fn the_webhook_claim_is_planned_for_the_backlog_it_finds() {
     let Some(server) = testing::postgres_url() else { return };
-    let db = testing::fresh_postgres(&server).expect("database");
-    let mut client = super::connector(&db.url).expect("connector").blocking().expect("client");
-    client.batch_execute(BURST).expect("burst");
-    client.batch_execute("SET plan_cache_mode = force_custom_plan; SET jit = off").expect("plans of each run");
+    let (_db, mut client) = filled(&server, &[BURST], "force_custom_plan");
     // Statistics from before the burst, then statistics of it.
-    for (name, statistics) in [
-        ("DUE_DELIVERIES", "before"),
-        ("CLAIMABLE_DELIVERIES", "before"),
-        ("", "ANALYZE"),
-        ("DUE_DELIVERIES", "after"),
-        ("CLAIMABLE_DELIVERIES", "after"),
-    ] {
-        if statistics == "ANALYZE" {
+    for statistics in ["before", "after"] {
+        if statistics == "after" {
             client.batch_execute("ANALYZE").expect("statistics of the burst");
-            continue;
         }
-        let stmt = crate::sql::all_statements().find(|s| s.name == name).unwrap_or_else(|| panic!("no statement {name}"));
-        assert_eq!(stmt.plan, crate::sql::Plan::EachRun, "{name} is planned at each run");
-        let sql = stmt.text(crate::sql::Dialect::Postgres).expect("text");
-        client.batch_execute("DEALLOCATE ALL").expect("deallocate");
-        client.batch_execute(&format!("PREPARE planned(bigint, bigint) AS {sql}")).expect("prepare");
-        let plan: Vec<String> =
-            client.query("EXPLAIN EXECUTE planned(9000000000000000000, 64)", &[]).expect("explain").iter().map(|r| r.get(0)).collect();
-        let plan = plan.join("\n");
-        assert!(
-            !plan.contains("Seq Scan on webhook_deliveries"),
-            "{name}, statistics {statistics} the burst, reads every delivery:\n{plan}"
-        );
-        for path in ["using webhook_deliveries_endpoint_due on webhook_deliveries d2", "Index Cond: (id = ANY"] {
-            assert!(plan.contains(path), "{name}, statistics {statistics} the burst, does not take {path}:\n{plan}");
+        for name in ["DUE_DELIVERIES", "CLAIMABLE_DELIVERIES"] {
+            let stmt = crate::sql::all_statements().find(|s| s.name == name).unwrap_or_else(|| panic!("no statement {name}"));
+            assert_eq!(stmt.plan, crate::sql::Plan::EachRun, "{name} is planned at each run");
+            let plan = plan(&mut client, stmt, &["9000000000000000000", "64"]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                !plan.contains("Seq Scan on webhook_deliveries"),
+                "{name}, statistics {statistics} the burst, reads every delivery:\n{plan}"
+            );
+            for path in ["using webhook_deliveries_endpoint_due on webhook_deliveries d2", "Index Cond: (id = ANY"] {
+                assert!(plan.contains(path), "{name}, statistics {statistics} the burst, does not take {path}:\n{plan}");
+            }
         }
     }
 }
